@@ -1,0 +1,44 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export type KeyType = 'workspace' | 'personal' | 'partner';
+
+export const KEY_PREFIX: Record<KeyType, string> = { workspace: 'svc_ws_', personal: 'svc_pk_', partner: 'svc_v1_' };
+
+/** A secret is a known prefix plus at least 32 characters of [A-Za-z0-9] (CONTRACT section 2). */
+const SECRET = /^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/;
+
+export function keyTypeOf(secret: string): KeyType | null {
+  if (!SECRET.test(secret)) return null;
+  return secret.startsWith('svc_ws_') ? 'workspace' : secret.startsWith('svc_pk_') ? 'personal' : 'partner';
+}
+
+/** The keyed hash stored instead of a secret (HMAC-SHA256 with the database's pepper). */
+export function hashSecret(pepper: string, secret: string): string {
+  return createHmac('sha256', pepper).update(secret).digest('hex');
+}
+
+const ALPHANUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** A fresh secret: the prefix plus 40 random characters of [A-Za-z0-9]. */
+export function generateSecret(type: KeyType): string {
+  return KEY_PREFIX[type] + randomAlphanumeric(40);
+}
+
+export function randomAlphanumeric(n: number): string {
+  const bytes = randomBytes(n * 2);
+  let out = '';
+  // Rejection sampling keeps the distribution uniform over 62 characters.
+  for (let i = 0; i < bytes.length && out.length < n; i++) if (bytes[i] < 248) out += ALPHANUM[bytes[i] % 62];
+  return out.length === n ? out : out + randomAlphanumeric(n - out.length);
+}
+
+/** What a list may show of a secret: its prefix and four characters. */
+export function hintOf(secret: string): string {
+  return secret.slice(0, 11) + '…';
+}
+
+export function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

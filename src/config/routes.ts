@@ -1,0 +1,184 @@
+// config/routes.json: every route the gateway forwards, with its scope and bucket. A request whose
+// method and path match no entry is never forwarded (CONTRACT section 3, step 7).
+import { z } from 'zod';
+import { ConfigError, formatZodIssue } from './errors.js';
+import { readJson } from './plans.js';
+
+export const ROLES = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'] as const;
+export type Role = (typeof ROLES)[number];
+export type MinRole = Role | 'ORG_OWNER';
+export type Bucket = 'read' | 'write' | 'bulk';
+
+const method = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+const pathPattern = z
+  .string()
+  .regex(/^(\/([a-z0-9-]+|\{[A-Za-z]+(:str)?\}))+$/, 'must be /-separated literals or {param} / {param:str}');
+
+const v2Route = z
+  .object({
+    method,
+    path: pathPattern.refine((p) => p.startsWith('/v2/'), 'must start with /v2/'),
+    scope: z.string().regex(/^[a-z]+:[a-z]+$/).nullable(),
+    bucket: z.enum(['read', 'write', 'bulk']),
+    gateway: z.literal(true).optional(),
+  })
+  .strict();
+const v1Route = z
+  .object({
+    method,
+    path: pathPattern.refine((p) => p.startsWith('/v1/'), 'must start with /v1/'),
+    gateway: z.literal(true).optional(),
+  })
+  .strict();
+
+export const routesFileSchema = z
+  .object({
+    scopes: z.record(z.string().regex(/^[a-z]+:[a-z]+$/), z.enum([...ROLES, 'ORG_OWNER'])),
+    v2: z.array(v2Route).min(1),
+    v1: z.array(v1Route).min(1),
+  })
+  .strict()
+  .superRefine((f, ctx) => {
+    f.v2.forEach((r, i) => {
+      if (r.scope !== null && !(r.scope in f.scopes)) {
+        ctx.addIssue({ code: 'custom', path: ['v2', i, 'scope'], message: `unknown scope ${r.scope}` });
+      }
+    });
+    for (const api of ['v1', 'v2'] as const) {
+      const seen = new Set<string>();
+      f[api].forEach((r, i) => {
+        const k = `${r.method} ${r.path.replace(/\{[^}]+\}/g, (m) => (m.endsWith(':str}') ? '{s}' : '{n}'))}`;
+        if (seen.has(k)) ctx.addIssue({ code: 'custom', path: [api, i, 'path'], message: `duplicate route ${r.method} ${r.path}` });
+        seen.add(k);
+      });
+    }
+  });
+export type RoutesFile = z.infer<typeof routesFileSchema>;
+
+export interface RouteDef {
+  method: string;
+  path: string;
+  scope: string | null;
+  minRole: MinRole | null;
+  bucket: Bucket;
+  gateway: boolean;
+  /** Names of the path parameters, in order. */
+  params: string[];
+}
+
+export interface RouteMatch {
+  route: RouteDef;
+  params: Record<string, string>;
+}
+
+interface Node {
+  literal: Map<string, Node>;
+  num?: Node;
+  str?: Node;
+  numName?: string;
+  strName?: string;
+  routes: Map<string, RouteDef>;
+}
+const node = (): Node => ({ literal: new Map(), routes: new Map() });
+
+const NUMERIC = /^[1-9][0-9]{0,15}$/;
+const STRING_PARAM = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A segment trie: literals first, then a numeric id, then a string id. */
+export class RouteTable {
+  readonly all: RouteDef[] = [];
+  private root = node();
+
+  add(def: RouteDef): void {
+    let n = this.root;
+    for (const seg of def.path.split('/').slice(1)) {
+      const m = /^\{([A-Za-z]+)(:str)?\}$/.exec(seg);
+      if (!m) {
+        let next = n.literal.get(seg);
+        if (!next) n.literal.set(seg, (next = node()));
+        n = next;
+      } else if (m[2]) {
+        n = n.str ??= node();
+        n.strName = m[1];
+      } else {
+        n = n.num ??= node();
+        n.numName = m[1];
+      }
+    }
+    n.routes.set(def.method, def);
+    this.all.push(def);
+  }
+
+  /** Match a canonical path (no query). HEAD matches the GET route. */
+  match(method: string, path: string): RouteMatch | null {
+    const m = method === 'HEAD' ? 'GET' : method;
+    const params: Record<string, string> = {};
+    const segs = path.split('/');
+    const walk = (n: Node, i: number): RouteDef | null => {
+      if (i === segs.length) return n.routes.get(m) ?? null;
+      const seg = segs[i];
+      const lit = n.literal.get(seg);
+      if (lit) {
+        const r = walk(lit, i + 1);
+        if (r) return r;
+      }
+      if (n.num && NUMERIC.test(seg)) {
+        const r = walk(n.num, i + 1);
+        if (r) {
+          params[n.num.numName!] = seg;
+          return r;
+        }
+      }
+      if (n.str && STRING_PARAM.test(seg)) {
+        const r = walk(n.str, i + 1);
+        if (r) {
+          params[n.str.strName!] = seg;
+          return r;
+        }
+      }
+      return null;
+    };
+    if (segs[0] !== '') return null;
+    const route = walk(this.root, 1);
+    return route ? { route, params } : null;
+  }
+
+  /** True when some method is routed at this path (used to tell 404 from 405-like misses). */
+  has(path: string): boolean {
+    return ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].some((m) => this.match(m, path) !== null);
+  }
+}
+
+export interface Routes {
+  v2: RouteTable;
+  v1: RouteTable;
+  scopes: Record<string, MinRole>;
+}
+
+export function parseRoutes(raw: unknown, source = 'routes'): Routes {
+  const r = routesFileSchema.safeParse(raw);
+  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0]));
+  const f = r.data;
+  const v2 = new RouteTable();
+  const v1 = new RouteTable();
+  const params = (p: string) => [...p.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]);
+  for (const d of f.v2) {
+    v2.add({
+      method: d.method,
+      path: d.path,
+      scope: d.scope,
+      minRole: d.scope ? f.scopes[d.scope] : null,
+      bucket: d.bucket,
+      gateway: d.gateway === true,
+      params: params(d.path),
+    });
+  }
+  for (const d of f.v1) {
+    v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', gateway: d.gateway === true, params: params(d.path) });
+  }
+  return { v2, v1, scopes: f.scopes };
+}
+
+export function loadRoutes(file: string): Routes {
+  return parseRoutes(readJson(file), file);
+}

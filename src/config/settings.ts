@@ -1,0 +1,92 @@
+// Settings: a zod schema over CONFIG_FILE plus the environment of CONTRACT section 1 (environment wins).
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { ConfigError, formatZodIssue } from './errors.js';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const csv = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+
+export const settingsSchema = z
+  .object({
+    PORT: port.default(8080),
+    BACKEND_PORT: port.default(8081),
+    ADMIN_PORT: port.default(9090),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
+    DATABASE_URL: z.string().url().optional(),
+    DATA_DIR: z.string().min(1).default('.data'),
+    REDIS_URL: z.string().url().optional(),
+    REDIS_CLUSTER_NODES: csv.optional(),
+    SEED_FILE: z.string().min(1).optional(),
+    TRUST_PROXY: csv.default([]),
+    GATEWAY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+    INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+    DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    PLANS_FILE: z.string().min(1).default('config/plans.json'),
+    ROUTES_FILE: z.string().min(1).default('config/routes.json'),
+    WARMUP_BANDS_FILE: z.string().min(1).default('config/warmup-bands.json'),
+    GOOGLE_PROFILE_URL: z.string().url().default('https://gmail.googleapis.com/gmail/v1/users/me/profile'),
+    MICROSOFT_PROFILE_URL: z.string().url().default('https://graph.microsoft.com/v1.0/me'),
+    GOOGLE_ADMIN_URL: z.string().url().default('https://admin.googleapis.com'),
+    MICROSOFT_GRAPH_URL: z.string().url().default('https://graph.microsoft.com'),
+    DNS_RESOLVER: z.string().optional(),
+  })
+  .strict();
+
+export type Settings = z.infer<typeof settingsSchema>;
+export type Mode = 'start' | 'gateway' | 'backend' | 'migrate' | 'seed';
+
+const KNOWN = Object.keys(settingsSchema.shape);
+
+/**
+ * Read settings from an optional JSON config file and the environment. Throws ConfigError with one
+ * line naming the offending setting.
+ */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 'start'): Settings {
+  let fromFile: Record<string, unknown> = {};
+  if (env.CONFIG_FILE) {
+    try {
+      fromFile = JSON.parse(readFileSync(env.CONFIG_FILE, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: ${(err as Error).message}`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: must hold a JSON object`);
+    }
+  }
+  const merged: Record<string, unknown> = { ...fromFile };
+  for (const k of KNOWN) {
+    const v = env[k];
+    if (v !== undefined && v !== '') merged[k] = v;
+  }
+  // Numbers and lists in the file are given as JSON values; the schema expects the env's text form.
+  for (const [k, v] of Object.entries(merged)) {
+    if (typeof v === 'number' || typeof v === 'boolean') merged[k] = String(v);
+    if (Array.isArray(v)) merged[k] = v.join(',');
+  }
+  const parsed = settingsSchema.safeParse(merged);
+  if (!parsed.success) throw new ConfigError(formatZodIssue('setting', parsed.error.issues[0]));
+  const s = parsed.data;
+  if (mode === 'gateway' || mode === 'backend') {
+    if (!s.DATABASE_URL) throw new ConfigError('setting DATABASE_URL: required for `npm run ' + mode + '`');
+    if (!s.GATEWAY_SECRET) throw new ConfigError('setting GATEWAY_SECRET: required for `npm run ' + mode + '`');
+    if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
+  }
+  return s;
+}
+
+/** All-in-one mode invents the secrets it was not given (random per start). */
+export function withGeneratedSecrets(s: Settings): Settings & { GATEWAY_SECRET: string; INTERNAL_TOKEN: string } {
+  return {
+    ...s,
+    GATEWAY_SECRET: s.GATEWAY_SECRET ?? randomBytes(32).toString('hex'),
+    INTERNAL_TOKEN: s.INTERNAL_TOKEN ?? randomBytes(24).toString('hex'),
+  };
+}

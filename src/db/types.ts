@@ -1,0 +1,23 @@
+// One small query interface; `pg` (DATABASE_URL) and PGlite (embedded, DATA_DIR) implement it.
+
+export type Row = Record<string, any>;
+
+export interface Queryable {
+  /** Run one parameterized statement ($1, $2, ...) and return its rows. */
+  query<T extends Row = Row>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pg' | 'pglite';
+  /** The schema every table lives in (search_path); tests use one per file. */
+  readonly schema: string;
+  /** Run several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+  /** Run fn in one transaction; commits when it resolves, rolls back when it throws. */
+  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /** LISTEN on a channel; resolves to an unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** True when a trivial query answers. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,175 @@
+// In-process stores for a single gateway instance (and for tests). Node runs this code on one thread,
+// so each synchronous read-modify-write below is atomic: no two hits can interleave inside one.
+// Counters across several instances must use ./redis.ts instead (CONTRACT.md section 3).
+
+import {
+  COOLDOWN_MS,
+  FAILURE_LIMIT,
+  FAILURE_WINDOW_MS,
+  WINDOW_MS,
+  systemClock,
+  windowStart,
+  type Clock,
+  type CounterRef,
+  type HitResult,
+  type LayerState,
+  type LimitStores,
+} from './types.js';
+
+export interface MemoryStoreOptions {
+  clock?: Clock;
+  /** Real-time period of the background sweep of expired entries; 0 turns it off. Default one window. */
+  sweepIntervalMs?: number;
+  /** Entry count that triggers a sweep on write, so a burst of distinct ids cannot grow memory unbounded. */
+  sweepThreshold?: number;
+}
+
+interface Counter {
+  windowStart: number;
+  used: number;
+}
+
+interface Failures {
+  count: number;
+  /** End of the 15-minute failure window, which starts at the first failure. */
+  until: number;
+}
+
+/** The memory stores, plus how many entries they hold (for metrics, and to test that sweeping works). */
+export interface MemoryStores extends LimitStores {
+  entries(): number;
+}
+
+const DEFAULT_SWEEP_THRESHOLD = 10_000;
+
+export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores {
+  const clock = opts.clock ?? systemClock;
+  const sweepThreshold = opts.sweepThreshold ?? DEFAULT_SWEEP_THRESHOLD;
+
+  const counters = new Map<string, Counter>();
+  const failures = new Map<string, Failures>();
+  /** IP -> end of its cooldown, in clock milliseconds. */
+  const cooldowns = new Map<string, number>();
+  // Versions are never swept: there is one per organization, and dropping one would reset it to 0,
+  // which could make a stale cached principal look current again.
+  const versions = new Map<number, number>();
+
+  // Grows with the live set so a sweep that frees little is not repeated on every write (amortized O(1)).
+  let nextSweepAt = sweepThreshold;
+
+  const entries = () => counters.size + failures.size + cooldowns.size;
+
+  function sweep(): void {
+    const now = clock.now();
+    const current = windowStart(now);
+    for (const [id, c] of counters) if (c.windowStart !== current) counters.delete(id);
+    for (const [ip, f] of failures) if (f.until <= now) failures.delete(ip);
+    for (const [ip, end] of cooldowns) if (end <= now) cooldowns.delete(ip);
+    nextSweepAt = Math.max(sweepThreshold, entries() * 2);
+  }
+
+  function maybeSweep(): void {
+    if (entries() >= nextSweepAt) sweep();
+  }
+
+  const intervalMs = opts.sweepIntervalMs ?? WINDOW_MS;
+  const timer = intervalMs > 0 ? setInterval(sweep, intervalMs) : undefined;
+  // The sweep only frees memory; it must never keep the process (or a test run) alive.
+  timer?.unref();
+
+  function state(limit: number, used: number, start: number): LayerState {
+    return { limit, used, remaining: Math.max(0, limit - used), reset: (start + WINDOW_MS) / 1000 };
+  }
+
+  /** Spend one token; an entry from an earlier window is over, so it is replaced when touched. */
+  function spend(ref: CounterRef, start: number): LayerState {
+    let c = counters.get(ref.id);
+    if (c === undefined || c.windowStart !== start) {
+      c = { windowStart: start, used: 0 };
+      counters.set(ref.id, c);
+    }
+    c.used += 1;
+    return state(ref.limit, c.used, start);
+  }
+
+  function read(ref: CounterRef, start: number): LayerState {
+    const c = counters.get(ref.id);
+    return state(ref.limit, c !== undefined && c.windowStart === start ? c.used : 0, start);
+  }
+
+  function cooldownLeft(ip: string, now: number): number {
+    const end = cooldowns.get(ip);
+    if (end === undefined) return 0;
+    if (end <= now) {
+      cooldowns.delete(ip);
+      return 0;
+    }
+    return Math.ceil((end - now) / 1000);
+  }
+
+  return {
+    limiter: {
+      async hit(key, ip): Promise<HitResult> {
+        // One clock reading for both layers, so they can never land in different windows.
+        const start = windowStart(clock.now());
+        maybeSweep();
+        const k = spend(key, start);
+        const i = spend(ip, start);
+        return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+      },
+      async peek(refs) {
+        const start = windowStart(clock.now());
+        return refs.map((r) => read(r, start));
+      },
+    },
+
+    cooldown: {
+      async check(ip) {
+        return cooldownLeft(ip, clock.now());
+      },
+      async recordFailure(ip) {
+        const now = clock.now();
+        maybeSweep();
+        let f = failures.get(ip);
+        if (f === undefined || f.until <= now) {
+          f = { count: 0, until: now + FAILURE_WINDOW_MS };
+          failures.set(ip, f);
+        }
+        f.count += 1;
+        if (f.count >= FAILURE_LIMIT) {
+          cooldowns.set(ip, now + COOLDOWN_MS);
+          // The cooldown replaces the count: after it ends, the IP starts again from zero failures.
+          failures.delete(ip);
+        }
+      },
+    },
+
+    versions: {
+      async get(orgId) {
+        return versions.get(orgId) ?? 0;
+      },
+      async bump(orgId) {
+        const v = (versions.get(orgId) ?? 0) + 1;
+        versions.set(orgId, v);
+        return v;
+      },
+    },
+
+    async preflight(ip, orgId) {
+      return {
+        cooldown: cooldownLeft(ip, clock.now()),
+        version: orgId === null ? null : (versions.get(orgId) ?? 0),
+      };
+    },
+
+    async ready() {
+      return true;
+    },
+
+    entries,
+
+    async close() {
+      if (timer !== undefined) clearInterval(timer);
+    },
+  };
+}

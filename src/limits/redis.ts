@@ -1,0 +1,278 @@
+// Stores shared by every gateway instance through Redis (standalone or Cluster), so N instances
+// enforce the same budget as one (CONTRACT.md section 3, "Rate-limit windows and headers").
+//
+// Key layout (prefix default `kg:`); the part in braces is the Cluster hash tag, so every script
+// touches exactly one slot and the keys of one IP's cooldown live together:
+//   <prefix>rl:{<counter id>}:<window start ms>   fixed-window counter, TTL = rest of window + slack
+//   <prefix>af:{<ip>}:failures                     hash {n, until}: failed authentications, TTL 15 min
+//   <prefix>af:{<ip>}:cooldown                     cooldown end (clock ms), TTL 15 min
+//   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
+
+import { Cluster, Redis } from 'ioredis';
+import {
+  COOLDOWN_MS,
+  FAILURE_LIMIT,
+  FAILURE_WINDOW_MS,
+  WINDOW_MS,
+  systemClock,
+  windowStart,
+  type Clock,
+  type CounterRef,
+  type HitResult,
+  type LayerState,
+  type LimitStores,
+} from './types.js';
+
+export type RedisConnection = Redis | Cluster;
+
+export interface RedisClientOptions {
+  /** e.g. redis://127.0.0.1:6379; for a Cluster, its credentials and TLS apply to every node. */
+  url?: string;
+  /** `host:port` seeds; when given the client is a Cluster client. */
+  clusterNodes?: string[];
+  /** Per-command timeout: a slow Redis must fail a request fast rather than stall the gateway. */
+  commandTimeoutMs?: number;
+}
+
+export function createRedisClient(opts: RedisClientOptions): RedisConnection {
+  const common = {
+    commandTimeout: opts.commandTimeoutMs ?? 100,
+    // One retry after a reconnect at most: a rate-limit answer that arrives late is worth little.
+    maxRetriesPerRequest: 1,
+  };
+  if (opts.clusterNodes !== undefined && opts.clusterNodes.length > 0) {
+    const fromUrl = opts.url !== undefined ? urlOptions(opts.url) : {};
+    return new Cluster(opts.clusterNodes, {
+      // Commands issued while the cluster is still discovering its slots wait instead of failing.
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      redisOptions: { ...fromUrl, ...common },
+    });
+  }
+  const options = { ...common, enableOfflineQueue: true, lazyConnect: false };
+  return opts.url !== undefined ? new Redis(opts.url, options) : new Redis(options);
+}
+
+/** Credentials, database and TLS from a redis:// or rediss:// URL, for the nodes of a Cluster. */
+function urlOptions(url: string): { username?: string; password?: string; tls?: object } {
+  const u = new URL(url);
+  const out: { username?: string; password?: string; tls?: object } = {};
+  if (u.username !== '') out.username = decodeURIComponent(u.username);
+  if (u.password !== '') out.password = decodeURIComponent(u.password);
+  if (u.protocol === 'rediss:') out.tls = {};
+  return out;
+}
+
+export interface RedisStoreOptions {
+  redis: RedisConnection;
+  /** Namespace of every key; tests sharing one Redis use a random one each. No braces allowed. */
+  prefix?: string;
+  clock?: Clock;
+  /** How long ready() waits for PING before answering false. */
+  readyTimeoutMs?: number;
+}
+
+/** Extra TTL past the window's end, so an instance whose clock runs a little behind still finds its counter. */
+const TTL_SLACK_MS = 5_000;
+
+// Spend one token from each key; the key is created with its TTL in the same atomic step, so no
+// counter can outlive its window (no read-then-write: the returned count is the one this hit made).
+// ARGV[1]: TTL in ms.
+const HIT_LUA = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  local n = redis.call('INCR', key)
+  if n == 1 then redis.call('PEXPIRE', key, ARGV[1]) end
+  out[i] = n
+end
+return out
+`;
+
+// KEYS[1]: failures hash, KEYS[2]: cooldown key (same hash tag, so same slot).
+// ARGV: now, failure window end, failure limit, cooldown end, TTL of both (ms).
+// The failure window's end is kept in the hash and compared with the caller's clock, so every
+// instance (and a test's fake clock) agrees on it; the PX TTL only frees the memory afterwards.
+const FAILURE_LUA = `
+local now = tonumber(ARGV[1])
+local untilMs = tonumber(redis.call('HGET', KEYS[1], 'until'))
+if untilMs == nil or untilMs <= now then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'until', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+end
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+if n >= tonumber(ARGV[3]) then
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+  redis.call('DEL', KEYS[1])
+end
+return n
+`;
+
+// ioredis adds methods named after the definitions; these names are unlikely to clash with
+// commands another module defines on the same connection.
+const HIT_CMD = 'keygateLimitHit';
+const FAILURE_CMD = 'keygateRecordFailure';
+
+interface ScriptCommands {
+  keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+  keygateRecordFailure(
+    failuresKey: string,
+    cooldownKey: string,
+    now: number,
+    failuresUntil: number,
+    limit: number,
+    cooldownUntil: number,
+    ttlMs: number,
+  ): Promise<number>;
+}
+
+export function createRedisStores(opts: RedisStoreOptions): LimitStores {
+  const clock = opts.clock ?? systemClock;
+  const prefix = opts.prefix ?? 'kg:';
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 250;
+  if (/[{}]/.test(prefix)) {
+    // A brace in the prefix would become the hash tag of every key and put them all in one slot.
+    throw new Error(`Redis key prefix must not contain '{' or '}': ${JSON.stringify(prefix)}`);
+  }
+
+  const redis = opts.redis;
+  // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
+  redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
+  redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
+  const scripts = redis as unknown as ScriptCommands;
+  const cluster = redis.isCluster;
+
+  const counterKey = (id: string, start: number) => `${prefix}rl:{${id}}:${start}`;
+  const failuresKey = (ip: string) => `${prefix}af:{${ip}}:failures`;
+  const cooldownKey = (ip: string) => `${prefix}af:{${ip}}:cooldown`;
+  const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
+
+  function state(limit: number, used: number, start: number): LayerState {
+    return { limit, used, remaining: Math.max(0, limit - used), reset: (start + WINDOW_MS) / 1000 };
+  }
+
+  function secondsLeft(end: string | null, now: number): number {
+    if (end === null) return 0;
+    const left = Math.ceil((Number(end) - now) / 1000);
+    return left > 0 ? left : 0;
+  }
+
+  /**
+   * GET several keys: one pipelined round trip on standalone; on a Cluster the keys live in different
+   * slots (MGET and a single pipeline would be cross-slot), so the GETs are sent concurrently.
+   */
+  async function getMany(keys: string[]): Promise<(string | null)[]> {
+    if (keys.length === 0) return [];
+    if (cluster) return Promise.all(keys.map((k) => redis.get(k)));
+    const pipeline = redis.pipeline();
+    for (const k of keys) pipeline.get(k);
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([err, value]) => {
+      if (err) throw err;
+      return value as string | null;
+    });
+  }
+
+  return {
+    limiter: {
+      async hit(key: CounterRef, ip: CounterRef): Promise<HitResult> {
+        // One clock reading for both layers, so they can never land in different windows.
+        const now = clock.now();
+        const start = windowStart(now);
+        const ttl = start + WINDOW_MS - now + TTL_SLACK_MS;
+        const kKey = counterKey(key.id, start);
+        const iKey = counterKey(ip.id, start);
+        let kUsed: number;
+        let iUsed: number;
+        if (cluster) {
+          // Different hash tags, different slots: one single-key script each, sent concurrently.
+          const [[k], [i]] = await Promise.all([
+            scripts.keygateLimitHit(1, kKey, ttl),
+            scripts.keygateLimitHit(1, iKey, ttl),
+          ]);
+          kUsed = Number(k);
+          iUsed = Number(i);
+        } else {
+          const [k, i] = await scripts.keygateLimitHit(2, kKey, iKey, ttl);
+          kUsed = Number(k);
+          iUsed = Number(i);
+        }
+        const k = state(key.limit, kUsed, start);
+        const i = state(ip.limit, iUsed, start);
+        return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+      },
+
+      async peek(refs: CounterRef[]): Promise<LayerState[]> {
+        const start = windowStart(clock.now());
+        const values = await getMany(refs.map((r) => counterKey(r.id, start)));
+        return refs.map((r, n) => state(r.limit, Number(values[n] ?? 0), start));
+      },
+    },
+
+    cooldown: {
+      async check(ip) {
+        return secondsLeft(await redis.get(cooldownKey(ip)), clock.now());
+      },
+      async recordFailure(ip) {
+        const now = clock.now();
+        await scripts.keygateRecordFailure(
+          failuresKey(ip),
+          cooldownKey(ip),
+          now,
+          now + FAILURE_WINDOW_MS,
+          FAILURE_LIMIT,
+          now + COOLDOWN_MS,
+          Math.max(FAILURE_WINDOW_MS, COOLDOWN_MS),
+        );
+      },
+    },
+
+    versions: {
+      async get(orgId) {
+        return Number((await redis.get(versionKey(orgId))) ?? 0);
+      },
+      async bump(orgId) {
+        return redis.incr(versionKey(orgId));
+      },
+    },
+
+    async preflight(ip, orgId) {
+      const keys = orgId === null ? [cooldownKey(ip)] : [cooldownKey(ip), versionKey(orgId)];
+      const [cooldown, version] = await getMany(keys);
+      return {
+        cooldown: secondsLeft(cooldown ?? null, clock.now()),
+        version: orgId === null ? null : Number(version ?? 0),
+      };
+    },
+
+    async ready() {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<false>((resolve) => {
+        // With the offline queue on, PING would wait for a reconnect; /readyz must answer now.
+        timer = setTimeout(() => resolve(false), readyTimeoutMs);
+        timer.unref();
+      });
+      try {
+        return await Promise.race([
+          redis.ping().then(
+            (reply) => reply === 'PONG',
+            () => false,
+          ),
+          timeout,
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async close() {
+      if (redis.status === 'end') return;
+      try {
+        await redis.quit();
+      } catch {
+        // Already closing or never connected: disconnect drops the socket and any reconnect timer.
+        redis.disconnect();
+      }
+    },
+  };
+}

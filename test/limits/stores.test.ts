@@ -1,0 +1,343 @@
+// One suite for every LimitStores implementation (STYLE.md habit 3): memory always, Redis when
+// REDIS_URL is set. Windows and cooldowns are driven by a fake clock (habit 4), never by sleeping.
+
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { createMemoryStores } from '../../src/limits/memory.js';
+import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
+import type { Clock, CounterRef, LimitStores } from '../../src/limits/types.js';
+
+/** A clock the test moves by hand. */
+interface FakeClock extends Clock {
+  set(ms: number): void;
+  advance(ms: number): void;
+}
+
+function fakeClock(start: number): FakeClock {
+  let t = start;
+  return {
+    now: () => t,
+    set: (ms) => {
+      t = ms;
+    },
+    advance: (ms) => {
+      t += ms;
+    },
+  };
+}
+
+/** 2030-01-01T00:00:00Z plus 12.345 s: a minute boundary is known exactly. */
+const MINUTE = 1_893_456_000_000;
+const T0 = MINUTE + 12_345;
+
+type Factory = (clock: Clock) => LimitStores;
+
+function storeSuite(name: string, factory: Factory): void {
+  describe(`LimitStores: ${name}`, () => {
+    let clock: FakeClock;
+    let stores: LimitStores;
+
+    beforeEach(() => {
+      clock = fakeClock(T0);
+      stores = factory(clock);
+    });
+
+    afterEach(async () => {
+      await stores.close();
+    });
+
+    const key = (limit = 20): CounterRef => ({ id: 'k:1000:read', limit });
+    const ip = (limit = 100, addr = '203.0.113.7'): CounterRef => ({ id: `ip:${addr}`, limit });
+
+    describe('rate limiter', () => {
+      it('allows up to the limit and rejects the next hit, still spending it', async () => {
+        for (let n = 1; n <= 20; n++) {
+          const r = await stores.limiter.hit(key(), ip());
+          expect(r.allowed).toBe(true);
+          expect(r.key).toEqual({ limit: 20, used: n, remaining: 20 - n, reset: MINUTE / 1000 + 60 });
+        }
+        const r = await stores.limiter.hit(key(), ip());
+        expect(r.allowed).toBe(false);
+        expect(r.key).toEqual({ limit: 20, used: 21, remaining: 0, reset: MINUTE / 1000 + 60 });
+        expect(r.ip).toEqual({ limit: 100, used: 21, remaining: 79, reset: MINUTE / 1000 + 60 });
+      });
+
+      it('rejects when only the IP layer is over, and spends both counters anyway', async () => {
+        const small = ip(2);
+        await stores.limiter.hit(key(), small);
+        await stores.limiter.hit(key(), small);
+        const r = await stores.limiter.hit(key(), small);
+        expect(r.allowed).toBe(false);
+        expect(r.key.used).toBe(3);
+        expect(r.key.remaining).toBe(17);
+        expect(r.ip).toMatchObject({ used: 3, remaining: 0 });
+        const [k, i] = await stores.limiter.peek([key(), small]);
+        expect(k!.used).toBe(3);
+        expect(i!.used).toBe(3);
+      });
+
+      it('reports reset as the next minute boundary in unix seconds, at both ends of a window', async () => {
+        clock.set(MINUTE);
+        expect((await stores.limiter.hit(key(), ip())).key.reset).toBe(MINUTE / 1000 + 60);
+        clock.set(MINUTE + 59_999);
+        const r = await stores.limiter.hit(key(), ip());
+        expect(r.key.reset).toBe(MINUTE / 1000 + 60);
+        expect(r.ip.reset).toBe(MINUTE / 1000 + 60);
+        expect(r.key.used).toBe(2);
+      });
+
+      it('starts the next window fresh', async () => {
+        for (let n = 0; n < 21; n++) await stores.limiter.hit(key(), ip());
+        clock.set(MINUTE + 60_000);
+        const r = await stores.limiter.hit(key(), ip());
+        expect(r.allowed).toBe(true);
+        expect(r.key).toEqual({ limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 120 });
+        expect(r.ip.used).toBe(1);
+      });
+
+      it('keeps counters of different ids independent', async () => {
+        const write: CounterRef = { id: 'k:1000:write', limit: 5 };
+        const otherKey: CounterRef = { id: 'k:1001:read', limit: 20 };
+        const otherIp = ip(100, '198.51.100.1');
+        await stores.limiter.hit(key(), ip());
+        await stores.limiter.hit(key(), ip());
+        await stores.limiter.hit(write, ip());
+        await stores.limiter.hit(otherKey, otherIp);
+        const states = await stores.limiter.peek([key(), write, otherKey, ip(), otherIp]);
+        expect(states.map((s) => s.used)).toEqual([2, 1, 1, 3, 1]);
+      });
+
+      it('peek reads without spending, including counters never hit', async () => {
+        await stores.limiter.hit(key(), ip());
+        const fresh: CounterRef = { id: 'k:9999:bulk', limit: 3 };
+        for (let n = 0; n < 3; n++) {
+          const [k, i, f] = await stores.limiter.peek([key(), ip(), fresh]);
+          expect(k).toEqual({ limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 });
+          expect(i!.used).toBe(1);
+          expect(f).toEqual({ limit: 3, used: 0, remaining: 3, reset: MINUTE / 1000 + 60 });
+        }
+        expect(await stores.limiter.peek([])).toEqual([]);
+        expect((await stores.limiter.hit(key(), ip())).key.used).toBe(2);
+      });
+
+      it('counts concurrent hits exactly', async () => {
+        const results = await Promise.all(
+          Array.from({ length: 200 }, () => stores.limiter.hit(key(), ip(150))),
+        );
+        // Each hit saw a distinct count: no two read the same value before writing.
+        expect(results.map((r) => r.key.used).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 200 }, (_, n) => n + 1),
+        );
+        expect(results.filter((r) => r.allowed)).toHaveLength(20);
+        const [k, i] = await stores.limiter.peek([key(), ip(150)]);
+        expect(k!.used).toBe(200);
+        expect(i).toMatchObject({ used: 200, remaining: 0 });
+      });
+    });
+
+    describe('failed-authentication cooldown', () => {
+      const addr = '192.0.2.10';
+
+      it('starts a 15-minute cooldown on the 5th failure, with exact seconds left', async () => {
+        for (let n = 0; n < 4; n++) {
+          await stores.cooldown.recordFailure(addr);
+          clock.advance(1_000);
+        }
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(900);
+        clock.advance(500);
+        expect(await stores.cooldown.check(addr)).toBe(900); // 899.5 s rounds up
+        clock.advance(100_000);
+        expect(await stores.cooldown.check(addr)).toBe(800);
+        clock.advance(799_499);
+        expect(await stores.cooldown.check(addr)).toBe(1); // 1 ms left still answers at least 1
+      });
+
+      it('ends the cooldown after 15 minutes, and counts afresh after it', async () => {
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure(addr);
+        clock.advance(15 * 60_000);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(900);
+      });
+
+      it('forgets failures 15 minutes after the first one', async () => {
+        for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure(addr);
+        clock.advance(15 * 60_000);
+        await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        // That failure opened a new window: three more make four, still no cooldown.
+        for (let n = 0; n < 3; n++) await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(900);
+      });
+
+      it('keeps the failures of different IPs independent', async () => {
+        const other = '192.0.2.11';
+        for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure(addr);
+        await stores.cooldown.recordFailure(other);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+        expect(await stores.cooldown.check(other)).toBe(0);
+        await stores.cooldown.recordFailure(addr);
+        expect(await stores.cooldown.check(addr)).toBe(900);
+        expect(await stores.cooldown.check(other)).toBe(0);
+      });
+
+      it('counts concurrent failures exactly', async () => {
+        await Promise.all(Array.from({ length: 5 }, () => stores.cooldown.recordFailure(addr)));
+        expect(await stores.cooldown.check(addr)).toBe(900);
+      });
+    });
+
+    describe('access versions', () => {
+      it('start at 0 and bump by one per organization', async () => {
+        expect(await stores.versions.get(42)).toBe(0);
+        expect(await stores.versions.bump(42)).toBe(1);
+        expect(await stores.versions.bump(42)).toBe(2);
+        expect(await stores.versions.get(42)).toBe(2);
+        expect(await stores.versions.get(43)).toBe(0);
+        const bumps = await Promise.all(Array.from({ length: 50 }, () => stores.versions.bump(43)));
+        expect(new Set(bumps).size).toBe(50);
+        expect(await stores.versions.get(43)).toBe(50);
+      });
+    });
+
+    describe('preflight', () => {
+      it('returns the cooldown and the version together', async () => {
+        expect(await stores.preflight('192.0.2.20', 7)).toEqual({ cooldown: 0, version: 0 });
+        expect(await stores.preflight('192.0.2.20', null)).toEqual({ cooldown: 0, version: null });
+        await stores.versions.bump(7);
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.20');
+        clock.advance(60_000);
+        expect(await stores.preflight('192.0.2.20', 7)).toEqual({ cooldown: 840, version: 1 });
+        expect(await stores.preflight('192.0.2.20', null)).toEqual({ cooldown: 840, version: null });
+        expect(await stores.preflight('192.0.2.21', 7)).toEqual({ cooldown: 0, version: 1 });
+      });
+    });
+
+    it('is ready', async () => {
+      expect(await stores.ready()).toBe(true);
+    });
+  });
+}
+
+storeSuite('memory', (clock) => createMemoryStores({ clock }));
+
+describe('memory store housekeeping', () => {
+  it('sweeps entries whose window is over once enough accumulate', async () => {
+    const clock = fakeClock(T0);
+    const stores = createMemoryStores({ clock, sweepThreshold: 11, sweepIntervalMs: 0 });
+    const ipRef = { id: 'ip:a', limit: 5 };
+    for (let n = 0; n < 9; n++) await stores.limiter.hit({ id: `k:${n}:read`, limit: 5 }, ipRef);
+    await stores.cooldown.recordFailure('192.0.2.40');
+    expect(stores.entries()).toBe(11);
+    clock.advance(60_000);
+    // This hit finds 11 entries, sweeps the ten counters of the last window, then adds two.
+    await stores.limiter.hit({ id: 'k:100:read', limit: 5 }, { id: 'ip:b', limit: 5 });
+    expect(stores.entries()).toBe(3);
+    // The failure window (15 min) outlives a rate-limit window; once it is over it goes too. The 8th
+    // hit finds 11 entries again and sweeps the failure and last window's two counters.
+    clock.advance(15 * 60_000);
+    for (let n = 0; n < 8; n++) await stores.limiter.hit({ id: `k:${n}:write`, limit: 5 }, ipRef);
+    expect(stores.entries()).toBe(9);
+    await stores.close();
+  });
+
+  it('sweeps on a timer that does not keep the process alive', async () => {
+    const clock = fakeClock(T0);
+    const stores = createMemoryStores({ clock, sweepIntervalMs: 5 });
+    await stores.limiter.hit({ id: 'k:1:read', limit: 5 }, { id: 'ip:a', limit: 5 });
+    await stores.cooldown.recordFailure('192.0.2.41');
+    expect(stores.entries()).toBe(3);
+    clock.advance(15 * 60_000);
+    // Waits for the real timer (a few ms), not for the window: the window is moved by the clock.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(stores.entries()).toBe(0);
+    await stores.close();
+  });
+});
+
+const REDIS_URL = process.env.REDIS_URL;
+
+describe.runIf(REDIS_URL !== undefined)('redis', () => {
+  // A random prefix per run isolates this file from other runs and files sharing the Redis.
+  const prefix = `kgtest:${randomBytes(6).toString('hex')}:`;
+  const admin = REDIS_URL !== undefined ? new Redis(REDIS_URL) : undefined;
+
+  afterAll(async () => {
+    if (admin === undefined) return;
+    const keys = await admin.keys(`${prefix}*`);
+    if (keys.length > 0) await admin.del(...keys);
+    await admin.quit();
+  });
+
+  // Each test gets its own sub-prefix, so state never leaks between tests that reuse ids.
+  let seq = 0;
+  storeSuite('redis', (clock) =>
+    createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: `${prefix}${seq++}:`, clock }),
+  );
+
+  it('names every key with a hash tag and gives it a TTL', async () => {
+    const clock = fakeClock(T0);
+    const p = `${prefix}keys:`;
+    const stores = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock });
+    try {
+      await stores.limiter.hit({ id: 'k:1000:read', limit: 20 }, { id: 'ip:203.0.113.7', limit: 100 });
+      for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure('192.0.2.30');
+      for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.31');
+      await stores.versions.bump(42);
+
+      const keys = (await admin!.keys(`${p}*`)).sort();
+      expect(keys).toEqual(
+        [
+          `${p}af:{192.0.2.30}:failures`,
+          `${p}af:{192.0.2.31}:cooldown`,
+          `${p}av:{42}`,
+          `${p}rl:{ip:203.0.113.7}:${MINUTE}`,
+          `${p}rl:{k:1000:read}:${MINUTE}`,
+        ].sort(),
+      );
+      for (const k of keys) expect(k).toMatch(/^[^{}]*\{[^{}]+\}[^{}]*$/);
+
+      // Counters live until the window ends plus a few seconds of slack, taken from the clock.
+      const windowLeft = MINUTE + 60_000 - T0;
+      for (const k of keys.filter((k) => k.includes(':rl:'))) {
+        const ttl = await admin!.pttl(k);
+        expect(ttl).toBeGreaterThan(windowLeft);
+        expect(ttl).toBeLessThanOrEqual(windowLeft + 5_000);
+      }
+      for (const k of keys.filter((k) => k.includes(':af:'))) {
+        const ttl = await admin!.pttl(k);
+        expect(ttl).toBeGreaterThan(14 * 60_000);
+        expect(ttl).toBeLessThanOrEqual(15 * 60_000);
+      }
+      // The access version must never expire: losing it would make stale cached principals current.
+      expect(await admin!.pttl(`${p}av:{42}`)).toBe(-1);
+      // The cooldown's value is its end in clock milliseconds, so any instance can compute seconds left.
+      expect(await admin!.get(`${p}af:{192.0.2.31}:cooldown`)).toBe(String(T0 + 15 * 60_000));
+    } finally {
+      await stores.close();
+    }
+  });
+
+  it('is not ready when Redis does not answer, and answers fast', async () => {
+    const redis = createRedisClient({ url: 'redis://127.0.0.1:1' });
+    redis.on('error', () => {}); // the refused connection is the point of this test
+    const stores = createRedisStores({ redis, prefix, readyTimeoutMs: 200 });
+    const started = performance.now();
+    expect(await stores.ready()).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await stores.close();
+  });
+
+  it('rejects a prefix with braces', () => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    expect(() => createRedisStores({ redis, prefix: 'kg:{x}:' })).toThrow(/must not contain/);
+    redis.disconnect();
+  });
+});
