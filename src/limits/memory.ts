@@ -117,6 +117,11 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
         const i = spend(ip, start);
         return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
       },
+      async hitOne(ref) {
+        const start = windowStart(clock.now());
+        maybeSweep();
+        return spend(ref, start);
+      },
       async peek(refs) {
         const start = windowStart(clock.now());
         return refs.map((r) => read(r, start));

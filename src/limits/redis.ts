@@ -175,6 +175,12 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
 
   return {
     limiter: {
+      async hitOne(ref: CounterRef): Promise<LayerState> {
+        const now = clock.now();
+        const start = windowStart(now);
+        const [used] = await scripts.keygateLimitHit(1, counterKey(ref.id, start), start + WINDOW_MS - now + TTL_SLACK_MS);
+        return state(ref.limit, Number(used), start);
+      },
       async hit(key: CounterRef, ip: CounterRef): Promise<HitResult> {
         // One clock reading for both layers, so they can never land in different windows.
         const now = clock.now();

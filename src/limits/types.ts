@@ -37,6 +37,8 @@ export interface RateLimiter {
    * (no read-then-write), whether or not the request is then accepted.
    */
   hit(key: CounterRef, ip: CounterRef): Promise<HitResult>;
+  /** Spend one token in a single counter (the /v1 interface has one layer). */
+  hitOne(counter: CounterRef): Promise<LayerState>;
   /** Read the current state of counters without spending anything. */
   peek(counters: CounterRef[]): Promise<LayerState[]>;
 }

@@ -1,0 +1,93 @@
+// The gateway's principal cache. A cached principal is used only while its organization's access
+// version (read in the same round trip as the cooldown check) equals the version it was resolved at;
+// every writer of access data bumps that version after committing, so a change applies to the very
+// next request on every instance. PostgreSQL NOTIFY evicts as well, for changes made outside the
+// backend (an operator's SQL), and an entry lives at most `ttlMs` as a last line of defence.
+import { LRUCache } from 'lru-cache';
+import type { Db } from '../db/types.js';
+import type { Preflight, AccessVersions } from '../limits/types.js';
+import { hashSecret, type KeyType } from './secrets.js';
+import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
+
+interface Entry {
+  principal: Principal;
+  version: number;
+}
+
+export type Lookup =
+  | { kind: 'cooldown'; seconds: number }
+  | { kind: 'invalid' }
+  | { kind: 'ok'; principal: Principal; cached: boolean };
+
+export interface PrincipalCacheOptions {
+  db: Db;
+  pepper: string;
+  preflight: Preflight['preflight'];
+  versions: AccessVersions;
+  max?: number;
+  ttlMs?: number;
+}
+
+export class PrincipalCache {
+  private entries: LRUCache<string, Entry>;
+  /** key hash -> organization id: immutable facts, so kept without a version. */
+  private orgOf: LRUCache<string, number>;
+  hits = 0;
+  misses = 0;
+  invalidations = 0;
+
+  constructor(private opts: PrincipalCacheOptions) {
+    this.entries = new LRUCache({ max: opts.max ?? 50_000, ttl: opts.ttlMs ?? 5 * 60_000 });
+    this.orgOf = new LRUCache({ max: opts.max ?? 50_000 });
+  }
+
+  hash(secret: string): string {
+    return hashSecret(this.opts.pepper, secret);
+  }
+
+  /**
+   * Steps 3 and 4: the IP's cooldown, then the key. One Redis round trip when the principal is cached
+   * and current; on a miss or a stale entry the database is read after the version, so a change
+   * committed meanwhile always leaves the cached copy behind a newer version.
+   */
+  async lookup(secret: string, keyType: KeyType, ip: string): Promise<Lookup> {
+    const h = this.hash(secret);
+    const entry = this.entries.get(h);
+    const orgHint = entry?.principal.organizationId ?? this.orgOf.get(h) ?? null;
+    const pre = await this.opts.preflight(ip, orgHint);
+    if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
+    if (entry && pre.version !== null && entry.version === pre.version) {
+      this.hits++;
+      return { kind: 'ok', principal: entry.principal, cached: true };
+    }
+    this.misses++;
+    let version = pre.version;
+    if (orgHint === null) {
+      const org = await organizationOfKey(this.opts.db, h);
+      if (org === null) return { kind: 'invalid' };
+      this.orgOf.set(h, org);
+      version = await this.opts.versions.get(org);
+    }
+    const p = await resolvePrincipal(this.opts.db, h, keyType);
+    if (!p) {
+      this.entries.delete(h);
+      return { kind: 'invalid' };
+    }
+    if (version !== null) this.entries.set(h, { principal: p, version });
+    return { kind: 'ok', principal: p, cached: false };
+  }
+
+  /** Drop every cached principal of an organization (on a database NOTIFY). */
+  evictOrganization(orgId: number): void {
+    for (const [k, e] of this.entries.entries()) {
+      if (e.principal.organizationId === orgId) {
+        this.entries.delete(k);
+        this.invalidations++;
+      }
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

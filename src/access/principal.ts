@@ -1,0 +1,78 @@
+// Resolving an API key's secret hash to the principal the gateway authorizes: the key, its
+// organization, and the workspaces and roles it may act in. Read from PostgreSQL; cached by the
+// gateway only while the organization's access version is unchanged (see access/cache.ts).
+import type { Queryable } from '../db/types.js';
+import { ROLES, type Role } from '../config/routes.js';
+import type { KeyType } from './secrets.js';
+
+export interface Principal {
+  keyId: number;
+  keyType: KeyType;
+  organizationId: number;
+  plan: string | null;
+  apiAccess: boolean;
+  paused: boolean;
+  scopes: ReadonlySet<string>;
+  /** Workspace key: its workspace and stamped role (deleted workspaces are refused at step 8). */
+  workspaceId: number | null;
+  workspaceDeleted: boolean;
+  role: Role | null;
+  /** Personal key: the user, their organization role and live membership roles (live workspaces only). */
+  userId: number | null;
+  orgRole: 'OWNER' | 'MEMBER' | null;
+  memberships: ReadonlyMap<number, Role>;
+}
+
+export function roleRank(r: string | null | undefined): number {
+  return r ? ROLES.indexOf(r as Role) : -1;
+}
+
+/** One query per key, plus one for a personal key's memberships. Revoked keys resolve to null. */
+export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: KeyType): Promise<Principal | null> {
+  const rows = await q.query(
+    `SELECT k.id, k.type, k.organization_id, k.workspace_id, k.user_id, k.role, k.scopes,
+            o.plan, o.api_access, o.paused,
+            w.deleted_at IS NOT NULL AS ws_deleted, w.organization_id AS ws_org,
+            u.org_role, u.organization_id AS user_org
+       FROM api_keys k
+       JOIN organizations o ON o.id = k.organization_id
+       LEFT JOIN workspaces w ON w.id = k.workspace_id
+       LEFT JOIN users u ON u.id = k.user_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+    [keyHash],
+  );
+  const k = rows[0];
+  // The prefix must fit the stored type (CONTRACT section 3, step 4).
+  if (!k || k.type !== keyType) return null;
+  let memberships = new Map<number, Role>();
+  if (k.type === 'personal') {
+    if (k.user_org !== k.organization_id) return null;
+    const ms = await q.query(
+      `SELECT m.workspace_id, m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
+        WHERE m.user_id = $1 AND w.deleted_at IS NULL AND w.organization_id = $2`,
+      [k.user_id, k.organization_id],
+    );
+    memberships = new Map(ms.map((m) => [m.workspace_id as number, m.role as Role]));
+  }
+  return {
+    keyId: k.id,
+    keyType: k.type,
+    organizationId: k.organization_id,
+    plan: k.plan,
+    apiAccess: k.api_access,
+    paused: k.paused,
+    scopes: new Set<string>(k.scopes ?? []),
+    workspaceId: k.workspace_id,
+    workspaceDeleted: k.type === 'workspace' ? Boolean(k.ws_deleted) || k.ws_org !== k.organization_id : false,
+    role: k.role,
+    userId: k.user_id,
+    orgRole: k.org_role ?? null,
+    memberships,
+  };
+}
+
+/** The organization a key belongs to; it never changes, so the gateway may remember it unchecked. */
+export async function organizationOfKey(q: Queryable, keyHash: string): Promise<number | null> {
+  const rows = await q.query(`SELECT organization_id FROM api_keys WHERE key_hash = $1`, [keyHash]);
+  return rows[0]?.organization_id ?? null;
+}

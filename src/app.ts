@@ -1,0 +1,190 @@
+// Composition: build the services once and hand them down (STYLE habit 7). Used by the CLI and tests.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Settings } from './config/settings.js';
+import { loadPlans, type Plans } from './config/plans.js';
+import { loadRoutes, type Routes } from './config/routes.js';
+import { openDb, migrate, type Db } from './db/index.js';
+import { applySeed, parseSeed } from './db/seed.js';
+import { getPepper } from './access/pepper.js';
+import { PrincipalCache } from './access/cache.js';
+import { createMemoryStores } from './limits/memory.js';
+import { createRedisClient, createRedisStores } from './limits/redis.js';
+import { systemClock, type Clock, type LimitStores } from './limits/types.js';
+import { createBackendServer } from './backend/server.js';
+import { accessChangedVia, type BackendServices } from './backend/services.js';
+import { startJobs } from './backend/jobs.js';
+import { createGatewayServer } from './gateway/server.js';
+import { createForwarder } from './gateway/proxy.js';
+import { TrustedProxies } from './gateway/client-ip.js';
+import { createMetrics } from './ops/metrics.js';
+import { createAdminServer } from './ops/admin.js';
+
+export type AppMode = 'start' | 'gateway' | 'backend';
+
+export interface AppOptions {
+  mode: AppMode;
+  settings: Settings & { GATEWAY_SECRET: string; INTERNAL_TOKEN: string };
+  log: Logger;
+  clock?: Clock;
+  /** Injected by tests; otherwise built from REDIS_URL / REDIS_CLUSTER_NODES or in memory. */
+  stores?: LimitStores;
+  db?: Db;
+  redisPrefix?: string;
+  /** A parsed-or-raw seed to apply at start. */
+  seed?: unknown;
+  /** Listen on port 0 (tests). */
+  ephemeralPorts?: boolean;
+  /** Background jobs (token refresh, pending limits); tests drive them by hand. */
+  jobs?: boolean;
+}
+
+export interface App {
+  gatewayUrl: string | null;
+  backendUrl: string | null;
+  adminUrl: string | null;
+  db: Db;
+  stores: LimitStores;
+  cache: PrincipalCache | null;
+  backend: BackendServices | null;
+  setReady(v: boolean): void;
+  close(drainMs?: number): Promise<void>;
+}
+
+export async function startApp(o: AppOptions): Promise<App> {
+  const s = o.settings;
+  const clock = o.clock ?? systemClock;
+  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR }));
+  await migrate(db);
+  let plans: Plans = loadPlans(s.PLANS_FILE);
+  let routes: Routes = loadRoutes(s.ROUTES_FILE);
+  const redis = o.stores ? null : s.REDIS_URL || s.REDIS_CLUSTER_NODES ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES }) : null;
+  redis?.on('error', (err: Error) => o.log.warn({ err: err.message }, 'redis error'));
+  const stores = o.stores ?? (redis ? createRedisStores({ redis, prefix: o.redisPrefix, clock }) : createMemoryStores({ clock }));
+
+  if (o.seed !== undefined) {
+    const orgs = await applySeed(db, parseSeed(o.seed));
+    for (const org of orgs) await stores.versions.bump(org);
+  }
+  const pepper = await getPepper(db);
+  const port = (p: number) => (o.ephemeralPorts ? 0 : p);
+  const listen = (srv: http.Server, p: number, host: string) =>
+    new Promise<string>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(p, host, () => resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`));
+    });
+
+  const closers: (() => Promise<void>)[] = [];
+  let backendUrl: string | null = null;
+  let backend: BackendServices | null = null;
+  if (o.mode !== 'gateway') {
+    backend = {
+      db,
+      plans: () => plans,
+      clock,
+      log: o.log.child({ c: 'backend' }),
+      pepper,
+      accessChanged: accessChangedVia(stores.versions, o.log),
+      config: {
+        gatewaySecret: s.GATEWAY_SECRET,
+        internalToken: s.INTERNAL_TOKEN,
+        bodyLimitBytes: s.BODY_LIMIT_BYTES,
+        googleProfileUrl: s.GOOGLE_PROFILE_URL,
+        microsoftProfileUrl: s.MICROSOFT_PROFILE_URL,
+        googleAdminUrl: s.GOOGLE_ADMIN_URL,
+        microsoftGraphUrl: s.MICROSOFT_GRAPH_URL,
+        dnsResolver: s.DNS_RESOLVER,
+        warmupBandsFile: s.WARMUP_BANDS_FILE,
+      },
+    };
+    const srv = createBackendServer(backend);
+    // In all-in-one the backend is private to the process (CONTRACT section 1).
+    backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST);
+    closers.push(() => closeServer(srv, 0));
+    if (o.jobs !== false) {
+      const stop = startJobs(backend);
+      closers.push(async () => stop());
+    }
+  }
+
+  let gatewayUrl: string | null = null;
+  let adminUrl: string | null = null;
+  let cache: PrincipalCache | null = null;
+  let ready = false;
+  let gatewaySrv: http.Server | null = null;
+  if (o.mode !== 'backend') {
+    const metrics = createMetrics({ defaults: !o.ephemeralPorts });
+    cache = new PrincipalCache({ db, pepper, preflight: stores.preflight, versions: stores.versions });
+    const c = cache;
+    // Changes made outside the backend (or by another instance without Redis) evict on NOTIFY.
+    const unlisten = await db.listen(`keygate_access_${db.schema}`, (payload) => {
+      const org = Number(payload);
+      if (Number.isInteger(org)) {
+        const before = c.size;
+        c.evictOrganization(org);
+        metrics.invalidation(before - c.size);
+      }
+    });
+    closers.push(unlisten);
+    const upstream = o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL;
+    const forwarder = createForwarder(upstream, s.UPSTREAM_TIMEOUT_MS);
+    gatewaySrv = createGatewayServer({
+      routes: () => routes,
+      plans: () => plans,
+      cache,
+      stores,
+      forwarder,
+      trusted: new TrustedProxies(s.TRUST_PROXY),
+      clock,
+      log: o.log.child({ c: 'gateway' }),
+      metrics,
+      gatewaySecret: s.GATEWAY_SECRET,
+      bodyLimitBytes: s.BODY_LIMIT_BYTES,
+    });
+    const admin = createAdminServer({
+      metrics,
+      ready: async () => ready && (await db.ping()) && (await stores.ready()),
+    });
+    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST);
+    adminUrl = await listen(admin, port(s.ADMIN_PORT), s.HOST);
+    const g = gatewaySrv;
+    closers.unshift(() => closeServer(admin, 0));
+    closers.unshift(async () => forwarder.close());
+    closers.unshift(() => closeServer(g, drain));
+  }
+  let drain = s.DRAIN_TIMEOUT_MS;
+  ready = true;
+  return {
+    gatewayUrl,
+    backendUrl,
+    adminUrl,
+    db,
+    stores,
+    cache,
+    backend,
+    setReady(v) {
+      ready = v;
+    },
+    async close(drainMs) {
+      ready = false;
+      if (drainMs !== undefined) drain = drainMs;
+      for (const c of closers) await c();
+      if (!o.stores) await stores.close();
+      if (!o.db) await db.close();
+    },
+  };
+}
+
+/** Stop accepting, let in-flight requests finish within `drainMs`, then close every connection. */
+export function closeServer(srv: http.Server, drainMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (!srv.listening) return resolve();
+    const timer = setTimeout(() => srv.closeAllConnections(), drainMs);
+    srv.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    srv.closeIdleConnections();
+  });
+}

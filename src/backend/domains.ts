@@ -1,0 +1,22 @@
+// Every resource domain of the backend registers its routes here, one folder per domain.
+import type { Router } from './router.js';
+import type { BackendServices } from './services.js';
+import * as accounts from './accounts/routes.js';
+import * as warmup from './warmup/routes.js';
+import * as tags from './tags/routes.js';
+import * as analytics from './analytics/routes.js';
+import * as notifications from './notifications/routes.js';
+import * as workspace from './workspace/routes.js';
+import * as providerWorkspaces from './provider-workspaces/routes.js';
+import * as provisioning from './provisioning/routes.js';
+import * as oauth from './oauth/routes.js';
+import * as billing from './billing/routes.js';
+import * as apiKeys from './api-keys/routes.js';
+import * as internal from './internal/routes.js';
+import * as v1 from './v1/routes.js';
+
+const DOMAINS = [accounts, warmup, tags, analytics, notifications, workspace, providerWorkspaces, provisioning, oauth, billing, apiKeys, internal, v1];
+
+export function registerDomains(router: Router, svc: BackendServices): void {
+  for (const d of DOMAINS) d.register(router, svc);
+}

@@ -1,0 +1,159 @@
+// The backend HTTP listener: body reading, signature verification for /v1 and /v2, routing, envelopes.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { ApiError, ApiErrorA, V1Error, envelopeA, envelopeB, okA, v1Error } from '../http/errors.js';
+import { verifyIdentity } from '../http/identity.js';
+import { Router, type Ctx, type Envelope, type Reply } from './router.js';
+import type { BackendServices } from './services.js';
+import { registerDomains } from './domains.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export function envelopeFor(path: string): Envelope {
+  if (path.startsWith('/v1/')) return 'v1';
+  if (path.startsWith('/api-keys')) return 'A';
+  return 'B';
+}
+
+export function buildRouter(svc: BackendServices): Router {
+  const router = new Router(envelopeFor);
+  registerDomains(router, svc);
+  return router;
+}
+
+export function createBackendServer(svc: BackendServices, router = buildRouter(svc)): http.Server {
+  const server = http.createServer((req, res) => {
+    handle(req, res, svc, router).catch((err) => {
+      svc.log.error({ err: (err as Error).message }, 'backend request failed');
+      if (!res.headersSent) send(res, 500, { error: { code: 'internal_error', message: 'Internal error.', details: {} } });
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) return 'too_large';
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function errorBody(env: Envelope, err: ApiError | ApiErrorA | V1Error, requestId: string): unknown {
+  if (err instanceof ApiErrorA) return envelopeA(err.code, err.message);
+  if (err instanceof V1Error) return v1Error(err.code, err.message, err.details);
+  if (env === 'A') return { success: false, data: null, errorCode: null, errorMessage: err.message, error: { code: err.code, details: err.details } };
+  if (env === 'v1') return v1Error(err.code as never, err.message, err.details);
+  return envelopeB(err.code, err.message, requestId, err.details);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router) {
+  const rawUrl = req.url ?? '/';
+  const qIndex = rawUrl.indexOf('?');
+  const path = qIndex === -1 ? rawUrl : rawUrl.slice(0, qIndex);
+  const hdrId = req.headers['x-request-id'];
+  const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
+  res.setHeader('x-request-id', requestId);
+  const env = envelopeFor(path);
+  const fail = (err: ApiError | ApiErrorA | V1Error) => send(res, err.status, errorBody(env, err, requestId));
+
+  const isPublic = path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
+  let identity = null;
+  if (isPublic) {
+    identity = verifyIdentity(
+      svc.config.gatewaySecret,
+      {
+        identity: req.headers['x-gateway-identity'] as string | undefined,
+        timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
+        signature: req.headers['x-gateway-signature'] as string | undefined,
+        requestId: hdrId as string | undefined,
+      },
+      req.method ?? 'GET',
+      rawUrl,
+      svc.clock.now(),
+    );
+    if (!identity) {
+      // CONTRACT section 5: missing, wrong or stale signature.
+      return send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
+    }
+  }
+
+  const match = router.match(req.method ?? 'GET', path);
+  if (!match) {
+    const known = router.hasPath(path);
+    const err = env === 'v1' ? new V1Error('not_found', known ? 'Method not allowed on this route.' : 'No such route.')
+      : new ApiError(known ? 'method_not_allowed' : 'not_found', known ? 'Method not allowed on this route.' : 'No such route.');
+    return fail(err);
+  }
+
+  let body: unknown = undefined;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    const buf = await readBody(req, svc.config.bodyLimitBytes);
+    if (buf === 'too_large') {
+      return fail(env === 'v1' ? new V1Error('payload_too_large', 'Request body too large.') : new ApiError('payload_too_large', 'Request body too large.'));
+    }
+    if (buf.length > 0) {
+      try {
+        body = JSON.parse(buf.toString('utf8'));
+      } catch {
+        return fail(env === 'v1' ? new V1Error('invalid_request', 'Request body is not valid JSON.') : new ApiError('invalid_request', 'Request body is not valid JSON.'));
+      }
+    }
+  }
+
+  const ctx: Ctx = {
+    req,
+    method: req.method ?? 'GET',
+    path,
+    query: new URLSearchParams(qIndex === -1 ? '' : rawUrl.slice(qIndex + 1)),
+    params: match.params,
+    identity,
+    requestId,
+    body,
+    db: svc.db,
+    svc,
+  };
+  let reply: Reply;
+  try {
+    reply = await match.handler(ctx);
+  } catch (err) {
+    if (err instanceof ApiError || err instanceof ApiErrorA || err instanceof V1Error) return fail(err);
+    const pgCode = (err as { code?: string }).code;
+    // A unique violation that a handler did not foresee is still a conflict, not a 500.
+    if (pgCode === '23505') return fail(env === 'v1' ? new V1Error('conflict', 'Conflicts with an existing resource.') : new ApiError('conflict', 'Conflicts with an existing resource.'));
+    throw err;
+  }
+  const status = reply.status ?? 200;
+  const headers = reply.headers ?? {};
+  if (reply.raw) {
+    res.writeHead(status, { 'content-type': reply.raw.contentType, ...headers });
+    return res.end(reply.raw.body);
+  }
+  if (status === 204) {
+    res.writeHead(204, headers);
+    return res.end();
+  }
+  const envelope = reply.envelope ?? match.envelope;
+  let out: unknown;
+  if (envelope === 'A') out = okA(reply.data ?? null);
+  else if (envelope === 'v1' || envelope === 'raw') out = reply.data;
+  else {
+    out = {
+      data: reply.data ?? null,
+      meta: { request_id: requestId, timestamp: new Date(svc.clock.now()).toISOString(), ...reply.meta },
+      ...(reply.pagination ? { pagination: reply.pagination } : {}),
+    };
+  }
+  send(res, status, out, headers);
+}

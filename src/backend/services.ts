@@ -1,0 +1,44 @@
+import type { Logger } from 'pino';
+import type { Db } from '../db/index.js';
+import type { Plans } from '../config/plans.js';
+import type { Clock, AccessVersions } from '../limits/types.js';
+
+export interface BackendConfig {
+  gatewaySecret: string;
+  internalToken: string;
+  bodyLimitBytes: number;
+  googleProfileUrl: string;
+  microsoftProfileUrl: string;
+  googleAdminUrl: string;
+  microsoftGraphUrl: string;
+  /** `host:port` of the DNS server for live lookups; the system resolver when unset. */
+  dnsResolver?: string;
+  warmupBandsFile: string;
+}
+
+/** What every handler may use; built once at start and handed down (STYLE habit 7). */
+export interface BackendServices {
+  db: Db;
+  plans: () => Plans;
+  clock: Clock;
+  log: Logger;
+  config: BackendConfig;
+  /** The pepper of the keyed hash of secrets and session tokens. */
+  pepper: string;
+  /**
+   * Call after committing any change to access data (keys, memberships, roles, organization plan,
+   * pause, API access, workspace deletion): the next request on every gateway instance sees it.
+   */
+  accessChanged(orgId: number): Promise<void>;
+}
+
+export function accessChangedVia(versions: AccessVersions, log: Logger) {
+  return async (orgId: number) => {
+    try {
+      await versions.bump(orgId);
+    } catch (err) {
+      // The commit stands; gateways still evict on the database's NOTIFY.
+      log.error({ err: (err as Error).message, orgId }, 'access version bump failed');
+    }
+  };
+}

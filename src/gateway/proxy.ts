@@ -1,0 +1,50 @@
+// Forwarding with http-proxy-3 over a keep-alive agent. The caller has already rewritten the headers;
+// this module only moves bytes and maps upstream failures to contract answers.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+
+export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';
+
+export interface Forwarder {
+  forward(req: IncomingMessage, res: ServerResponse, body: Buffer | null, onFail: (kind: UpstreamFailure) => void): void;
+  close(): void;
+}
+
+export function createForwarder(upstream: string, timeoutMs: number): Forwarder {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 30_000 });
+  const proxy = createProxyServer({ target: upstream, agent, xfwd: false, changeOrigin: false });
+  const failures = new WeakMap<IncomingMessage, (kind: UpstreamFailure) => void>();
+  const timedOut = new WeakSet<IncomingMessage>();
+
+  proxy.on('proxyReq', (proxyReq: http.ClientRequest, req: IncomingMessage) => {
+    proxyReq.setTimeout(timeoutMs, () => {
+      timedOut.add(req);
+      proxyReq.destroy();
+    });
+  });
+  proxy.on('error', (err: Error, req: IncomingMessage, res: unknown) => {
+    const r = res as ServerResponse;
+    const onFail = failures.get(req);
+    if (r.headersSent || !onFail) {
+      // Mid-response: the status line is gone; close the client connection cleanly.
+      r.destroy?.();
+      return;
+    }
+    onFail(timedOut.has(req) || (err as NodeJS.ErrnoException).code === 'ETIMEDOUT' ? 'gateway_timeout' : 'bad_gateway');
+  });
+  proxy.on('econnreset', (_err: Error, _req: IncomingMessage, res: unknown) => {
+    (res as ServerResponse).destroy?.();
+  });
+
+  return {
+    forward(req, res, body, onFail) {
+      failures.set(req, onFail);
+      proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {});
+    },
+    close() {
+      agent.destroy();
+      proxy.close();
+    },
+  };
+}

@@ -1,0 +1,314 @@
+// The gateway listener: the /v2 and /v1 pipelines of CONTRACT sections 3 and 4, then the proxy.
+// Each numbered step below is one guard; the first that fails answers.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Routes, RouteDef, Bucket } from '../config/routes.js';
+import { planOf, type Plans } from '../config/plans.js';
+import { keyTypeOf } from '../access/secrets.js';
+import type { PrincipalCache } from '../access/cache.js';
+import type { Principal } from '../access/principal.js';
+import { authorizeRoute, identityOf, organizationDenial, type Granted } from '../access/authorize.js';
+import { encodeIdentity, sign } from '../http/identity.js';
+import { ENVELOPE_A, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1, V1_ERRORS, ENVELOPE_B } from '../http/errors.js';
+import type { LayerState, LimitStores, Clock, CounterRef } from '../limits/types.js';
+import { pathProblem } from './path.js';
+import { clientIp, type TrustedProxies } from './client-ip.js';
+import { retryAfter, setV1Headers, setV2Headers } from './headers.js';
+import type { Forwarder, UpstreamFailure } from './proxy.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+
+export const IP_LIMIT = 100;
+export const V1_LIMIT = 20;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
+
+export interface GatewayDeps {
+  routes: () => Routes;
+  plans: () => Plans;
+  cache: PrincipalCache;
+  stores: LimitStores;
+  forwarder: Forwarder;
+  trusted: TrustedProxies;
+  clock: Clock;
+  log: Logger;
+  metrics: GatewayMetrics;
+  gatewaySecret: string;
+  bodyLimitBytes: number;
+}
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  ip: string;
+  path: string;
+  target: string;
+  method: string;
+  started: number;
+  route: string;
+  codeA: string | null;
+}
+
+function sendJson(x: Exchange, status: number, body: unknown, headers: Record<string, string | number> = {}) {
+  const text = JSON.stringify(body);
+  for (const [k, v] of Object.entries(headers)) x.res.setHeader(k, v);
+  x.res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  x.res.end(x.method === 'HEAD' ? undefined : text);
+}
+
+export function createGatewayServer(deps: GatewayDeps): http.Server {
+  const server = http.createServer((req, res) => {
+    handle(deps, req, res).catch((err) => {
+      deps.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(envelopeB('internal_error', 'Internal error.', String(res.getHeader('x-request-id') ?? ''))));
+      } else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  return server;
+}
+
+async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse) {
+  const rawUrl = req.url ?? '/';
+  const q = rawUrl.indexOf('?');
+  const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  const hdrId = req.headers['x-request-id'];
+  const x: Exchange = {
+    req,
+    res,
+    requestId: typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID(),
+    ip: clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted),
+    path,
+    target: rawUrl,
+    method: req.method ?? 'GET',
+    started: performance.now(),
+    route: 'unmatched',
+    codeA: null,
+  };
+  res.setHeader('X-Request-Id', x.requestId);
+  res.on('finish', () => deps.metrics.request(x.route, x.method, res.statusCode, x.codeA, performance.now() - x.started));
+  if (path === '/v2' || path.startsWith('/v2/')) return v2(deps, x);
+  if (path === '/v1' || path.startsWith('/v1/')) return v1(deps, x);
+  sendJson(x, 404, envelopeB('not_found', 'No such route.', x.requestId));
+}
+
+/** Step 1 (both interfaces): canonical path and body size. Returns the buffered body, or an error. */
+async function readCanonical(deps: GatewayDeps, x: Exchange): Promise<{ body: Buffer | null } | { code: 'invalid_request' | 'payload_too_large'; message: string }> {
+  const problem = pathProblem(x.path);
+  if (problem) return { code: 'invalid_request', message: problem };
+  const cl = x.req.headers['content-length'];
+  if (cl !== undefined && (!/^\d+$/.test(cl) || Number(cl) > deps.bodyLimitBytes)) {
+    return /^\d+$/.test(cl) ? { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` } : { code: 'invalid_request', message: 'Invalid Content-Length.' };
+  }
+  const hasBody = (cl !== undefined && cl !== '0') || x.req.headers['transfer-encoding'] !== undefined;
+  if (!hasBody) return { body: null };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of x.req) {
+    size += (c as Buffer).length;
+    if (size > deps.bodyLimitBytes) return { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` };
+    chunks.push(c as Buffer);
+  }
+  return { body: Buffer.concat(chunks) };
+}
+
+// ---------------------------------------------------------------- /v2
+
+function keyCounter(p: Principal, bucket: Bucket, plans: Plans): CounterRef {
+  return { id: `k:${p.keyId}:${bucket}`, limit: planOf(plans, p.plan).plan[bucket] };
+}
+const ipCounter = (ip: string): CounterRef => ({ id: `ip:${ip}`, limit: IP_LIMIT });
+const bucketFor = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
+
+async function v2(deps: GatewayDeps, x: Exchange) {
+  const { stores, clock } = deps;
+  // Rejections show the current state of the layers without spending (CONTRACT 3, headers).
+  const peek = async (p: Principal | null, bucket: Bucket) => {
+    const refs = p ? [ipCounter(x.ip), keyCounter(p, bucket, deps.plans())] : [ipCounter(x.ip)];
+    const [ip, key] = await stores.limiter.peek(refs);
+    setV2Headers(x.res, key ?? null, ip);
+  };
+  const failA = async (code: CodeA, p: Principal | null, bucket: Bucket, extra: Record<string, string | number> = {}) => {
+    await peek(p, bucket);
+    x.codeA = code;
+    sendJson(x, ENVELOPE_A[code].status, envelopeA(code), extra);
+  };
+  const failB = async (code: CodeB, message: string, p: Principal | null, bucket: Bucket) => {
+    await peek(p, bucket);
+    sendJson(x, ENVELOPE_B[code], envelopeB(code, message, x.requestId));
+  };
+
+  // 1. canonical path, body size
+  const read = await readCanonical(deps, x);
+  if ('code' in read) return failB(read.code, read.message, null, 'read');
+
+  // 2. a bearer key is present
+  const auth = x.req.headers.authorization;
+  const m = auth ? /^Bearer ([^\s]+)$/i.exec(auth) : null;
+  if (!m) return failA('150001', null, 'read');
+  const secret = m[1];
+
+  // 3. the IP is not cooling down; 4. the key exists, is live, and its prefix fits its type
+  const type = keyTypeOf(secret);
+  let principal: Principal | null = null;
+  if (type === 'workspace' || type === 'personal') {
+    const found = await deps.cache.lookup(secret, type, x.ip);
+    if (found.kind === 'cooldown') {
+      deps.metrics.authFailure('cooldown');
+      return failA('150006', null, 'read', { 'Retry-After': found.seconds });
+    }
+    if (found.kind === 'ok') principal = found.principal;
+    deps.metrics.cache(found.kind === 'ok' && found.cached);
+  } else {
+    // Malformed or /v1 keys still meet the cooldown first.
+    const seconds = await stores.cooldown.check(x.ip);
+    if (seconds > 0) {
+      deps.metrics.authFailure('cooldown');
+      return failA('150006', null, 'read', { 'Retry-After': seconds });
+    }
+  }
+  if (!principal) {
+    await stores.cooldown.recordFailure(x.ip);
+    deps.metrics.authFailure('invalid_key');
+    return failA('150002', null, 'read');
+  }
+
+  // 7 comes after 5 and 6, but the bucket of the headers needs the route, so match first.
+  const match = deps.routes().v2.match(x.method, x.path);
+  const bucket = match?.route.bucket ?? bucketFor(x.method);
+  if (match) x.route = match.route.path;
+
+  // 5. the plan has API access; 6. the subscription is not paused
+  const orgDenied = organizationDenial(principal);
+  if (orgDenied) return failA(orgDenied, principal, bucket);
+
+  // 7. the route exists
+  if (!match) return failB('not_found', `No route ${x.method} ${x.path}.`, principal, bucket);
+
+  // 8-10. workspace, scope, role
+  const grant = authorizeRoute(principal, match.route, match.params);
+  if (typeof grant === 'string') return failA(grant, principal, bucket);
+
+  // The gateway answers the rate-limit route itself, spending nothing.
+  if (match.route.gateway) return rateLimitStatus(deps, x, principal);
+
+  // 11. both layers, one token each, spent whether accepted or not
+  const hit = await stores.limiter.hit(keyCounter(principal, bucket, deps.plans()), ipCounter(x.ip));
+  setV2Headers(x.res, hit.key, hit.ip);
+  const keyOver = hit.key.used > hit.key.limit;
+  const ipOver = hit.ip.used > hit.ip.limit;
+  deps.metrics.rateLimit('key', keyOver, hit.key.remaining === 0);
+  deps.metrics.rateLimit('ip', ipOver, hit.ip.remaining === 0);
+  if (!hit.allowed) {
+    const breached = keyOver ? hit.key : hit.ip;
+    const message = keyOver
+      ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.`
+      : `Rate limit exceeded for IP address ${x.ip}.`;
+    x.codeA = '150005';
+    return sendJson(x, 429, envelopeA('150005', message), { 'Retry-After': retryAfter(breached, clock.now()) });
+  }
+  forward(deps, x, principal, grant, read.body, 'v2');
+}
+
+async function rateLimitStatus(deps: GatewayDeps, x: Exchange, p: Principal) {
+  const plans = deps.plans();
+  const buckets: Bucket[] = ['read', 'write', 'bulk'];
+  const states = await deps.stores.limiter.peek([...buckets.map((b) => keyCounter(p, b, plans)), ipCounter(x.ip)]);
+  const ip = states[3];
+  setV2Headers(x.res, states[0], ip);
+  const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
+  const { id: plan } = planOf(plans, p.plan);
+  sendJson(x, 200, {
+    data: {
+      plan,
+      windowSeconds: 60,
+      buckets: Object.fromEntries(buckets.map((b, i) => [b, layer(states[i])])),
+      ip: layer(ip),
+    },
+    meta: { request_id: x.requestId, timestamp: new Date(deps.clock.now()).toISOString() },
+  });
+}
+
+// ---------------------------------------------------------------- /v1
+
+async function v1(deps: GatewayDeps, x: Exchange) {
+  const { stores } = deps;
+  const fail = (code: CodeV1, message: string, key: LayerState | null, extra: Record<string, string | number> = {}) => {
+    setV1Headers(x.res, V1_LIMIT, key);
+    sendJson(x, V1_ERRORS[code], v1Error(code, message), extra);
+  };
+  const read = await readCanonical(deps, x);
+  if ('code' in read) return fail(read.code, read.message, null);
+
+  const apiKey = x.req.headers['x-api-key'];
+  if (typeof apiKey !== 'string' || apiKey === '') return fail('unauthorized', 'Missing X-Api-Key header.', null);
+  let principal: Principal | null = null;
+  if (keyTypeOf(apiKey) === 'partner') {
+    const found = await deps.cache.lookup(apiKey, 'partner', x.ip);
+    if (found.kind === 'cooldown') return fail('too_many_failed_attempts', 'Too many failed authentication attempts from this address; try again later.', null, { 'Retry-After': found.seconds });
+    if (found.kind === 'ok') principal = found.principal;
+  } else {
+    const seconds = await stores.cooldown.check(x.ip);
+    if (seconds > 0) return fail('too_many_failed_attempts', 'Too many failed authentication attempts from this address; try again later.', null, { 'Retry-After': seconds });
+  }
+  if (!principal) {
+    await stores.cooldown.recordFailure(x.ip);
+    deps.metrics.authFailure('invalid_key');
+    return fail('unauthorized', 'Invalid or revoked API key.', null);
+  }
+  const counter: CounterRef = { id: `v1:${principal.keyId}`, limit: V1_LIMIT };
+  const peekKey = async () => (await stores.limiter.peek([counter]))[0];
+  if (!principal.apiAccess) return fail('api_access_disabled', 'The plan has no API access.', await peekKey());
+  if (principal.paused) return fail('subscription_paused', 'Subscription paused: the organization is read-only.', await peekKey());
+
+  const match = deps.routes().v1.match(x.method, x.path);
+  if (!match) return fail('not_found', `No route ${x.method} ${x.path}.`, await peekKey());
+  x.route = match.route.path;
+  if (match.route.gateway) {
+    const s = await peekKey();
+    setV1Headers(x.res, V1_LIMIT, s);
+    return sendJson(x, 200, { limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset, windowSeconds: 60 });
+  }
+  const s = await stores.limiter.hitOne(counter);
+  setV1Headers(x.res, V1_LIMIT, s);
+  deps.metrics.rateLimit('v1', s.used > s.limit, s.remaining === 0);
+  if (s.used > s.limit) {
+    return sendJson(x, 429, v1Error('rate_limit_exceeded', 'Rate limit exceeded: 20 requests per minute per key.', { limit: V1_LIMIT, reset: s.reset }), {
+      'Retry-After': retryAfter(s, deps.clock.now()),
+    });
+  }
+  forward(deps, x, principal, null, read.body, 'v1');
+}
+
+// ---------------------------------------------------------------- forwarding
+
+function forward(deps: GatewayDeps, x: Exchange, p: Principal, grant: Granted | null, body: Buffer | null, api: 'v1' | 'v2') {
+  const h = x.req.headers;
+  // Nothing the client sent may pose as the gateway, and no credential travels upstream.
+  delete h.authorization;
+  delete h['x-api-key'];
+  delete h.cookie;
+  for (const k of Object.keys(h)) if (k.startsWith('x-gateway-')) delete h[k];
+  const identity = encodeIdentity(identityOf(p, grant));
+  const ts = String(deps.clock.now());
+  h['x-request-id'] = x.requestId;
+  h['x-gateway-identity'] = identity;
+  h['x-gateway-timestamp'] = ts;
+  h['x-gateway-signature'] = sign(deps.gatewaySecret, ts, x.requestId, x.method, x.target, identity);
+  const xff = h['x-forwarded-for'];
+  h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${x.ip}` : x.ip;
+  if (body) h['content-length'] = String(body.length);
+  delete h['transfer-encoding'];
+  // Forward exactly the authorized request target.
+  x.req.url = x.target;
+  deps.forwarder.forward(x.req, x.res, body, (kind: UpstreamFailure) => {
+    deps.metrics.upstreamFailure(kind);
+    const message = kind === 'bad_gateway' ? 'The upstream could not be reached.' : 'The upstream did not answer in time.';
+    if (api === 'v1') return sendJson(x, V1_ERRORS[kind], v1Error(kind, message));
+    sendJson(x, ENVELOPE_B[kind], envelopeB(kind, message, x.requestId));
+  });
+}

@@ -1,0 +1,71 @@
+// Prometheus metrics on ADMIN_PORT. Labels are route templates, methods, statuses and codes only:
+// never a key, an IP or a user id.
+import { Counter, Histogram, Registry, Gauge, collectDefaultMetrics } from 'prom-client';
+
+export interface GatewayMetrics {
+  registry: Registry;
+  request(route: string, method: string, status: number, code: string | null, ms: number): void;
+  rateLimit(layer: 'key' | 'ip' | 'v1', rejected: boolean, nearLimit: boolean): void;
+  authFailure(kind: 'invalid_key' | 'cooldown'): void;
+  cache(hit: boolean): void;
+  invalidation(n?: number): void;
+  upstreamFailure(kind: string): void;
+}
+
+export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
+  const registry = new Registry();
+  if (opts.defaults) collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
+  const requests = new Counter({
+    name: 'keygate_requests_total',
+    help: 'Gateway responses by route template, method, status and Envelope A code.',
+    labelNames: ['route', 'method', 'status', 'code'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'keygate_request_duration_seconds',
+    help: 'Time from request to response head, by route template.',
+    labelNames: ['route'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [registry],
+  });
+  const decisions = new Counter({
+    name: 'keygate_rate_limit_decisions_total',
+    help: 'Rate-limit decisions by layer and outcome.',
+    labelNames: ['layer', 'outcome'],
+    registers: [registry],
+  });
+  const near = new Counter({
+    name: 'keygate_rate_limit_near_limit_total',
+    help: 'Accepted requests that left no token in their layer.',
+    labelNames: ['layer'],
+    registers: [registry],
+  });
+  const auth = new Counter({ name: 'keygate_auth_failures_total', help: 'Failed authentications and cooldown refusals.', labelNames: ['kind'], registers: [registry] });
+  const cache = new Counter({ name: 'keygate_principal_cache_total', help: 'Principal cache lookups.', labelNames: ['result'], registers: [registry] });
+  const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
+  const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
+  new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store.', registers: [registry] }).set(0);
+  return {
+    registry,
+    request(route, method, status, code, ms) {
+      requests.inc({ route, method, status: String(status), code: code ?? '' });
+      duration.observe({ route }, ms / 1000);
+    },
+    rateLimit(layer, rejected, nearLimit) {
+      decisions.inc({ layer, outcome: rejected ? 'rejected' : 'accepted' });
+      if (!rejected && nearLimit) near.inc({ layer });
+    },
+    authFailure(kind) {
+      auth.inc({ kind });
+    },
+    cache(hit) {
+      cache.inc({ result: hit ? 'hit' : 'miss' });
+    },
+    invalidation(n = 1) {
+      inval.inc(n);
+    },
+    upstreamFailure(kind) {
+      upstream.inc({ kind });
+    },
+  };
+}
