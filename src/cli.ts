@@ -1,0 +1,94 @@
+// The entry: start (all-in-one) | gateway | backend | migrate | seed. CONTRACT sections 1 and 8.
+import { readFileSync } from 'node:fs';
+import { ConfigError } from './config/errors.js';
+import { loadSettings, withGeneratedSecrets, type Mode } from './config/settings.js';
+import { readJson } from './config/plans.js';
+import { createLogger } from './ops/logger.js';
+import { startApp, type App } from './app.js';
+import { openDb, migrate } from './db/index.js';
+import { applySeed, parseSeed } from './db/seed.js';
+
+const DEMO_SEED = 'config/demo-seed.json';
+
+async function main() {
+  const mode = (process.argv[2] ?? 'start') as Mode;
+  if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
+    throw new ConfigError(`usage: cli.ts start|gateway|backend|migrate|seed (got ${mode})`);
+  }
+  const settings = loadSettings(process.env, mode);
+  const log = createLogger(settings.LOG_LEVEL);
+
+  if (mode === 'migrate' || mode === 'seed') {
+    const db = await openDb({ databaseUrl: settings.DATABASE_URL, dataDir: settings.DATA_DIR });
+    const applied = await migrate(db);
+    log.info({ applied }, 'migrations applied');
+    if (mode === 'seed') {
+      const file = settings.SEED_FILE ?? DEMO_SEED;
+      await applySeed(db, parseSeed(readJson(file), file), file);
+      log.info({ file }, 'seed applied');
+    }
+    await db.close();
+    return;
+  }
+
+  const full = withGeneratedSecrets(settings);
+  // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
+  const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
+  const seed = seedFile ? parseSeed(readJson(seedFile), seedFile) : undefined;
+  const app = await startApp({ mode, settings: full, log, seed });
+  installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+
+  if (mode === 'start') printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!);
+  else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
+}
+
+function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string) {
+  const lines = [
+    '',
+    `keygate is running (all-in-one)`,
+    `  gateway   ${app.gatewayUrl}    (/v2, /v1)`,
+    `  backend   ${app.backendUrl}    (private: /api-keys, /internal)`,
+    `  admin     ${app.adminUrl}    (/healthz, /readyz, /metrics)`,
+    `  internal token (this start only): ${internalToken}`,
+    '',
+    `API keys from ${seedFile}:`,
+  ];
+  for (const k of seed?.apiKeys ?? []) lines.push(`  ${k.secret}  ${k.name}`);
+  const ws = seed?.apiKeys.find((k) => k.secret.startsWith('svc_ws_'));
+  if (ws?.workspaceId) {
+    lines.push('', 'Try:', `  curl -i -H "Authorization: Bearer ${ws.secret}" ${app.gatewayUrl}/v2/workspaces/${ws.workspaceId}/accounts`, '');
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+/** SIGTERM/SIGINT: readiness 503 at once, stop accepting, drain in-flight requests, exit 0. */
+function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs: number) {
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.setReady(false);
+    log.info({ signal, drainMs }, 'shutting down: draining');
+    app
+      .close(drainMs)
+      .then(() => {
+        log.info('stopped');
+        process.exit(0);
+      })
+      .catch((err) => {
+        log.error({ err: (err as Error).message }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`keygate: ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`keygate: ${(err as Error).message}\n`);
+  process.exit(1);
+});
