@@ -82,6 +82,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     backend = {
       db,
       plans: () => plans,
+      scopes: () => routes.scopes,
       clock,
       log: o.log.child({ c: 'backend' }),
       pepper,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
+import type { MinRole } from '../config/routes.js';
 import type { Clock, AccessVersions } from '../limits/types.js';
 
 export interface BackendConfig {
@@ -20,6 +21,8 @@ export interface BackendConfig {
 export interface BackendServices {
   db: Db;
   plans: () => Plans;
+  /** Every known scope and its minimum role (config/routes.json). */
+  scopes: () => Record<string, MinRole>;
   clock: Clock;
   log: Logger;
   config: BackendConfig;
