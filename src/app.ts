@@ -38,6 +38,8 @@ export interface AppOptions {
   ephemeralPorts?: boolean;
   /** Background jobs (token refresh, pending limits); tests drive them by hand. */
   jobs?: boolean;
+  /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
+  upstreamOverride?: string;
 }
 
 export interface App {
@@ -128,7 +130,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       }
     });
     closers.push(unlisten);
-    const upstream = o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL;
+    const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
     const forwarder = createForwarder(upstream, s.UPSTREAM_TIMEOUT_MS);
     gatewaySrv = createGatewayServer({
       routes: () => routes,

@@ -72,6 +72,8 @@ export interface StackOptions {
   db?: Db;
   mode?: AppMode;
   upstreamUrl?: string;
+  /** All-in-one, but the gateway forwards here instead of to its own backend. */
+  upstreamOverride?: string;
   env?: Record<string, string>;
   /** Force the memory stores even when REDIS_URL is set. */
   memory?: boolean;
@@ -122,6 +124,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
     seed: o.seed ?? (o.db ? undefined : seedWith(o.extra)),
     ephemeralPorts: true,
     jobs: false,
+    upstreamOverride: o.upstreamOverride,
   });
   const json = (body: unknown) => (body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
   return {
