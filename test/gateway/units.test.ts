@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { pathProblem } from '../../src/gateway/path.js';
+import { clientIp, TrustedProxies } from '../../src/gateway/client-ip.js';
+import { retryAfter } from '../../src/gateway/headers.js';
+
+describe('pathProblem', () => {
+  it.each(['/v2/workspaces/100/accounts', '/v2/workspaces/9999999999999999/x', '/v1/workspaces/g-1_a/preview', '/v2/workspaces/quotas'])('%s is canonical', (p) => {
+    expect(pathProblem(p)).toBeNull();
+  });
+  it.each(['', 'v2/x', '/v2//x', '/v2/x/', '/v2/./x', '/v2/../x', '/v2/%2E%2E/x', '/v2/a%2Fb', '/v2/a%5cb', '/v2/a\\b', '/v2/01', '/v2/1e3', '/v2/-1', '/v2/+1', '/v2/0', '/v2/12345678901234567', '/v2/%', '/v2/%00'])('%j is refused', (p) => {
+    expect(pathProblem(p)).not.toBeNull();
+  });
+});
+
+describe('clientIp', () => {
+  const t = new TrustedProxies(['127.0.0.1', '10.0.0.0/8', '::1']);
+  it('uses the socket address when the peer is not trusted', () => {
+    expect(clientIp('192.0.2.1', '1.1.1.1', t)).toBe('192.0.2.1');
+    expect(clientIp('::ffff:192.0.2.1', undefined, t)).toBe('192.0.2.1');
+  });
+  it('takes the right-most untrusted X-Forwarded-For address from a trusted peer', () => {
+    expect(clientIp('127.0.0.1', '1.1.1.1, 2.2.2.2, 10.1.2.3', t)).toBe('2.2.2.2');
+    expect(clientIp('::1', '2001:db8::1', t)).toBe('2001:db8::1');
+    expect(clientIp('127.0.0.1', ['1.1.1.1', '3.3.3.3'], t)).toBe('3.3.3.3');
+    expect(clientIp('127.0.0.1', '10.0.0.1, 10.0.0.2', t)).toBe('10.0.0.1');
+  });
+  it('falls back to the socket address on a malformed header', () => {
+    expect(clientIp('127.0.0.1', '1.1.1.1, bogus', t)).toBe('127.0.0.1');
+    expect(clientIp('127.0.0.1', '', t)).toBe('127.0.0.1');
+  });
+  it('refuses a bad TRUST_PROXY entry', () => {
+    expect(() => new TrustedProxies(['10.0.0.0/33'])).toThrow(/TRUST_PROXY/);
+    expect(() => new TrustedProxies(['example.com'])).toThrow(/TRUST_PROXY/);
+  });
+});
+
+describe('retryAfter', () => {
+  it('is the seconds left in the window, at least 1', () => {
+    expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 75_000)).toBe(45);
+    expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 119_999)).toBe(1);
+    expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 120_000)).toBe(1);
+  });
+});
