@@ -11,6 +11,7 @@ import { getPepper } from './access/pepper.js';
 import { PrincipalCache } from './access/cache.js';
 import { createMemoryStores } from './limits/memory.js';
 import { createRedisClient, createRedisStores } from './limits/redis.js';
+import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
 import { createBackendServer } from './backend/server.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
@@ -57,17 +58,42 @@ export interface App {
 export async function startApp(o: AppOptions): Promise<App> {
   const s = o.settings;
   const clock = o.clock ?? systemClock;
-  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR }));
+  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }));
   await migrate(db);
   let plans: Plans = loadPlans(s.PLANS_FILE);
   let routes: Routes = loadRoutes(s.ROUTES_FILE);
-  const redis = o.stores ? null : s.REDIS_URL || s.REDIS_CLUSTER_NODES ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES }) : null;
-  redis?.on('error', (err: Error) => o.log.warn({ err: err.message }, 'redis error'));
-  const stores = o.stores ?? (redis ? createRedisStores({ redis, prefix: o.redisPrefix, clock }) : createMemoryStores({ clock }));
+  const metrics = createMetrics({ defaults: !o.ephemeralPorts });
+  let cache: PrincipalCache | null = null;
+  const redis = o.stores
+    ? null
+    : s.REDIS_URL || s.REDIS_CLUSTER_NODES
+      ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES, commandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS })
+      : null;
+  // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
+  redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
+  const stores: LimitStores =
+    o.stores ??
+    (redis
+      ? createResilientStores({
+          primary: createRedisStores({ redis, prefix: o.redisPrefix, clock }),
+          fallback: createMemoryStores({ clock }),
+          mode: s.RATE_LIMIT_FAILURE_MODE,
+          log: o.log.child({ c: 'limits' }),
+          events: {
+            onDegraded: (on) => metrics.degraded(on),
+            // Versions bumped while Redis was away never reached us: trust no cached principal.
+            onRecovered: () => cache?.clear(),
+            observe: (op, sec, ok) => metrics.redisLatency(op, sec, ok),
+            degradedCall: (mode) => metrics.degradedCall(mode),
+          },
+        })
+      : createMemoryStores({ clock }));
+  if (redis && !(await waitForRedis(redis, 5_000))) o.log.warn('redis does not answer yet; starting degraded');
 
   if (o.seed !== undefined) {
     const orgs = await applySeed(db, parseSeed(o.seed));
-    for (const org of orgs) await stores.versions.bump(org);
+    // Cached principals of these organizations (other instances) must not outlive the seed.
+    for (const org of orgs) await stores.versions.bump(org).catch(() => o.log.warn({ org }, 'access version bump after seeding failed'));
   }
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
@@ -113,15 +139,14 @@ export async function startApp(o: AppOptions): Promise<App> {
 
   let gatewayUrl: string | null = null;
   let adminUrl: string | null = null;
-  let cache: PrincipalCache | null = null;
   let ready = false;
   let gatewaySrv: http.Server | null = null;
   if (o.mode !== 'backend') {
-    const metrics = createMetrics({ defaults: !o.ephemeralPorts });
     cache = new PrincipalCache({ db, pepper, preflight: stores.preflight, versions: stores.versions });
     const c = cache;
     // Changes made outside the backend (or by another instance without Redis) evict on NOTIFY.
     const unlisten = await db.listen(`keygate_access_${db.schema}`, (payload) => {
+      if (payload === '*') return c.clear(); // the notification channel reconnected: events may be lost
       const org = Number(payload);
       if (Number.isInteger(org)) {
         const before = c.size;
@@ -131,7 +156,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     closers.push(unlisten);
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
-    const forwarder = createForwarder(upstream, s.UPSTREAM_TIMEOUT_MS);
+    const forwarder = createForwarder(upstream, s.UPSTREAM_TIMEOUT_MS, (sec) => metrics.upstreamLatency(sec));
     gatewaySrv = createGatewayServer({
       routes: () => routes,
       plans: () => plans,
@@ -189,5 +214,20 @@ export function closeServer(srv: http.Server, drainMs: number): Promise<void> {
       resolve();
     });
     srv.closeIdleConnections();
+  });
+}
+
+/** Wait until the Redis client is connected (or give up after `ms`). */
+function waitForRedis(redis: { status: string; once(ev: string, fn: () => void): unknown; off(ev: string, fn: () => void): unknown }, ms: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (v: boolean) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(v);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    redis.once('ready', onReady);
   });
 }

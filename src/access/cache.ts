@@ -8,6 +8,12 @@ import type { Db } from '../db/types.js';
 import type { Preflight, AccessVersions } from '../limits/types.js';
 import { hashSecret, type KeyType } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
+import { StoreUnavailableError } from '../limits/resilient.js';
+
+/** The database could not answer a lookup the cache could not serve on its own. */
+export class AccessStoreUnavailableError extends Error {
+  override name = 'AccessStoreUnavailableError';
+}
 
 interface Entry {
   principal: Principal;
@@ -62,13 +68,23 @@ export class PrincipalCache {
     }
     this.misses++;
     let version = pre.version;
-    if (orgHint === null) {
-      const org = await organizationOfKey(this.opts.db, h);
-      if (org === null) return { kind: 'invalid' };
-      this.orgOf.set(h, org);
-      version = await this.opts.versions.get(org);
+    let p: Principal | null;
+    try {
+      if (orgHint === null) {
+        const org = await organizationOfKey(this.opts.db, h);
+        if (org === null) return { kind: 'invalid' };
+        this.orgOf.set(h, org);
+        // Without a provable version (Redis degraded) the principal is used but not cached.
+        version = await this.opts.versions.get(org).catch((err) => {
+          if (err instanceof StoreUnavailableError) return null;
+          throw err;
+        });
+      }
+      p = await resolvePrincipal(this.opts.db, h, keyType);
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) throw err;
+      throw new AccessStoreUnavailableError((err as Error).message);
     }
-    const p = await resolvePrincipal(this.opts.db, h, keyType);
     if (!p) {
       this.entries.delete(h);
       return { kind: 'invalid' };
@@ -85,6 +101,12 @@ export class PrincipalCache {
         this.invalidations++;
       }
     }
+  }
+
+  /** Forget every principal (after Redis or the database notification channel came back). */
+  clear(): void {
+    this.invalidations += this.entries.size;
+    this.entries.clear();
   }
 
   get size(): number {

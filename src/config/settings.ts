@@ -28,6 +28,8 @@ export const settingsSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(50),
+    DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     PLANS_FILE: z.string().min(1).default('config/plans.json'),
     ROUTES_FILE: z.string().min(1).default('config/routes.json'),

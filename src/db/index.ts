@@ -7,8 +7,8 @@ import { openPglite } from './pglite.js';
 
 export type { Db, Queryable, Row } from './types.js';
 
-export async function openDb(opts: { databaseUrl?: string; dataDir?: string; schema?: string }): Promise<Db> {
-  if (opts.databaseUrl) return openPg(opts.databaseUrl, opts.schema);
+export async function openDb(opts: { databaseUrl?: string; dataDir?: string; schema?: string; queryTimeoutMs?: number }): Promise<Db> {
+  if (opts.databaseUrl) return openPg(opts.databaseUrl, opts.schema, opts.queryTimeoutMs);
   return openPglite(opts.dataDir ?? 'memory://');
 }
 

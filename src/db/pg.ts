@@ -6,9 +6,20 @@ pg.types.setTypeParser(20, (v) => Number(v));
 // numeric as numbers (averages, rates).
 pg.types.setTypeParser(1700, (v) => Number(v));
 
-export async function openPg(url: string, schema = 'public'): Promise<Db> {
+/**
+ * A pool with bounded waits (no request hangs on an absent database longer than `queryTimeoutMs`),
+ * and a LISTEN connection that reconnects by itself; after a reconnect every handler receives `*`
+ * (notifications may have been missed meanwhile).
+ */
+export async function openPg(url: string, schema = 'public', queryTimeoutMs = 10_000): Promise<Db> {
   const options = schema === 'public' ? undefined : `-c search_path=${schema}`;
-  const pool = new pg.Pool({ connectionString: url, max: 10, options, connectionTimeoutMillis: 5_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    options,
+    connectionTimeoutMillis: queryTimeoutMs,
+    query_timeout: queryTimeoutMs,
+  });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', () => {});
   if (schema !== 'public') {
@@ -21,7 +32,39 @@ export async function openPg(url: string, schema = 'public'): Promise<Db> {
     }
   }
   let listener: pg.Client | null = null;
+  let closed = false;
+  let reconnectTimer: NodeJS.Timeout | null = null;
   const handlers = new Map<string, Set<(p: string) => void>>();
+
+  async function connectListener(): Promise<void> {
+    const c = new pg.Client({ connectionString: url, options, connectionTimeoutMillis: queryTimeoutMs });
+    c.on('notification', (n) => {
+      for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
+    });
+    const lost = () => {
+      if (listener !== c) return;
+      listener = null;
+      scheduleReconnect();
+    };
+    c.on('error', lost);
+    c.on('end', lost);
+    await c.connect();
+    for (const ch of handlers.keys()) await c.query(`LISTEN "${ch}"`);
+    listener = c;
+  }
+
+  function scheduleReconnect() {
+    if (closed || reconnectTimer) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = null;
+      connectListener()
+        .then(() => {
+          for (const set of handlers.values()) for (const h of set) h('*');
+        })
+        .catch(() => scheduleReconnect());
+    }, 500);
+    reconnectTimer.unref();
+  }
 
   const q: Queryable = {
     async query<T extends Row>(sql: string, params?: unknown[]) {
@@ -50,20 +93,13 @@ export async function openPg(url: string, schema = 'public'): Promise<Db> {
       }
     },
     async listen(channel, onPayload) {
-      if (!listener) {
-        listener = new pg.Client({ connectionString: url, options });
-        listener.on('error', () => {});
-        await listener.connect();
-        listener.on('notification', (n) => {
-          for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
-        });
-      }
       let set = handlers.get(channel);
       if (!set) {
         handlers.set(channel, (set = new Set()));
-        await listener.query(`LISTEN "${channel}"`);
+        if (listener) await listener.query(`LISTEN "${channel}"`);
       }
       set.add(onPayload);
+      if (!listener && !reconnectTimer) await connectListener();
       return async () => {
         set!.delete(onPayload);
       };
@@ -77,7 +113,11 @@ export async function openPg(url: string, schema = 'public'): Promise<Db> {
       }
     },
     async close() {
-      await listener?.end().catch(() => {});
+      closed = true;
+      if (reconnectTimer) clearTimeout(reconnectTimer);
+      const l = listener;
+      listener = null;
+      await l?.end().catch(() => {});
       await pool.end();
     },
   };

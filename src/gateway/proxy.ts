@@ -11,16 +11,27 @@ export interface Forwarder {
   close(): void;
 }
 
-export function createForwarder(upstream: string, timeoutMs: number): Forwarder {
+export function createForwarder(upstream: string, timeoutMs: number, observe?: (seconds: number) => void): Forwarder {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 30_000 });
   const proxy = createProxyServer({ target: upstream, agent, xfwd: false, changeOrigin: false });
   const failures = new WeakMap<IncomingMessage, (kind: UpstreamFailure) => void>();
   const timedOut = new WeakSet<IncomingMessage>();
+  const started = new WeakMap<IncomingMessage, number>();
 
   proxy.on('proxyReq', (proxyReq: http.ClientRequest, req: IncomingMessage) => {
     proxyReq.setTimeout(timeoutMs, () => {
       timedOut.add(req);
       proxyReq.destroy();
+    });
+  });
+  proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
+    const t0 = started.get(req);
+    if (t0 !== undefined && observe) observe((performance.now() - t0) / 1000);
+    // An upstream that resets mid-response: the status line is already sent, so the only clean
+    // answer is to close the client's connection rather than leave it waiting for the rest.
+    proxyRes.on('error', () => res.destroy());
+    proxyRes.on('close', () => {
+      if (!proxyRes.complete) res.destroy();
     });
   });
   proxy.on('error', (err: Error, req: IncomingMessage, res: unknown) => {
@@ -40,6 +51,7 @@ export function createForwarder(upstream: string, timeoutMs: number): Forwarder 
   return {
     forward(req, res, body, onFail) {
       failures.set(req, onFail);
+      started.set(req, performance.now());
       proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {});
     },
     close() {

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { Routes, RouteDef, Bucket } from '../config/routes.js';
 import { planOf, type Plans } from '../config/plans.js';
 import { keyTypeOf } from '../access/secrets.js';
-import type { PrincipalCache } from '../access/cache.js';
+import { AccessStoreUnavailableError, type PrincipalCache } from '../access/cache.js';
+import { StoreUnavailableError } from '../limits/resilient.js';
 import type { Principal } from '../access/principal.js';
 import { authorizeRoute, identityOf, organizationDenial, type Granted } from '../access/authorize.js';
 import { encodeIdentity, sign } from '../http/identity.js';
@@ -91,9 +92,19 @@ async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerRespon
   };
   res.setHeader('X-Request-Id', x.requestId);
   res.on('finish', () => deps.metrics.request(x.route, x.method, res.statusCode, x.codeA, performance.now() - x.started));
-  if (path === '/v2' || path.startsWith('/v2/')) return v2(deps, x);
-  if (path === '/v1' || path.startsWith('/v1/')) return v1(deps, x);
-  sendJson(x, 404, envelopeB('not_found', 'No such route.', x.requestId));
+  const api = path === '/v2' || path.startsWith('/v2/') ? 'v2' : path === '/v1' || path.startsWith('/v1/') ? 'v1' : null;
+  if (!api) return sendJson(x, 404, envelopeB('not_found', 'No such route.', x.requestId));
+  try {
+    await (api === 'v2' ? v2(deps, x) : v1(deps, x));
+  } catch (err) {
+    // A store we cannot do without is down: 503 with Retry-After, never a 401 or 403 (issue 5).
+    const code = err instanceof StoreUnavailableError ? 'rate_limiter_unavailable' : err instanceof AccessStoreUnavailableError ? 'access_store_unavailable' : null;
+    if (!code || x.res.headersSent) throw err;
+    deps.log.warn({ code, err: (err as Error).message }, 'dependency unavailable');
+    const message = code === 'rate_limiter_unavailable' ? 'The rate limiter is unavailable; retry shortly.' : 'The access store is unavailable; retry shortly.';
+    if (api === 'v1') return sendJson(x, 503, v1Error(code === 'rate_limiter_unavailable' ? 'rate_limiter_unavailable' : 'service_unavailable', message), { 'Retry-After': 2 });
+    sendJson(x, 503, envelopeB(code, message, x.requestId, {}, 2), { 'Retry-After': 2 });
+  }
 }
 
 /** Step 1 (both interfaces): canonical path and body size. Returns the buffered body, or an error. */

@@ -10,6 +10,10 @@ export interface GatewayMetrics {
   cache(hit: boolean): void;
   invalidation(n?: number): void;
   upstreamFailure(kind: string): void;
+  upstreamLatency(seconds: number): void;
+  redisLatency(op: string, seconds: number, ok: boolean): void;
+  degraded(on: boolean): void;
+  degradedCall(mode: 'open' | 'closed'): void;
 }
 
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
@@ -44,7 +48,23 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   const cache = new Counter({ name: 'keygate_principal_cache_total', help: 'Principal cache lookups.', labelNames: ['result'], registers: [registry] });
   const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
   const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
-  new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store.', registers: [registry] }).set(0);
+  const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
+  degraded.set(0);
+  const transitions = new Counter({ name: 'keygate_degraded_transitions_total', help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.', labelNames: ['to'], registers: [registry] });
+  const degradedCalls = new Counter({ name: 'keygate_degraded_calls_total', help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.', labelNames: ['mode'], registers: [registry] });
+  const redisLat = new Histogram({
+    name: 'keygate_redis_duration_seconds',
+    help: 'Latency of Redis calls by operation and outcome.',
+    labelNames: ['op', 'outcome'],
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [registry],
+  });
+  const upstreamLat = new Histogram({
+    name: 'keygate_upstream_duration_seconds',
+    help: 'Time from forwarding to the upstream response head.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
+    registers: [registry],
+  });
   return {
     registry,
     request(route, method, status, code, ms) {
@@ -66,6 +86,19 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     },
     upstreamFailure(kind) {
       upstream.inc({ kind });
+    },
+    upstreamLatency(seconds) {
+      upstreamLat.observe(seconds);
+    },
+    redisLatency(op, seconds, ok) {
+      redisLat.observe({ op, outcome: ok ? 'ok' : 'error' }, seconds);
+    },
+    degraded(on) {
+      degraded.set(on ? 1 : 0);
+      transitions.inc({ to: on ? 'degraded' : 'shared' });
+    },
+    degradedCall(mode) {
+      degradedCalls.inc({ mode });
     },
   };
 }

@@ -77,6 +77,10 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Force the memory stores even when REDIS_URL is set. */
   memory?: boolean;
+  /** Let the app build its own stores from REDIS_URL in `env` (resilient wrapper included). */
+  appStores?: boolean;
+  /** The Redis key prefix of app-built stores (share it between instances). */
+  redisPrefix?: string;
 }
 
 export async function fetchRes(url: string, init: RequestInit): Promise<Res> {
@@ -104,7 +108,7 @@ export function testStores(clock?: Clock, memory = false): LimitStores {
 export async function startStack(o: StackOptions = {}): Promise<Stack> {
   const ownDb = !o.db;
   const db = o.db ?? (await openTestDb());
-  const stores = o.stores ?? testStores(o.clock, o.memory);
+  const stores = o.appStores ? undefined : (o.stores ?? testStores(o.clock, o.memory));
   const settings = settingsSchema.parse({
     TRUST_PROXY: '127.0.0.1,::1',
     LOG_LEVEL: 'silent',
@@ -120,6 +124,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
     log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     clock: o.clock,
     stores,
+    redisPrefix: o.appStores ? (o.redisPrefix ?? `t${randomBytes(5).toString('hex')}:`) : undefined,
     db,
     seed: o.seed ?? (o.db ? undefined : seedWith(o.extra)),
     ephemeralPorts: true,
@@ -130,7 +135,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   return {
     app,
     db,
-    stores,
+    stores: app.stores,
     gatewaySecret: settings.GATEWAY_SECRET!,
     internalToken: settings.INTERNAL_TOKEN!,
     gatewayUrl: app.gatewayUrl ?? '',
@@ -158,7 +163,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
     async close() {
       await app.close(0);
       if (ownDb) await (db as Db & { drop(): Promise<void> }).drop();
-      if (!o.stores) await stores.close();
+      if (!o.stores && stores) await stores.close();
     },
   };
 }

@@ -104,11 +104,6 @@ export async function deliverability(q: Queryable, workspaceId: number, w: Windo
   return rows.map(record);
 }
 
-export async function accountInWorkspace(q: Queryable, workspaceId: number, accountId: number): Promise<boolean> {
-  const rows = await q.query(`SELECT 1 FROM accounts WHERE id = $1 AND workspace_id = $2`, [accountId, workspaceId]);
-  return rows.length > 0;
-}
-
 export async function overview(q: Queryable, workspaceId: number, w: Window) {
   const [t] = await q.query(
     `WITH m AS (${COUNTS}),
@@ -222,9 +217,10 @@ export async function leaderboard(q: Queryable, workspaceId: number, w: Window, 
   }));
 }
 
-/** One account's stats: its deliverability record plus the raw counts and a split by recipient ESP. */
+/** One account's stats (null when the account is not in the workspace): its deliverability record plus the raw counts and a split by recipient ESP. */
 export async function accountStats(q: Queryable, workspaceId: number, accountId: number, w: Window) {
   const [r] = await q.query<AccountRow>(PER_ACCOUNT, [workspaceId, w.start, w.end, accountId]);
+  if (!r) return null;
   const esp = await q.query(
     `SELECT recipient_esp AS esp, sent, inbox, spam, bounced, replied,
             ${rate('inbox')} AS deliverability_rate

@@ -1,4 +1,70 @@
-import type { Router } from '../router.js';
+// Analytics routes (CONTRACT section 6): overview, trends, leaderboard, deliverability, and the
+// per-account deliverability and stats. Every query is scoped by the path workspace; the window is
+// fixed (see queries.ts), so a query parameter trying to change it is refused as unknown.
+import { z } from 'zod';
+import { ApiError } from '../../http/errors.js';
+import { idParam, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { accountStats, deliverability, leaderboard, overview, trends, windowAt, windowJson } from './queries.js';
 
-export function register(_router: Router, _svc: BackendServices): void {}
+const noQuery = z.object({}).strict();
+const leaderboardQuery = z
+  .object({ limit: z.string().regex(/^[0-9]{1,3}$/, 'must be an integer from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100)).optional() })
+  .strict();
+
+// An account of another workspace is not found here, whoever owns it: every query is scoped by the
+// path workspace, so an empty result is the 404 (an account with no sends still has its zero row).
+const notFound = (accountId: number) => new ApiError('not_found', `No account ${accountId} in this workspace.`);
+
+/** Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast). */
+function accountIdOf(ctx: Ctx): number {
+  const id = idParam(ctx, 'accountId');
+  if (id > 2_147_483_647) throw notFound(id);
+  return id;
+}
+
+export function register(router: Router, svc: BackendServices): void {
+  const base = '/v2/workspaces/{workspaceId}';
+  const win = () => windowAt(svc.clock.now());
+
+  router.get(`${base}/analytics/overview`, async (ctx) => {
+    parse(noQuery, queryObject(ctx.query));
+    return { data: await overview(ctx.db, idParam(ctx, 'workspaceId'), win()) };
+  });
+
+  router.get(`${base}/analytics/trends`, async (ctx) => {
+    parse(noQuery, queryObject(ctx.query));
+    return { data: await trends(ctx.db, idParam(ctx, 'workspaceId'), win()) };
+  });
+
+  router.get(`${base}/analytics/leaderboard`, async (ctx) => {
+    const q = parse(leaderboardQuery, queryObject(ctx.query));
+    const w = win();
+    return { data: await leaderboard(ctx.db, idParam(ctx, 'workspaceId'), w, q.limit ?? 10), meta: windowJson(w) };
+  });
+
+  router.get(`${base}/analytics/deliverability`, async (ctx) => {
+    parse(noQuery, queryObject(ctx.query));
+    const w = win();
+    return { data: await deliverability(ctx.db, idParam(ctx, 'workspaceId'), w), meta: windowJson(w) };
+  });
+
+  router.get(`${base}/accounts/{accountId}/deliverability`, async (ctx) => {
+    parse(noQuery, queryObject(ctx.query));
+    const workspaceId = idParam(ctx, 'workspaceId');
+    const accountId = accountIdOf(ctx);
+    const w = win();
+    const [row] = await deliverability(ctx.db, workspaceId, w, accountId);
+    if (!row) throw notFound(accountId);
+    return { data: row, meta: windowJson(w) };
+  });
+
+  router.get(`${base}/accounts/{accountId}/stats`, async (ctx) => {
+    parse(noQuery, queryObject(ctx.query));
+    const workspaceId = idParam(ctx, 'workspaceId');
+    const accountId = accountIdOf(ctx);
+    const stats = await accountStats(ctx.db, workspaceId, accountId, win());
+    if (!stats) throw notFound(accountId);
+    return { data: stats };
+  });
+}

@@ -1,4 +1,89 @@
-import type { Router } from '../router.js';
+// Partner OAuth of /v2 (spec, partner OAuth route; CONTRACT section 6): connect a Google or Microsoft
+// mailbox with an access token the partner holds, and make consent links. The token refresh runs as a
+// background job; the automatic start of warming is the warmup domain's (auto_warmup).
+import { z } from 'zod';
+import { ApiError } from '../../http/errors.js';
+import { defineJobs } from '../jobs.js';
+import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { assertPartnerConfigured, connectPartnerMailbox } from './connect.js';
+import { acceptableRedirect, consentConfig, consentUrl } from './consent.js';
+import { refreshTokens } from './refresh.js';
 
-export function register(_router: Router, _svc: BackendServices): void {}
+const provider = z.enum(['google', 'microsoft']);
+
+const connectBody = z
+  .object({
+    provider,
+    emailAddress: z.string().trim().pipe(z.email().max(254)),
+    accessToken: z.string().min(1).max(8192),
+    expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }),
+  })
+  .strict();
+
+const consentBody = z
+  .object({
+    provider,
+    redirectUri: z.string().max(2048).optional(),
+    loginHint: z.string().trim().pipe(z.email().max(254)).optional(),
+  })
+  .strict();
+
+/**
+ * The service asks the partner callback for fresh access tokens, so it never holds a refresh token:
+ * any field that looks like one is refused by name (spec: "sending one is rejected").
+ */
+function refuseRefreshTokens(body: unknown): void {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return;
+  const field = Object.keys(body).find((k) => /refresh/i.test(k));
+  if (field) {
+    throw new ApiError('invalid_request', `${field}: refresh tokens are not accepted; the service asks the partner callback for fresh access tokens.`, {
+      field,
+      issues: [{ field, message: 'refresh tokens are not accepted' }],
+    });
+  }
+}
+
+export function register(router: Router, _svc: BackendServices): void {
+  router.post('/v2/workspaces/{workspaceId}/accounts/oauth', async (ctx) => {
+    const wid = idParam(ctx, 'workspaceId');
+    const orgId = ctx.identity!.organizationId;
+    // Rule 1 answers every call, before the body is looked at.
+    const org = await assertPartnerConfigured(ctx.svc, orgId);
+    refuseRefreshTokens(ctx.body);
+    const b = parse(connectBody, ctx.body ?? {});
+    const r = await connectPartnerMailbox(
+      ctx.svc,
+      { organizationId: orgId, workspaceId: wid, provider: b.provider, emailAddress: b.emailAddress, accessToken: b.accessToken, expiresAt: new Date(b.expiresAt) },
+      org,
+    );
+    return { status: r.created ? 201 : 200, data: r.account };
+  });
+
+  router.post('/v2/workspaces/{workspaceId}/accounts/oauth-url', async (ctx) => {
+    const wid = idParam(ctx, 'workspaceId');
+    const b = parse(consentBody, ctx.body ?? {});
+    const cfg = consentConfig();
+    const redirectUri = b.redirectUri ?? cfg.redirectUri;
+    if (!redirectUri) throw new ApiError('invalid_request', 'redirectUri: required (no default redirect URI is configured).', { field: 'redirectUri' });
+    if (!acceptableRedirect(redirectUri)) {
+      throw new ApiError('invalid_request', 'redirectUri: must be an https URL (or http on a loopback host) without credentials or fragment.', { field: 'redirectUri' });
+    }
+    const clientId = cfg.clientId[b.provider];
+    if (!clientId) throw new ApiError('service_unavailable', `Consent links for ${b.provider} are not configured on this server.`, { provider: b.provider });
+    const link = consentUrl(ctx.svc, {
+      organizationId: ctx.identity!.organizationId,
+      workspaceId: wid,
+      keyId: ctx.identity!.keyId,
+      provider: b.provider,
+      redirectUri,
+      clientId,
+      loginHint: b.loginHint,
+    });
+    return { data: { provider: b.provider, redirectUri, ...link } };
+  });
+}
+
+defineJobs((svc) => [
+  { name: 'oauth-token-refresh', intervalMs: 60_000, run: async () => void (await refreshTokens(svc)) },
+]);

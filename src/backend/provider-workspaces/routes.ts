@@ -1,4 +1,198 @@
-import type { Router } from '../router.js';
+// Provider workspace routes of both interfaces (see service.ts for the rules and decisions):
+//   /v2/workspaces/{workspaceId}/provider-workspaces[...]  scoped by the path workspace, Envelope B
+//   /v1/workspaces[...]                                    scoped by the partner key's organization
+// In /v1 a registered tenant's `workspaceId` is the provider workspace id as a decimal string.
+import { z } from 'zod';
+import { ApiError, V1Error } from '../../http/errors.js';
+import { idParam, pagination, parse, queryObject, type Ctx, type Handler, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { ProviderClient } from './client.js';
+import { PwError, ProviderWorkspaces, defaultWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
 
-export function register(_router: Router, _svc: BackendServices): void {}
+const registerBody = z
+  .object({
+    provider: z.enum(['google', 'microsoft']),
+    adminEmail: z.string().max(254).nullable().optional(),
+    tenantId: z.string().max(255).nullable().optional(),
+  })
+  .strict()
+  .superRefine((b, c) => {
+    // Required / forbidden by provider (v1 spec, POST /workspaces); a malformed value is 422 later.
+    if (b.provider === 'google') {
+      if (b.adminEmail == null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
+      if (b.tenantId != null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
+    } else {
+      if (b.tenantId == null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
+      if (b.adminEmail != null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
+    }
+  });
+
+const intIn = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,6}$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`));
+
+const previewQuery = z
+  .object({
+    search: z.string().max(254).optional(),
+    // comma-separated domain list
+    domain: z.string().max(2000).optional(),
+    page: intIn(1, 100_000).optional(),
+    limit: intIn(1, 100).optional(),
+  })
+  .strict();
+
+/** The sync routes take no body; an empty object is tolerated. */
+const emptyBody = z.object({}).strict().optional();
+
+function previewFilters(ctx: Ctx, api: 'v1' | 'v2') {
+  const q = parse(previewQuery, queryObject(ctx.query), api);
+  const domains = q.domain?.split(',').map((d) => d.trim()).filter(Boolean);
+  return { search: q.search, domains, page: q.page ?? 1, limit: q.limit ?? 50 };
+}
+
+/** Turn the domain's errors into the interface's error. */
+function v2(h: Handler): Handler {
+  return async (ctx) => {
+    try {
+      return await h(ctx);
+    } catch (err) {
+      if (err instanceof PwError) throw new ApiError(err.code, err.message, err.details);
+      throw err;
+    }
+  };
+}
+function v1(h: Handler): Handler {
+  return async (ctx) => {
+    try {
+      return await h(ctx);
+    } catch (err) {
+      if (err instanceof PwError) throw new V1Error(err.code, err.message, err.details);
+      throw err;
+    }
+  };
+}
+
+/** The /v1 registration record (v1 spec: workspaceId as a string, provider, adminEmail, tenantId, status). */
+function v1Record(r: PwRow) {
+  const rec = toRecord(r);
+  return {
+    workspaceId: String(rec.id),
+    provider: rec.provider,
+    adminEmail: rec.adminEmail,
+    tenantId: rec.tenantId,
+    status: rec.status,
+    domains: rec.domains,
+    importsIntoWorkspaceId: rec.workspaceId,
+    lastSyncedAt: rec.lastSyncedAt,
+    createdAt: rec.createdAt,
+  };
+}
+
+/** The /v1 sync record: `workspaceId` is the registration's id (as v1 names it), as a string. */
+function v1Sync(s: ReturnType<typeof toSync> | ReturnType<typeof notStarted>) {
+  return {
+    syncId: s.id,
+    workspaceId: String(s.providerWorkspaceId),
+    importsIntoWorkspaceId: s.workspaceId,
+    status: s.status,
+    total: s.total,
+    imported: s.imported,
+    skipped: s.skipped,
+    error: s.error,
+    startedAt: s.startedAt,
+    finishedAt: s.finishedAt,
+  };
+}
+
+export function register(router: Router, svc: BackendServices): void {
+  const pws = new ProviderWorkspaces(
+    svc.db,
+    new ProviderClient({ googleAdminUrl: svc.config.googleAdminUrl, microsoftGraphUrl: svc.config.microsoftGraphUrl }),
+    svc.plans,
+  );
+
+  // ---- /v2 ----
+  const base = '/v2/workspaces/{workspaceId}/provider-workspaces';
+  const v2Pw = (ctx: Ctx) => {
+    const id = idParam(ctx, 'providerWorkspaceId');
+    // Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast).
+    if (id > 2_147_483_647) throw new PwError('not_found', `No provider workspace ${id}.`);
+    return pws.get(id, { workspaceId: idParam(ctx, 'workspaceId') });
+  };
+
+  router.get(base, v2(async (ctx) => {
+    parse(z.object({}).strict(), queryObject(ctx.query));
+    const rows = await pws.list({ workspaceId: idParam(ctx, 'workspaceId') });
+    return { data: rows.map(toRecord) };
+  }));
+
+  router.post(base, v2(async (ctx) => {
+    const body = parse(registerBody, ctx.body);
+    const workspaceId = idParam(ctx, 'workspaceId');
+    const ws = await ctx.db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
+    if (!ws.length) throw new ApiError('not_found', `No workspace ${workspaceId}.`);
+    const row = await pws.register(body, { organizationId: ws[0].organization_id, workspaceId });
+    return { status: 201, data: toRecord(row) };
+  }));
+
+  router.get(`${base}/{providerWorkspaceId}/preview`, v2(async (ctx) => {
+    const f = previewFilters(ctx, 'v2');
+    const out = await pws.preview(await v2Pw(ctx), f);
+    return { data: out, pagination: pagination(out.page, out.limit, out.total) };
+  }));
+
+  router.post(`${base}/{providerWorkspaceId}/sync`, v2(async (ctx) => {
+    parse(emptyBody, ctx.body);
+    const pw = await v2Pw(ctx);
+    return { status: 201, data: await pws.sync(pw, idParam(ctx, 'workspaceId'), svc.clock) };
+  }));
+
+  router.get(`${base}/{providerWorkspaceId}/sync`, v2(async (ctx) => {
+    parse(z.object({}).strict(), queryObject(ctx.query));
+    return { data: await pws.latestSync(await v2Pw(ctx)) };
+  }));
+
+  // ---- /v1 (a partner key: its organization, every provider workspace of it) ----
+  const orgOf = (ctx: Ctx) => {
+    const org = ctx.identity?.organizationId;
+    if (!org) throw new V1Error('unauthorized', 'No organization for this key.');
+    return org;
+  };
+  const v1Pw = (ctx: Ctx) => {
+    const raw = ctx.params.workspaceId;
+    // Our ids are canonical decimals; any other string names no registration.
+    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new PwError('not_found', `No workspace ${raw}.`);
+    return pws.get(Number(raw), { organizationId: orgOf(ctx) }).catch((err) => {
+      if (err instanceof PwError && err.code === 'not_found') throw new PwError('not_found', `No workspace ${raw}.`);
+      throw err;
+    });
+  };
+
+  router.post('/v1/workspaces', v1(async (ctx) => {
+    const body = parse(registerBody, ctx.body, 'v1');
+    const org = orgOf(ctx);
+    const target = await defaultWorkspace(ctx.db, org);
+    if (target === null) throw new V1Error('unprocessable_entity', 'The organization has no workspace to import mailboxes into.', { reason: 'no_workspace' });
+    const row = await pws.register(body, { organizationId: org, workspaceId: target });
+    return { status: 201, data: v1Record(row) };
+  }));
+
+  router.get('/v1/workspaces/{workspaceId:str}/preview', v1(async (ctx) => {
+    const f = previewFilters(ctx, 'v1');
+    return { data: await pws.preview(await v1Pw(ctx), f) };
+  }));
+
+  router.post('/v1/workspaces/{workspaceId:str}/sync', v1(async (ctx) => {
+    parse(emptyBody, ctx.body, 'v1');
+    const pw = await v1Pw(ctx);
+    return { status: 201, data: v1Sync(await pws.sync(pw, null, svc.clock)) };
+  }));
+
+  router.get('/v1/workspaces/{workspaceId:str}/sync', v1(async (ctx) => {
+    parse(z.object({}).strict(), queryObject(ctx.query), 'v1');
+    return { data: v1Sync(await pws.latestSync(await v1Pw(ctx))) };
+  }));
+}

@@ -1,4 +1,57 @@
-import type { Router } from '../router.js';
+// Tags of /v2 (issue 3): list (Envelope A, spec: "A tag list response is an array of tags inside
+// Envelope A"), create, and set an account's tags.
+import { z } from 'zod';
+import { ApiError } from '../../http/errors.js';
+import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { getAccount } from '../accounts/store.js';
+import { assertTagsExist, listTags, replaceAccountTags } from './store.js';
 
-export function register(_router: Router, _svc: BackendServices): void {}
+const WS = '/v2/workspaces/{workspaceId}';
+
+export const tagIdsSchema = z.array(z.number().int().positive()).max(100);
+
+const createSchema = z
+  .object({
+    name: z
+      .string()
+      .transform((s) => s.trim())
+      .pipe(z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters')),
+  })
+  .strict();
+
+const setTagsSchema = z.object({ tagIds: tagIdsSchema }).strict();
+
+export function register(router: Router, _svc: BackendServices): void {
+  router.get(`${WS}/tags`, async (ctx) => ({
+    envelope: 'A',
+    data: await listTags(ctx.db, idParam(ctx, 'workspaceId')),
+  }));
+
+  router.post(`${WS}/tags`, async (ctx) => {
+    const ws = idParam(ctx, 'workspaceId');
+    const { name } = parse(createSchema, ctx.body);
+    // Names are unique per workspace regardless of case (index tags_name_key on lower(name)).
+    const rows = await ctx.db.query(
+      `INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING RETURNING id, name`,
+      [ws, name],
+    );
+    if (!rows.length) {
+      const [existing] = await ctx.db.query(`SELECT id, name FROM tags WHERE workspace_id = $1 AND lower(name) = lower($2)`, [ws, name]);
+      throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, { field: 'name', tagId: existing?.id ?? null });
+    }
+    return { status: 201, data: { id: rows[0].id, name: rows[0].name } };
+  });
+
+  router.put(`${WS}/accounts/{accountId}/tags`, async (ctx) => {
+    const ws = idParam(ctx, 'workspaceId');
+    const accountId = idParam(ctx, 'accountId');
+    const { tagIds } = parse(setTagsSchema, ctx.body);
+    const tags = await ctx.db.tx(async (q) => {
+      await getAccount(q, ws, accountId, true);
+      const ids = await assertTagsExist(q, ws, tagIds);
+      return replaceAccountTags(q, accountId, ids);
+    });
+    return { data: { accountId, tags } };
+  });
+}

@@ -5,10 +5,28 @@ export const DAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'sa
 export type Day = (typeof DAYS)[number];
 
 let zones: Set<string> | null = null;
-/** The accepted timeZone names: the runtime's IANA list plus 'UTC' (which the list may omit). */
+/** The runtime's IANA list plus 'UTC' (which the list omits). */
 export function timeZones(): Set<string> {
   zones ??= new Set([...Intl.supportedValuesOf('timeZone'), 'UTC']);
   return zones;
+}
+
+const IANA_SHAPE = /^[A-Z][A-Za-z0-9_+-]*(\/[A-Z0-9][A-Za-z0-9_+-]*)*$/;
+/**
+ * An accepted timeZone name: one of timeZones(), or another IANA name (a link) the runtime resolves.
+ * ICU's list carries legacy canonical ids (Asia/Calcutta, Europe/Kiev) and omits current ones
+ * (Asia/Kolkata, Europe/Kyiv) that the spec's 551 accepted names include; names must be spelled
+ * as IANA does (case-sensitive), so `utc` or `asia/kolkata` are refused even though Intl takes them.
+ */
+export function isTimeZone(name: string): boolean {
+  if (timeZones().has(name)) return true;
+  if (!IANA_SHAPE.test(name) || name.length > 64) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const fmtCache = new Map<string, Intl.DateTimeFormat>();

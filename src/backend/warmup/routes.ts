@@ -1,4 +1,91 @@
-import type { Router } from '../router.js';
+// Warmup routes of /v2 (issue 3), the mailbox checker's internal route, and the warmup jobs.
+import { z } from 'zod';
+import { ApiError } from '../../http/errors.js';
+import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { defineJobs } from '../jobs.js';
+import { requireInternal } from '../internal/auth.js';
+import { accountRecord, getAccount, getAccountById } from '../accounts/store.js';
+import { bandsFrom } from './bands.js';
+import { patchSettings, patchSettingsSchema, readSettings } from './settings.js';
+import { autoStartDue, pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';
+import { activityQuerySchema, DEPRECATION_HEADERS, listActivity } from './activity.js';
+import { applyDueLimits } from './limits.js';
 
-export function register(_router: Router, _svc: BackendServices): void {}
+const ACC = '/v2/workspaces/{workspaceId}/accounts/{accountId}';
+
+const verificationSchema = z.object({ result: z.enum(['passed', 'failed']) }).strict();
+
+function noBody(body: unknown) {
+  // These actions take no fields; an object with fields is refused like any unknown field.
+  if (body !== undefined && body !== null) parse(z.object({}).strict(), body);
+}
+
+export function register(router: Router, svc: BackendServices): void {
+  // Fail at start, naming the field, when the band table is invalid.
+  bandsFrom(svc.config.warmupBandsFile);
+
+  router.get(`${ACC}/warmup/settings`, async (ctx) => ({
+    data: await readSettings(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId')),
+  }));
+
+  router.patch(`${ACC}/warmup/settings`, async (ctx) => {
+    const body = parse(patchSettingsSchema, ctx.body ?? {});
+    return { data: await patchSettings(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), body) };
+  });
+
+  router.post(`${ACC}/warmup/enable`, async (ctx) => {
+    noBody(ctx.body);
+    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'enable')) };
+  });
+
+  router.post(`${ACC}/warmup/resume`, async (ctx) => {
+    noBody(ctx.body);
+    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'resume')) };
+  });
+
+  router.post(`${ACC}/warmup/pause`, async (ctx) => {
+    noBody(ctx.body);
+    return { data: accountRecord(ctx.svc, await pauseWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'))) };
+  });
+
+  router.get(`${ACC}/warmup/activity`, async (ctx) => {
+    const query = parse(activityQuerySchema, queryObject(ctx.query));
+    const acc = await getAccount(ctx.db, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'));
+    const out = await listActivity(ctx.db, acc.id, acc.provider, query.page, query.per_page);
+    return { ...out, headers: { ...DEPRECATION_HEADERS } };
+  });
+
+  // The mailbox checker reports the send-and-receive check (CONTRACT section 7).
+  router.post('/internal/accounts/{accountId}/verification', async (ctx) => {
+    requireInternal(ctx);
+    const body = parse(verificationSchema, ctx.body);
+    const id = idParam(ctx, 'accountId');
+    const r = await recordVerification(ctx.svc, id, body.result);
+    if (!r) throw new ApiError('not_found', `No account ${id}.`, { accountId: id });
+    const row = await getAccountById(ctx.db, id);
+    return { data: { ...accountRecord(ctx.svc, row!), autoStart: r.autoStart } };
+  });
+}
+
+defineJobs((svc) => [
+  {
+    // A lowered max takes effect at the mailbox's next local midnight.
+    name: 'warmup.apply-pending-limits',
+    intervalMs: 60_000,
+    async run() {
+      const ids = await applyDueLimits(svc.db, new Date(svc.clock.now()));
+      if (ids.length) svc.log.info({ accounts: ids.length }, 'pending warmup limits applied');
+    },
+  },
+  {
+    // Starts remembered once the warming cap has room again; partner-OAuth mailboxes once DNS passes.
+    name: 'warmup.auto-start',
+    intervalMs: 5 * 60_000,
+    async run() {
+      const results = Object.values(await autoStartDue(svc));
+      const started = results.filter((r) => r === 'started').length;
+      if (started) svc.log.info({ started }, 'warmup started automatically');
+    },
+  },
+]);

@@ -1,0 +1,47 @@
+// Live DNS checks of an account's sending domain, kept as the account's last check, and the setup
+// score built from them.
+import { ApiError } from '../../http/errors.js';
+import { checkDomain, domainOf, type DomainChecks } from '../dns/lookup.js';
+import type { BackendServices } from '../services.js';
+
+export interface AccountDns extends DomainChecks {
+  checkedAt: Date;
+}
+
+/** Run the live lookup and store it as the account's last check. Throws 503 when DNS cannot answer. */
+export async function liveDns(svc: BackendServices, accountId: number, emailAddress: string): Promise<AccountDns> {
+  const domain = domainOf(emailAddress);
+  let checks: DomainChecks;
+  try {
+    checks = await checkDomain(domain, svc.config.dnsResolver);
+  } catch (err) {
+    svc.log.warn({ err: (err as Error).message, domain }, 'dns lookup failed');
+    throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again later.`, { domain });
+  }
+  const checkedAt = new Date(svc.clock.now());
+  await svc.db.query(
+    `INSERT INTO account_dns_checks (account_id, domain, spf, dkim, dmarc, mx, checked_at) VALUES ($1,$2,$3,$4,$5,$6,$7)
+     ON CONFLICT (account_id) DO UPDATE SET domain=$2, spf=$3, dkim=$4, dmarc=$5, mx=$6, checked_at=$7`,
+    [accountId, checks.domain, checks.spf, checks.dkim, checks.dmarc, checks.mx, checkedAt],
+  );
+  return { ...checks, checkedAt };
+}
+
+/** DNS "passes" for the automatic start of partner-OAuth mailboxes: SPF, DKIM, DMARC and MX all pass. */
+export function dnsPasses(c: DomainChecks): boolean {
+  return c.spf === 'pass' && c.dkim === 'pass' && c.dmarc === 'pass' && c.mx === 'pass';
+}
+
+/** Points of the setup score (sum 100): each DNS check that passes, and the send-and-receive check. */
+export const SETUP_SCORE_WEIGHTS = { spf: 20, dkim: 20, dmarc: 15, mx: 15, verification: 30 } as const;
+
+export function setupScore(c: DomainChecks, verification: string): number {
+  const w = SETUP_SCORE_WEIGHTS;
+  return (
+    (c.spf === 'pass' ? w.spf : 0) +
+    (c.dkim === 'pass' ? w.dkim : 0) +
+    (c.dmarc === 'pass' ? w.dmarc : 0) +
+    (c.mx === 'pass' ? w.mx : 0) +
+    (verification === 'passed' ? w.verification : 0)
+  );
+}

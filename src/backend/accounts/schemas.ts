@@ -1,0 +1,63 @@
+// Request schemas of the accounts domain: strict, so an unknown field is 400 invalid_request naming it.
+import { z } from 'zod';
+import { STATUSES } from './store.js';
+
+const connection = z
+  .object({
+    host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
+    port: z.number().int().min(1).max(65535),
+    username: z.string().min(1).max(320),
+    password: z.string().min(1).max(1024),
+    secure: z.boolean(),
+  })
+  .strict();
+
+function validTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** POST /accounts: connect an SMTP/IMAP mailbox. `timeZone` (IANA, default UTC) is optional. */
+export const connectSchema = z
+  .object({
+    emailAddress: z.email().max(320),
+    fromName: z.string().trim().min(1).max(200),
+    smtp: connection,
+    imap: connection,
+    timeZone: z.string().min(1).max(64).refine(validTimeZone, 'must be an IANA time zone name').optional(),
+  })
+  .strict();
+
+const int = (min: number, max: number) =>
+  z.string().regex(/^-?\d{1,9}$/, 'must be an integer').transform(Number).pipe(z.number().int().min(min).max(max));
+
+/**
+ * GET /accounts query. `tag` matches accounts carrying the tag: an all-digit value is a tag id,
+ * anything else a tag name (case-insensitive). `search` matches email address or from name.
+ */
+export const listQuerySchema = z
+  .object({
+    page: int(1, 1_000_000).default(1),
+    per_page: int(1, 100).default(25),
+    maxLimitMin: int(0, 100).optional(),
+    maxLimitMax: int(0, 100).optional(),
+    status: z.enum(STATUSES).optional(),
+    tag: z.string().min(1).max(64).optional(),
+    search: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    if (v.maxLimitMin !== undefined && v.maxLimitMax !== undefined && v.maxLimitMin > v.maxLimitMax) {
+      ctx.addIssue({ code: 'custom', path: ['maxLimitMin'], message: 'must not exceed maxLimitMax' });
+    }
+  });
+
+const accountIds = z.array(z.number().int().positive()).min(1, 'must hold 1 to 50 ids').max(50, 'must hold 1 to 50 ids');
+
+export const bulkStatusSchema = z.object({ accountIds }).strict();
+
+export const bulkTagsSchema = z.object({ accountIds, tagIds: z.array(z.number().int().positive()).max(100) }).strict();

@@ -1,0 +1,97 @@
+// Notifications of a workspace: list (keyset by id descending), mark one read, mark all read, and
+// `notify()` for other domains that raise one.
+import type { Queryable } from '../../db/index.js';
+
+export interface NotificationRow {
+  id: number;
+  type: string;
+  severity: string;
+  category: string;
+  title: string;
+  body: string;
+  email_account_id: number | null;
+  read_at: Date | null;
+  created_at: Date;
+}
+
+const COLUMNS = `id, type, severity, category, title, body, email_account_id, read_at, created_at`;
+
+/** The Notification resource of the spec. */
+export function toNotification(r: NotificationRow) {
+  return {
+    id: r.id,
+    type: r.type,
+    severity: r.severity,
+    category: r.category,
+    title: r.title,
+    body: r.body,
+    emailAccountId: r.email_account_id,
+    readAt: r.read_at ? new Date(r.read_at).toISOString() : null,
+    createdAt: new Date(r.created_at).toISOString(),
+    isRead: r.read_at !== null,
+  };
+}
+
+/** One page: up to `limit` rows with id < afterId (or the newest), plus whether more follow. */
+export async function listPage(q: Queryable, workspaceId: number, unreadOnly: boolean, afterId: number | null, limit: number) {
+  const rows = await q.query<NotificationRow>(
+    `SELECT ${COLUMNS} FROM notifications
+      WHERE workspace_id = $1 AND ($2::boolean = false OR read_at IS NULL) AND ($3::int IS NULL OR id < $3)
+      ORDER BY id DESC LIMIT $4`,
+    [workspaceId, unreadOnly, afterId, limit + 1],
+  );
+  const hasMore = rows.length > limit;
+  return { rows: rows.slice(0, limit), hasMore };
+}
+
+/** How many notifications match the filter, and how many of the workspace are unread. */
+export async function counts(q: Queryable, workspaceId: number, unreadOnly: boolean) {
+  const [c] = await q.query(
+    `SELECT (count(*) FILTER (WHERE $2::boolean = false OR read_at IS NULL))::int AS total,
+            (count(*) FILTER (WHERE read_at IS NULL))::int AS unread
+       FROM notifications WHERE workspace_id = $1`,
+    [workspaceId, unreadOnly],
+  );
+  return c as { total: number; unread: number };
+}
+
+/** Mark one read; the first readAt is kept when it was read already. Null when not in the workspace. */
+export async function markRead(q: Queryable, workspaceId: number, id: number, at: Date) {
+  const rows = await q.query<NotificationRow>(
+    `UPDATE notifications SET read_at = coalesce(read_at, $3::timestamptz)
+      WHERE id = $1 AND workspace_id = $2
+      RETURNING ${COLUMNS}`,
+    [id, workspaceId, at.toISOString()],
+  );
+  return rows[0] ?? null;
+}
+
+/** Mark every unread notification of the workspace read; returns how many changed. */
+export async function markAllRead(q: Queryable, workspaceId: number, at: Date): Promise<number> {
+  const [r] = await q.query<{ n: number }>(
+    `WITH u AS (UPDATE notifications SET read_at = $2::timestamptz WHERE workspace_id = $1 AND read_at IS NULL RETURNING 1)
+     SELECT count(*)::int AS n FROM u`,
+    [workspaceId, at.toISOString()],
+  );
+  return r.n;
+}
+
+export interface NewNotification {
+  workspaceId: number;
+  type: string;
+  severity: 'critical' | 'warning' | 'info';
+  category: string;
+  title: string;
+  body: string;
+  emailAccountId?: number | null;
+}
+
+/** Raise a notification (used by other domains, e.g. a finished provider sync). Returns its id. */
+export async function notify(q: Queryable, n: NewNotification, at: Date): Promise<number> {
+  const [r] = await q.query<{ id: number }>(
+    `INSERT INTO notifications (workspace_id, type, severity, category, title, body, email_account_id, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz) RETURNING id`,
+    [n.workspaceId, n.type, n.severity, n.category, n.title, n.body, n.emailAccountId ?? null, at.toISOString()],
+  );
+  return r.id;
+}

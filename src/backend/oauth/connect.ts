@@ -1,0 +1,132 @@
+// Connecting a mailbox through the partner OAuth route (spec, partner OAuth rules 1 to 3). Written as a
+// function of the organization and workspace so the /v1 partner route can share it.
+import { ApiError } from '../../http/errors.js';
+import { planOf } from '../../config/plans.js';
+import type { Row } from '../../db/types.js';
+import type { BackendServices } from '../services.js';
+import { profileAddresses, type OAuthProvider } from './profile.js';
+import { partnerOauthConnected, type AutoStartResult } from '../warmup/lifecycle.js';
+
+/** The access token must outlive the request by more than this (spec: "more than five minutes ahead"). */
+export const MIN_TOKEN_LIFETIME_MS = 5 * 60_000;
+/** A new mailbox's daily max before the plan's per-mailbox cap applies (the accounts default). */
+const DEFAULT_MAX_LIMIT = 40;
+
+export interface ConnectInput {
+  organizationId: number;
+  workspaceId: number;
+  provider: OAuthProvider;
+  emailAddress: string;
+  accessToken: string;
+  expiresAt: Date;
+}
+
+export interface Connected {
+  created: boolean;
+  account: ReturnType<typeof accountView>;
+}
+
+/**
+ * Where the mailbox stands on warming without an enable call (spec, States): `warming`; `waiting` until
+ * `reason` clears (the warmup domain's auto-start job and the mailbox checker retry); or `off`.
+ */
+export interface WarmupView {
+  state: 'warming' | 'waiting' | 'off';
+  reason: 'verification_pending' | 'verification_failed' | 'dns_failed' | 'warming_capacity_reached' | 'paused' | null;
+}
+
+export function warmupView(a: Row, result: AutoStartResult | null): WarmupView {
+  if (a.status === 'warming' || result === 'started' || result === 'already_warming') return { state: 'warming', reason: null };
+  if (a.status === 'paused') return { state: 'off', reason: 'paused' };
+  if (result === 'dns_failed' || result === 'warming_capacity_reached') return { state: 'waiting', reason: result };
+  if (a.status === 'active' && a.verification === 'pending') return { state: 'waiting', reason: 'verification_pending' };
+  if (a.status === 'active' && a.verification === 'failed') return { state: 'waiting', reason: 'verification_failed' };
+  return { state: 'off', reason: null };
+}
+
+export function accountView(a: Row, warmup: WarmupView) {
+  return {
+    id: a.id,
+    workspaceId: a.workspace_id,
+    emailAddress: a.email_address,
+    provider: a.provider,
+    status: a.status,
+    verification: a.verification,
+    connectedVia: 'partner_oauth',
+    // The token itself is never returned; its expiry is what a partner needs to plan refreshes.
+    tokenExpiresAt: new Date(a.oauth_expires_at).toISOString(),
+    warmupMaxLimit: a.warmup_max_limit,
+    warmup,
+    createdAt: new Date(a.created_at).toISOString(),
+  };
+}
+
+/** Rule 1: every call is refused unless the organization registered and verified a partner callback. */
+export async function assertPartnerConfigured(svc: BackendServices, organizationId: number): Promise<Row> {
+  const rows = await svc.db.query(
+    `SELECT id, plan, partner_callback_url, partner_callback_verified FROM organizations WHERE id = $1`,
+    [organizationId],
+  );
+  const o = rows[0];
+  if (!o || !o.partner_callback_url || !o.partner_callback_verified) {
+    throw new ApiError('partner_not_configured', 'The organization has no verified partner callback: register and verify a token-refresh endpoint first.');
+  }
+  return o;
+}
+
+/** `org`: the row assertPartnerConfigured answered, when the caller already checked rule 1. */
+export async function connectPartnerMailbox(svc: BackendServices, input: ConnectInput, org?: Row): Promise<Connected> {
+  org ??= await assertPartnerConfigured(svc, input.organizationId);
+  const now = svc.clock.now();
+  if (input.expiresAt.getTime() <= now + MIN_TOKEN_LIFETIME_MS) {
+    throw new ApiError('invalid_request', 'expiresAt: must be more than five minutes in the future.', { field: 'expiresAt' });
+  }
+  const email = input.emailAddress.toLowerCase();
+  // Rule 2: the token names its mailbox; the caller's address must be that mailbox.
+  const addresses = await profileAddresses(svc.config, input.provider, input.accessToken);
+  if (!addresses.includes(email)) {
+    throw new ApiError('email_mismatch', 'The access token belongs to a different mailbox than emailAddress.', { field: 'emailAddress' });
+  }
+  const maxLimit = Math.min(DEFAULT_MAX_LIMIT, planOf(svc.plans(), org.plan).plan.maxWarmupPerAccount ?? DEFAULT_MAX_LIMIT);
+  const at = new Date(now);
+
+  const result = await svc.db.tx(async (q) => {
+    const ws = await q.query(`SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [input.workspaceId, input.organizationId]);
+    if (!ws.length) throw new ApiError('not_found', `No workspace ${input.workspaceId}.`);
+    const existing = await q.query(`SELECT * FROM accounts WHERE lower(email_address) = $1 FOR UPDATE`, [email]);
+    const cur = existing[0];
+    if (cur) {
+      // Rule 3: a mailbox belongs to exactly one workspace. Which one is not said (it may be another organization's).
+      if (cur.workspace_id !== input.workspaceId) throw new ApiError('conflict', 'This mailbox is already connected in another workspace.', { field: 'emailAddress' });
+      if (cur.oauth_source !== 'partner' || cur.provider !== input.provider) {
+        throw new ApiError('conflict', 'This mailbox is already connected in this workspace by another method.', { field: 'emailAddress', accountId: cur.id });
+      }
+      // A reconnect with a fresh token: an expired or broken connection becomes active again.
+      const [row] = await q.query(
+        `UPDATE accounts SET oauth_access_token = $2, oauth_expires_at = $3,
+            status = CASE WHEN status IN ('auth-expired','error','disconnected') THEN 'active' ELSE status END,
+            oauth_refresh_failures = 0, oauth_refresh_error = NULL, oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL,
+            connection_error = NULL, last_connected_at = $4, updated_at = $4
+          WHERE id = $1 RETURNING *`,
+        [cur.id, input.accessToken, input.expiresAt, at],
+      );
+      return { row, created: false };
+    }
+    const [row] = await q.query(
+      `INSERT INTO accounts (workspace_id, email_address, provider, status, verification, warmup_max_limit, warmup_current_limit,
+          oauth_access_token, oauth_expires_at, oauth_source, last_connected_at, created_at, updated_at)
+       VALUES ($1, $2, $3, 'active', 'pending', $4, 5, $5, $6, 'partner', $7, $7, $7) RETURNING *`,
+      [input.workspaceId, email, input.provider, maxLimit, input.accessToken, input.expiresAt, at],
+    );
+    return { row, created: true };
+  });
+
+  // An active partner mailbox warms without an enable call once DNS and the send-and-receive check pass
+  // (the warmup domain's auto_warmup): a new one waits for its check; a reconnected one whose check
+  // passed earlier may start at once. A warming or user-paused mailbox keeps its state.
+  const auto = result.row.status === 'active' ? await partnerOauthConnected(svc, result.row.id) : null;
+  const [fresh] = await svc.db.query(`SELECT * FROM accounts WHERE id = $1`, [result.row.id]);
+  const warmup = warmupView(fresh, auto);
+  svc.log.info({ accountId: fresh.id, workspaceId: input.workspaceId, provider: input.provider, created: result.created, warmup: warmup.state }, 'partner mailbox connected');
+  return { created: result.created, account: accountView(fresh, warmup) };
+}

@@ -1,0 +1,361 @@
+// Provider workspaces: registered Google-family / Microsoft-family tenants, the preview of their
+// mailboxes not yet connected, and the bulk import ("sync") of those mailboxes as accounts. The /v2
+// routes (one workspace) and the /v1 routes (a partner key sees its whole organization) call the same
+// functions here; only the lookup scope and the error shape differ.
+//
+// Decisions (the spec leaves them open):
+// - Status: `created` on registration, `active` once a sync completed, `error` after a sync failed on
+//   the provider's side (a later successful sync makes it `active` again).
+// - A tenant is registered once per organization (admin address for google, tenant id for
+//   microsoft): a second registration is 409 conflict.
+// - Registration lists the tenant's mailboxes once: that call is the delegation / consent check, and
+//   it fills `domains`. Missing delegation or consent, an unknown admin or tenant, refused
+//   credentials, or a malformed admin address or tenant id: 422, nothing created. Provider
+//   unreachable: 502, nothing created.
+// - Preview whose provider call shows the credentials no longer work (401, 403 or 404 from the
+//   provider): the registration is deleted so it can be registered again (v1 spec, States), 422.
+// - Sync runs inside the request: POST answers once the import finished, with the sync record
+//   (status `completed`, or 422/502 after recording a `failed` sync). A mailbox already connected
+//   anywhere is skipped (a mailbox belongs to exactly one workspace). GET reads the newest sync.
+// - Where mailboxes are imported: a /v2 registration into its path workspace; a /v1 registration
+//   (organization-level) into the organization's first live workspace (lowest id, not soft-deleted),
+//   chosen at registration and re-chosen at sync time if that workspace was deleted since.
+import type { Queryable } from '../../db/index.js';
+import type { Plans } from '../../config/plans.js';
+import type { Clock } from '../../limits/types.js';
+import { planOf } from '../../config/plans.js';
+import { notify } from '../notifications/queries.js';
+import { ProviderClient, ProviderError, type Mailbox, type Provider } from './client.js';
+
+export type PwErrorCode = 'invalid_request' | 'unprocessable_entity' | 'not_found' | 'conflict' | 'bad_gateway';
+
+/** A domain error; the routes turn it into ApiError (/v2) or V1Error (/v1). */
+export class PwError extends Error {
+  constructor(
+    readonly code: PwErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export interface PwRow {
+  id: number;
+  organization_id: number;
+  workspace_id: number | null;
+  provider: Provider;
+  admin_email: string | null;
+  tenant_id: string | null;
+  status: string;
+  domains: { domain: string; mailboxCount: number }[] | string;
+  last_synced_at: Date | null;
+  created_at: Date;
+}
+
+export interface SyncRow {
+  id: number;
+  provider_workspace_id: number;
+  workspace_id: number;
+  status: 'running' | 'completed' | 'failed';
+  total: number;
+  imported: number;
+  skipped: number;
+  error: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+const COLS = `id, organization_id, workspace_id, provider, admin_email, tenant_id, status, domains, last_synced_at, created_at`;
+
+/** The Provider workspace resource of the spec (plus workspaceId, where its mailboxes are imported). */
+export function toRecord(r: PwRow) {
+  const domains = typeof r.domains === 'string' ? JSON.parse(r.domains) : r.domains;
+  return {
+    id: r.id,
+    provider: r.provider,
+    adminEmail: r.admin_email,
+    tenantId: r.tenant_id,
+    status: r.status,
+    workspaceId: r.workspace_id,
+    lastSyncedAt: iso(r.last_synced_at),
+    domains: domains as { domain: string; mailboxCount: number }[],
+    createdAt: iso(r.created_at)!,
+  };
+}
+
+export function toSync(s: SyncRow) {
+  return {
+    id: s.id,
+    providerWorkspaceId: s.provider_workspace_id,
+    workspaceId: s.workspace_id,
+    status: s.status,
+    total: s.total,
+    imported: s.imported,
+    skipped: s.skipped,
+    error: s.error,
+    startedAt: iso(s.started_at),
+    finishedAt: iso(s.finished_at),
+  };
+}
+
+/** What GET .../sync answers before any sync was started. */
+export function notStarted(pw: PwRow) {
+  return {
+    id: null,
+    providerWorkspaceId: pw.id,
+    workspaceId: pw.workspace_id,
+    status: 'not_started',
+    total: 0,
+    imported: 0,
+    skipped: 0,
+    error: null,
+    startedAt: null,
+    finishedAt: null,
+  };
+}
+
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
+
+function domainsOf(mailboxes: Mailbox[]) {
+  const m = new Map<string, number>();
+  for (const x of mailboxes) m.set(x.domain, (m.get(x.domain) ?? 0) + 1);
+  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
+}
+
+function providerFailure(err: unknown, pw: { provider: Provider }): PwError {
+  if (!(err instanceof ProviderError)) throw err;
+  if (err.failure === 'unavailable') return new PwError('bad_gateway', `The provider could not be used: ${err.message}.`, { reason: 'provider_unavailable' });
+  const reason =
+    err.failure === 'not_authorized' ? (pw.provider === 'google' ? 'delegation_missing' : 'consent_missing')
+    : err.failure === 'unknown_tenant' ? (pw.provider === 'google' ? 'invalid_admin_email' : 'invalid_tenant_id')
+    : 'credentials_failed';
+  return new PwError('unprocessable_entity', `The tenant cannot be used: ${err.message}.`, { reason });
+}
+
+export interface RegisterInput {
+  provider: Provider;
+  adminEmail?: string | null;
+  tenantId?: string | null;
+}
+
+/** Which workspace an organization-level (/v1) registration imports into. */
+export async function defaultWorkspace(q: Queryable, organizationId: number): Promise<number | null> {
+  const rows = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+  return rows[0]?.id ?? null;
+}
+
+export class ProviderWorkspaces {
+  constructor(
+    private db: Queryable & { tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> },
+    private client: ProviderClient,
+    private plans: () => Plans,
+  ) {}
+
+  async list(filter: { workspaceId?: number; organizationId?: number }): Promise<PwRow[]> {
+    if (filter.workspaceId !== undefined) {
+      return this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE workspace_id = $1 ORDER BY id`, [filter.workspaceId]);
+    }
+    return this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE organization_id = $1 ORDER BY id`, [filter.organizationId]);
+  }
+
+  /** One registration, scoped to a workspace (/v2) or an organization (/v1); 404 otherwise. */
+  async get(id: number, scope: { workspaceId?: number; organizationId?: number }): Promise<PwRow> {
+    const rows =
+      scope.workspaceId !== undefined
+        ? await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND workspace_id = $2`, [id, scope.workspaceId])
+        : await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND organization_id = $2`, [id, scope.organizationId]);
+    if (!rows.length) throw new PwError('not_found', `No provider workspace ${id}.`);
+    return rows[0];
+  }
+
+  /** Register a tenant after checking with the provider that delegation / consent is in place. */
+  async register(input: RegisterInput, target: { organizationId: number; workspaceId: number | null }): Promise<PwRow> {
+    const provider = input.provider;
+    let adminEmail: string | null = null;
+    let tenantId: string | null = null;
+    if (provider === 'google') {
+      adminEmail = (input.adminEmail ?? '').trim().toLowerCase();
+      if (!EMAIL.test(adminEmail)) throw new PwError('unprocessable_entity', 'adminEmail is not a valid email address.', { field: 'adminEmail', reason: 'invalid_admin_email' });
+    } else {
+      tenantId = (input.tenantId ?? '').trim().toLowerCase();
+      if (!GUID.test(tenantId) && !DOMAIN.test(tenantId)) {
+        throw new PwError('unprocessable_entity', 'tenantId must be a tenant GUID or a verified domain name.', { field: 'tenantId', reason: 'invalid_tenant_id' });
+      }
+    }
+    const key = tenantId ?? adminEmail;
+    const exists = await this.db.query(
+      `SELECT id FROM provider_workspaces WHERE organization_id = $1 AND provider = $2 AND lower(coalesce(tenant_id, admin_email)) = $3`,
+      [target.organizationId, provider, key],
+    );
+    if (exists.length) throw new PwError('conflict', 'This tenant is already registered.', { providerWorkspaceId: exists[0].id });
+    let mailboxes: Mailbox[];
+    try {
+      mailboxes = await this.client.listMailboxes({ provider, adminEmail, tenantId });
+    } catch (err) {
+      throw providerFailure(err, { provider });
+    }
+    const rows = await this.db.query<PwRow>(
+      `INSERT INTO provider_workspaces (organization_id, workspace_id, provider, admin_email, tenant_id, status, domains)
+       VALUES ($1, $2, $3, $4, $5, 'created', $6::jsonb)
+       ON CONFLICT DO NOTHING RETURNING ${COLS}`,
+      [target.organizationId, target.workspaceId, provider, adminEmail, tenantId, JSON.stringify(domainsOf(mailboxes))],
+    );
+    // Lost a race with an identical registration.
+    if (!rows.length) throw new PwError('conflict', 'This tenant is already registered.');
+    return rows[0];
+  }
+
+  /** The tenant's mailboxes, or the registration deleted (and 422) when its credentials fail. */
+  private async mailboxesOrForget(pw: PwRow): Promise<Mailbox[]> {
+    try {
+      return await this.client.listMailboxes({ provider: pw.provider, adminEmail: pw.admin_email, tenantId: pw.tenant_id });
+    } catch (err) {
+      const e = providerFailure(err, pw);
+      if (e.code === 'unprocessable_entity') {
+        await this.db.tx(async (q) => {
+          await q.query(`UPDATE accounts SET provider_workspace_id = NULL WHERE provider_workspace_id = $1`, [pw.id]);
+          await q.query(`DELETE FROM provider_workspaces WHERE id = $1`, [pw.id]);
+        });
+        e.details.registrationDeleted = true;
+        e.message = `${e.message} The registration was deleted; register the tenant again once this is fixed.`;
+      }
+      throw e;
+    }
+  }
+
+  /** Mailboxes of the tenant not yet connected as accounts, filtered and paged. */
+  async preview(pw: PwRow, f: { search?: string; domains?: string[]; page: number; limit: number }) {
+    const mailboxes = await this.mailboxesOrForget(pw);
+    await this.db.query(`UPDATE provider_workspaces SET domains = $2::jsonb WHERE id = $1`, [pw.id, JSON.stringify(domainsOf(mailboxes))]);
+    const connected = await this.connectedSet(this.db, mailboxes.map((m) => m.email));
+    const fresh = mailboxes.filter((m) => !connected.has(m.email));
+    const s = f.search?.trim().toLowerCase();
+    const searched = s ? fresh.filter((m) => m.email.includes(s) || m.displayName.toLowerCase().includes(s)) : fresh;
+    const facet = new Map<string, number>();
+    for (const m of searched) facet.set(m.domain, (facet.get(m.domain) ?? 0) + 1);
+    const wanted = f.domains?.length ? new Set(f.domains.map((d) => d.toLowerCase())) : null;
+    const filtered = wanted ? searched.filter((m) => wanted.has(m.domain)) : searched;
+    const start = (f.page - 1) * f.limit;
+    return {
+      newEmails: filtered.slice(start, start + f.limit).map((m) => ({ email: m.email, displayName: m.displayName, domain: m.domain })),
+      total: filtered.length,
+      page: f.page,
+      limit: f.limit,
+      connectedCount: connected.size,
+      domains: [...facet.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, count]) => ({ domain, count })),
+    };
+  }
+
+  private async connectedSet(q: Queryable, emails: string[]): Promise<Set<string>> {
+    if (!emails.length) return new Set();
+    const rows = await q.query<{ e: string }>(`SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`, [emails]);
+    return new Set(rows.map((r) => r.e));
+  }
+
+  async latestSync(pw: PwRow) {
+    const rows = await this.db.query<SyncRow>(`SELECT * FROM provider_workspace_syncs WHERE provider_workspace_id = $1 ORDER BY id DESC LIMIT 1`, [pw.id]);
+    return rows.length ? toSync(rows[0]) : notStarted(pw);
+  }
+
+  /**
+   * Import every mailbox of the tenant not yet connected into the target workspace. `pinned`: the
+   * /v2 path workspace; null for /v1 (the registration's workspace, or the organization's first live
+   * one when it has none or it was deleted).
+   */
+  async sync(pw: PwRow, pinned: number | null, clock: Clock) {
+    const nowMs = clock.now();
+    const now = new Date(nowMs);
+    const staleBefore = new Date(nowMs - 10 * 60_000).toISOString();
+    const start = await this.db.tx(async (q) => {
+      const [row] = await q.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 FOR UPDATE`, [pw.id]);
+      if (!row) throw new PwError('not_found', `No provider workspace ${pw.id}.`);
+      let target = pinned ?? row.workspace_id;
+      if (pinned === null) {
+        const live = target === null ? [] : await q.query(`SELECT 1 FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [target]);
+        if (!live.length) target = await defaultWorkspace(q, row.organization_id);
+        if (target === null) throw new PwError('conflict', 'The organization has no workspace to import mailboxes into.');
+        if (target !== row.workspace_id) await q.query(`UPDATE provider_workspaces SET workspace_id = $2 WHERE id = $1`, [row.id, target]);
+      }
+      // One sync at a time per tenant; a `running` one older than 10 minutes died with its process.
+      const running = await q.query(
+        `SELECT id FROM provider_workspace_syncs WHERE provider_workspace_id = $1 AND status = 'running' AND started_at > $2::timestamptz`,
+        [row.id, staleBefore],
+      );
+      if (running.length) throw new PwError('conflict', 'A sync of this tenant is already running.', { syncId: running[0].id });
+      await q.query(
+        `UPDATE provider_workspace_syncs SET status = 'failed', error = 'interrupted', finished_at = $2::timestamptz
+          WHERE provider_workspace_id = $1 AND status = 'running'`,
+        [row.id, now.toISOString()],
+      );
+      const [s] = await q.query<SyncRow>(
+        `INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, $2, 'running', $3::timestamptz) RETURNING *`,
+        [row.id, target, now.toISOString()],
+      );
+      const [org] = await q.query(`SELECT plan FROM organizations WHERE id = $1`, [row.organization_id]);
+      return { row, sync: s, target: target!, plan: (org?.plan ?? null) as string | null };
+    });
+
+    let mailboxes: Mailbox[];
+    try {
+      mailboxes = await this.client.listMailboxes({ provider: start.row.provider, adminEmail: start.row.admin_email, tenantId: start.row.tenant_id });
+    } catch (err) {
+      const e = providerFailure(err, start.row);
+      const finished = new Date(clock.now()).toISOString();
+      await this.db.tx(async (q) => {
+        await q.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [
+          start.sync.id,
+          String(e.details.reason ?? e.code),
+          finished,
+        ]);
+        if (e.code === 'unprocessable_entity') await q.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
+      });
+      e.details.syncId = start.sync.id;
+      throw e;
+    }
+
+    // A new mailbox starts connected, not warming, with the default daily max capped by the plan.
+    const cap = planOf(this.plans(), start.plan).plan.maxWarmupPerAccount;
+    const maxLimit = cap === null ? 40 : Math.min(40, cap);
+    const finished = new Date(clock.now()).toISOString();
+    const done = await this.db.tx(async (q) => {
+      const inserted = await q.query(
+        `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit,
+                               provider_workspace_id, last_connected_at)
+         SELECT $1, m.email, m.name, $2, 'active', 'pending', $3, $4, $5::timestamptz
+           FROM unnest($6::text[], $7::text[]) AS m(email, name)
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [start.target, start.row.provider, maxLimit, start.row.id, now.toISOString(), mailboxes.map((m) => m.email), mailboxes.map((m) => m.displayName)],
+      );
+      const imported = inserted.length;
+      const [s] = await q.query<SyncRow>(
+        `UPDATE provider_workspace_syncs SET status = 'completed', total = $2, imported = $3, skipped = $4, finished_at = $5::timestamptz
+          WHERE id = $1 RETURNING *`,
+        [start.sync.id, mailboxes.length, imported, mailboxes.length - imported, finished],
+      );
+      await q.query(`UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`, [
+        start.row.id,
+        finished,
+        JSON.stringify(domainsOf(mailboxes)),
+      ]);
+      const tenant = start.row.tenant_id ?? start.row.admin_email;
+      await notify(
+        q,
+        {
+          workspaceId: start.target,
+          type: 'provider_sync',
+          severity: 'info',
+          category: 'accounts',
+          title: 'Mailbox import finished',
+          body: `Imported ${imported} of ${mailboxes.length} mailboxes from ${start.row.provider} tenant ${tenant}; ${mailboxes.length - imported} were already connected.`,
+        },
+        new Date(finished),
+      );
+      return s;
+    });
+    return toSync(done);
+  }
+}

@@ -1,0 +1,282 @@
+// /v1 email accounts: list, connect (SMTP/IMAP), status (single and bulk), tags, disconnect, delete.
+import { z } from 'zod';
+import { V1Error } from '../../http/errors.js';
+import type { Queryable, Row } from '../../db/types.js';
+import { planOf } from '../../config/plans.js';
+import { queryObject, type Router } from '../router.js';
+import { isTimeZone } from './time.js';
+import {
+  ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, idList, loadAccount, loadAccounts, notFound, orgOf,
+  settle, statusesFor, v1Parse,
+} from './common.js';
+import { cancelPendingSends } from './schedule.js';
+
+/** Page size bounds of the account list (the spec does not show them). */
+export const LIST_LIMIT_DEFAULT = 20;
+export const LIST_LIMIT_MAX = 100;
+const STATUS_FILTER = ['active', 'warming', 'paused', 'error', 'auth-expired'] as const;
+const SORT_COLUMNS = { createdAt: 'a.created_at', fromEmail: 'lower(a.email_address)', fromName: 'lower(a.from_name)' } as const;
+
+const intParam = (min: number, max: number, dflt: number) =>
+  z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max)).default(dflt as never);
+
+const listQuery = z
+  .object({
+    search: z.string().max(320).optional(),
+    sort: z.enum(['createdAt', 'fromEmail', 'fromName']).default('createdAt'),
+    sortBy: z.preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), z.enum(['ASC', 'DESC'])).default('DESC'),
+    status: z.enum(STATUS_FILTER).optional(),
+    tags: z.array(z.string().trim().min(1).max(64)).max(50).optional(),
+    page: intParam(1, 1_000_000, 1),
+    limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT),
+  })
+  .strict();
+
+// The same connection shape as the /v2 connect (accounts.smtp and accounts.imap hold it).
+const server = z
+  .object({
+    host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
+    port: z.number().int().min(1).max(65535),
+    username: z.string().min(1).max(320),
+    password: z.string().min(1).max(1024),
+    secure: z.boolean(),
+  })
+  .strict();
+
+/** The connect body (the spec does not show it): one SMTP/IMAP mailbox. */
+const connectBody = z
+  .object({
+    fromEmail: z.string().email().max(320),
+    fromName: z.string().trim().max(200).default(''),
+    smtp: server,
+    imap: server,
+    timeZone: z.string().refine(isTimeZone, 'must be an IANA time zone name').optional(),
+    /** A provider workspace of the organization (registered through /v1/workspaces), or null. */
+    workspaceId: z.string().regex(/^[1-9][0-9]{0,9}$/, 'must be a provider workspace id').nullable().default(null),
+  })
+  .strict();
+
+/** A new mailbox's max, as on /v2: 40, or the plan's per-mailbox cap when lower. */
+const DEFAULT_MAX_LIMIT = 40;
+
+const tagsBody = z
+  .object({
+    emailAccountIds: idList(50),
+    tags: z.array(z.string().trim().min(1).max(64)).min(1).max(50),
+  })
+  .strict();
+
+function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => '\\' + c);
+}
+
+/** All ids must be the organization's (tag routes are all-or-nothing): 404 naming the missing ones. */
+async function requireAll(q: Queryable, orgId: number, ids: number[], lock: boolean): Promise<Row[]> {
+  const found = await loadAccounts(q, orgId, ids, lock);
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length === 1) throw notFound(missing[0]);
+  if (missing.length) throw new V1Error('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
+  return ids.map((id) => found.get(id)!);
+}
+
+function uniqueNames(names: string[]): string[] {
+  const seen = new Map<string, string>();
+  for (const n of names) if (!seen.has(n.toLowerCase())) seen.set(n.toLowerCase(), n);
+  return [...seen.values()];
+}
+
+export function registerAccounts(router: Router): void {
+  router.get('/v1/email-accounts', async (ctx) => {
+    const org = orgOf(ctx);
+    const f = v1Parse(listQuery, queryObject(ctx.query, ['tags']));
+    await settle(ctx.db, ctx.svc.clock.now());
+    const where: string[] = [];
+    const params: unknown[] = [org];
+    if (f.search !== undefined && f.search.trim() !== '') {
+      params.push(`%${escapeLike(f.search.trim().toLowerCase())}%`);
+      where.push(`(lower(a.email_address) LIKE $${params.length} OR lower(a.from_name) LIKE $${params.length})`);
+    }
+    if (f.status) {
+      params.push(statusesFor(f.status));
+      where.push(`a.status = ANY($${params.length}::text[])`);
+    }
+    if (f.tags?.length) {
+      params.push(f.tags.map((t) => t.toLowerCase()));
+      where.push(`EXISTS (SELECT 1 FROM account_tags at JOIN tags t ON t.id = at.tag_id
+                   WHERE at.account_id = a.id AND lower(t.name) = ANY($${params.length}::text[]))`);
+    }
+    const cond = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const [{ total }] = await ctx.db.query(`SELECT count(*)::int AS total FROM ${ORG_ACCOUNTS} ${cond}`, params);
+    const rows = await ctx.db.query(
+      `SELECT a.* FROM ${ORG_ACCOUNTS} ${cond}
+        ORDER BY ${SORT_COLUMNS[f.sort]} ${f.sortBy}, a.id ${f.sortBy}
+        LIMIT ${f.limit} OFFSET ${(f.page - 1) * f.limit}`,
+      params,
+    );
+    return {
+      data: {
+        items: await accountItems(ctx.db, rows, ctx.svc.clock.now()),
+        total,
+        page: f.page,
+        limit: f.limit,
+        totalPages: Math.ceil(total / f.limit),
+      },
+    };
+  });
+
+  router.post('/v1/email-accounts', async (ctx) => {
+    const org = orgOf(ctx);
+    const b = v1Parse(connectBody, ctx.body ?? {});
+    const row = await ctx.db.tx(async (q) => {
+      let workspaceId: number | null = null;
+      let providerWorkspaceId: number | null = null;
+      if (b.workspaceId !== null) {
+        const pw = await q.query(
+          `SELECT p.id, p.workspace_id FROM provider_workspaces p LEFT JOIN workspaces w ON w.id = p.workspace_id
+            WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
+          [Number(b.workspaceId), org],
+        );
+        if (!pw.length) throw new V1Error('not_found', `Workspace ${b.workspaceId} not found.`, { workspaceId: b.workspaceId });
+        providerWorkspaceId = pw[0].id;
+        workspaceId = pw[0].workspace_id;
+      }
+      if (workspaceId === null) {
+        // The partner key belongs to the organization, not a workspace: new mailboxes go to its oldest live workspace.
+        const ws = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [org]);
+        if (!ws.length) throw new V1Error('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
+        workspaceId = ws[0].id as number;
+      }
+      const dup = await q.query(`SELECT 1 FROM accounts WHERE lower(email_address) = lower($1)`, [b.fromEmail]);
+      if (dup.length) throw new V1Error('conflict', `${b.fromEmail} is already connected.`, { field: 'fromEmail' });
+      const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
+      const now = new Date(ctx.svc.clock.now());
+      const inserted = await q.query(
+        `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
+           time_zone, smtp, imap, provider_workspace_id, last_connected_at, created_at, updated_at)
+         VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $9, $9) RETURNING *`,
+        [workspaceId, b.fromEmail, b.fromName, Math.min(DEFAULT_MAX_LIMIT, cap ?? DEFAULT_MAX_LIMIT), b.timeZone ?? 'UTC',
+          JSON.stringify(b.smtp), JSON.stringify(b.imap), providerWorkspaceId, now],
+      );
+      return inserted[0];
+    });
+    ctx.svc.log.info({ emailAccountId: row.id, organizationId: org }, 'v1 mailbox connected');
+    const [item] = await accountItems(ctx.db, [row], ctx.svc.clock.now());
+    return { status: 201, data: item };
+  });
+
+  // The consent-link connect is not offered yet (spec: always 501); POST /v1/email-accounts connects.
+  router.post('/v1/email-accounts/oauth', async (ctx) => {
+    orgOf(ctx);
+    throw new V1Error('not_implemented', 'Coming soon: connect the mailbox with POST /v1/email-accounts instead.');
+  });
+
+  router.post('/v1/email-accounts/bulk-status', async (ctx) => {
+    const org = orgOf(ctx);
+    const b = v1Parse(z.object({ emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
+    await settle(ctx.db, ctx.svc.clock.now());
+    const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
+    const statuses = await accountStatuses(ctx.db, [...found.values()], ctx.svc.clock.now());
+    const byId = new Map(statuses.map((s) => [s.emailAccountId, s]));
+    // In the order of the input ids; an id that is not the organization's gets errorCode not_found.
+    const results = b.emailAccountIds.map((id) => byId.get(id) ?? { emailAccountId: id, errorCode: 'not_found' });
+    return { data: { results } };
+  });
+
+  router.post('/v1/email-accounts/bulk-delete', async (ctx) => {
+    const org = orgOf(ctx);
+    const b = v1Parse(z.object({ emailAccountIds: idList(20) }).strict(), ctx.body ?? {});
+    const deleted = await ctx.db.tx(async (q) => {
+      const found = await loadAccounts(q, org, b.emailAccountIds, true);
+      if (found.size) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [[...found.keys()]]);
+      return found;
+    });
+    ctx.svc.log.info({ organizationId: org, deleted: [...deleted.keys()] }, 'v1 mailboxes deleted');
+    return {
+      data: {
+        results: b.emailAccountIds.map((id) =>
+          deleted.has(id) ? { emailAccountId: id, deleted: true } : { emailAccountId: id, deleted: false, errorCode: 'not_found' },
+        ),
+      },
+    };
+  });
+
+  router.post('/v1/email-accounts/tags/assign', async (ctx) => {
+    const org = orgOf(ctx);
+    const b = v1Parse(tagsBody, ctx.body ?? {});
+    const names = uniqueNames(b.tags);
+    const lower = names.map((n) => n.toLowerCase());
+    const accounts = await ctx.db.tx(async (q) => {
+      const accounts = await requireAll(q, org, b.emailAccountIds, true);
+      // Additive; an unknown name is created in the account's workspace (spec, rule 1).
+      for (const ws of new Set(accounts.map((a) => a.workspace_id as number))) {
+        for (const n of names) {
+          await q.query(`INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`, [ws, n]);
+        }
+      }
+      await q.query(
+        `INSERT INTO account_tags (account_id, tag_id)
+         SELECT a.id, t.id FROM accounts a JOIN tags t ON t.workspace_id = a.workspace_id AND lower(t.name) = ANY($2::text[])
+          WHERE a.id = ANY($1::int[])
+         ON CONFLICT DO NOTHING`,
+        [b.emailAccountIds, lower],
+      );
+      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [b.emailAccountIds]);
+      return accounts;
+    });
+    return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };
+  });
+
+  router.post('/v1/email-accounts/tags/unassign', async (ctx) => {
+    const org = orgOf(ctx);
+    const b = v1Parse(tagsBody, ctx.body ?? {});
+    const lower = uniqueNames(b.tags).map((n) => n.toLowerCase());
+    const accounts = await ctx.db.tx(async (q) => {
+      const accounts = await requireAll(q, org, b.emailAccountIds, true);
+      // Only the listed names; unknown or unassigned names are ignored (spec, rule 1).
+      await q.query(
+        `DELETE FROM account_tags at USING tags t
+          WHERE t.id = at.tag_id AND at.account_id = ANY($1::int[]) AND lower(t.name) = ANY($2::text[])`,
+        [b.emailAccountIds, lower],
+      );
+      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [b.emailAccountIds]);
+      return accounts;
+    });
+    return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };
+  });
+
+  router.get('/v1/email-accounts/{emailAccountId}/status', async (ctx) => {
+    await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
+    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const [status] = await accountStatuses(ctx.db, [a], ctx.svc.clock.now());
+    return { data: status };
+  });
+
+  router.post('/v1/email-accounts/{emailAccountId}/disconnect', async (ctx) => {
+    const org = orgOf(ctx);
+    const id = accountIdParam(ctx);
+    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    const row = await ctx.db.tx(async (q) => {
+      await loadAccount(q, org, id, true);
+      // As /v2's disconnect: warmup stops and no start is pending; the account and its history stay (delete removes them).
+      const rows = await q.query(
+        `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false, updated_at = $2 WHERE id = $1 RETURNING *`,
+        [id, new Date(ctx.svc.clock.now())],
+      );
+      await cancelPendingSends(q, [id]);
+      return rows[0];
+    });
+    const [status] = await accountStatuses(ctx.db, [row], ctx.svc.clock.now());
+    return { data: status };
+  });
+
+  router.delete('/v1/email-accounts/{emailAccountId}', async (ctx) => {
+    const org = orgOf(ctx);
+    const id = accountIdParam(ctx);
+    await ctx.db.tx(async (q) => {
+      await loadAccount(q, org, id, true);
+      await q.query(`DELETE FROM accounts WHERE id = $1`, [id]);
+    });
+    ctx.svc.log.info({ organizationId: org, emailAccountId: id }, 'v1 mailbox deleted');
+    return { data: { emailAccountId: id, deleted: true } };
+  });
+}

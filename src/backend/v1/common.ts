@@ -1,0 +1,196 @@
+// What every /v1 handler shares: the organization of the partner key, org-scoped account loading
+// (404 not_found for an account that is not the organization's), and the account views of the spec
+// (the account item and the account status).
+import { z } from 'zod';
+import { V1Error } from '../../http/errors.js';
+import type { Queryable, Row } from '../../db/types.js';
+import { idParam, parse, type Ctx } from '../router.js';
+import { settleDueLimits } from '../accounts/store.js';
+
+/** Warmup score window: the inbox rate of the last 14 days of warmup sends. */
+export const SCORE_WINDOW_DAYS = 14;
+/** Outreach readiness: at least this score over at least this many sends in the window. */
+export const READY_SCORE = 85;
+export const READY_MIN_SENT = 50;
+
+/** The organization a /v1 request acts for; only partner keys reach /v1 (the gateway checks it). */
+export function orgOf(ctx: Ctx): number {
+  const id = ctx.identity;
+  if (!id || id.keyType !== 'partner') throw new V1Error('forbidden', 'The /v1 interface needs a partner key.');
+  return id.organizationId;
+}
+
+export function v1Parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  return parse(schema, value, 'v1');
+}
+
+export function accountIdParam(ctx: Ctx): number {
+  return idParam(ctx, 'emailAccountId');
+}
+
+/** Accounts of live workspaces of the organization: `a` is accounts, `w` its workspace. */
+export const ORG_ACCOUNTS = `accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL AND w.organization_id = $1`;
+
+export function notFound(id: number): V1Error {
+  return new V1Error('not_found', `Email account ${id} not found.`, { emailAccountId: id });
+}
+
+/**
+ * A lowered max (v2) waiting for the mailbox's local midnight is in force once that has passed, even
+ * before the warmup job runs: /v1 reads settle due limits first, as /v2 reads do.
+ */
+export async function settle(q: Queryable, now: number, accountId?: number): Promise<void> {
+  await settleDueLimits(q, new Date(now), accountId === undefined ? {} : { accountId });
+}
+
+/** The account row, or 404 not_found when it is not one of the organization's. `lock` takes FOR UPDATE. */
+export async function loadAccount(q: Queryable, orgId: number, id: number, lock = false): Promise<Row> {
+  const rows = await q.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = $2${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, id]);
+  if (!rows.length) throw notFound(id);
+  return rows[0];
+}
+
+/** The subset of `ids` that are the organization's, as a map id -> row. */
+export async function loadAccounts(q: Queryable, orgId: number, ids: number[], lock = false): Promise<Map<number, Row>> {
+  if (!ids.length) return new Map();
+  const rows = await q.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = ANY($2::int[]) ORDER BY a.id${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, ids]);
+  return new Map(rows.map((r) => [r.id as number, r]));
+}
+
+/** 1..max distinct positive ids. */
+export function idList(max: number) {
+  return z
+    .array(z.number().int().positive().max(2 ** 31 - 1))
+    .min(1)
+    .max(max)
+    .refine((a) => new Set(a).size === a.length, 'ids must be unique');
+}
+
+/** The spec's `type`: gmail for the Google family, outlook for Microsoft, else the provider name (smtp, zoho...). */
+export function typeOf(provider: string): string {
+  if (provider === 'google') return 'gmail';
+  if (provider === 'microsoft') return 'outlook';
+  return provider;
+}
+
+/**
+ * The v1 status vocabulary has five values; v2's `disconnected` shows as `paused` in /v1 (the mailbox
+ * neither sends nor warms; `authStatus` says `disconnected`), so the list filter `paused` finds it.
+ */
+export function v1Status(status: string): string {
+  return status === 'disconnected' ? 'paused' : status;
+}
+
+/** The account statuses a /v1 status filter value selects. */
+export function statusesFor(filter: string): string[] {
+  return filter === 'paused' ? ['paused', 'disconnected'] : [filter];
+}
+
+export function authStatusOf(a: Row): string {
+  switch (a.status) {
+    case 'auth-expired':
+      return 'expired';
+    case 'error':
+      return 'error';
+    case 'disconnected':
+      return 'disconnected';
+    default:
+      return 'connected';
+  }
+}
+
+/** warmupStatus and warmup-status `current`: active (warming), pending (asked for, check running), paused, inactive. */
+export function warmupStatusOf(a: Row): string {
+  if (a.status === 'warming') return 'active';
+  if (a.warmup_requested && a.verification === 'pending' && !['error', 'auth-expired', 'disconnected'].includes(a.status)) return 'pending';
+  if (a.status === 'paused') return 'paused';
+  return 'inactive';
+}
+
+export interface Scores {
+  warmupScore: number;
+  outreachReadinessStatus: string;
+}
+
+/**
+ * warmupScore: the inbox rate (0..100) of the account's warmup sends of the last 14 days, 0 without
+ * sends. outreachReadinessStatus: readyForOutreach (connected, score >= 85 over >= 50 sends),
+ * needsAttention (error, auth-expired, disconnected), warmingUp (warmup running or asked for), notReady.
+ */
+export async function scoresOf(q: Queryable, accounts: Row[], now: number): Promise<Map<number, Scores>> {
+  const out = new Map<number, Scores>();
+  if (!accounts.length) return out;
+  const since = new Date(now - SCORE_WINDOW_DAYS * 86_400_000);
+  const rows = await q.query(
+    `SELECT account_id, count(*)::int AS sent, count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox
+       FROM warmup_messages WHERE account_id = ANY($1::int[]) AND sent_at > $2 AND sent_at <= $3 GROUP BY account_id`,
+    [accounts.map((a) => a.id), since, new Date(now)],
+  );
+  const agg = new Map(rows.map((r) => [r.account_id as number, r]));
+  for (const a of accounts) {
+    const r = agg.get(a.id);
+    const sent = r?.sent ?? 0;
+    const score = sent ? Math.round((100 * r!.inbox) / sent) : 0;
+    let readiness: string;
+    if (['error', 'auth-expired', 'disconnected'].includes(a.status)) readiness = 'needsAttention';
+    else if (score >= READY_SCORE && sent >= READY_MIN_SENT) readiness = 'readyForOutreach';
+    else if (a.status === 'warming' || a.warmup_requested) readiness = 'warmingUp';
+    else readiness = 'notReady';
+    out.set(a.id, { warmupScore: score, outreachReadinessStatus: readiness });
+  }
+  return out;
+}
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+const wsId = (a: Row) => (a.provider_workspace_id == null ? null : String(a.provider_workspace_id));
+
+/** Account items (list, tag assign and unassign), in the order of `accounts`. */
+export async function accountItems(q: Queryable, accounts: Row[], now: number) {
+  if (!accounts.length) return [];
+  const ids = accounts.map((a) => a.id);
+  const [scores, tagRows] = await Promise.all([
+    scoresOf(q, accounts, now),
+    q.query(
+      `SELECT at.account_id, t.name FROM account_tags at JOIN tags t ON t.id = at.tag_id
+        WHERE at.account_id = ANY($1::int[]) ORDER BY lower(t.name), t.id`,
+      [ids],
+    ),
+  ]);
+  const tags = new Map<number, string[]>();
+  for (const r of tagRows) tags.set(r.account_id, [...(tags.get(r.account_id) ?? []), r.name]);
+  return accounts.map((a) => ({
+    id: a.id,
+    fromEmail: a.email_address,
+    fromName: a.from_name,
+    type: typeOf(a.provider),
+    status: v1Status(a.status),
+    createdAt: iso(a.created_at),
+    warmupScore: scores.get(a.id)!.warmupScore,
+    outreachReadinessStatus: scores.get(a.id)!.outreachReadinessStatus,
+    workspaceId: wsId(a),
+    tags: tags.get(a.id) ?? [],
+  }));
+}
+
+/** Account status objects (single and bulk), in the order of `accounts`. healthScore is the cached setup score. */
+export async function accountStatuses(q: Queryable, accounts: Row[], now: number) {
+  if (!accounts.length) return [];
+  const [scores, cached] = await Promise.all([
+    scoresOf(q, accounts, now),
+    q.query(`SELECT account_id, score FROM v1_setup_scores WHERE account_id = ANY($1::int[])`, [accounts.map((a) => a.id)]),
+  ]);
+  const health = new Map(cached.map((r) => [r.account_id as number, r.score as number]));
+  return accounts.map((a) => ({
+    emailAccountId: a.id,
+    fromEmail: a.email_address,
+    type: typeOf(a.provider),
+    authStatus: authStatusOf(a),
+    warmupStatus: warmupStatusOf(a),
+    healthScore: health.get(a.id) ?? null,
+    warmupScore: scores.get(a.id)!.warmupScore,
+    outreachReadinessStatus: scores.get(a.id)!.outreachReadinessStatus,
+    connectionError: a.connection_error ?? null,
+    lastConnectedAt: iso(a.last_connected_at),
+    workspaceId: wsId(a),
+  }));
+}

@@ -1,0 +1,235 @@
+// /v1 deliverability: setup score (cached; refresh recomputes), live DNS health, and the
+// deliverability score of a date range by recipient ESP.
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { V1Error } from '../../http/errors.js';
+import type { Queryable, Row } from '../../db/types.js';
+import type { Router } from '../router.js';
+import type { BackendServices } from '../services.js';
+import { defineJobs } from '../jobs.js';
+import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
+import { accountIdParam, loadAccount, orgOf, v1Parse } from './common.js';
+import { daysBetween, isDate } from './time.js';
+
+/** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
+export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.uribl.com'];
+export const IP_BLOCKLISTS = ['zen.spamhaus.org', 'bl.spamcop.net', 'b.barracudacentral.org'];
+/** Weights of the consolidated score; only the checks that ran count toward the total. */
+const WEIGHTS = { spf: 25, dkim: 25, dmarc: 20, mx: 10, domainBlacklist: 10, ipBlacklist: 10 };
+export const MAX_RANGE_DAYS = 366;
+const NOT_FOUND = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
+
+interface Listing {
+  listed: number;
+  notListed: number;
+}
+
+/** Query each list; a list that errors (timeout, refusal, an open-resolver answer) did not run. Null when none ran. */
+async function blocklist(resolver: ReturnType<typeof makeResolver>, name: string, zones: string[]): Promise<Listing | null> {
+  const results = await Promise.all(
+    zones.map(async (zone) => {
+      try {
+        const txt = (await resolver.resolveTxt(`${name}.${zone}`)).map((c) => c.join(''));
+        // Public lists answer open resolvers with an error text rather than a listing.
+        if (txt.some((t) => /open resolver|error|blocked/i.test(t))) return null;
+        return txt.length > 0;
+      } catch (err) {
+        return NOT_FOUND.has((err as NodeJS.ErrnoException).code ?? '') ? false : null;
+      }
+    }),
+  );
+  const ran = results.filter((r): r is boolean => r !== null);
+  if (!ran.length) return null;
+  return { listed: ran.filter(Boolean).length, notListed: ran.filter((r) => !r).length };
+}
+
+/** The IPv4 address the mailbox sends from, when known: the SMTP host of an SMTP mailbox. */
+async function sendingIp(resolver: ReturnType<typeof makeResolver>, a: Row): Promise<string | null> {
+  const host = a.smtp?.host;
+  if (typeof host !== 'string') return null;
+  if (isIP(host) === 4) return host;
+  try {
+    return (await resolver.resolve4(host))[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export interface SetupChecks {
+  spf: boolean | null;
+  dkim: boolean | null;
+  dmarc: boolean | null;
+  mx: boolean | null;
+  domain: Listing | null;
+  ip: Listing | null;
+  score: number;
+}
+
+export async function computeSetupScore(svc: BackendServices, a: Row): Promise<SetupChecks> {
+  const domain = domainOf(a.email_address);
+  const resolver = makeResolver(svc.config.dnsResolver);
+  let checks: DomainChecks | null = null;
+  try {
+    checks = await checkDomain(domain, svc.config.dnsResolver);
+  } catch (err) {
+    svc.log.warn({ err: (err as Error).message, emailAccountId: a.id }, 'setup-score DNS checks did not run');
+  }
+  const ip = await sendingIp(resolver, a);
+  const [domainListing, ipListing] = await Promise.all([
+    blocklist(resolver, domain, DOMAIN_BLOCKLISTS),
+    ip ? blocklist(resolver, ip.split('.').reverse().join('.'), IP_BLOCKLISTS) : Promise.resolve(null),
+  ]);
+  const r: SetupChecks = {
+    spf: checks ? checks.spf === 'pass' : null,
+    dkim: checks ? checks.dkim === 'pass' : null,
+    dmarc: checks ? checks.dmarc === 'pass' : null,
+    mx: checks ? checks.mx === 'pass' : null,
+    domain: domainListing,
+    ip: ipListing,
+    score: 0,
+  };
+  let earned = 0;
+  let possible = 0;
+  for (const k of ['spf', 'dkim', 'dmarc', 'mx'] as const) {
+    if (r[k] === null) continue;
+    possible += WEIGHTS[k];
+    if (r[k]) earned += WEIGHTS[k];
+  }
+  for (const [k, l] of [['domainBlacklist', r.domain], ['ipBlacklist', r.ip]] as const) {
+    if (!l) continue;
+    possible += WEIGHTS[k];
+    earned += (WEIGHTS[k] * l.notListed) / (l.listed + l.notListed);
+  }
+  r.score = possible ? Math.round((100 * earned) / possible) : 0;
+  return r;
+}
+
+async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
+  const rows = await q.query(
+    `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
+        updated_at, manual_last_refreshed_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN $11::timestamptz END)
+     ON CONFLICT (account_id) DO UPDATE SET score = $2, spf = $3, dkim = $4, dmarc = $5, mx = $6, ip_listed = $7, ip_not_listed = $8,
+        domain_listed = $9, domain_not_listed = $10, updated_at = $11,
+        manual_last_refreshed_at = CASE WHEN $12::boolean THEN $11::timestamptz ELSE v1_setup_scores.manual_last_refreshed_at END
+     RETURNING *`,
+    [id, c.score, c.spf, c.dkim, c.dmarc, c.mx, c.ip?.listed ?? null, c.ip?.notListed ?? null, c.domain?.listed ?? null,
+      c.domain?.notListed ?? null, new Date(now), manual],
+  );
+  return rows[0];
+}
+
+/** The setup-score response: a check that has not run is omitted, not false. */
+function setupView(r: Row) {
+  const out: Record<string, unknown> = { emailAccountId: r.account_id, emailAccountScore: r.score };
+  for (const k of ['spf', 'dkim', 'dmarc', 'mx'] as const) if (r[k] !== null) out[k] = r[k];
+  if (r.ip_listed !== null) out.ipBlacklist = { listed: r.ip_listed, notListed: r.ip_not_listed };
+  if (r.domain_listed !== null) out.domainBlacklist = { listed: r.domain_listed, notListed: r.domain_not_listed };
+  out.updatedAt = new Date(r.updated_at).toISOString();
+  if (r.manual_last_refreshed_at) out.manualLastRefreshedAt = new Date(r.manual_last_refreshed_at).toISOString();
+  return out;
+}
+
+/** Cache rows older than this are recomputed by the job below, so GET stays current without a manual refresh. */
+export const SETUP_SCORE_MAX_AGE_MS = 24 * 3600_000;
+
+defineJobs((svc) => [
+  {
+    name: 'v1.refresh-setup-scores',
+    intervalMs: 60 * 60_000,
+    async run() {
+      const now = svc.clock.now();
+      const stale = await svc.db.query(
+        `SELECT a.* FROM v1_setup_scores s JOIN accounts a ON a.id = s.account_id
+          WHERE s.updated_at < $1 ORDER BY s.updated_at LIMIT 200`,
+        [new Date(now - SETUP_SCORE_MAX_AGE_MS)],
+      );
+      for (const a of stale) await storeSetupScore(svc.db, a.id, await computeSetupScore(svc, a), svc.clock.now(), false);
+    },
+  },
+]);
+
+const deliverabilityBody = z
+  .object({
+    startDate: z.string().refine(isDate, 'must be a date YYYY-MM-DD'),
+    endDate: z.string().refine(isDate, 'must be a date YYYY-MM-DD'),
+    esps: z
+      .array(z.enum(['gmail', 'outlook', 'other']))
+      .min(1)
+      .refine((a) => new Set(a).size === a.length, 'each ESP at most once')
+      .default(['gmail', 'outlook', 'other']),
+  })
+  .strict();
+
+/** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
+export function checkRange(from: string, to: string, names: [string, string]): void {
+  if (from > to) throw new V1Error('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
+  if (daysBetween(from, to) + 1 > MAX_RANGE_DAYS) {
+    throw new V1Error('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, { field: names[1] });
+  }
+}
+
+export const rate = (inbox: number, sent: number) => (sent ? Math.round((10_000 * inbox) / sent) / 100 : 0);
+const dayStart = (d: string) => new Date(`${d}T00:00:00Z`);
+const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000);
+
+export function registerDeliverability(router: Router): void {
+  router.get('/v1/setup-score/{emailAccountId}', async (ctx) => {
+    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const cached = await ctx.db.query(`SELECT * FROM v1_setup_scores WHERE account_id = $1`, [a.id]);
+    if (cached.length) return { data: setupView(cached[0]) };
+    // Read-through on the first read: the cache is filled once, later GETs serve it.
+    const checks = await computeSetupScore(ctx.svc, a);
+    return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), false)) };
+  });
+
+  router.post('/v1/setup-score/{emailAccountId}/refresh', async (ctx) => {
+    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const checks = await computeSetupScore(ctx.svc, a);
+    return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), true)) };
+  });
+
+  router.get('/v1/dns-health/{emailAccountId}', async (ctx) => {
+    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const domain = domainOf(a.email_address);
+    let c: DomainChecks;
+    try {
+      c = await checkDomain(domain, ctx.svc.config.dnsResolver);
+    } catch (err) {
+      throw new V1Error('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
+    }
+    // A live lookup: cachedAt is when it ran.
+    return { data: { emailAccountId: a.id, domain, spf: c.spf, dkim: c.dkim, dmarc: c.dmarc, mx: c.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
+  });
+
+  router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
+    const org = orgOf(ctx);
+    const id = accountIdParam(ctx);
+    const b = v1Parse(deliverabilityBody, ctx.body ?? {});
+    checkRange(b.startDate, b.endDate, ['startDate', 'endDate']);
+    await loadAccount(ctx.db, org, id);
+    // ESP of the recipient: google -> gmail, microsoft -> outlook, anything else -> other.
+    const rows = await ctx.db.query(
+      `SELECT CASE recipient_esp WHEN 'google' THEN 'gmail' WHEN 'microsoft' THEN 'outlook' ELSE 'other' END AS esp,
+              count(*)::int AS sent,
+              count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
+              count(*) FILTER (WHERE outcome = 'spam')::int AS spam
+         FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4 GROUP BY 1`,
+      [id, dayStart(b.startDate), dayAfter(b.endDate), new Date(ctx.svc.clock.now())],
+    );
+    const by = new Map(rows.map((r) => [r.esp as string, r]));
+    const out: Record<string, unknown> = { emailAccountId: id };
+    let sent = 0, inbox = 0, spam = 0;
+    const per: Record<string, unknown> = {};
+    for (const esp of b.esps) {
+      const r = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
+      sent += r.sent;
+      inbox += r.inbox;
+      spam += r.spam;
+      per[esp] = { deliverabilityRate: rate(r.inbox, r.sent), sentCount: r.sent, inboxCount: r.inbox, spamCount: r.spam };
+    }
+    Object.assign(out, { totalDeliverabilityRate: rate(inbox, sent), totalSentCount: sent, totalInboxCount: inbox, totalSpamInboxCount: spam }, per);
+    return { data: out };
+  });
+}

@@ -1,0 +1,67 @@
+// Warmup activity: one item per warmup message the mailbox sent (spec, "Warmup activity item").
+import { z } from 'zod';
+import type { Queryable } from '../../db/index.js';
+import { pagination } from '../router.js';
+
+const GOOGLE_FAMILY = new Set(['google', 'gmail', 'gsuite', 'g-suite', 'googlemail', 'google-workspace', 'googleworkspace']);
+const MICROSOFT_FAMILY = new Set([
+  'microsoft', 'outlook', 'hotmail', 'live', 'msn', 'office365', 'office-365', 'o365', 'microsoft365', 'microsoft-365', 'exchange', 'exchange-online',
+]);
+
+/**
+ * `senderEsp`: `google` for the Google family, `microsoft` for the Microsoft family, `other` for plain
+ * SMTP, otherwise the lower-cased brand of the provider.
+ */
+export function senderEspOf(provider: string): string {
+  const p = provider.trim().toLowerCase();
+  if (GOOGLE_FAMILY.has(p)) return 'google';
+  if (MICROSOFT_FAMILY.has(p)) return 'microsoft';
+  if (p === 'smtp' || p === 'imap' || p === '') return 'other';
+  return p;
+}
+
+/** `provider` of activity items: deprecated 2026-09-28, removed 2026-12-27 (spec, Versioning rule 7). */
+export const PROVIDER_DEPRECATED_AT = Date.UTC(2026, 8, 28);
+export const PROVIDER_SUNSET_AT = Date.UTC(2026, 11, 27);
+
+/**
+ * RFC 9745 `Deprecation` is a structured-field date (`@` + Unix seconds) of when the deprecation took
+ * effect; RFC 8594 `Sunset` is an HTTP-date of the removal.
+ */
+export const DEPRECATION_HEADERS: Record<string, string> = {
+  Deprecation: `@${PROVIDER_DEPRECATED_AT / 1000}`,
+  Sunset: new Date(PROVIDER_SUNSET_AT).toUTCString(),
+};
+
+const int = (min: number, max: number) =>
+  z.string().regex(/^-?\d{1,9}$/, 'must be an integer').transform(Number).pipe(z.number().int().min(min).max(max));
+
+export const activityQuerySchema = z
+  .object({
+    page: int(1, 1_000_000).default(1),
+    per_page: int(1, 100).default(50),
+  })
+  .strict();
+
+export async function listActivity(q: Queryable, accountId: number, provider: string, page: number, perPage: number) {
+  const [{ n }] = await q.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [accountId]);
+  const rows = await q.query(
+    `SELECT id, sent_at, recipient_esp, outcome, replied FROM warmup_messages WHERE account_id = $1
+     ORDER BY sent_at DESC, id DESC LIMIT $2 OFFSET $3`,
+    [accountId, perPage, (page - 1) * perPage],
+  );
+  const esp = senderEspOf(provider);
+  return {
+    data: rows.map((r) => ({
+      id: Number(r.id),
+      accountId,
+      sentAt: new Date(r.sent_at).toISOString(),
+      senderEsp: esp,
+      provider: esp,
+      recipientEsp: r.recipient_esp,
+      outcome: r.outcome,
+      replied: r.replied,
+    })),
+    pagination: pagination(page, perPage, n),
+  };
+}

@@ -1,0 +1,6 @@
+// What other domains use from warmup: the plan-change cap (PATCH /internal/organizations/{id}), the
+// partner OAuth automatic start, the ESP mapping, and the band table.
+export { applyPlanCap, applyDueLimits, nextLocalMidnight } from './limits.js';
+export { partnerOauthConnected, tryAutoStart, recordVerification, type AutoStartResult } from './lifecycle.js';
+export { senderEspOf } from './activity.js';
+export { bandsFrom, parseBands, type Bands, type Band } from './bands.js';

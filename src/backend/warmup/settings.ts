@@ -1,0 +1,112 @@
+// Warmup settings of one mailbox (spec, "Warmup settings"): the read view and the PATCH rules.
+import { z } from 'zod';
+import { ApiError } from '../../http/errors.js';
+import type { Row } from '../../db/index.js';
+import type { BackendServices } from '../services.js';
+import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../accounts/store.js';
+import { orgOfWorkspace } from './org.js';
+import { nextLocalMidnight } from './limits.js';
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/** The GET view. `warmupLevel` no longer exists and is never returned (spec, rule 4). */
+export function settingsView(svc: BackendServices, row: Row, maxWarmupPerAccount: number | null) {
+  const rr = replyRateView(svc, row);
+  return {
+    accountId: row.id,
+    status: row.status,
+    warmupMaxLimit: row.warmup_max_limit,
+    warmupCurrentLimit: row.warmup_current_limit,
+    warmupMinLimit: WARMUP_MIN_LIMIT,
+    maxWarmupPerAccount,
+    // A lowered max waits for the mailbox's next local midnight; until then warmupMaxLimit is in force.
+    pendingWarmupMaxLimit: row.pending_max_limit ?? null,
+    pendingEffectiveAt: iso(row.pending_effective_at),
+    replyRateMode: rr.replyRateMode,
+    replyRateCustom: rr.replyRateCustom,
+    replyRate: rr.replyRate,
+    replyRateMin: rr.replyRateMin,
+    replyRateMax: rr.replyRateMax,
+    threadTendencyMin: rr.threadTendencyMin,
+    threadTendencyMax: rr.threadTendencyMax,
+    timeZone: row.time_zone,
+  };
+}
+
+/**
+ * Strict: an unknown field (warmupLevel included) is 400 invalid_request. `replyRateMode` LEVEL
+ * switches back to the automatic band; a `replyRate` number sets a custom value (mode CUSTOM).
+ */
+export const patchSettingsSchema = z
+  .object({
+    warmupMaxLimit: z.number().int().min(WARMUP_MIN_LIMIT),
+    replyRateMode: z.enum(['LEVEL', 'CUSTOM']),
+    replyRate: z.number().min(0).max(100),
+  })
+  .partial()
+  .strict()
+  .superRefine((b, ctx) => {
+    if (Object.keys(b).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'send at least one of warmupMaxLimit, replyRateMode, replyRate' });
+    if (b.replyRateMode === 'LEVEL' && b.replyRate !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['replyRate'], message: 'a custom replyRate cannot be sent with replyRateMode LEVEL' });
+    }
+  });
+export type PatchSettings = z.infer<typeof patchSettingsSchema>;
+
+export async function readSettings(svc: BackendServices, workspaceId: number, accountId: number) {
+  await settleDueLimits(svc.db, new Date(svc.clock.now()), { accountId });
+  const org = await orgOfWorkspace(svc, svc.db, workspaceId);
+  const row = await getAccount(svc.db, workspaceId, accountId);
+  return settingsView(svc, row, org.plan.maxWarmupPerAccount);
+}
+
+export async function patchSettings(svc: BackendServices, workspaceId: number, accountId: number, body: PatchSettings) {
+  const now = new Date(svc.clock.now());
+  return svc.db.tx(async (q) => {
+    // FOR SHARE on the organization: a concurrent plan change (which lowers maxima) waits for us, or we for it.
+    const org = await orgOfWorkspace(svc, q, workspaceId, 'share');
+    const cap = org.plan.maxWarmupPerAccount;
+    let acc = await getAccount(q, workspaceId, accountId, true);
+    if (body.warmupMaxLimit !== undefined && cap !== null && body.warmupMaxLimit > cap) {
+      throw new ApiError('invalid_request', `warmupMaxLimit: must be at most ${cap}, the plan's maxWarmupPerAccount`, {
+        field: 'warmupMaxLimit',
+        maxWarmupPerAccount: cap,
+        plan: org.planId,
+        issues: [{ field: 'warmupMaxLimit', message: `must be at most maxWarmupPerAccount (${cap})` }],
+      });
+    }
+    if (body.replyRateMode === 'CUSTOM' && body.replyRate === undefined && acc.reply_rate_custom === null) {
+      throw new ApiError('invalid_request', 'replyRate: required to switch replyRateMode to CUSTOM', {
+        field: 'replyRate',
+        issues: [{ field: 'replyRate', message: 'required with replyRateMode CUSTOM' }],
+      });
+    }
+    if ((await settleDueLimits(q, now, { accountId })).length) acc = await getAccount(q, workspaceId, accountId, true);
+
+    let max: number = acc.warmup_max_limit;
+    let pending: number | null = acc.pending_max_limit;
+    let pendingAt: Date | null = acc.pending_effective_at;
+    if (body.warmupMaxLimit !== undefined) {
+      const n = body.warmupMaxLimit;
+      if (n < max) {
+        // Lowered: takes effect at the mailbox's next local midnight (spec, States).
+        pending = n;
+        pendingAt = await nextLocalMidnight(q, now, acc.time_zone);
+      } else {
+        // Raised (or unchanged): applies at once and cancels any pending lower value.
+        max = n;
+        pending = null;
+        pendingAt = null;
+      }
+    }
+    let custom: number | null = acc.reply_rate_custom;
+    if (body.replyRateMode === 'LEVEL') custom = null;
+    if (body.replyRate !== undefined) custom = body.replyRate;
+    await q.query(
+      `UPDATE accounts SET warmup_max_limit = $2, pending_max_limit = $3, pending_effective_at = $4, reply_rate_custom = $5, updated_at = $6 WHERE id = $1`,
+      [accountId, max, pending, pendingAt, custom, now],
+    );
+    const row = await getAccount(q, workspaceId, accountId);
+    return settingsView(svc, row, cap);
+  });
+}

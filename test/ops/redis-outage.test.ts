@@ -1,0 +1,111 @@
+// Issue 5: stop the test's own Redis mid-load and start it again. No request hangs past its timeout,
+// no 401/403 is caused by the outage, the mode switches and switches back, and the metrics say so.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
+import { K } from '../fixtures/seed.js';
+
+let redis: OwnRedis;
+let open: Stack;
+let closed: Stack;
+beforeAll(async () => {
+  redis = await ownRedis();
+  const redisPrefix = `outage${Date.now()}:`;
+  open = await startStack({ appStores: true, redisPrefix, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open', REDIS_COMMAND_TIMEOUT_MS: '50' } });
+  closed = await startStack({ appStores: true, redisPrefix, db: open.db, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'closed', REDIS_COMMAND_TIMEOUT_MS: '50' } });
+});
+afterAll(async () => {
+  await closed?.close();
+  await open?.close();
+  await redis?.stop();
+});
+
+async function metric(s: Stack, name: string): Promise<number> {
+  const text = await (await fetch(s.adminUrl + '/metrics')).text();
+  const line = text.split('\n').find((l) => l.startsWith(name));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+async function until(cond: () => Promise<boolean>, ms: number) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Requests in a loop, `width` at a time, recording status and duration until stopped. */
+function load(s: Stack, width: number) {
+  const results: { status: number; ms: number; code?: string }[] = [];
+  let stop = false;
+  let n = 0;
+  const worker = async () => {
+    while (!stop) {
+      const i = n++;
+      const t0 = performance.now();
+      const path = i % 4 === 0 ? '/v2/workspaces/100/tags' : '/v2/workspaces/100/rate-limit';
+      const key = [K.wsAdmin, K.ownerPk, K.editorPk, K.viewerPk][i % 4];
+      const r = await s.request('GET', path, { key, ip: `10.9.${i % 200}.1` });
+      results.push({ status: r.status, ms: performance.now() - t0, code: r.body?.errorCode ?? r.body?.error?.code });
+    }
+  };
+  const workers = Array.from({ length: width }, worker);
+  return { results, stop: async () => ((stop = true), await Promise.all(workers)) };
+}
+
+describe('Redis outage', () => {
+  it('open mode: falls back per instance, then the shared counters rule again', async () => {
+    const l = load(open, 8);
+    await until(async () => l.results.length > 40, 10_000);
+    await redis.stop();
+    const during = l.results.length;
+    await until(async () => (await metric(open, 'keygate_degraded ')) === 1, 5_000);
+    await until(async () => l.results.length > during + 60, 10_000);
+    await redis.start();
+    await until(async () => (await metric(open, 'keygate_degraded ')) === 0, 10_000);
+    const after = l.results.length;
+    await until(async () => l.results.length > after + 20, 10_000);
+    await l.stop();
+
+    const statuses = new Set(l.results.map((r) => r.status));
+    expect([...statuses].filter((x) => x === 401 || x === 403 || x >= 500)).toEqual([]);
+    // No request hung: each answered within the timeouts (Redis command 50 ms, database 2 s); the
+    // bound leaves room for a loaded CI machine, a hang would be the 30 s upstream timeout or more.
+    expect(Math.max(...l.results.map((r) => r.ms))).toBeLessThan(5_000);
+    expect(await metric(open, 'keygate_degraded_transitions_total{to="degraded"}')).toBe(1);
+    expect(await metric(open, 'keygate_degraded_transitions_total{to="shared"}')).toBe(1);
+    expect(await metric(open, 'keygate_degraded_calls_total{mode="open"}')).toBeGreaterThan(0);
+
+    // Shared again: a hit lands in Redis, visible to the other instance.
+    const a = await open.request('GET', '/v2/workspaces/101/tags', { key: K.wsOther, ip: '10.8.0.1' });
+    expect(a.status).toBe(200);
+    const b = await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.2' });
+    expect(b.body.data.buckets.read.used).toBe(1);
+  });
+
+  it('closed mode: 503 rate_limiter_unavailable with Retry-After, never 401 or 403', async () => {
+    await redis.stop();
+    try {
+      const rs = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.7.0.${i}` })),
+      );
+      for (const r of rs) {
+        expect(r.status).toBe(503);
+        expect(r.body.error.code).toBe('rate_limiter_unavailable');
+        expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      }
+      const t0 = performance.now();
+      const bad = await closed.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'Z'.repeat(40), ip: '10.7.1.1' });
+      expect(bad.status).toBe(503); // no verdict on a key without the cooldown store
+      expect(performance.now() - t0).toBeLessThan(1_000);
+      const v1 = await closed.request('GET', '/v1/dashboard', { apiKey: K.partner, ip: '10.7.1.2' });
+      expect(v1.status).toBe(503);
+      expect(v1.body.error_code).toBe('rate_limiter_unavailable');
+      expect(await metric(closed, 'keygate_degraded_calls_total{mode="closed"}')).toBeGreaterThan(0);
+      expect((await fetch(closed.adminUrl + '/readyz')).status).toBe(503);
+    } finally {
+      await redis.start();
+    }
+    await until(async () => (await closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.7.2.1' })).status === 200, 10_000);
+  });
+});
