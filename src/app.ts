@@ -104,6 +104,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
 
   const closers: (() => Promise<void>)[] = [];
+  let drain = s.DRAIN_TIMEOUT_MS;
   let backendUrl: string | null = null;
   let backend: BackendServices | null = null;
   if (o.mode !== 'gateway') {
@@ -130,7 +131,8 @@ export async function startApp(o: AppOptions): Promise<App> {
     const srv = createBackendServer(backend);
     // In all-in-one the backend is private to the process (CONTRACT section 1).
     backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST);
-    closers.push(() => closeServer(srv, 0));
+    // Drained like the gateway's listener: in the sidecar the backend is the upstream of in-flight requests.
+    closers.push(() => closeServer(srv, drain));
     if (o.jobs !== false) {
       const stop = startJobs(backend);
       closers.push(async () => stop());
@@ -181,7 +183,6 @@ export async function startApp(o: AppOptions): Promise<App> {
     closers.unshift(async () => forwarder.close());
     closers.unshift(() => closeServer(g, drain));
   }
-  let drain = s.DRAIN_TIMEOUT_MS;
   ready = true;
   return {
     gatewayUrl,

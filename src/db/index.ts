@@ -19,8 +19,12 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
  * each in its own transaction under an advisory lock so concurrent starts apply each file once.
  */
 export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+  // Under the advisory lock: replicas starting at once on an empty database must not race here.
+  await db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock(7355608)');
+    await q.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+  });
   const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
   const applied: string[] = [];
   for (const name of files) {

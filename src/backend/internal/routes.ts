@@ -6,7 +6,7 @@ import { PLAN_IDS, planOf } from '../../config/plans.js';
 import { parse, idParam, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
-import { applyPlanCap } from '../warmup/plan-cap.js';
+import { applyPlanCap } from '../warmup/index.js';
 
 const orgPatch = z
   .object({

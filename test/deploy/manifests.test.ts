@@ -1,0 +1,798 @@
+// The container image and the Kubernetes sidecar deployment, checked without a cluster or a Docker
+// engine: every YAML document under deploy/ against zod schemas of the kinds used, the cross-references
+// between them (Secrets, ConfigMaps, ports, probes, the shutdown timeline) and against the settings
+// of src/config/settings.ts; the Dockerfile textually against the repository; deploy/healthcheck.mjs
+// by running it against local listeners.
+import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
+import { join, posix, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { loadSettings, settingsSchema } from '../../src/config/settings.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const DEPLOY = join(ROOT, 'deploy');
+const KNOWN_SETTINGS = new Set(Object.keys(settingsSchema.shape));
+const DEFAULTS = settingsSchema.parse({});
+
+// ---- zod schemas of the Kubernetes kinds used ---------------------------------------------------
+
+/** RFC 1123 label: names of objects, containers, volumes. */
+const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'not an RFC 1123 label').max(63);
+/** IANA service name: named ports. */
+const portName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(15);
+const portNumber = z.number().int().min(1).max(65535);
+const portRef = z.union([portNumber, portName]);
+const stringMap = z.record(z.string(), z.string());
+const seconds = z.number().int().min(0);
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
+const cpu = z.string().regex(/^\d+(\.\d+)?m?$/, 'cpu quantity like 250m or "1"');
+const memory = z.string().regex(/^\d+(Ki|Mi|Gi|Ti)$/, 'memory quantity like 256Mi');
+
+const metadata = z.strictObject({
+  name: dnsLabel,
+  namespace: dnsLabel.optional(),
+  labels: stringMap.optional(),
+  annotations: stringMap.optional(),
+});
+
+const keyRef = z.strictObject({ name: dnsLabel, key: z.string().min(1), optional: z.boolean().optional() });
+const envVar = z
+  .strictObject({
+    name: envName,
+    // Kubernetes refuses non-string values: `value: 8080` must be quoted.
+    value: z.string().optional(),
+    valueFrom: z
+      .strictObject({ secretKeyRef: keyRef.optional(), configMapKeyRef: keyRef.optional() })
+      .refine((v) => Object.keys(v).length === 1, 'valueFrom needs exactly one source')
+      .optional(),
+  })
+  .refine((v) => (v.value === undefined) !== (v.valueFrom === undefined), 'exactly one of value and valueFrom');
+const envFrom = z
+  .strictObject({
+    configMapRef: z.strictObject({ name: dnsLabel, optional: z.boolean().optional() }).optional(),
+    secretRef: z.strictObject({ name: dnsLabel, optional: z.boolean().optional() }).optional(),
+    prefix: z.string().optional(),
+  })
+  .refine((v) => (v.configMapRef === undefined) !== (v.secretRef === undefined), 'exactly one of configMapRef and secretRef');
+
+const handlers = {
+  httpGet: z.strictObject({ path: z.string().startsWith('/'), port: portRef, scheme: z.enum(['HTTP', 'HTTPS']).optional() }).optional(),
+  exec: z.strictObject({ command: z.array(z.string()).min(1) }).optional(),
+  tcpSocket: z.strictObject({ port: portRef }).optional(),
+};
+const oneHandler = (v: Record<string, unknown>) => ['httpGet', 'exec', 'tcpSocket', 'sleep'].filter((k) => v[k] !== undefined).length === 1;
+const probe = z
+  .strictObject({
+    ...handlers,
+    initialDelaySeconds: seconds.optional(),
+    periodSeconds: z.number().int().min(1).optional(),
+    timeoutSeconds: z.number().int().min(1).optional(),
+    failureThreshold: z.number().int().min(1).optional(),
+    successThreshold: z.number().int().min(1).optional(),
+  })
+  .refine(oneHandler, 'a probe needs exactly one handler');
+const lifecycleHandler = z
+  .strictObject({ ...handlers, sleep: z.strictObject({ seconds: z.number().int().min(1) }).optional() })
+  .refine(oneHandler, 'a hook needs exactly one handler');
+
+const containerSecurity = z.strictObject({
+  allowPrivilegeEscalation: z.literal(false),
+  readOnlyRootFilesystem: z.boolean().optional(),
+  privileged: z.literal(false).optional(),
+  runAsNonRoot: z.literal(true).optional(),
+  runAsUser: z.number().int().min(1).optional(),
+  runAsGroup: z.number().int().min(0).optional(),
+  capabilities: z.strictObject({ drop: z.array(z.string()).refine((d) => d.includes('ALL'), 'drop ALL'), add: z.array(z.string()).optional() }),
+});
+
+const container = z.strictObject({
+  name: dnsLabel,
+  image: z.string().min(1),
+  imagePullPolicy: z.enum(['Always', 'IfNotPresent', 'Never']).optional(),
+  command: z.array(z.string()).optional(),
+  args: z.array(z.string()).optional(),
+  ports: z
+    .array(z.strictObject({ name: portName.optional(), containerPort: portNumber, protocol: z.enum(['TCP', 'UDP', 'SCTP']).optional() }))
+    .optional(),
+  env: z.array(envVar).optional(),
+  envFrom: z.array(envFrom).optional(),
+  startupProbe: probe.optional(),
+  readinessProbe: probe.optional(),
+  livenessProbe: probe.optional(),
+  lifecycle: z.strictObject({ preStop: lifecycleHandler.optional(), postStart: lifecycleHandler.optional() }).optional(),
+  resources: z.strictObject({
+    requests: z.strictObject({ cpu, memory }),
+    limits: z.strictObject({ cpu: cpu.optional(), memory }),
+  }),
+  securityContext: containerSecurity,
+  volumeMounts: z.array(z.strictObject({ name: dnsLabel, mountPath: z.string().startsWith('/'), readOnly: z.boolean().optional() })).optional(),
+});
+
+const podSpec = z.strictObject({
+  containers: z.array(container).min(1),
+  terminationGracePeriodSeconds: seconds.optional(),
+  automountServiceAccountToken: z.boolean().optional(),
+  enableServiceLinks: z.boolean().optional(),
+  serviceAccountName: dnsLabel.optional(),
+  securityContext: z.strictObject({
+    runAsNonRoot: z.literal(true),
+    runAsUser: z.number().int().min(1).optional(),
+    runAsGroup: z.number().int().min(0).optional(),
+    fsGroup: z.number().int().min(0).optional(),
+    seccompProfile: z.strictObject({ type: z.enum(['RuntimeDefault', 'Localhost']) }).optional(),
+  }),
+  topologySpreadConstraints: z
+    .array(
+      z.strictObject({
+        maxSkew: z.number().int().min(1),
+        topologyKey: z.string().min(1),
+        whenUnsatisfiable: z.enum(['DoNotSchedule', 'ScheduleAnyway']),
+        labelSelector: z.strictObject({ matchLabels: stringMap }),
+      }),
+    )
+    .optional(),
+  volumes: z
+    .array(
+      z.strictObject({
+        name: dnsLabel,
+        emptyDir: z.strictObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: memory.optional() }).optional(),
+      }),
+    )
+    .optional(),
+});
+
+const labelSelector = z.strictObject({ matchLabels: stringMap.refine((m) => Object.keys(m).length > 0, 'empty selector') });
+
+const deployment = z.strictObject({
+  apiVersion: z.literal('apps/v1'),
+  kind: z.literal('Deployment'),
+  metadata,
+  spec: z.strictObject({
+    replicas: z.number().int().min(1),
+    revisionHistoryLimit: z.number().int().min(0).optional(),
+    selector: labelSelector,
+    strategy: z
+      .union([
+        z.strictObject({ type: z.literal('Recreate') }),
+        z.strictObject({
+          type: z.literal('RollingUpdate'),
+          rollingUpdate: z.strictObject({ maxSurge: z.union([z.number().int(), z.string()]), maxUnavailable: z.union([z.number().int(), z.string()]) }).optional(),
+        }),
+      ])
+      .optional(),
+    template: z.strictObject({
+      metadata: z.strictObject({ labels: stringMap, annotations: stringMap.optional() }),
+      spec: podSpec,
+    }),
+  }),
+});
+const service = z.strictObject({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('Service'),
+  metadata,
+  spec: z.strictObject({
+    type: z.enum(['ClusterIP', 'NodePort', 'LoadBalancer']).optional(),
+    selector: stringMap,
+    ports: z.array(z.strictObject({ name: portName, protocol: z.enum(['TCP', 'UDP']).optional(), port: portNumber, targetPort: portRef })).min(1),
+  }),
+});
+const configMap = z.strictObject({ apiVersion: z.literal('v1'), kind: z.literal('ConfigMap'), metadata, data: stringMap });
+const secret = z
+  .strictObject({
+    apiVersion: z.literal('v1'),
+    kind: z.literal('Secret'),
+    metadata,
+    type: z.literal('Opaque').optional(),
+    stringData: stringMap.optional(),
+    data: stringMap.optional(),
+  })
+  .refine((s) => s.stringData || s.data, 'a Secret without data');
+const pdb = z.strictObject({
+  apiVersion: z.literal('policy/v1'),
+  kind: z.literal('PodDisruptionBudget'),
+  metadata,
+  spec: z
+    .strictObject({ minAvailable: z.union([z.number().int(), z.string()]).optional(), maxUnavailable: z.union([z.number().int(), z.string()]).optional(), selector: labelSelector })
+    .refine((s) => (s.minAvailable === undefined) !== (s.maxUnavailable === undefined), 'exactly one of minAvailable and maxUnavailable'),
+});
+
+/** The apiVersion/kind pairs deploy/ may use; anything else (a typo, a removed beta API) fails. */
+const KINDS = {
+  'apps/v1 Deployment': deployment,
+  'v1 Service': service,
+  'v1 ConfigMap': configMap,
+  'v1 Secret': secret,
+  'policy/v1 PodDisruptionBudget': pdb,
+} as const;
+
+type Deployment = z.infer<typeof deployment>;
+type Container = z.infer<typeof container>;
+type Probe = z.infer<typeof probe>;
+
+// ---- loading --------------------------------------------------------------------------------------
+
+interface Doc {
+  file: string;
+  index: number;
+  value: unknown;
+  errors: string[];
+}
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((f) => {
+      const p = join(dir, f);
+      if (statSync(p).isDirectory()) return yamlFiles(p);
+      return /\.ya?ml$/.test(f) ? [p] : [];
+    });
+}
+
+function loadDocs(): Doc[] {
+  return yamlFiles(DEPLOY).flatMap((path) => {
+    const file = relative(ROOT, path);
+    return parseAllDocuments(readFileSync(path, 'utf8'))
+      .map((d, index) => ({ file, index, value: d.toJS(), errors: [...d.errors, ...d.warnings].map((e) => e.message) }))
+      .filter((d) => d.value !== null || d.errors.length > 0);
+  });
+}
+
+const docs = loadDocs();
+const objects = docs.map((d) => d.value as { apiVersion?: string; kind?: string; metadata?: { name?: string } });
+const ofKind = <K extends keyof typeof KINDS>(key: K) =>
+  objects.filter((o) => `${o.apiVersion} ${o.kind}` === key).map((o) => KINDS[key].parse(o) as z.infer<(typeof KINDS)[K]>);
+
+function issues(schema: z.ZodType, value: unknown): string[] {
+  const r = schema.safeParse(value);
+  return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+}
+
+/** The keygate mode a container runs: `node dist/cli.js <mode>` (the image's CMD defaults to gateway). */
+function modeOf(c: Container): string | undefined {
+  const argv = [...(c.command ?? []), ...(c.args ?? [])];
+  const i = argv.findIndex((a) => /(^|\/)dist\/cli\.js$/.test(a));
+  if (i >= 0) return argv[i + 1] ?? 'start';
+  if (!c.command && !c.args && /(^|\/)keygate[:@]/.test(c.image)) return 'gateway';
+  return undefined;
+}
+
+/** The environment a container gets from ConfigMaps (envFrom) and literal values, secrets as refs. */
+function environment(c: Container): { literal: Record<string, string>; fromSecret: Record<string, { name: string; key: string }> } {
+  const literal: Record<string, string> = {};
+  const fromSecret: Record<string, { name: string; key: string }> = {};
+  for (const ef of c.envFrom ?? []) {
+    if (ef.configMapRef) {
+      const cm = ofKind('v1 ConfigMap').find((m) => m.metadata.name === ef.configMapRef!.name);
+      for (const [k, v] of Object.entries(cm?.data ?? {})) literal[(ef.prefix ?? '') + k] = v;
+    }
+  }
+  for (const e of c.env ?? []) {
+    delete literal[e.name];
+    if (e.value !== undefined) literal[e.name] = e.value;
+    else if (e.valueFrom?.secretKeyRef) fromSecret[e.name] = e.valueFrom.secretKeyRef;
+    else if (e.valueFrom?.configMapKeyRef) {
+      const ref = e.valueFrom.configMapKeyRef;
+      const v = ofKind('v1 ConfigMap').find((m) => m.metadata.name === ref.name)?.data[ref.key];
+      if (v !== undefined) literal[e.name] = v;
+    }
+  }
+  return { literal, fromSecret };
+}
+
+/** Valid stand-ins for secret values, so a container's whole environment can go through loadSettings. */
+const STAND_INS: Record<string, string> = {
+  GATEWAY_SECRET: 'a'.repeat(64),
+  INTERNAL_TOKEN: 'b'.repeat(48),
+  DATABASE_URL: 'postgres://keygate:pw@postgres:5432/keygate',
+  REDIS_URL: 'redis://redis:6379/0',
+};
+
+function numericSetting(c: Container, name: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'DRAIN_TIMEOUT_MS'): number {
+  const v = environment(c).literal[name];
+  return v === undefined ? DEFAULTS[name] : Number(v);
+}
+
+function resolvePort(c: Container, port: number | string): number | undefined {
+  if (typeof port === 'number') return port;
+  return c.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+/** Seconds a preStop hook holds the container before SIGTERM: `sleep N` (exec) or the sleep action. */
+function preStopSeconds(c: Container): number {
+  const h = c.lifecycle?.preStop;
+  if (!h) return 0;
+  if (h.sleep) return h.sleep.seconds;
+  const cmd = h.exec?.command ?? [];
+  const i = cmd.findIndex((a) => /(^|\/)sleep$/.test(a));
+  return i >= 0 && /^\d+$/.test(cmd[i + 1] ?? '') ? Number(cmd[i + 1]) : 0;
+}
+
+const deployments = () => ofKind('apps/v1 Deployment');
+const keygatePods = () => deployments().filter((d) => d.spec.template.spec.containers.some((c) => modeOf(c) === 'gateway'));
+const gatewayOf = (d: Deployment) => d.spec.template.spec.containers.find((c) => modeOf(c) === 'gateway')!;
+const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+// ---- manifests ------------------------------------------------------------------------------------
+
+describe('deploy/ manifests', () => {
+  it('holds YAML documents, every one parsing cleanly', () => {
+    expect(docs.length).toBeGreaterThan(0);
+    for (const d of docs) expect(d.errors, `${d.file} #${d.index}`).toEqual([]);
+  });
+
+  it('uses only known apiVersion/kind pairs, each document valid against its schema', () => {
+    for (const [i, o] of objects.entries()) {
+      const where = `${docs[i].file} #${docs[i].index} (${o?.kind} ${o?.metadata?.name})`;
+      const schema = KINDS[`${o?.apiVersion} ${o?.kind}` as keyof typeof KINDS];
+      expect(schema, `${where}: unsupported apiVersion/kind ${o?.apiVersion} ${o?.kind}`).toBeDefined();
+      expect(issues(schema, o), where).toEqual([]);
+    }
+  });
+
+  it('names each object once per kind', () => {
+    const seen = objects.map((o) => `${o.kind}/${o.metadata?.name}`);
+    expect(seen.filter((s, i) => seen.indexOf(s) !== i)).toEqual([]);
+  });
+
+  it('has a sidecar Deployment of several replicas: the gateway beside the service it protects', () => {
+    const pods = keygatePods();
+    expect(pods.length).toBe(1);
+    const d = pods[0];
+    expect(d.spec.replicas).toBeGreaterThanOrEqual(2);
+    expect(d.spec.template.spec.containers.length).toBeGreaterThanOrEqual(2);
+    expect(matches(d.spec.selector.matchLabels, d.spec.template.metadata.labels)).toBe(true);
+  });
+
+  it('gives every container of a pod its own name and every container port one owner (one network namespace)', () => {
+    for (const d of deployments()) {
+      const cs = d.spec.template.spec.containers;
+      const names = cs.map((c) => c.name);
+      expect(new Set(names).size, d.metadata.name).toBe(names.length);
+      const ports = cs.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort));
+      expect(new Set(ports).size, d.metadata.name).toBe(ports.length);
+      const portNames = cs.flatMap((c) => (c.ports ?? []).map((p) => p.name).filter(Boolean));
+      expect(new Set(portNames).size, d.metadata.name).toBe(portNames.length);
+    }
+  });
+
+  it('mounts only declared volumes', () => {
+    for (const d of deployments()) {
+      const volumes = new Set((d.spec.template.spec.volumes ?? []).map((v) => v.name));
+      for (const c of d.spec.template.spec.containers) for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${d.metadata.name}/${c.name} mounts ${m.name}`).toBe(true);
+    }
+  });
+
+  it('sets only known settings in keygate containers, and those settings load', () => {
+    for (const d of deployments()) {
+      for (const c of d.spec.template.spec.containers) {
+        const mode = modeOf(c);
+        if (!mode) continue;
+        const { literal, fromSecret } = environment(c);
+        const names = [...Object.keys(literal), ...Object.keys(fromSecret)];
+        expect(names.filter((n) => !KNOWN_SETTINGS.has(n)), `${d.metadata.name}/${c.name}: not settings of settingsSchema`).toEqual([]);
+        const env = { ...literal, ...Object.fromEntries(Object.keys(fromSecret).map((n) => [n, STAND_INS[n] ?? 'stand-in'])) };
+        expect(() => loadSettings(env, mode as 'gateway' | 'backend'), `${d.metadata.name}/${c.name}`).not.toThrow();
+      }
+    }
+  });
+
+  it('takes every secretKeyRef from a Secret defined in deploy/ that has the key, and every ConfigMap from deploy/', () => {
+    const secrets = ofKind('v1 Secret');
+    const configMaps = ofKind('v1 ConfigMap');
+    let refs = 0;
+    for (const d of deployments()) {
+      for (const c of d.spec.template.spec.containers) {
+        for (const e of c.env ?? []) {
+          const ref = e.valueFrom?.secretKeyRef;
+          if (ref) {
+            refs++;
+            const s = secrets.find((x) => x.metadata.name === ref.name);
+            expect(s, `${c.name}: ${e.name} from Secret ${ref.name}`).toBeDefined();
+            expect(Object.keys({ ...s!.stringData, ...s!.data }), `${c.name}: ${e.name}`).toContain(ref.key);
+          }
+          const cmRef = e.valueFrom?.configMapKeyRef;
+          if (cmRef) expect(configMaps.find((m) => m.metadata.name === cmRef.name)?.data, `${c.name}: ${e.name}`).toHaveProperty(cmRef.key);
+        }
+        for (const ef of c.envFrom ?? []) {
+          if (ef.configMapRef) expect(configMaps.map((m) => m.metadata.name), c.name).toContain(ef.configMapRef.name);
+          if (ef.secretRef) expect(secrets.map((s) => s.metadata.name), c.name).toContain(ef.secretRef.name);
+        }
+      }
+    }
+    expect(refs).toBeGreaterThan(0);
+  });
+
+  it('reads GATEWAY_SECRET, INTERNAL_TOKEN, DATABASE_URL and REDIS_URL from the Secret, never as literals', () => {
+    const d = keygatePods()[0];
+    const secretsOf = (c: Container) => environment(c).fromSecret;
+    for (const c of d.spec.template.spec.containers) {
+      const { literal } = environment(c);
+      for (const n of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES']) expect(literal, `${c.name}: ${n}`).not.toHaveProperty(n);
+    }
+    const gateway = gatewayOf(d);
+    expect(Object.keys(secretsOf(gateway)).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
+    const backend = d.spec.template.spec.containers.find((c) => modeOf(c) === 'backend');
+    if (backend) {
+      expect(Object.keys(secretsOf(backend)).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'INTERNAL_TOKEN', 'REDIS_URL']);
+      // One HMAC key on both sides, one database, one Redis.
+      for (const n of ['GATEWAY_SECRET', 'DATABASE_URL', 'REDIS_URL']) expect(secretsOf(backend)[n], n).toEqual(secretsOf(gateway)[n]);
+    }
+  });
+
+  it('keeps the example Secrets unusable placeholders (stringData, CHANGE-ME, refused by settingsSchema)', () => {
+    const secrets = ofKind('v1 Secret');
+    expect(secrets.length).toBeGreaterThan(0);
+    for (const s of secrets) {
+      expect(s.data, `${s.metadata.name}: use stringData placeholders, not encoded data`).toBeUndefined();
+      const values = s.stringData ?? {};
+      for (const [k, v] of Object.entries(values)) {
+        if (/SECRET|TOKEN|PASSWORD/.test(k)) expect(v, `${s.metadata.name}.${k}`).toBe('CHANGE-ME');
+        if (/^(postgres|redis)s?:\/\/[^@/]*:[^@/]*@/.test(v)) expect(v, `${s.metadata.name}.${k}: password placeholder`).toMatch(/:CHANGE-ME@/);
+      }
+      for (const k of ['GATEWAY_SECRET', 'INTERNAL_TOKEN']) {
+        if (values[k] !== undefined) expect(settingsSchema.safeParse({ [k]: values[k] }).success, `${k} placeholder must not start keygate`).toBe(false);
+      }
+    }
+  });
+
+  it('probes the gateway on ADMIN_PORT: liveness /healthz, readiness /readyz (startup /healthz)', () => {
+    const g = gatewayOf(keygatePods()[0]);
+    const admin = numericSetting(g, 'ADMIN_PORT');
+    expect(admin).toBe(9090);
+    const httpProbe = (p: Probe | undefined, what: string) => {
+      expect(p?.httpGet, `${what} is an httpGet probe`).toBeDefined();
+      expect(resolvePort(g, p!.httpGet!.port), `${what} port`).toBe(admin);
+      return p!.httpGet!.path;
+    };
+    expect(httpProbe(g.livenessProbe, 'livenessProbe')).toBe('/healthz');
+    expect(httpProbe(g.readinessProbe, 'readinessProbe')).toBe('/readyz');
+    if (g.startupProbe) expect(httpProbe(g.startupProbe, 'startupProbe')).toBe('/healthz');
+  });
+
+  it('declares the gateway ports as its settings say, and points UPSTREAM_URL at the sidecar on the loopback', () => {
+    const d = keygatePods()[0];
+    const g = gatewayOf(d);
+    const port = (name: string) => g.ports?.find((p) => p.name === name)?.containerPort;
+    expect(port('http')).toBe(numericSetting(g, 'PORT'));
+    expect(port('admin')).toBe(numericSetting(g, 'ADMIN_PORT'));
+    const upstream = new URL(environment(g).literal.UPSTREAM_URL ?? DEFAULTS.UPSTREAM_URL);
+    expect(upstream.hostname).toBe('127.0.0.1');
+    const backend = d.spec.template.spec.containers.find((c) => modeOf(c) === 'backend');
+    if (backend) {
+      expect(Number(upstream.port)).toBe(numericSetting(backend, 'BACKEND_PORT'));
+      // Private to the pod: nothing but its gateway reaches it.
+      expect(environment(backend).literal.HOST).toBe('127.0.0.1');
+      const probes = [backend.startupProbe, backend.readinessProbe, backend.livenessProbe];
+      expect(probes.every((p) => p !== undefined)).toBe(true);
+      for (const p of probes) {
+        // A loopback listener cannot be probed from the kubelet: the probe runs inside.
+        expect(p!.exec?.command).toEqual(['node', 'deploy/healthcheck.mjs', 'backend']);
+      }
+    }
+  });
+
+  it('requests and limits resources for every container', () => {
+    // The schema requires requests.cpu, requests.memory and limits.memory; here they are consistent.
+    const bytes = (q: string) => Number(q.replace(/(Ki|Mi|Gi|Ti)$/, '')) * 1024 ** (['Ki', 'Mi', 'Gi', 'Ti'].indexOf(q.slice(-2)) + 1);
+    const millis = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
+    for (const d of deployments()) {
+      for (const c of d.spec.template.spec.containers) {
+        const r = c.resources;
+        expect(bytes(r.limits.memory), `${c.name} memory`).toBeGreaterThanOrEqual(bytes(r.requests.memory));
+        if (r.limits.cpu) expect(millis(r.limits.cpu), `${c.name} cpu`).toBeGreaterThanOrEqual(millis(r.requests.cpu));
+      }
+    }
+  });
+
+  it('drains: preStop on every container, the app outliving the gateway drain, grace > drain + preStop', () => {
+    const d = keygatePods()[0];
+    const spec = d.spec.template.spec;
+    const g = gatewayOf(d);
+    const drainSeconds = numericSetting(g, 'DRAIN_TIMEOUT_MS') / 1000;
+    for (const c of spec.containers) expect(preStopSeconds(c), `${c.name} preStop sleep`).toBeGreaterThan(0);
+    const longestPreStop = Math.max(...spec.containers.map(preStopSeconds));
+    expect(spec.terminationGracePeriodSeconds ?? 30).toBeGreaterThan(longestPreStop + drainSeconds);
+    // Containers get SIGTERM when their own preStop ends. The gateway's in-flight requests need the
+    // upstream until the drain is over, so the other containers wait that long.
+    for (const c of spec.containers.filter((x) => x !== g)) {
+      expect(preStopSeconds(c), `${c.name} outlives the gateway's drain`).toBeGreaterThanOrEqual(preStopSeconds(g) + drainSeconds);
+    }
+  });
+
+  it('runs as non-root, without privilege escalation, read-only root filesystems for keygate', () => {
+    for (const d of deployments()) {
+      // runAsNonRoot: true is required by the pod schema; runAsUser, where set, is not 0.
+      for (const c of d.spec.template.spec.containers) {
+        expect(c.securityContext.allowPrivilegeEscalation).toBe(false);
+        if (modeOf(c)) expect(c.securityContext.readOnlyRootFilesystem, c.name).toBe(true);
+      }
+    }
+    const uid = dockerUser();
+    expect(keygatePods()[0].spec.template.spec.securityContext.runAsUser, 'the pod runs as the image USER').toBe(uid);
+  });
+
+  it('routes the Service to the gateway port only, and covers the pods with the PodDisruptionBudget', () => {
+    const d = keygatePods()[0];
+    const g = gatewayOf(d);
+    const labels = d.spec.template.metadata.labels;
+    const svcs = ofKind('v1 Service').filter((s) => matches(s.spec.selector, labels));
+    expect(svcs.length).toBe(1);
+    for (const p of svcs[0].spec.ports) expect(resolvePort(g, p.targetPort), p.name).toBe(numericSetting(g, 'PORT'));
+    for (const pb of ofKind('policy/v1 PodDisruptionBudget')) {
+      expect(matches(pb.spec.selector.matchLabels, labels), pb.metadata.name).toBe(true);
+      if (typeof pb.spec.maxUnavailable === 'number') expect(pb.spec.maxUnavailable).toBeLessThan(d.spec.replicas);
+    }
+  });
+
+  it('names only non-secret, known settings in the ConfigMap', () => {
+    const d = keygatePods()[0];
+    const g = gatewayOf(d);
+    const cms = (g.envFrom ?? []).filter((e) => e.configMapRef).map((e) => e.configMapRef!.name);
+    expect(cms.length).toBeGreaterThan(0);
+    for (const cm of ofKind('v1 ConfigMap').filter((m) => cms.includes(m.metadata.name))) {
+      for (const k of Object.keys(cm.data)) {
+        expect(KNOWN_SETTINGS.has(k), `${cm.metadata.name}.${k}`).toBe(true);
+        expect(k, `${cm.metadata.name}.${k} belongs in the Secret`).not.toMatch(/SECRET|TOKEN|PASSWORD|DATABASE_URL|REDIS_URL/);
+      }
+      for (const k of ['TRUST_PROXY', 'LOG_LEVEL', 'RATE_LIMIT_FAILURE_MODE', 'DRAIN_TIMEOUT_MS']) expect(cm.data, k).toHaveProperty(k);
+    }
+  });
+});
+
+// ---- Dockerfile -----------------------------------------------------------------------------------
+
+interface Instruction {
+  op: string;
+  args: string;
+  stage: number;
+}
+
+function dockerfile(): { instructions: Instruction[]; stages: { name?: string; image: string; workdir: string }[] } {
+  const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  const lines = text.split('\n').filter((l) => !/^\s*#/.test(l));
+  const logical: string[] = [];
+  let cur = '';
+  for (const l of lines) {
+    if (/\\\s*$/.test(l)) cur += l.replace(/\\\s*$/, ' ');
+    else {
+      cur += l;
+      if (cur.trim()) logical.push(cur.trim());
+      cur = '';
+    }
+  }
+  const instructions: Instruction[] = [];
+  const stages: { name?: string; image: string; workdir: string }[] = [];
+  for (const l of logical) {
+    const m = /^(\w+)\s+([\s\S]*)$/.exec(l);
+    if (!m) continue;
+    const op = m[1].toUpperCase();
+    if (op === 'FROM') {
+      const f = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(m[2].replace(/--platform=\S+\s+/, '').trim());
+      stages.push({ image: f?.[1] ?? m[2], name: f?.[2], workdir: '/' });
+    } else if (op === 'WORKDIR' && stages.length) {
+      const last = stages[stages.length - 1];
+      last.workdir = posix.resolve(last.workdir, m[2].trim());
+    }
+    instructions.push({ op, args: m[2].trim(), stage: stages.length - 1 });
+  }
+  return { instructions, stages };
+}
+
+/** COPY's flags, sources and destination (JSON or shell form). */
+function copyParts(args: string): { from?: string; sources: string[]; dest: string } {
+  const words = args.startsWith('[') ? (JSON.parse(args) as string[]) : args.split(/\s+/);
+  const flags = words.filter((w) => w.startsWith('--'));
+  const rest = words.filter((w) => !w.startsWith('--'));
+  const from = flags.find((f) => f.startsWith('--from='))?.slice('--from='.length);
+  return { from, sources: rest.slice(0, -1), dest: rest[rest.length - 1] };
+}
+
+function dockerUser(): number | string {
+  const { instructions, stages } = dockerfile();
+  const users = instructions.filter((i) => i.op === 'USER' && i.stage === stages.length - 1);
+  const u = users[users.length - 1]?.args.split(':')[0] ?? 'root';
+  return /^\d+$/.test(u) ? Number(u) : u;
+}
+
+/** .dockerignore semantics, enough for this file: patterns in order, the last match wins; a pattern
+ * matching a parent directory matches everything under it. */
+function dockerIgnored(path: string): boolean {
+  const file = join(ROOT, '.dockerignore');
+  if (!existsSync(file)) return false;
+  const patterns = readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+  const re = (p: string) => new RegExp('^' + p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\u0000').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]').replace(/\u0000/g, '.*') + '$');
+  const parts = path.replace(/\/+$/, '').split('/');
+  const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+  let ignored = false;
+  for (const raw of patterns) {
+    const negate = raw.startsWith('!');
+    const p = raw.replace(/^!/, '').replace(/^\/+|\/+$/g, '');
+    if (prefixes.some((x) => re(p).test(x))) ignored = !negate;
+  }
+  return ignored;
+}
+
+describe('Dockerfile', () => {
+  const { instructions, stages } = dockerfile();
+  const final = stages.length - 1;
+  const inStage = (s: number, op: string) => instructions.filter((i) => i.stage === s && i.op === op);
+  const buildStage = stages.findIndex((s) => s.name === 'build');
+
+  it('is multi-stage on a Node LTS slim image', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const s of stages) {
+      const m = /^node:(\d+)-slim$/.exec(s.image);
+      expect(m, s.image).not.toBeNull();
+      expect(Number(m![1]) % 2, `${s.image}: even majors are the LTS lines`).toBe(0);
+      expect(Number(m![1])).toBeGreaterThanOrEqual(20);
+    }
+  });
+
+  it('builds with npm ci and npm run build (tsc -p tsconfig.build.json)', () => {
+    expect(buildStage).toBeGreaterThanOrEqual(0);
+    expect(buildStage).not.toBe(final);
+    const runs = inStage(buildStage, 'RUN').map((i) => i.args);
+    expect(runs.some((r) => /\bnpm ci\b/.test(r) && !/--omit=dev/.test(r))).toBe(true);
+    expect(runs.some((r) => /\bnpm run build\b/.test(r))).toBe(true);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    expect(pkg.scripts.build).toMatch(/tsc -p tsconfig\.build\.json/);
+  });
+
+  it('installs only production dependencies in the final stage and takes no node_modules from the build', () => {
+    const runs = inStage(final, 'RUN').map((i) => i.args);
+    const installs = runs.filter((r) => /\bnpm (ci|install|i)\b/.test(r));
+    expect(installs.length).toBeGreaterThan(0);
+    for (const r of installs) expect(r).toMatch(/\bnpm ci\b[^&;]*--omit=dev/);
+    for (const c of inStage(final, 'COPY')) expect(copyParts(c.args).sources.join(' ')).not.toMatch(/node_modules/);
+  });
+
+  it('copies the compiled JavaScript from the build stage: tsconfig.build.json outDir', () => {
+    const outDir = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')).compilerOptions.outDir as string;
+    const fromBuild = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => c.from === 'build');
+    const dist = fromBuild.find((c) => c.sources.some((s) => posix.normalize(s).replace(/\/$/, '') === posix.join(stages[buildStage].workdir, outDir)));
+    expect(dist, `COPY --from=build ${posix.join(stages[buildStage].workdir, outDir)}`).toBeDefined();
+    expect(posix.resolve(stages[final].workdir, dist!.dest)).toBe(posix.join(stages[final].workdir, outDir));
+  });
+
+  it('puts the SQL migrations where src/db/index.ts looks for them (next to the compiled module)', () => {
+    expect(readFileSync(join(ROOT, 'src/db/index.ts'), 'utf8')).toContain("new URL('./migrations/', import.meta.url)");
+    const copies = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => !c.from);
+    const m = copies.find((c) => c.sources.some((s) => s.replace(/\/$/, '') === 'src/db/migrations'));
+    expect(m).toBeDefined();
+    expect(posix.resolve(stages[final].workdir, m!.dest)).toBe(posix.join(stages[final].workdir, 'dist/db/migrations'));
+    expect(readdirSync(join(ROOT, 'src/db/migrations')).filter((f) => f.endsWith('.sql')).length).toBeGreaterThan(0);
+  });
+
+  it('ships config/ in the working directory, where the data-file settings point', () => {
+    for (const k of ['PLANS_FILE', 'ROUTES_FILE', 'WARMUP_BANDS_FILE'] as const) {
+      expect(DEFAULTS[k]).toMatch(/^config\//);
+      expect(existsSync(join(ROOT, DEFAULTS[k])), DEFAULTS[k]).toBe(true);
+    }
+    const copies = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => !c.from);
+    const cfg = copies.find((c) => c.sources.some((s) => s.replace(/\/$/, '') === 'config'));
+    expect(cfg).toBeDefined();
+    expect(posix.resolve(stages[final].workdir, cfg!.dest)).toBe(posix.join(stages[final].workdir, 'config'));
+  });
+
+  it('COPYs only paths that exist in the repository and that .dockerignore lets into the context', () => {
+    const sources = instructions.filter((i) => i.op === 'COPY' || i.op === 'ADD').map((i) => copyParts(i.args)).filter((c) => !c.from).flatMap((c) => c.sources);
+    expect(sources.length).toBeGreaterThan(0);
+    for (const s of sources) {
+      expect(s, 'no globs or URLs').toMatch(/^[\w./-]+$/);
+      expect(existsSync(join(ROOT, s)), `${s} exists`).toBe(true);
+      expect(dockerIgnored(s), `${s} is excluded by .dockerignore`).toBe(false);
+    }
+    // The allow-list keeps the rest out of the context.
+    for (const p of ['node_modules', '.git', 'dist', '.data', 'scratch', 'test']) expect(dockerIgnored(p), p).toBe(true);
+  });
+
+  it('COPY --from names a stage defined before it', () => {
+    for (const i of instructions.filter((x) => x.op === 'COPY')) {
+      const from = copyParts(i.args).from;
+      if (from) expect(stages.slice(0, i.stage).map((s) => s.name), from).toContain(from);
+    }
+  });
+
+  it('runs as a non-root numeric USER in the final stage', () => {
+    const users = inStage(final, 'USER');
+    expect(users.length).toBeGreaterThan(0);
+    const uid = dockerUser();
+    expect(uid).not.toBe('root');
+    expect(typeof uid, 'numeric, so runAsNonRoot can verify it').toBe('number');
+    expect(uid).not.toBe(0);
+  });
+
+  it('has a HEALTHCHECK hitting /healthz on ADMIN_PORT with node, EXPOSEs the three ports, runs dist/cli.js gateway', () => {
+    const hc = inStage(final, 'HEALTHCHECK');
+    expect(hc.length).toBe(1);
+    const cmd = /CMD\s+(\[.*\])\s*$/.exec(hc[0].args);
+    expect(cmd).not.toBeNull();
+    const argv = JSON.parse(cmd![1]) as string[];
+    expect(argv[0]).toBe('node');
+    const script = argv.find((a) => a.endsWith('.mjs'));
+    const body = script ? readFileSync(join(ROOT, script), 'utf8') : argv.join(' ');
+    expect(body).toContain('/healthz');
+    expect(body).toContain('ADMIN_PORT');
+    if (script) {
+      const copied = inStage(final, 'COPY').map((c) => copyParts(c.args)).some((c) => c.sources.includes(script) && posix.resolve(stages[final].workdir, c.dest) === posix.join(stages[final].workdir, script));
+      expect(copied, `${script} is in the image at the same path`).toBe(true);
+    }
+    const exposed = inStage(final, 'EXPOSE').flatMap((i) => i.args.split(/\s+/)).map((p) => Number(p.split('/')[0]));
+    expect(exposed.sort()).toEqual([DEFAULTS.PORT, DEFAULTS.BACKEND_PORT, DEFAULTS.ADMIN_PORT].sort());
+    const cmds = inStage(final, 'CMD');
+    expect(JSON.parse(cmds[cmds.length - 1].args)).toEqual(['node', 'dist/cli.js', 'gateway']);
+    expect(inStage(final, 'ENTRYPOINT')).toEqual([]);
+  });
+
+  it('runs the keygate containers of deploy/ with commands the image has', () => {
+    for (const d of keygatePods()) {
+      for (const c of d.spec.template.spec.containers.filter((x) => modeOf(x))) {
+        expect(['gateway', 'backend']).toContain(modeOf(c));
+        expect(c.command?.[0]).toBe('node');
+        for (const p of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+          const script = p?.exec?.command.find((a) => a.endsWith('.mjs'));
+          if (script) expect(existsSync(join(ROOT, script)) && !dockerIgnored(script), script).toBe(true);
+        }
+      }
+    }
+  });
+});
+
+// ---- deploy/healthcheck.mjs -----------------------------------------------------------------------
+
+describe('deploy/healthcheck.mjs', () => {
+  let admin: http.Server;
+  let adminPort = 0;
+  let status = 200;
+  let other: http.Server;
+  let otherPort = 0;
+  /** A port nothing listens on. */
+  let closedPort = 0;
+
+  const listen = (srv: http.Server) => new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
+  beforeAll(async () => {
+    admin = http.createServer((req, res) => {
+      res.writeHead(req.url === '/healthz' ? status : 404).end();
+    });
+    other = http.createServer((_req, res) => res.writeHead(404).end());
+    adminPort = await listen(admin);
+    otherPort = await listen(other);
+    const closed = http.createServer();
+    closedPort = await listen(closed);
+    await new Promise((r) => closed.close(r));
+  });
+  afterAll(async () => {
+    await new Promise((r) => admin.close(r));
+    await new Promise((r) => other.close(r));
+  });
+
+  const run = (args: string[], env: Record<string, string>) =>
+    new Promise<number>((resolve) => {
+      const child = execFile(process.execPath, [join(DEPLOY, 'healthcheck.mjs'), ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, () => undefined);
+      child.on('exit', (code) => resolve(code ?? -1));
+    });
+
+  it('gateway: healthy when /healthz on ADMIN_PORT answers 200, not otherwise', async () => {
+    status = 200;
+    expect(await run(['gateway'], { ADMIN_PORT: String(adminPort) })).toBe(0);
+    status = 503;
+    expect(await run(['gateway'], { ADMIN_PORT: String(adminPort) })).toBe(1);
+    // A listener that is not the admin one (404), and nothing listening.
+    expect(await run(['gateway'], { ADMIN_PORT: String(otherPort) })).toBe(1);
+    expect(await run(['gateway'], { ADMIN_PORT: String(closedPort) })).toBe(1);
+  });
+
+  it('backend: healthy when BACKEND_PORT answers HTTP at all, not when nothing listens', async () => {
+    expect(await run(['backend'], { BACKEND_PORT: String(otherPort), HOST: '127.0.0.1' })).toBe(0);
+    expect(await run(['backend'], { BACKEND_PORT: String(closedPort) })).toBe(1);
+  });
+});
