@@ -126,6 +126,8 @@ export async function startApp(o: AppOptions): Promise<App> {
         microsoftGraphUrl: s.MICROSOFT_GRAPH_URL,
         dnsResolver: s.DNS_RESOLVER,
         warmupBandsFile: s.WARMUP_BANDS_FILE,
+        oauthClientIds: { google: s.GOOGLE_OAUTH_CLIENT_ID, microsoft: s.MICROSOFT_OAUTH_CLIENT_ID },
+        oauthRedirectUri: s.OAUTH_REDIRECT_URI,
       },
     };
     const srv = createBackendServer(backend);

@@ -32,6 +32,8 @@ export function authorizeRoute(p: Principal, route: RouteDef, params: Record<str
       role = m;
     }
   }
+  // A workspace key whose workspace is gone is refused everywhere, also on routes without a workspace.
+  if (p.keyType === 'workspace' && p.workspaceDeleted) return '150004';
   if (route.scope === null) return { role, workspaceId: wid }; // answered by the gateway, no scope
   // `GET /v2/workspaces` also accepts a workspace key holding workspace:read (CONTRACT section 6).
   if (route.method === 'GET' && route.path === '/v2/workspaces' && p.keyType === 'workspace') {

@@ -15,6 +15,9 @@ export interface BackendConfig {
   /** `host:port` of the DNS server for live lookups; the system resolver when unset. */
   dnsResolver?: string;
   warmupBandsFile: string;
+  /** The OAuth application behind consent links (`oauth-url`); unset ids make that route 503. */
+  oauthClientIds: { google?: string; microsoft?: string };
+  oauthRedirectUri?: string;
 }
 
 /** What every handler may use; built once at start and handed down (STYLE habit 7). */

@@ -39,6 +39,9 @@ export const settingsSchema = z
     GOOGLE_ADMIN_URL: z.string().url().default('https://admin.googleapis.com'),
     MICROSOFT_GRAPH_URL: z.string().url().default('https://graph.microsoft.com'),
     DNS_RESOLVER: z.string().optional(),
+    GOOGLE_OAUTH_CLIENT_ID: z.string().min(1).optional(),
+    MICROSOFT_OAUTH_CLIENT_ID: z.string().min(1).optional(),
+    OAUTH_REDIRECT_URI: z.string().url().optional(),
   })
   .strict();
 

@@ -113,7 +113,6 @@ afterAll(async () => {
   await dns?.close();
   profileServer.close();
   callbackServer.close();
-  delete process.env.GOOGLE_OAUTH_CLIENT_ID;
 });
 
 /** Each request in a fresh rate-limit window and from a fresh IP. */
@@ -454,7 +453,7 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth-url', () => {
   });
 
   it('answers a consent URL with a signed, expiring state and a PKCE challenge', async () => {
-    process.env.GOOGLE_OAUTH_CLIENT_ID = 'cid-google';
+    s.app.backend!.config.oauthClientIds.google = 'cid-google'; // as GOOGLE_OAUTH_CLIENT_ID would
     const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, { provider: 'google', redirectUri: 'https://app.partner.test/cb', loginHint: 'first@good.test' });
     expect(r.status).toBe(200);
     const { url, state, expiresAt, provider } = r.body.data;
@@ -477,7 +476,7 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth-url', () => {
   });
 
   it('refuses an unsafe or missing redirect URI (400 invalid_request)', async () => {
-    process.env.GOOGLE_OAUTH_CLIENT_ID = 'cid-google';
+    s.app.backend!.config.oauthClientIds.google = 'cid-google'; // as GOOGLE_OAUTH_CLIENT_ID would
     for (const body of [{ provider: 'google', redirectUri: 'http://evil.test/cb' }, { provider: 'google', redirectUri: 'https://u:p@app.test/cb' }, { provider: 'google' }]) {
       const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, body);
       expect(r.status).toBe(400);

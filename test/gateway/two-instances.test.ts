@@ -127,6 +127,9 @@ describe('two gateway instances', () => {
     expect(ws.body.errorCode).toBe('150004');
     const pk = await b.request('GET', '/v2/workspaces/101/rate-limit', { key: K.ownerPk, ip: '10.3.2.7' });
     expect(pk.body.errorCode).toBe('150004');
+    // The dead workspace's key is refused on routes without a workspace segment too.
+    const list = await b.request('GET', '/v2/workspaces', { key: K.wsOther, ip: '10.3.2.7' });
+    expect(list.body.errorCode).toBe('150004');
   });
 
   it('a change made outside the backend (plain SQL) reaches b through NOTIFY', async () => {

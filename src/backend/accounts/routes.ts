@@ -140,7 +140,9 @@ export function register(router: Router, _svc: BackendServices): void {
     const id = idParam(ctx, 'accountId');
     const now = new Date(ctx.svc.clock.now());
     const rows = await ctx.db.query(
-      `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false, updated_at = $3
+      // A disconnected mailbox keeps no credential: its OAuth token is dropped (the refresh job skips it).
+      `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false,
+         oauth_access_token = NULL, oauth_expires_at = NULL, updated_at = $3
        WHERE id = $1 AND workspace_id = $2 RETURNING id`,
       [id, ws, now],
     );

@@ -2,6 +2,7 @@
 // to grant access, with a signed, expiring `state` that binds the grant to the workspace, provider and
 // redirect URI, and a PKCE challenge whose verifier is derived from the state (no server-side storage).
 import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { BackendConfig } from '../services.js';
 import { safeEqual } from '../../access/secrets.js';
 import type { BackendServices } from '../services.js';
 import type { OAuthProvider } from './profile.js';
@@ -27,15 +28,11 @@ export interface ConsentConfig {
   redirectUri: string | undefined;
 }
 
-/**
- * The OAuth application's settings. They are not in the settings schema yet (requested from the lead:
- * GOOGLE_OAUTH_CLIENT_ID, MICROSOFT_OAUTH_CLIENT_ID, OAUTH_REDIRECT_URI), so they are read from the
- * environment in this one place.
- */
-export function consentConfig(env: NodeJS.ProcessEnv = process.env): ConsentConfig {
+/** The OAuth application's settings (GOOGLE_OAUTH_CLIENT_ID, MICROSOFT_OAUTH_CLIENT_ID, OAUTH_REDIRECT_URI). */
+export function consentConfig(config: BackendConfig): ConsentConfig {
   return {
-    clientId: { google: env.GOOGLE_OAUTH_CLIENT_ID || undefined, microsoft: env.MICROSOFT_OAUTH_CLIENT_ID || undefined },
-    redirectUri: env.OAUTH_REDIRECT_URI || undefined,
+    clientId: { google: config.oauthClientIds.google, microsoft: config.oauthClientIds.microsoft },
+    redirectUri: config.oauthRedirectUri,
   };
 }
 

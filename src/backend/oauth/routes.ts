@@ -63,7 +63,7 @@ export function register(router: Router, _svc: BackendServices): void {
   router.post('/v2/workspaces/{workspaceId}/accounts/oauth-url', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const b = parse(consentBody, ctx.body ?? {});
-    const cfg = consentConfig();
+    const cfg = consentConfig(ctx.svc.config);
     const redirectUri = b.redirectUri ?? cfg.redirectUri;
     if (!redirectUri) throw new ApiError('invalid_request', 'redirectUri: required (no default redirect URI is configured).', { field: 'redirectUri' });
     if (!acceptableRedirect(redirectUri)) {
