@@ -52,6 +52,8 @@ export interface App {
   cache: PrincipalCache | null;
   backend: BackendServices | null;
   setReady(v: boolean): void;
+  /** SIGHUP: reload config/plans.json and config/routes.json; a bad file is refused and the old stays. */
+  reload(): boolean;
   close(drainMs?: number): Promise<void>;
 }
 
@@ -196,6 +198,19 @@ export async function startApp(o: AppOptions): Promise<App> {
     backend,
     setReady(v) {
       ready = v;
+    },
+    reload() {
+      try {
+        const nextPlans = loadPlans(s.PLANS_FILE);
+        const nextRoutes = loadRoutes(s.ROUTES_FILE);
+        plans = nextPlans;
+        routes = nextRoutes;
+        o.log.info({ plans: s.PLANS_FILE, routes: s.ROUTES_FILE }, 'configuration reloaded');
+        return true;
+      } catch (err) {
+        o.log.error({ err: (err as Error).message }, 'configuration reload refused; the previous files stay in force');
+        return false;
+      }
     },
     async close(drainMs) {
       ready = false;

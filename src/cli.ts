@@ -35,7 +35,9 @@ async function main() {
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
   const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
   const seed = seedFile ? parseSeed(readJson(seedFile), seedFile) : undefined;
-  const app = await startApp({ mode, settings: full, log, seed });
+  // All-in-one forwards to its own backend, unless UPSTREAM_URL names another upstream explicitly.
+  const upstreamOverride = mode === 'start' && process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : undefined;
+  const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
   installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
 
   if (mode === 'start') printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!);
@@ -81,6 +83,7 @@ function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs
       });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => app.reload());
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
