@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K, ALL_SCOPES } from '../fixtures/seed.js';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
+import { createRedisStores } from '../../src/limits/redis.js';
+import { haveRedis, testRedisClient } from '../helpers/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import type { LimitStores } from '../../src/limits/types.js';
 
@@ -15,14 +16,12 @@ let b: Stack;
 const extraStores: LimitStores[] = [];
 
 function sharedStores(prefix: string): () => LimitStores {
-  if (!process.env.REDIS_URL) {
+  if (!haveRedis()) {
     const one = createMemoryStores({ clock });
     return () => one;
   }
   return () => {
-    const redis = createRedisClient({ url: process.env.REDIS_URL, commandTimeoutMs: 2000 });
-    redis.on('error', () => {});
-    const st = createRedisStores({ redis, prefix, clock });
+    const st = createRedisStores({ redis: testRedisClient(), prefix, clock });
     extraStores.push(st);
     return st;
   };

@@ -6,7 +6,8 @@ import { startApp, type App, type AppMode } from '../../src/app.js';
 import { settingsSchema } from '../../src/config/settings.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
+import { createRedisStores } from '../../src/limits/redis.js';
+import { haveRedis, testRedisClient } from './redis.js';
 import type { Clock, LimitStores } from '../../src/limits/types.js';
 import { openTestDb } from './db.js';
 import { seedWith } from '../fixtures/seed.js';
@@ -95,12 +96,10 @@ export async function fetchRes(url: string, init: RequestInit): Promise<Res> {
   return { status: r.status, headers: r.headers, body, text };
 }
 
-/** Stores for a test: Redis with a fresh prefix when REDIS_URL is set, else memory. */
+/** Stores for a test: Redis (Cluster in the `cluster` project) with a fresh prefix when available, else memory. */
 export function testStores(clock?: Clock, memory = false): LimitStores {
-  if (process.env.REDIS_URL && !memory) {
-    const redis = createRedisClient({ url: process.env.REDIS_URL, commandTimeoutMs: 2000 });
-    redis.on('error', () => {});
-    return createRedisStores({ redis, prefix: `t${randomBytes(5).toString('hex')}:`, clock });
+  if (haveRedis() && !memory) {
+    return createRedisStores({ redis: testRedisClient(), prefix: `t${randomBytes(5).toString('hex')}:`, clock });
   }
   return createMemoryStores({ clock });
 }

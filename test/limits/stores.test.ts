@@ -2,8 +2,8 @@
 // REDIS_URL is set. Windows and cooldowns are driven by a fake clock (habit 4), never by sleeping.
 
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { Redis, type Cluster } from 'ioredis';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
 import type { Clock, CounterRef, LimitStores } from '../../src/limits/types.js';
@@ -339,5 +339,44 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const redis = createRedisClient({ url: REDIS_URL });
     expect(() => createRedisStores({ redis, prefix: 'kg:{x}:' })).toThrow(/must not contain/);
     redis.disconnect();
+  });
+});
+
+// The `cluster` project (vitest.config.ts) provides a three-primary Redis Cluster; the main project
+// does not, so this block only runs there.
+const CLUSTER = inject('redisClusterNodes');
+
+describe.runIf(Boolean(CLUSTER))('redis cluster', () => {
+  const nodes = CLUSTER ? CLUSTER.split(',') : [];
+  const prefix = `kgcl:${randomBytes(6).toString('hex')}:`;
+  let seq = 0;
+  storeSuite('redis cluster', (clock) =>
+    createRedisStores({ redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }), prefix: `${prefix}${seq++}:`, clock }),
+  );
+
+  it('spreads one request\'s counters over several slots, each script touching one', async () => {
+    const admin = createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }) as Cluster;
+    const clock = fakeClock(T0);
+    const p = `${prefix}slots:`;
+    const stores = createRedisStores({ redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }), prefix: p, clock });
+    try {
+      // Many keys and IPs land on all three primaries; every hit still answers (no CROSSSLOT).
+      for (let i = 0; i < 30; i++) {
+        const r = await stores.limiter.hit({ id: `k:${i}:read`, limit: 20 }, { id: `ip:198.51.100.${i}`, limit: 100 });
+        expect(r.allowed).toBe(true);
+      }
+      const slot = (k: string) => admin.cluster('KEYSLOT', k) as Promise<number>;
+      expect(await slot(`${p}af:{192.0.2.1}:failures`)).toBe(await slot(`${p}af:{192.0.2.1}:cooldown`));
+      const slots = new Set(await Promise.all(Array.from({ length: 30 }, (_, i) => slot(`${p}rl:{k:${i}:read}:${MINUTE}`))));
+      expect(slots.size).toBeGreaterThan(1);
+      let found = 0;
+      for (const node of admin.nodes('master')) found += (await node.keys(`${p}rl:*`)).length;
+      expect(found).toBe(60);
+      const masters = await Promise.all(admin.nodes('master').map(async (n) => (await n.keys(`${p}*`)).length));
+      expect(masters.filter((n) => n > 0).length).toBeGreaterThan(1);
+    } finally {
+      await stores.close();
+      await admin.quit();
+    }
   });
 });
