@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { startApp, type App, type AppMode } from '../../src/app.js';
 import { settingsSchema } from '../../src/config/settings.js';
 import { createLogger } from '../../src/ops/logger.js';
+import type { Logger } from 'pino';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisStores } from '../../src/limits/redis.js';
 import { haveRedis, testRedisClient } from './redis.js';
@@ -80,6 +81,8 @@ export interface StackOptions {
   memory?: boolean;
   /** Let the app build its own stores from REDIS_URL in `env` (resilient wrapper included). */
   appStores?: boolean;
+  /** A logger of the test's own (to read what the program logs). */
+  log?: Logger;
   /** The Redis key prefix of app-built stores (share it between instances). */
   redisPrefix?: string;
 }
@@ -120,7 +123,7 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
   const app = await startApp({
     mode: o.mode ?? 'start',
     settings: settings as typeof settings & { GATEWAY_SECRET: string; INTERNAL_TOKEN: string },
-    log: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    log: o.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     clock: o.clock,
     stores,
     redisPrefix: o.appStores ? (o.redisPrefix ?? `t${randomBytes(5).toString('hex')}:`) : undefined,
