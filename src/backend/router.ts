@@ -108,8 +108,15 @@ export function idParam(ctx: Ctx, name: string): number {
     if (ctx.path.startsWith('/v1/')) throw new V1Error('invalid_request', `${name} must be a positive integer`, { field: name });
     throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
   }
+  // Ids are PostgreSQL integers: a canonical id beyond them names nothing (never a 500 from the driver).
+  if (v > MAX_ID) {
+    if (ctx.path.startsWith('/v1/')) throw new V1Error('not_found', `No resource with ${name} ${v}.`, { [name]: v });
+    throw new ApiError('not_found', `No resource with ${name} ${v}.`, { [name]: v });
+  }
   return v;
 }
+
+export const MAX_ID = 2_147_483_647;
 
 /** Query parameters as a plain object (repeated keys become arrays), for zod. */
 export function queryObject(q: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {

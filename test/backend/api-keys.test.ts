@@ -60,6 +60,7 @@ describe('/api-keys', () => {
   });
 
   it('150104: no key with that id in the organization; revocation is immediate', async () => {
+    expect((await s.session('DELETE', '/api-keys/99999999999', K.session)).body.errorCode).toBe('150104');
     const foreign = await s.session('DELETE', '/api-keys/2000', K.session);
     expect(foreign.status).toBe(404);
     expect(foreign.body.errorCode).toBe('150104');

@@ -31,6 +31,11 @@ describe('backend signature check', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('x-request-id')).toBe('req-1');
   });
+  it('an id beyond any stored id is 404, not a driver error', async () => {
+    const r = await signed('/v2/workspaces/100/accounts/99999999999');
+    expect(r.status).toBe(404);
+    expect(r.body.error.code).toBe('not_found');
+  });
   it.each([
     ['missing', () => fetchRes(s.backendUrl + '/v2/workspaces/100/tags', {})],
     ['wrong secret', () => signed('/v2/workspaces/100/tags', { secret: 'another-secret-0123456789' })],

@@ -5,7 +5,7 @@ import { ApiError, ApiErrorA } from '../../http/errors.js';
 import { generateSecret, hashSecret, hintOf } from '../../access/secrets.js';
 import { roleRank } from '../../access/principal.js';
 import { ROLES } from '../../config/routes.js';
-import { parse, idParam, type Ctx, type Router } from '../router.js';
+import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 
 export interface SessionUser {
@@ -104,7 +104,8 @@ export function register(router: Router, _svc: BackendServices): void {
 
   router.delete('/api-keys/{keyId}', async (ctx) => {
     const user = await requireSession(ctx);
-    const id = idParam(ctx, 'keyId');
+    const id = Number(ctx.params.keyId);
+    if (id > MAX_ID) throw new ApiErrorA('150104'); // beyond any stored id
     // Owners may revoke any key of the organization; members the keys they made or own.
     const rows = await ctx.db.query(
       `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $4)

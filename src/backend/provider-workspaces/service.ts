@@ -14,6 +14,10 @@
 //   unreachable: 502, nothing created.
 // - Preview whose provider call shows the credentials no longer work (401, 403 or 404 from the
 //   provider): the registration is deleted so it can be registered again (v1 spec, States), 422.
+// - "Connected" means an account with that address exists in any workspace: a mailbox belongs to
+//   exactly one workspace (spec), so such a mailbox could not be imported. Preview lists the others;
+//   `connectedCount` counts the tenant's connected ones; `domains` counts the listed new mailboxes per
+//   domain after `search` but before the `domain` filter (facet counts).
 // - Sync runs inside the request: POST answers once the import finished, with the sync record
 //   (status `completed`, or 422/502 after recording a `failed` sync). A mailbox already connected
 //   anywhere is skipped (a mailbox belongs to exactly one workspace). GET reads the newest sync.
