@@ -51,13 +51,29 @@ export class PrincipalCache {
     return hashSecret(this.opts.pepper, secret);
   }
 
+  /** The cached principal of a secret, without any I/O; its exactness is proven later (store gate). */
+  peek(secret: string): { hash: string; principal: Principal; version: number } | { hash: string; principal: null } {
+    const hash = this.hash(secret);
+    const e = this.entries.get(hash);
+    return e ? { hash, principal: e.principal, version: e.version } : { hash, principal: null };
+  }
+
+  /** Forget one entry (its version turned out stale). */
+  drop(hash: string): void {
+    this.entries.delete(hash);
+  }
+
+  noteHit(): void {
+    this.hits++;
+  }
+
   /**
    * Steps 3 and 4: the IP's cooldown, then the key. One Redis round trip when the principal is cached
    * and current; on a miss or a stale entry the database is read after the version, so a change
    * committed meanwhile always leaves the cached copy behind a newer version.
    */
-  async lookup(secret: string, keyType: KeyType, ip: string): Promise<Lookup> {
-    const h = this.hash(secret);
+  async lookup(secret: string, keyType: KeyType, ip: string, hash?: string): Promise<Lookup> {
+    const h = hash ?? this.hash(secret);
     const entry = this.entries.get(h);
     const orgHint = entry?.principal.organizationId ?? this.orgOf.get(h) ?? null;
     const pre = await this.opts.preflight(ip, orgHint);

@@ -12,7 +12,7 @@ import type { Principal } from '../access/principal.js';
 import { authorizeRoute, identityOf, organizationDenial, type Granted } from '../access/authorize.js';
 import { encodeIdentity, sign } from '../http/identity.js';
 import { ENVELOPE_A, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1, V1_ERRORS, ENVELOPE_B } from '../http/errors.js';
-import type { LayerState, LimitStores, Clock, CounterRef } from '../limits/types.js';
+import type { LayerState, LimitStores, Clock, CounterRef, HitResult } from '../limits/types.js';
 import { pathProblem } from './path.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import { retryAfter, setV1Headers, setV2Headers } from './headers.js';
@@ -135,109 +135,149 @@ function keyCounter(p: Principal, bucket: Bucket, plans: Plans): CounterRef {
 const ipCounter = (ip: string): CounterRef => ({ id: `ip:${ip}`, limit: IP_LIMIT });
 const bucketFor = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
 
+/** What steps 5 to 10 decide for a resolved principal, before any counter is touched. */
+type Decision =
+  | { kind: 'deny'; code: CodeA; bucket: Bucket }
+  | { kind: 'no_route'; bucket: Bucket }
+  | { kind: 'status' }
+  | { kind: 'spend'; bucket: Bucket; grant: Granted };
+
+function decide(deps: GatewayDeps, x: Exchange, p: Principal): Decision {
+  // Step 7 comes after 5 and 6, but the headers of a 5/6 refusal name the route's bucket.
+  const match = deps.routes().v2.match(x.method, x.path);
+  const bucket = match?.route.bucket ?? bucketFor(x.method);
+  if (match) x.route = match.route.path;
+  // 5. the plan has API access; 6. the subscription is not paused
+  const orgDenied = organizationDenial(p);
+  if (orgDenied) return { kind: 'deny', code: orgDenied, bucket };
+  // 7. the route exists
+  if (!match) return { kind: 'no_route', bucket };
+  // 8-10. workspace, scope, role
+  const grant = authorizeRoute(p, match.route, match.params);
+  if (typeof grant === 'string') return { kind: 'deny', code: grant, bucket };
+  // The gateway answers the rate-limit route itself, spending nothing.
+  if (match.route.gateway) return { kind: 'status' };
+  return { kind: 'spend', bucket, grant };
+}
+
+const BUCKETS: Bucket[] = ['read', 'write', 'bulk'];
+
+/** The counters a decision spends (step 11) or shows without spending (every other answer). */
+function countersOf(deps: GatewayDeps, x: Exchange, p: Principal, d: Decision): { spend?: [CounterRef, CounterRef]; peek?: CounterRef[] } {
+  const plans = deps.plans();
+  if (d.kind === 'spend') return { spend: [keyCounter(p, d.bucket, plans), ipCounter(x.ip)] };
+  if (d.kind === 'status') return { peek: [...BUCKETS.map((b) => keyCounter(p, b, plans)), ipCounter(x.ip)] };
+  return { peek: [ipCounter(x.ip), keyCounter(p, d.bucket, plans)] };
+}
+
 async function v2(deps: GatewayDeps, x: Exchange) {
-  const { stores, clock } = deps;
-  // Rejections show the current state of the layers without spending (CONTRACT 3, headers).
-  const peek = async (p: Principal | null, bucket: Bucket) => {
-    const refs = p ? [ipCounter(x.ip), keyCounter(p, bucket, deps.plans())] : [ipCounter(x.ip)];
-    const [ip, key] = await stores.limiter.peek(refs);
-    setV2Headers(x.res, key ?? null, ip);
-  };
-  const failA = async (code: CodeA, p: Principal | null, bucket: Bucket, extra: Record<string, string | number> = {}) => {
-    await peek(p, bucket);
+  const { stores } = deps;
+  // Answers before a key is resolved show the IP layer without spending (CONTRACT 3, headers).
+  const failEarly = async (code: CodeA | 'invalid_request' | 'payload_too_large', message?: string, extra: Record<string, string | number> = {}) => {
+    const [ip] = await stores.limiter.peek([ipCounter(x.ip)]);
+    setV2Headers(x.res, null, ip);
+    if (code === 'invalid_request' || code === 'payload_too_large') return sendJson(x, ENVELOPE_B[code], envelopeB(code, message!, x.requestId));
     x.codeA = code;
     sendJson(x, ENVELOPE_A[code].status, envelopeA(code), extra);
-  };
-  const failB = async (code: CodeB, message: string, p: Principal | null, bucket: Bucket) => {
-    await peek(p, bucket);
-    sendJson(x, ENVELOPE_B[code], envelopeB(code, message, x.requestId));
   };
 
   // 1. canonical path, body size
   const read = await readCanonical(deps, x);
-  if ('code' in read) return failB(read.code, read.message, null, 'read');
+  if ('code' in read) return failEarly(read.code, read.message);
 
   // 2. a bearer key is present
   const auth = x.req.headers.authorization;
   const m = auth ? /^Bearer ([^\s]+)$/i.exec(auth) : null;
-  if (!m) return failA('150001', null, 'read');
+  if (!m) return failEarly('150001');
   const secret = m[1];
+  const type = keyTypeOf(secret);
+
+  // The hot path: a cached principal. Steps 5-10 are decided locally; the store then checks the
+  // cooldown (3) and that the principal is still exact (4), and spends or reads the counters (11),
+  // in one Redis round trip. Nothing is spent unless both checks pass.
+  if (type === 'workspace' || type === 'personal') {
+    const c = deps.cache.peek(secret);
+    if (c.principal) {
+      const d = decide(deps, x, c.principal);
+      const g = await stores.gate({ ip: x.ip, orgId: c.principal.organizationId, version: c.version, ...countersOf(deps, x, c.principal, d) });
+      if (g.kind === 'cooldown') {
+        deps.metrics.authFailure('cooldown');
+        return failEarly('150006', undefined, { 'Retry-After': g.seconds });
+      }
+      if (g.kind !== 'stale') {
+        deps.cache.noteHit();
+        deps.metrics.cache(true);
+        return respond(deps, x, c.principal, d, g.kind === 'spent' ? g.hit : g.states, read.body);
+      }
+      deps.cache.drop(c.hash); // an access change since it was cached: resolve again below
+    }
+  }
 
   // 3. the IP is not cooling down; 4. the key exists, is live, and its prefix fits its type
-  const type = keyTypeOf(secret);
   let principal: Principal | null = null;
   if (type === 'workspace' || type === 'personal') {
     const found = await deps.cache.lookup(secret, type, x.ip);
     if (found.kind === 'cooldown') {
       deps.metrics.authFailure('cooldown');
-      return failA('150006', null, 'read', { 'Retry-After': found.seconds });
+      return failEarly('150006', undefined, { 'Retry-After': found.seconds });
     }
     if (found.kind === 'ok') principal = found.principal;
-    deps.metrics.cache(found.kind === 'ok' && found.cached);
+    deps.metrics.cache(false);
   } else {
     // Malformed or /v1 keys still meet the cooldown first.
     const seconds = await stores.cooldown.check(x.ip);
     if (seconds > 0) {
       deps.metrics.authFailure('cooldown');
-      return failA('150006', null, 'read', { 'Retry-After': seconds });
+      return failEarly('150006', undefined, { 'Retry-After': seconds });
     }
   }
   if (!principal) {
     await stores.cooldown.recordFailure(x.ip);
     deps.metrics.authFailure('invalid_key');
-    return failA('150002', null, 'read');
+    return failEarly('150002');
   }
-
-  // 7 comes after 5 and 6, but the bucket of the headers needs the route, so match first.
-  const match = deps.routes().v2.match(x.method, x.path);
-  const bucket = match?.route.bucket ?? bucketFor(x.method);
-  if (match) x.route = match.route.path;
-
-  // 5. the plan has API access; 6. the subscription is not paused
-  const orgDenied = organizationDenial(principal);
-  if (orgDenied) return failA(orgDenied, principal, bucket);
-
-  // 7. the route exists
-  if (!match) return failB('not_found', `No route ${x.method} ${x.path}.`, principal, bucket);
-
-  // 8-10. workspace, scope, role
-  const grant = authorizeRoute(principal, match.route, match.params);
-  if (typeof grant === 'string') return failA(grant, principal, bucket);
-
-  // The gateway answers the rate-limit route itself, spending nothing.
-  if (match.route.gateway) return rateLimitStatus(deps, x, principal);
-
-  // 11. both layers, one token each, spent whether accepted or not
-  const hit = await stores.limiter.hit(keyCounter(principal, bucket, deps.plans()), ipCounter(x.ip));
-  setV2Headers(x.res, hit.key, hit.ip);
-  const keyOver = hit.key.used > hit.key.limit;
-  const ipOver = hit.ip.used > hit.ip.limit;
-  deps.metrics.rateLimit('key', keyOver, hit.key.remaining === 0);
-  deps.metrics.rateLimit('ip', ipOver, hit.ip.remaining === 0);
-  if (!hit.allowed) {
-    const breached = keyOver ? hit.key : hit.ip;
-    const message = keyOver
-      ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.`
-      : `Rate limit exceeded for IP address ${x.ip}.`;
-    x.codeA = '150005';
-    return sendJson(x, 429, envelopeA('150005', message), { 'Retry-After': retryAfter(breached, clock.now()) });
-  }
-  forward(deps, x, principal, grant, read.body, 'v2');
+  const d = decide(deps, x, principal);
+  const counters = countersOf(deps, x, principal, d);
+  const result = counters.spend ? await stores.limiter.hit(...counters.spend) : await stores.limiter.peek(counters.peek!);
+  return respond(deps, x, principal, d, result, read.body);
 }
 
-async function rateLimitStatus(deps: GatewayDeps, x: Exchange, p: Principal) {
-  const plans = deps.plans();
-  const buckets: Bucket[] = ['read', 'write', 'bulk'];
-  const states = await deps.stores.limiter.peek([...buckets.map((b) => keyCounter(p, b, plans)), ipCounter(x.ip)]);
+/** Answer a decided request: `counted` is the hit (step 11) or the counters read for the headers. */
+function respond(deps: GatewayDeps, x: Exchange, p: Principal, d: Decision, counted: HitResult | LayerState[], body: Buffer | null) {
+  if (d.kind === 'spend') {
+    const hit = counted as HitResult;
+    setV2Headers(x.res, hit.key, hit.ip);
+    const keyOver = hit.key.used > hit.key.limit;
+    const ipOver = hit.ip.used > hit.ip.limit;
+    deps.metrics.rateLimit('key', keyOver, hit.key.remaining === 0);
+    deps.metrics.rateLimit('ip', ipOver, hit.ip.remaining === 0);
+    if (hit.allowed) return forward(deps, x, p, d.grant, body, 'v2');
+    // 11. a token was spent in both layers all the same
+    const breached = keyOver ? hit.key : hit.ip;
+    const message = keyOver ? `Rate limit exceeded for the ${BUCKET_NAME[d.bucket]} bucket.` : `Rate limit exceeded for IP address ${x.ip}.`;
+    x.codeA = '150005';
+    return sendJson(x, 429, envelopeA('150005', message), { 'Retry-After': retryAfter(breached, deps.clock.now()) });
+  }
+  const states = counted as LayerState[];
+  if (d.kind === 'status') return rateLimitStatus(deps, x, p, states);
+  const [ip, key] = states;
+  setV2Headers(x.res, key, ip);
+  if (d.kind === 'no_route') return sendJson(x, 404, envelopeB('not_found', `No route ${x.method} ${x.path}.`, x.requestId));
+  x.codeA = d.code;
+  sendJson(x, ENVELOPE_A[d.code].status, envelopeA(d.code));
+}
+
+/** GET {wid}/rate-limit: the plan, each bucket and the IP layer, read without spending. */
+function rateLimitStatus(deps: GatewayDeps, x: Exchange, p: Principal, states: LayerState[]) {
   const ip = states[3];
   setV2Headers(x.res, states[0], ip);
   const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
-  const { id: plan } = planOf(plans, p.plan);
+  const { id: plan } = planOf(deps.plans(), p.plan);
   sendJson(x, 200, {
     data: {
       plan,
       windowSeconds: 60,
-      buckets: Object.fromEntries(buckets.map((b, i) => [b, layer(states[i])])),
+      buckets: Object.fromEntries(BUCKETS.map((b, i) => [b, layer(states[i])])),
       ip: layer(ip),
     },
     meta: { request_id: x.requestId, timestamp: new Date(deps.clock.now()).toISOString() },

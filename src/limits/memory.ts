@@ -107,15 +107,28 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     return Math.ceil((end - now) / 1000);
   }
 
+  function hitBoth(key: CounterRef, ip: CounterRef): HitResult {
+    // One clock reading for both layers, so they can never land in different windows.
+    const start = windowStart(clock.now());
+    maybeSweep();
+    const k = spend(key, start);
+    const i = spend(ip, start);
+    return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+  }
+
   return {
+    async gate(req) {
+      const now = clock.now();
+      const seconds = cooldownLeft(req.ip, now);
+      if (seconds > 0) return { kind: 'cooldown', seconds };
+      if ((versions.get(req.orgId) ?? 0) !== req.version) return { kind: 'stale' };
+      if (req.spend) return { kind: 'spent', hit: hitBoth(req.spend[0], req.spend[1]) };
+      const start = windowStart(now);
+      return { kind: 'peeked', states: (req.peek ?? []).map((r) => read(r, start)) };
+    },
     limiter: {
       async hit(key, ip): Promise<HitResult> {
-        // One clock reading for both layers, so they can never land in different windows.
-        const start = windowStart(clock.now());
-        maybeSweep();
-        const k = spend(key, start);
-        const i = spend(ip, start);
-        return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+        return hitBoth(key, ip);
       },
       async hitOne(ref) {
         const start = windowStart(clock.now());

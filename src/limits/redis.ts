@@ -108,12 +108,35 @@ end
 return n
 `;
 
+// The gate (standalone Redis only: its keys span slots). KEYS[1]: the IP's cooldown, KEYS[2]: the
+// organization's access version, KEYS[3..]: counters. ARGV: now (ms), expected version, 'spend' or
+// 'peek', counter TTL (ms). Nothing is spent unless the cooldown is clear and the version matches.
+const GATE_LUA = `
+local cd = redis.call('GET', KEYS[1])
+if cd and tonumber(cd) > tonumber(ARGV[1]) then return {'c', cd} end
+local v = redis.call('GET', KEYS[2]) or '0'
+if tonumber(v) ~= tonumber(ARGV[2]) then return {'v', v} end
+local out = {'s'}
+for i = 3, #KEYS do
+  if ARGV[3] == 'spend' then
+    local n = redis.call('INCR', KEYS[i])
+    if n == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[4]) end
+    out[#out + 1] = tostring(n)
+  else
+    out[#out + 1] = redis.call('GET', KEYS[i]) or '0'
+  end
+end
+return out
+`;
+
 // ioredis adds methods named after the definitions; these names are unlikely to clash with
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
+const GATE_CMD = 'keygateGate';
 
 interface ScriptCommands {
+  keygateGate(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<string[]>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   keygateRecordFailure(
     failuresKey: string,
@@ -139,6 +162,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
+  redis.defineCommand(GATE_CMD, { lua: GATE_LUA });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
 
@@ -173,7 +197,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     });
   }
 
-  return {
+  const stores: LimitStores = {
     limiter: {
       async hitOne(ref: CounterRef): Promise<LayerState> {
         const now = clock.now();
@@ -251,6 +275,29 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       };
     },
 
+    async gate(req) {
+      const now = clock.now();
+      const start = windowStart(now);
+      const refs = req.spend ?? req.peek ?? [];
+      if (cluster) {
+        // Different slots: the preflight's two GETs, then the spend or the reads.
+        const pre = await stores.preflight(req.ip, req.orgId);
+        if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
+        if (pre.version !== req.version) return { kind: 'stale' };
+        if (req.spend) return { kind: 'spent', hit: await stores.limiter.hit(req.spend[0], req.spend[1]) };
+        return { kind: 'peeked', states: await stores.limiter.peek(refs) };
+      }
+      const ttl = start + WINDOW_MS - now + TTL_SLACK_MS;
+      const keys = [cooldownKey(req.ip), versionKey(req.orgId), ...refs.map((r) => counterKey(r.id, start))];
+      const out = await scripts.keygateGate(keys.length, ...keys, now, req.version, req.spend ? 'spend' : 'peek', ttl);
+      if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(out[1], now) || 1 };
+      if (out[0] === 'v') return { kind: 'stale' };
+      const states = refs.map((r, n) => state(r.limit, Number(out[n + 1]), start));
+      if (!req.spend) return { kind: 'peeked', states };
+      const [k, i] = states;
+      return { kind: 'spent', hit: { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit } };
+    },
+
     async ready() {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<false>((resolve) => {
@@ -281,4 +328,5 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       }
     },
   };
+  return stores;
 }

@@ -106,6 +106,12 @@ export function createResilientStores(o: {
 
   return {
     degraded: () => open,
+    // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
+    gate: (req) =>
+      call('gate', () => primary.gate(req), async () => {
+        const seconds = await fallback.cooldown.check(req.ip);
+        return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
+      }),
     limiter: {
       hit: (k, ip) => call('hit', () => primary.limiter.hit(k, ip), () => fallback.limiter.hit(k, ip)),
       hitOne: (c) => call('hit', () => primary.limiter.hitOne(c), () => fallback.limiter.hitOne(c)),

@@ -67,7 +67,31 @@ export interface Preflight {
   preflight(ip: string, orgId: number | null): Promise<{ cooldown: number; version: number | null }>;
 }
 
+/**
+ * The gateway's one round trip for a cached principal: the IP's cooldown, the organization's access
+ * version, then, only when the cooldown is clear and the version is the expected one, either spend
+ * one token in each `spend` counter or read the `peek` counters. On a standalone Redis this is one
+ * script; a Cluster needs two round trips (the keys live in different slots).
+ */
+export interface GateRequest {
+  ip: string;
+  orgId: number;
+  version: number;
+  /** [key bucket, IP]: spend both (step 11). */
+  spend?: [CounterRef, CounterRef];
+  /** Otherwise read these without spending (rejections before step 11, the rate-limit route). */
+  peek?: CounterRef[];
+}
+
+export type GateResult =
+  | { kind: 'cooldown'; seconds: number }
+  | { kind: 'stale' }
+  | { kind: 'spent'; hit: HitResult }
+  | { kind: 'peeked'; states: LayerState[] };
+
 export interface LimitStores {
+  /** Cooldown, version check and spend-or-peek in one round trip where the store allows it. */
+  gate(req: GateRequest): Promise<GateResult>;
   limiter: RateLimiter;
   cooldown: FailureCooldown;
   versions: AccessVersions;
