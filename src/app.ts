@@ -13,9 +13,7 @@ import { createMemoryStores } from './limits/memory.js';
 import { createRedisClient, createRedisStores } from './limits/redis.js';
 import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
-import { createBackendServer } from './backend/server.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
-import { startJobs } from './backend/jobs.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/proxy.js';
 import { TrustedProxies } from './gateway/client-ip.js';
@@ -132,6 +130,9 @@ export async function startApp(o: AppOptions): Promise<App> {
         oauthRedirectUri: s.OAUTH_REDIRECT_URI,
       },
     };
+    // Loaded only where the backend runs: the gateway alone never imports the resource handlers.
+    const { createBackendServer } = await import('./backend/server.js');
+    const { startJobs } = await import('./backend/jobs.js');
     const srv = createBackendServer(backend);
     // In all-in-one the backend is private to the process (CONTRACT section 1).
     backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST);

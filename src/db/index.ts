@@ -2,14 +2,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import type { Db } from './types.js';
-import { openPg } from './pg.js';
-import { openPglite } from './pglite.js';
 
 export type { Db, Queryable, Row } from './types.js';
 
 export async function openDb(opts: { databaseUrl?: string; dataDir?: string; schema?: string; queryTimeoutMs?: number }): Promise<Db> {
-  if (opts.databaseUrl) return openPg(opts.databaseUrl, opts.schema, opts.queryTimeoutMs);
-  return openPglite(opts.dataDir ?? 'memory://');
+  // Each driver is loaded only when used: PGlite (WebAssembly PostgreSQL) alone costs ~45 MB of RSS.
+  if (opts.databaseUrl) return (await import('./pg.js')).openPg(opts.databaseUrl, opts.schema, opts.queryTimeoutMs);
+  return (await import('./pglite.js')).openPglite(opts.dataDir ?? 'memory://');
 }
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));

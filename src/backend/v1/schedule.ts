@@ -127,7 +127,14 @@ defineJobs((svc) => [
            LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
       );
       const windows = await windowsOf(svc.db, warming.map((a) => a.id));
-      for (const a of warming) await svc.db.tx((q) => planAhead(q, a, now, windows.get(a.id)));
+      for (const a of warming) {
+        try {
+          await svc.db.tx((q) => planAhead(q, a, now, windows.get(a.id)));
+        } catch (err) {
+          // One mailbox's failure does not stop the others' plans.
+          svc.log.error({ err: (err as Error).message, emailAccountId: a.id }, 'planning warmup sends failed');
+        }
+      }
     },
   },
 ]);

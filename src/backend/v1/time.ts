@@ -33,10 +33,18 @@ const fmtCache = new Map<string, Intl.DateTimeFormat>();
 function fmt(tz: string): Intl.DateTimeFormat {
   let f = fmtCache.get(tz);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
-      hour: '2-digit', minute: '2-digit', second: '2-digit', weekday: 'long',
-    });
+    const make = (timeZone: string) =>
+      new Intl.DateTimeFormat('en-US', {
+        timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
+        hour: '2-digit', minute: '2-digit', second: '2-digit', weekday: 'long',
+      });
+    try {
+      f = make(tz);
+    } catch {
+      // A zone the runtime does not know (stored before validation, e.g. by a seed) reads as UTC
+      // rather than failing every local-time computation of the mailbox.
+      f = make('UTC');
+    }
     fmtCache.set(tz, f);
   }
   return f;

@@ -212,6 +212,8 @@ export function registerWarmup(router: Router): void {
     return { data: await settingsView(ctx.svc, ctx.db, a) };
   });
 
+  // The spec does not show the PATCH response: it is the updated settings, as GET returns them.
+  // Validation (every rule of the table), entitlements and the plan cap all pass before anything is written.
   router.patch('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
