@@ -337,6 +337,17 @@ async function v1(deps: GatewayDeps, x: Exchange) {
 
 // ---------------------------------------------------------------- forwarding
 
+// The identity header does not change per request for one principal and grant: encode it once.
+const identities = new WeakMap<Principal, Map<string, string>>();
+function identityHeader(p: Principal, grant: Granted | null): string {
+  let m = identities.get(p);
+  if (!m) identities.set(p, (m = new Map()));
+  const k = grant ? `${grant.workspaceId}|${grant.role}` : '';
+  let v = m.get(k);
+  if (v === undefined) m.set(k, (v = encodeIdentity(identityOf(p, grant))));
+  return v;
+}
+
 function forward(deps: GatewayDeps, x: Exchange, p: Principal, grant: Granted | null, body: Buffer | null, api: 'v1' | 'v2') {
   const h = x.req.headers;
   // Nothing the client sent may pose as the gateway, and no credential travels upstream.
@@ -344,7 +355,7 @@ function forward(deps: GatewayDeps, x: Exchange, p: Principal, grant: Granted | 
   delete h['x-api-key'];
   delete h.cookie;
   for (const k of Object.keys(h)) if (k.startsWith('x-gateway-')) delete h[k];
-  const identity = encodeIdentity(identityOf(p, grant));
+  const identity = identityHeader(p, grant);
   const ts = String(deps.clock.now());
   h['x-request-id'] = x.requestId;
   h['x-gateway-identity'] = identity;
