@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { encodeIdentity, sign, type Identity } from '../src/http/identity.js';
-import { startChild, spawnProgram, freePort, waitForPort, which, type Child, type Spawned } from './procs.js';
+import { compileForBench, startChild, spawnProgram, freePort, waitForPort, which, type Child, type Spawned } from './procs.js';
 import { memory, type ChildConfig } from './protocol.js';
 import { runLoad, nextIp, type LoadResult, type LoadSpec } from './load.js';
 import { benchSeed, manyKeys, ONE_KEY, LIMITED_KEY, WS, LIMITED_WS, ACCOUNT, KEY_ID, ORG, ALL_READ_SCOPES } from './seed.js';
@@ -128,6 +128,7 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
   o.signal?.addEventListener('abort', onAbort, { once: true });
 
   try {
+    compileForBench();
     // ---- Redis: a private server when possible, so INFO commandstats counts the gateway alone.
     let redisUrl = o.redisUrl;
     let redisLabel: string;

@@ -23,10 +23,17 @@ export class TrustedProxies {
     this.empty = cidrs.length === 0;
   }
 
+  /** Answers per address are remembered (a bounded map): BlockList.check allocates on every call. */
+  private seen = new Map<string, boolean>();
+
   has(ip: string): boolean {
+    let v = this.seen.get(ip);
+    if (v !== undefined) return v;
     const family = isIP(ip);
-    if (!family) return false;
-    return this.list.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+    v = family ? this.list.check(ip, family === 4 ? 'ipv4' : 'ipv6') : false;
+    if (this.seen.size >= 10_000) this.seen.clear();
+    this.seen.set(ip, v);
+    return v;
   }
 }
 

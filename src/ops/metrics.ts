@@ -65,11 +65,19 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
     registers: [registry],
   });
+  // Label children cached by their values: prom-client hashes the label object on every call otherwise.
+  const requestChildren = new Map<string, { inc(): void }>();
+  const durationChildren = new Map<string, { observe(v: number): void }>();
   return {
     registry,
     request(route, method, status, code, ms) {
-      requests.inc({ route, method, status: String(status), code: code ?? '' });
-      duration.observe({ route }, ms / 1000);
+      const k = `${route} ${method} ${status} ${code ?? ''}`;
+      let c = requestChildren.get(k);
+      if (!c) requestChildren.set(k, (c = requests.labels({ route, method, status: String(status), code: code ?? '' })));
+      c.inc();
+      let d = durationChildren.get(route);
+      if (!d) durationChildren.set(route, (d = duration.labels({ route })));
+      d.observe(ms / 1000);
     },
     rateLimit(layer, rejected, nearLimit) {
       decisions.inc({ layer, outcome: rejected ? 'rejected' : 'accepted' });

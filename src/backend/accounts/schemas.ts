@@ -1,8 +1,10 @@
 // Request schemas of the accounts domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
 import { STATUSES } from './store.js';
+import { isTimeZone } from '../v1/time.js';
 
-const connection = z
+/** An SMTP or IMAP server (accounts.smtp, accounts.imap); shared with the /v1 connect. */
+export const connection = z
   .object({
     host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
     port: z.number().int().min(1).max(65535),
@@ -12,14 +14,8 @@ const connection = z
   })
   .strict();
 
-function validTimeZone(tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
+// One rule for time-zone names on both interfaces (IANA spelling, as the /v1 spec asks).
+const validTimeZone = isTimeZone;
 
 /** POST /accounts: connect an SMTP/IMAP mailbox. `timeZone` (IANA, default UTC) is optional. */
 export const connectSchema = z

@@ -1,5 +1,6 @@
 // /v1 email accounts: list, connect (SMTP/IMAP), status (single and bulk), tags, disconnect, delete.
 import { z } from 'zod';
+import { connection } from '../accounts/schemas.js';
 import { V1Error } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
@@ -33,15 +34,7 @@ const listQuery = z
   .strict();
 
 // The same connection shape as the /v2 connect (accounts.smtp and accounts.imap hold it).
-const server = z
-  .object({
-    host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
-    port: z.number().int().min(1).max(65535),
-    username: z.string().min(1).max(320),
-    password: z.string().min(1).max(1024),
-    secure: z.boolean(),
-  })
-  .strict();
+const server = connection;
 
 /** The connect body (the spec does not show it): one SMTP/IMAP mailbox. */
 const connectBody = z
