@@ -75,7 +75,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     o.stores ??
     (redis
       ? createResilientStores({
-          primary: createRedisStores({ redis, prefix: o.redisPrefix, clock }),
+          primary: createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }),
           fallback: createMemoryStores({ clock }),
           mode: s.RATE_LIMIT_FAILURE_MODE,
           log: o.log.child({ c: 'limits' }),

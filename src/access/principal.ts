@@ -27,6 +27,21 @@ export function roleRank(r: string | null | undefined): number {
   return r ? ROLES.indexOf(r as Role) : -1;
 }
 
+// Many keys share the same scope list: one frozen Set per distinct list keeps 10,000 cached principals
+// small (the issue-6 RSS budget), instead of a Set of fresh strings per key.
+const scopeSets = new Map<string, ReadonlySet<string>>();
+function internScopes(scopes: string[] | null): ReadonlySet<string> {
+  const list = [...new Set(scopes ?? [])].sort();
+  const k = list.join(' ');
+  let set = scopeSets.get(k);
+  if (!set) {
+    if (scopeSets.size >= 10_000) scopeSets.clear();
+    scopeSets.set(k, (set = new Set(list)));
+  }
+  return set;
+}
+const NO_MEMBERSHIPS: ReadonlyMap<number, Role> = new Map();
+
 /** One query per key, plus one for a personal key's memberships. Revoked keys resolve to null. */
 export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: KeyType): Promise<Principal | null> {
   const rows = await q.query(
@@ -44,7 +59,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
   const k = rows[0];
   // The prefix must fit the stored type (CONTRACT section 3, step 4).
   if (!k || k.type !== keyType) return null;
-  let memberships = new Map<number, Role>();
+  let memberships: ReadonlyMap<number, Role> = NO_MEMBERSHIPS;
   if (k.type === 'personal') {
     if (k.user_org !== k.organization_id) return null;
     const ms = await q.query(
@@ -61,7 +76,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     plan: k.plan,
     apiAccess: k.api_access,
     paused: k.paused,
-    scopes: new Set<string>(k.scopes ?? []),
+    scopes: internScopes(k.scopes),
     workspaceId: k.workspace_id,
     workspaceDeleted: k.type === 'workspace' ? Boolean(k.ws_deleted) || k.ws_org !== k.organization_id : false,
     role: k.role,

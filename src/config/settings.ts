@@ -20,6 +20,7 @@ export const settingsSchema = z
     DATA_DIR: z.string().min(1).default('.data'),
     REDIS_URL: z.string().url().optional(),
     REDIS_CLUSTER_NODES: csv.optional(),
+    REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]').default('kg:'),
     SEED_FILE: z.string().min(1).optional(),
     TRUST_PROXY: csv.default([]),
     GATEWAY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -12,7 +12,9 @@ function raw(base: string, method: string, path: string, headers: Record<string,
     const req = http.request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? JSON.parse(text) : null }));
+      res.on('end', () => (res.complete ? resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? JSON.parse(text) : null }) : reject(new Error('incomplete'))));
+      res.on('error', reject);
+      res.on('aborted', () => reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
     });
     req.on('error', reject);
     req.end(body);
@@ -188,6 +190,28 @@ describe('upstream failures', () => {
       rec.mode = 'answer';
       await slow.close();
     }
+  });
+
+  it('garbage from the upstream is 502 bad_gateway; a reset mid-response closes the client connection', async () => {
+    try {
+      rec.mode = 'garbage';
+      const g = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', auth);
+      expect(g.status).toBe(502);
+      expect(g.body.error.code).toBe('bad_gateway');
+      rec.mode = 'reset-mid-body';
+      // The status line is already out: the only honest answer is to cut the connection, not hang.
+      const t0 = performance.now();
+      const r = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', auth).then(
+        () => 'completed',
+        (err: NodeJS.ErrnoException) => err.code ?? err.message,
+      );
+      expect(r).not.toBe('completed');
+      expect(performance.now() - t0).toBeLessThan(5_000);
+    } finally {
+      rec.mode = 'answer';
+    }
+    // The gateway still serves afterwards.
+    expect((await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', auth)).status).toBe(200);
   });
 
   it('an unreachable upstream is 502 bad_gateway (v2 Envelope B, v1 shape)', async () => {

@@ -13,7 +13,7 @@ export interface Recorded {
 export interface Recorder {
   url: string;
   seen: Recorded[];
-  mode: 'answer' | 'stall' | 'reset' | 'garbage';
+  mode: 'answer' | 'stall' | 'reset' | 'garbage' | 'reset-mid-body';
   close(): Promise<void>;
 }
 
@@ -26,6 +26,13 @@ export async function startRecorder(): Promise<Recorder> {
       rec.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
       if (rec.mode === 'stall') return;
       if (rec.mode === 'reset') return req.socket.destroy();
+      if (rec.mode === 'reset-mid-body') {
+        // The head and part of the body, then the connection dies.
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+        res.write('{"data":');
+        setTimeout(() => req.socket.destroy(), 20);
+        return;
+      }
       if (rec.mode === 'garbage') {
         req.socket.end('HTTP/1.1 ??? nonsense\r\n\r\n');
         return;

@@ -1,6 +1,6 @@
 // A Redis server of the test's own on a loopback port, to stop and start at will (fault injection)
 // or to build a small Redis Cluster.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,4 +58,9 @@ export async function ownRedis(extraArgs: string[] = [], port?: number): Promise
   };
   await r.start();
   return r;
+}
+
+/** True when a `redis-server` binary is on PATH (every node-svc machine; not every laptop). */
+export function hasRedisServer(): boolean {
+  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
