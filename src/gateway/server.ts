@@ -59,8 +59,9 @@ function sendJson(x: Exchange, status: number, body: unknown, headers: Record<st
 }
 
 export function createGatewayServer(deps: GatewayDeps): http.Server {
+  const accessLog = deps.log.isLevelEnabled('debug');
   const server = http.createServer((req, res) => {
-    handle(deps, req, res).catch((err) => {
+    handle(deps, req, res, accessLog).catch((err) => {
       deps.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -73,7 +74,7 @@ export function createGatewayServer(deps: GatewayDeps): http.Server {
   return server;
 }
 
-async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse) {
+async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse, accessLog: boolean) {
   const rawUrl = req.url ?? '/';
   const q = rawUrl.indexOf('?');
   const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
@@ -91,7 +92,12 @@ async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerRespon
     codeA: null,
   };
   res.setHeader('X-Request-Id', x.requestId);
-  res.on('finish', () => deps.metrics.request(x.route, x.method, res.statusCode, x.codeA, performance.now() - x.started));
+  res.on('finish', () => {
+    const ms = performance.now() - x.started;
+    deps.metrics.request(x.route, x.method, res.statusCode, x.codeA, ms);
+    // The access log, allow-listed: no header, no key, no query string (LOG_LEVEL=debug to see it).
+    if (accessLog) deps.log.debug({ requestId: x.requestId, method: x.method, route: x.route, status: res.statusCode, code: x.codeA, ms: Math.round(ms * 10) / 10 }, 'request');
+  });
   const api = path === '/v2' || path.startsWith('/v2/') ? 'v2' : path === '/v1' || path.startsWith('/v1/') ? 'v1' : null;
   if (!api) return sendJson(x, 404, envelopeB('not_found', 'No such route.', x.requestId));
   try {

@@ -71,6 +71,11 @@ describe('logs', () => {
     }
     expect(logs).not.toMatch(/Bearer /);
   });
+  it('hold an allow-listed access line per request at debug level', () => {
+    const lines = logs.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+    expect(lines.length).toBeGreaterThan(20);
+    expect(Object.keys(lines[0]).sort()).toEqual(['c', 'code', 'level', 'method', 'ms', 'msg', 'requestId', 'route', 'status', 'svc', 'time'].sort());
+  });
   it('redact secrets even when a caller logs them by mistake', () => {
     let out = '';
     const log = createLogger('info', new Writable({ write(c, _e, cb) { out += c; cb(); } }));
