@@ -1,5 +1,4 @@
 // The entry: start (all-in-one) | gateway | backend | migrate | seed. CONTRACT sections 1 and 8.
-import { readFileSync } from 'node:fs';
 import { ConfigError } from './config/errors.js';
 import { loadSettings, withGeneratedSecrets, type Mode } from './config/settings.js';
 import { readJson } from './config/plans.js';

@@ -3,7 +3,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Routes, RouteDef, Bucket } from '../config/routes.js';
+import type { Routes, Bucket } from '../config/routes.js';
 import { planOf, type Plans } from '../config/plans.js';
 import { keyTypeOf } from '../access/secrets.js';
 import { AccessStoreUnavailableError, type PrincipalCache } from '../access/cache.js';
@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../limits/resilient.js';
 import type { Principal } from '../access/principal.js';
 import { authorizeRoute, identityOf, organizationDenial, type Granted } from '../access/authorize.js';
 import { encodeIdentity, sign } from '../http/identity.js';
-import { ENVELOPE_A, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1, V1_ERRORS, ENVELOPE_B } from '../http/errors.js';
+import { ENVELOPE_A, envelopeA, envelopeB, v1Error, type CodeA, type CodeV1, V1_ERRORS, ENVELOPE_B } from '../http/errors.js';
 import type { LayerState, LimitStores, Clock, CounterRef, HitResult } from '../limits/types.js';
 import { pathProblem } from './path.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';

@@ -17,7 +17,6 @@ export const LANGUAGES = ['English', 'Spanish', 'French', 'German', 'Portuguese'
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
 const V2_FLOOR = 5;
 const DEFAULT_CONTENT = { industry: 'general', topics: [] as string[] };
-const NOT_CONNECTED = ['error', 'auth-expired', 'disconnected'];
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -66,8 +65,6 @@ export const patchBody = z
       ctx.addIssue({ code: 'custom', path: ['googleVolume'], message: 'googleVolume + microsoftVolume + othersVolume must be exactly 100' });
     }
   });
-
-const pad = (n: number) => String(n).padStart(2, '0');
 
 async function settingsRow(q: Queryable, orgId: number, id: number): Promise<Row> {
   const rows = await q.query(
