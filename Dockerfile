@@ -14,9 +14,6 @@ RUN npm run build
 # ---- runtime: production dependencies, compiled JavaScript, SQL migrations, data files ---------
 FROM node:22-slim AS runtime
 ENV NODE_ENV=production
-# A smaller young generation: the gateway's objects are short-lived and small; this keeps peak RSS
-# under load below 200 MB at no measurable throughput cost (bench/RESULTS.md).
-ENV NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 
 COPY package.json package-lock.json ./

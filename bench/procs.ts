@@ -38,8 +38,7 @@ export async function startChild(cfg: ChildConfig, timeoutMs = 120_000): Promise
   const out = openSync(cfg.logFile, 'a');
   const child = compiled ? join(BUILD, 'bench', 'child.js') : fileURLToPath(new URL('./child.ts', import.meta.url));
   const cp = fork(child, [], {
-    // The gateway runs with the image's V8 flag (Dockerfile: NODE_OPTIONS=--max-semi-space-size=4).
-    execArgv: [...(compiled ? [] : ['--import', 'tsx']), ...(cfg.role === 'gateway' ? ['--max-semi-space-size=4'] : [])],
+    execArgv: compiled ? [] : ['--import', 'tsx'],
     env: { ...process.env, BENCH_CHILD: JSON.stringify(cfg) },
     stdio: ['ignore', out, out, 'ipc'],
   });
