@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { LayerState } from '../limits/types.js';
+import { WINDOW_MS, windowStart, type LayerState } from '../limits/types.js';
 
 /** The five /v2 headers: the key's bucket (when a key was resolved) and the IP layer. */
 export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: LayerState | null): void {
@@ -14,13 +14,15 @@ export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: La
   }
 }
 
-/** The three /v1 headers. */
-export function setV1Headers(res: ServerResponse, limit: number, key: LayerState | null): void {
+/**
+ * The three /v1 headers, on every response (CONTRACT section 4). Before a key is identified (401,
+ * cooldown) there is no bucket to report: the headers then show an untouched bucket of the current
+ * window, since the request spent nothing.
+ */
+export function setV1Headers(res: ServerResponse, limit: number, key: LayerState | null, nowMs: number): void {
   res.setHeader('X-RateLimit-Limit', limit);
-  if (key) {
-    res.setHeader('X-RateLimit-Remaining', key.remaining);
-    res.setHeader('X-RateLimit-Reset', key.reset);
-  }
+  res.setHeader('X-RateLimit-Remaining', key ? key.remaining : limit);
+  res.setHeader('X-RateLimit-Reset', key ? key.reset : (windowStart(nowMs) + WINDOW_MS) / 1000);
 }
 
 /** Seconds until the window of `state` resets, integer, at least 1. */

@@ -295,7 +295,7 @@ function rateLimitStatus(deps: GatewayDeps, x: Exchange, p: Principal, states: L
 async function v1(deps: GatewayDeps, x: Exchange) {
   const { stores } = deps;
   const fail = (code: CodeV1, message: string, key: LayerState | null, extra: Record<string, string | number> = {}) => {
-    setV1Headers(x.res, V1_LIMIT, key);
+    setV1Headers(x.res, V1_LIMIT, key, deps.clock.now());
     sendJson(x, V1_ERRORS[code], v1Error(code, message), extra);
   };
   const read = await readCanonical(deps, x);
@@ -327,11 +327,11 @@ async function v1(deps: GatewayDeps, x: Exchange) {
   x.route = match.route.path;
   if (match.route.gateway) {
     const s = await peekKey();
-    setV1Headers(x.res, V1_LIMIT, s);
+    setV1Headers(x.res, V1_LIMIT, s, deps.clock.now());
     return sendJson(x, 200, { limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset, windowSeconds: 60 });
   }
   const s = await stores.limiter.hitOne(counter);
-  setV1Headers(x.res, V1_LIMIT, s);
+  setV1Headers(x.res, V1_LIMIT, s, deps.clock.now());
   deps.metrics.rateLimit('v1', s.used > s.limit, s.remaining === 0);
   if (s.used > s.limit) {
     return sendJson(x, 429, v1Error('rate_limit_exceeded', 'Rate limit exceeded: 20 requests per minute per key.', { limit: V1_LIMIT, reset: s.reset }), {

@@ -105,7 +105,11 @@ describe('authentication', () => {
     expect(none.status).toBe(401);
     expect(none.body).toEqual({ error_code: 'unauthorized', message: expect.any(String), details: {} });
     expect(none.headers.get('x-ratelimit-limit')).toBe('20');
+    // Every /v1 response carries the three headers; without a key, an untouched bucket of this window.
+    expect(none.headers.get('x-ratelimit-remaining')).toBe('20');
+    expect(none.headers.get('x-ratelimit-reset')).toBe(String(windowEnd()));
     const bad = await s.request('GET', '/v1/dashboard', { apiKey: UNKNOWN, ip: '10.44.1.2' });
+    expect(bad.headers.get('x-ratelimit-remaining')).toBe('20');
     expect(bad.status).toBe(401);
     expect(bad.body.error_code).toBe('unauthorized');
     // A /v2 key is not a partner key.
