@@ -96,7 +96,8 @@ async function main() {
   process.on('message', async (m: ToChild) => {
     if (m.cmd === 'stats') {
       const mem = memory();
-      send({ cmd: 'stats', redisWrites: redisWrites.n, ...(await metricsOf()), rssBytes: mem.rss, peakRssBytes: mem.peak, heapUsedBytes: process.memoryUsage().heapUsed });
+      const cpu = process.cpuUsage();
+      send({ cmd: 'stats', redisWrites: redisWrites.n, ...(await metricsOf()), rssBytes: mem.rss, peakRssBytes: mem.peak, heapUsedBytes: process.memoryUsage().heapUsed, cpuMicros: cpu.user + cpu.system });
     } else if (m.cmd === 'profile-start') {
       session = new Session();
       session.connect();

@@ -24,7 +24,7 @@ export type ToChild = { cmd: 'stats' } | { cmd: 'profile-start' } | { cmd: 'prof
 export type FromChild =
   | { cmd: 'ready'; url: string }
   | { cmd: 'failed'; error: string }
-  | { cmd: 'stats'; redisWrites: number; requests: number; degradedCalls: number; rssBytes: number; peakRssBytes: number; heapUsedBytes: number }
+  | { cmd: 'stats'; redisWrites: number; requests: number; degradedCalls: number; rssBytes: number; peakRssBytes: number; heapUsedBytes: number; cpuMicros: number }
   | { cmd: 'profiled'; file: string }
   | { cmd: 'profile-started' };
 

@@ -63,6 +63,8 @@ export interface ScenarioResult extends LoadResult {
   /** VmHWM of gateway 1 after the scenario (first round): the highest RSS it has had since it started. */
   gatewayPeakRssMB: number | null;
   gatewayHeapUsedMB: number | null;
+  /** CPU time (user + system) of the process in the middle per request of the measured window, in µs. */
+  hopCpuMicrosPerRequest: number | null;
   /** Store calls the gateways answered without Redis (circuit breaker open) during the measured run and probe. */
   degradedCalls: number | null;
   profile?: { file: string; summary: ProfileSummary };
@@ -270,12 +272,14 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       target: string;
       specs: (duration: number) => LoadSpec[];
       gws: Child[];
+      /** The process in the middle (bare proxy or gateways), whose CPU time per request is measured. */
+      hop?: Child[];
       warm?: () => Promise<unknown>;
     }
     const plans: Plan[] = [];
     const single = (url: string, p: string, h: () => Record<string, string>) => (d: number): LoadSpec[] => [{ url, path: p, connections: c, duration: d, headers: h }];
     if (want('direct')) plans.push({ name: 'direct', target: `${backend.url}${path}`, specs: single(backend.url, path, headers.signed), gws: [] });
-    plans.push({ name: 'bare-proxy', target: `${bare.url}${path}`, specs: single(bare.url, path, headers.signed), gws: [] });
+    plans.push({ name: 'bare-proxy', target: `${bare.url}${path}`, specs: single(bare.url, path, headers.signed), gws: [], hop: [bare] });
     if (want('gateway') || want('gateway-2-processes') || want('gateway-rejections') || want('gateway-many-keys')) {
       plans.push({ name: 'gateway', target: `${gw1.url}${path}`, specs: single(gw1.url, path, headers.one), gws: [gw1] });
     }
@@ -327,7 +331,12 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       const beforeRun = p.gws.length ? await stats(p.gws) : null;
       const profiling = o.profile && p.gws.length > 0 && roundNo === 0;
       if (profiling) await p.gws[0].ask({ cmd: 'profile-start' }, 'profile-started');
+      // CPU time of the hop per request: far steadier on a noisy machine than the throughput.
+      const hop = p.hop ?? p.gws;
+      const cpu = async () => (await Promise.all(hop.map((h) => h.ask({ cmd: 'stats' }, 'stats')))).reduce((a, st) => a + st.cpuMicros, 0);
+      const cpuBefore = hop.length ? await cpu() : 0;
       const r = await runLoad(p.specs(o.duration));
+      const hopCpuMicros = hop.length && r.requests > 0 ? round((await cpu()) - cpuBefore, 0) / r.requests : null;
       let profile: ScenarioResult['profile'];
       if (profiling) {
         const file = join(profDir, `${p.name}.cpuprofile`);
@@ -366,9 +375,11 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         gatewayRssMB: mem ? round(mem.rss / 2 ** 20, 1) : null,
         gatewayPeakRssMB: mem ? round(mem.peak / 2 ** 20, 1) : null,
         gatewayHeapUsedMB: heap === null ? null : round(heap / 2 ** 20, 1),
+        hopCpuMicrosPerRequest: hopCpuMicros === null ? null : round(hopCpuMicros, 1),
         profile,
       };
       log(`  ${fmt(res.rps, 0)} req/s, p50 ${fmt(res.p50, 2)} ms, p99 ${fmt(res.p99, 2)} ms, errors ${res.errors}, non-2xx ${res.non2xx}` +
+        (res.hopCpuMicrosPerRequest !== null ? `, hop CPU ${res.hopCpuMicrosPerRequest} µs/req` : '') +
         (res.redisRoundTrips !== null ? `, redis ${res.redisRoundTrips} rt/req` : '') +
         (res.degradedCalls ? `, ${res.degradedCalls} store calls without Redis (breaker open)` : ''));
       return res;
@@ -425,7 +436,7 @@ function skipped(name: ScenarioName, why: string): ScenarioResult {
   return {
     name, title: TITLES[name], target: '', connections: 0, rounds: [], requests: 0, seconds: 0, rps: 0, p50: 0, p90: 0, p99: 0, mean: 0,
     errors: 0, non2xx: 0, statuses: {}, redisRoundTrips: null, redisCommands: null, redisCommandBreakdown: null,
-    gatewayRssMB: null, gatewayPeakRssMB: null, gatewayHeapUsedMB: null, degradedCalls: null, skipped: why,
+    gatewayRssMB: null, gatewayPeakRssMB: null, gatewayHeapUsedMB: null, hopCpuMicrosPerRequest: null, degradedCalls: null, skipped: why,
   };
 }
 

@@ -39,9 +39,8 @@ export function createRedisClient(opts: RedisClientOptions): RedisConnection {
     commandTimeout: opts.commandTimeoutMs ?? 100,
     // One retry after a reconnect at most: a rate-limit answer that arrives late is worth little.
     maxRetriesPerRequest: 1,
-    // Commands issued in the same event-loop tick (concurrent requests) leave in one write: each
-    // request still makes one round trip, but the socket sees far fewer syscalls under load.
-    enableAutoPipelining: true,
+    // No auto-pipelining: measured, it batched nothing at 50 connections (one gate call per tick) and
+    // its Pipeline objects cost ~10 % of the gateway's CPU (bench/RESULTS.md).
   };
   if (opts.clusterNodes !== undefined && opts.clusterNodes.length > 0) {
     const fromUrl = opts.url !== undefined ? urlOptions(opts.url) : {};
