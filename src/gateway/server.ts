@@ -118,8 +118,9 @@ async function readCanonical(deps: GatewayDeps, x: Exchange): Promise<{ body: Bu
   const problem = pathProblem(x.path);
   if (problem) return { code: 'invalid_request', message: problem };
   const cl = x.req.headers['content-length'];
-  if (cl !== undefined && (!/^\d+$/.test(cl) || Number(cl) > deps.bodyLimitBytes)) {
-    return /^\d+$/.test(cl) ? { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` } : { code: 'invalid_request', message: 'Invalid Content-Length.' };
+  if (cl !== undefined) {
+    if (!/^\d+$/.test(cl)) return { code: 'invalid_request', message: 'Invalid Content-Length.' };
+    if (Number(cl) > deps.bodyLimitBytes) return { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` };
   }
   const hasBody = (cl !== undefined && cl !== '0') || x.req.headers['transfer-encoding'] !== undefined;
   if (!hasBody) return { body: null };
@@ -201,8 +202,11 @@ async function v2(deps: GatewayDeps, x: Exchange) {
   // The hot path: a cached principal. Steps 5-10 are decided locally; the store then checks the
   // cooldown (3) and that the principal is still exact (4), and spends or reads the counters (11),
   // in one Redis round trip. Nothing is spent unless both checks pass.
+  // The keyed hash of the secret, computed once for both paths.
+  let hash: string | undefined;
   if (type === 'workspace' || type === 'personal') {
     const c = deps.cache.peek(secret);
+    hash = c.hash;
     if (c.principal) {
       const d = decide(deps, x, c.principal);
       const g = await stores.gate({ ip: x.ip, orgId: c.principal.organizationId, version: c.version, ...countersOf(deps, x, c.principal, d) });
@@ -222,7 +226,7 @@ async function v2(deps: GatewayDeps, x: Exchange) {
   // 3. the IP is not cooling down; 4. the key exists, is live, and its prefix fits its type
   let principal: Principal | null = null;
   if (type === 'workspace' || type === 'personal') {
-    const found = await deps.cache.lookup(secret, type, x.ip);
+    const found = await deps.cache.lookup(secret, type, x.ip, hash);
     if (found.kind === 'cooldown') {
       deps.metrics.authFailure('cooldown');
       return failEarly('150006', undefined, { 'Retry-After': found.seconds });
