@@ -3,6 +3,7 @@
 // every writer of access data bumps that version after committing, so a change applies to the very
 // next request on every instance. PostgreSQL NOTIFY evicts as well, for changes made outside the
 // backend (an operator's SQL), and an entry lives at most `ttlMs` as a last line of defence.
+import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
 import type { Preflight, AccessVersions } from '../limits/types.js';
@@ -36,7 +37,7 @@ export interface PrincipalCacheOptions {
 
 export class PrincipalCache {
   private entries: LRUCache<string, Entry>;
-  /** key hash -> organization id: immutable facts, so kept without a version. */
+  /** cache key -> organization id: immutable facts, so kept without a version. */
   private orgOf: LRUCache<string, number>;
   hits = 0;
   misses = 0;
@@ -47,20 +48,24 @@ export class PrincipalCache {
     this.orgOf = new LRUCache({ max: opts.max ?? 50_000 });
   }
 
-  hash(secret: string): string {
-    return hashSecret(this.opts.pepper, secret);
+  /**
+   * The cache's key for a secret: a plain SHA-256 (about 0.5 µs, a quarter of the database's keyed
+   * HMAC, which is computed only on a miss). The secret itself is never kept.
+   */
+  key(secret: string): string {
+    return hash('sha256', secret, 'base64');
   }
 
   /** The cached principal of a secret, without any I/O; its exactness is proven later (store gate). */
-  peek(secret: string): { hash: string; principal: Principal; version: number } | { hash: string; principal: null } {
-    const hash = this.hash(secret);
-    const e = this.entries.get(hash);
-    return e ? { hash, principal: e.principal, version: e.version } : { hash, principal: null };
+  peek(secret: string): { key: string; principal: Principal; version: number } | { key: string; principal: null } {
+    const key = this.key(secret);
+    const e = this.entries.get(key);
+    return e ? { key, principal: e.principal, version: e.version } : { key, principal: null };
   }
 
   /** Forget one entry (its version turned out stale). */
-  drop(hash: string): void {
-    this.entries.delete(hash);
+  drop(key: string): void {
+    this.entries.delete(key);
   }
 
   noteHit(): void {
@@ -72,10 +77,10 @@ export class PrincipalCache {
    * and current; on a miss or a stale entry the database is read after the version, so a change
    * committed meanwhile always leaves the cached copy behind a newer version.
    */
-  async lookup(secret: string, keyType: KeyType, ip: string, hash?: string): Promise<Lookup> {
-    const h = hash ?? this.hash(secret);
-    const entry = this.entries.get(h);
-    const orgHint = entry?.principal.organizationId ?? this.orgOf.get(h) ?? null;
+  async lookup(secret: string, keyType: KeyType, ip: string, key?: string): Promise<Lookup> {
+    const k = key ?? this.key(secret);
+    const entry = this.entries.get(k);
+    const orgHint = entry?.principal.organizationId ?? this.orgOf.get(k) ?? null;
     const pre = await this.opts.preflight(ip, orgHint);
     if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
     if (entry && pre.version !== null && entry.version === pre.version) {
@@ -85,11 +90,12 @@ export class PrincipalCache {
     this.misses++;
     let version = pre.version;
     let p: Principal | null;
+    const h = hashSecret(this.opts.pepper, secret);
     try {
       if (orgHint === null) {
         const org = await organizationOfKey(this.opts.db, h);
         if (org === null) return { kind: 'invalid' };
-        this.orgOf.set(h, org);
+        this.orgOf.set(k, org);
         // Without a provable version (Redis degraded) the principal is used but not cached.
         version = await this.opts.versions.get(org).catch((err) => {
           if (err instanceof StoreUnavailableError) return null;
@@ -102,10 +108,10 @@ export class PrincipalCache {
       throw new AccessStoreUnavailableError((err as Error).message);
     }
     if (!p) {
-      this.entries.delete(h);
+      this.entries.delete(k);
       return { kind: 'invalid' };
     }
-    if (version !== null) this.entries.set(h, { principal: p, version });
+    if (version !== null) this.entries.set(k, { principal: p, version });
     return { kind: 'ok', principal: p, cached: false };
   }
 

@@ -82,6 +82,7 @@ interface Node {
 const node = (): Node => ({ literal: new Map(), routes: new Map() });
 
 const NUMERIC = /^[1-9][0-9]{0,15}$/;
+const MATCH_MEMO_MAX = 10_000;
 const STRING_PARAM = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** A segment trie: literals first, then a numeric id, then a string id. */
@@ -90,6 +91,7 @@ export class RouteTable {
   private root = node();
 
   add(def: RouteDef): void {
+    this.memo.clear();
     let n = this.root;
     for (const seg of def.path.split('/').slice(1)) {
       const m = /^\{([A-Za-z]+)(:str)?\}$/.exec(seg);
@@ -109,8 +111,25 @@ export class RouteTable {
     this.all.push(def);
   }
 
-  /** Match a canonical path (no query). HEAD matches the GET route. */
+  /** Answers of match(), remembered per method and path (bounded): clients repeat their paths. */
+  private memo = new Map<string, RouteMatch | null>();
+
+  /**
+   * Match a canonical path (no query). HEAD matches the GET route. The match is shared by every
+   * request for the same method and path: callers must not modify it.
+   */
   match(method: string, path: string): RouteMatch | null {
+    const k = method + ' ' + path;
+    let r = this.memo.get(k);
+    if (r === undefined) {
+      r = this.walkMatch(method, path);
+      if (this.memo.size >= MATCH_MEMO_MAX) this.memo.clear();
+      this.memo.set(k, r);
+    }
+    return r;
+  }
+
+  private walkMatch(method: string, path: string): RouteMatch | null {
     const m = method === 'HEAD' ? 'GET' : method;
     const params: Record<string, string> = {};
     const segs = path.split('/');
@@ -140,7 +159,7 @@ export class RouteTable {
     };
     if (segs[0] !== '') return null;
     const route = walk(this.root, 1);
-    return route ? { route, params } : null;
+    return route ? Object.freeze({ route, params: Object.freeze(params) }) : null;
   }
 
   /** True when some method is routed at this path (used to tell 404 from 405-like misses). */

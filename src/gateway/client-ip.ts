@@ -3,8 +3,37 @@
 // the socket address.
 import { BlockList, isIP } from 'node:net';
 
+/** The 32-bit value of a dotted-quad IPv4 address as net.isIP accepts it (no leading zeros), or -1. */
+export function ipv4Value(s: string): number {
+  const n = s.length;
+  if (n < 7 || n > 15) return -1;
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i <= n; i++) {
+    const c = i === n ? 46 : s.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || octet > 255) return -1;
+      value = value * 256 + octet;
+      if (i < n && ++dots > 3) return -1;
+      octet = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits === 1 && octet === 0) return -1; // a leading zero
+      octet = octet * 10 + (c - 48);
+      if (++digits > 3) return -1;
+    } else return -1;
+  }
+  return dots === 3 ? value : -1;
+}
+
+const isAddress = (s: string) => ipv4Value(s) >= 0 || isIP(s) !== 0;
+
 export class TrustedProxies {
   private list = new BlockList();
+  /** IPv4 subnets as [network, mask] pairs: checked with integer arithmetic, no allocation. */
+  private v4: [number, number][] = [];
   readonly empty: boolean;
 
   constructor(cidrs: string[]) {
@@ -19,14 +48,23 @@ export class TrustedProxies {
         throw new Error(`TRUST_PROXY: ${JSON.stringify(c)} has an invalid prefix length`);
       }
       this.list.addSubnet(addr, prefix, type);
+      if (family === 4) {
+        const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
+        this.v4.push([(ipv4Value(addr) & mask) >>> 0, mask]);
+      }
     }
     this.empty = cidrs.length === 0;
   }
 
-  /** Answers per address are remembered (a bounded map): BlockList.check allocates on every call. */
+  /** Answers per IPv6 address are remembered (a bounded map): BlockList.check allocates on every call. */
   private seen = new Map<string, boolean>();
 
   has(ip: string): boolean {
+    const v4 = ipv4Value(ip);
+    if (v4 >= 0) {
+      for (const [net, mask] of this.v4) if (((v4 & mask) >>> 0) === net) return true;
+      return false;
+    }
     let v = this.seen.get(ip);
     if (v !== undefined) return v;
     const family = isIP(ip);
@@ -40,14 +78,20 @@ export class TrustedProxies {
 /** `::ffff:1.2.3.4` is the IPv4 client 1.2.3.4. */
 export function normalizeIp(ip: string | undefined): string {
   if (!ip) return '0.0.0.0';
-  return ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+  return ip.startsWith('::ffff:') && ipv4Value(ip.slice(7)) >= 0 ? ip.slice(7) : ip;
 }
 
 export function clientIp(socketAddr: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
   const peer = normalizeIp(socketAddr);
   if (trusted.empty || !xff || !trusted.has(peer)) return peer;
-  const parts = (Array.isArray(xff) ? xff.join(',') : xff).split(',').map((s) => normalizeIp(s.trim()));
-  if (parts.some((p) => !isIP(p))) return peer;
+  const raw = Array.isArray(xff) ? xff.join(',') : xff;
+  // The common case, one address: no split, no array.
+  if (!raw.includes(',')) {
+    const one = normalizeIp(raw.trim());
+    return isAddress(one) ? one : peer;
+  }
+  const parts = raw.split(',').map((s) => normalizeIp(s.trim()));
+  if (parts.some((p) => !isAddress(p))) return peer;
   for (let i = parts.length - 1; i >= 0; i--) if (!trusted.has(parts[i])) return parts[i];
   // Every hop is trusted: the left-most is the closest thing to a client we have.
   return parts[0] ?? peer;

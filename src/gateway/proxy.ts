@@ -11,22 +11,22 @@ export interface Forwarder {
   close(): void;
 }
 
+const FORWARD = Symbol('keygate.forward');
+type Forwarded = IncomingMessage & { [FORWARD]?: { onFail: (kind: UpstreamFailure) => void; started: number; timedOut: boolean } };
+
 export function createForwarder(upstream: string, timeoutMs: number, observe?: (seconds: number) => void): Forwarder {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, keepAliveMsecs: 30_000 });
   const proxy = createProxyServer({ target: upstream, agent, xfwd: false, changeOrigin: false });
-  const failures = new WeakMap<IncomingMessage, (kind: UpstreamFailure) => void>();
-  const timedOut = new WeakSet<IncomingMessage>();
-  const started = new WeakMap<IncomingMessage, number>();
-
   proxy.on('proxyReq', (proxyReq: http.ClientRequest, req: IncomingMessage) => {
     proxyReq.setTimeout(timeoutMs, () => {
-      timedOut.add(req);
+      const f = (req as Forwarded)[FORWARD];
+      if (f) f.timedOut = true;
       proxyReq.destroy();
     });
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage, res: ServerResponse) => {
-    const t0 = started.get(req);
-    if (t0 !== undefined && observe) observe((performance.now() - t0) / 1000);
+    const f = (req as Forwarded)[FORWARD];
+    if (f && observe) observe((performance.now() - f.started) / 1000);
     // An upstream that resets mid-response: the status line is already sent, so the only clean
     // answer is to close the client's connection rather than leave it waiting for the rest.
     proxyRes.on('error', () => res.destroy());
@@ -36,13 +36,13 @@ export function createForwarder(upstream: string, timeoutMs: number, observe?: (
   });
   proxy.on('error', (err: Error, req: IncomingMessage, res: unknown) => {
     const r = res as ServerResponse;
-    const onFail = failures.get(req);
-    if (r.headersSent || !onFail) {
+    const f = (req as Forwarded)[FORWARD];
+    if (r.headersSent || !f) {
       // Mid-response: the status line is gone; close the client connection cleanly.
       r.destroy?.();
       return;
     }
-    onFail(timedOut.has(req) || (err as NodeJS.ErrnoException).code === 'ETIMEDOUT' ? 'gateway_timeout' : 'bad_gateway');
+    f.onFail(f.timedOut || (err as NodeJS.ErrnoException).code === 'ETIMEDOUT' ? 'gateway_timeout' : 'bad_gateway');
   });
   proxy.on('econnreset', (_err: Error, _req: IncomingMessage, res: unknown) => {
     (res as ServerResponse).destroy?.();
@@ -50,9 +50,10 @@ export function createForwarder(upstream: string, timeoutMs: number, observe?: (
 
   return {
     forward(req, res, body, onFail) {
-      failures.set(req, onFail);
-      started.set(req, performance.now());
-      proxy.web(req, res, body ? { buffer: Readable.from([body]) } : {});
+      // Per-request state on the request itself: a WeakMap entry per request costs the GC more.
+      (req as Forwarded)[FORWARD] = { onFail, started: performance.now(), timedOut: false };
+      if (body) proxy.web(req, res, { buffer: Readable.from([body]) });
+      else proxy.web(req, res);
     },
     close() {
       agent.destroy();

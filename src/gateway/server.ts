@@ -60,6 +60,21 @@ function sendJson(x: Exchange, status: number, body: unknown, headers: Record<st
 
 export function createGatewayServer(deps: GatewayDeps): http.Server {
   const accessLog = deps.log.isLevelEnabled('debug');
+  const DIAG = process.env.KG_DIAG ?? '';
+  if (DIAG === 'bare') {
+    // eslint-disable-next-line
+    const bp = (globalThis as any).__bareProxy as (req: IncomingMessage, res: ServerResponse) => void;
+    const s2 = http.createServer((req, res) => bp(req, res));
+    s2.keepAliveTimeout = 65_000;
+    s2.headersTimeout = 66_000;
+    return s2;
+  }
+  if (DIAG === 'fwd') {
+    const s2 = http.createServer((req, res) => deps.forwarder.forward(req, res, null, () => {}));
+    s2.keepAliveTimeout = 65_000;
+    s2.headersTimeout = 66_000;
+    return s2;
+  }
   const server = http.createServer((req, res) => {
     handle(deps, req, res, accessLog).catch((err) => {
       deps.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
@@ -113,9 +128,14 @@ async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerRespon
   }
 }
 
-/** Step 1 (both interfaces): canonical path and body size. Returns the buffered body, or an error. */
-async function readCanonical(deps: GatewayDeps, x: Exchange): Promise<{ body: Buffer | null } | { code: 'invalid_request' | 'payload_too_large'; message: string }> {
-  const problem = pathProblem(x.path);
+type Refusal = { code: 'invalid_request' | 'payload_too_large'; message: string };
+
+/**
+ * Step 1 (both interfaces): canonical path and body size. Returns the refusal, `null` when there is no
+ * body, or the promise of the buffered body (only requests with a body wait for anything).
+ */
+function readCanonical(deps: GatewayDeps, x: Exchange): Refusal | null | Promise<Refusal | Buffer> {
+  const problem = pathProblemOf(x.path);
   if (problem) return { code: 'invalid_request', message: problem };
   const cl = x.req.headers['content-length'];
   if (cl !== undefined) {
@@ -123,7 +143,10 @@ async function readCanonical(deps: GatewayDeps, x: Exchange): Promise<{ body: Bu
     if (Number(cl) > deps.bodyLimitBytes) return { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` };
   }
   const hasBody = (cl !== undefined && cl !== '0') || x.req.headers['transfer-encoding'] !== undefined;
-  if (!hasBody) return { body: null };
+  return hasBody ? readBody(deps, x) : null;
+}
+
+async function readBody(deps: GatewayDeps, x: Exchange): Promise<Refusal | Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of x.req) {
@@ -131,7 +154,28 @@ async function readCanonical(deps: GatewayDeps, x: Exchange): Promise<{ body: Bu
     if (size > deps.bodyLimitBytes) return { code: 'payload_too_large', message: `The body exceeds ${deps.bodyLimitBytes} bytes.` };
     chunks.push(c as Buffer);
   }
-  return { body: Buffer.concat(chunks) };
+  return Buffer.concat(chunks);
+}
+
+/** The body of a request that passed step 1, or its refusal. */
+async function canonicalBody(deps: GatewayDeps, x: Exchange): Promise<Refusal | { body: Buffer | null }> {
+  const read = readCanonical(deps, x);
+  const r = read instanceof Promise ? await read : read;
+  if (r === null) return { body: null };
+  return Buffer.isBuffer(r) ? { body: r } : r;
+}
+
+// Paths repeat (a client polls the same resources): their step-1 verdict is remembered, bounded.
+const PATH_MEMO_MAX = 10_000;
+const pathMemo = new Map<string, string | null>();
+function pathProblemOf(path: string): string | null {
+  let v = pathMemo.get(path);
+  if (v === undefined) {
+    v = pathProblem(path);
+    if (pathMemo.size >= PATH_MEMO_MAX) pathMemo.clear();
+    pathMemo.set(path, v);
+  }
+  return v;
 }
 
 // ---------------------------------------------------------------- /v2
@@ -177,59 +221,66 @@ function countersOf(deps: GatewayDeps, x: Exchange, p: Principal, d: Decision): 
   return { peek: [ipCounter(x.ip), keyCounter(p, d.bucket, plans)] };
 }
 
-async function v2(deps: GatewayDeps, x: Exchange) {
-  const { stores } = deps;
-  // Answers before a key is resolved show the IP layer without spending (CONTRACT 3, headers).
-  const failEarly = async (code: CodeA | 'invalid_request' | 'payload_too_large', message?: string, extra: Record<string, string | number> = {}) => {
-    const [ip] = await stores.limiter.peek([ipCounter(x.ip)]);
-    setV2Headers(x.res, null, ip);
-    if (code === 'invalid_request' || code === 'payload_too_large') return sendJson(x, ENVELOPE_B[code], envelopeB(code, message!, x.requestId));
-    x.codeA = code;
-    sendJson(x, ENVELOPE_A[code].status, envelopeA(code), extra);
-  };
+/** An answer before a key is resolved: it shows the IP layer without spending (CONTRACT 3, headers). */
+async function failEarly(deps: GatewayDeps, x: Exchange, code: CodeA | Refusal['code'], message?: string, extra?: Record<string, string | number>) {
+  const [ip] = await deps.stores.limiter.peek([ipCounter(x.ip)]);
+  setV2Headers(x.res, null, ip);
+  if (code === 'invalid_request' || code === 'payload_too_large') return sendJson(x, ENVELOPE_B[code], envelopeB(code, message!, x.requestId));
+  x.codeA = code;
+  sendJson(x, ENVELOPE_A[code].status, envelopeA(code), extra);
+}
 
+const BEARER = /^Bearer ([^\s]+)$/i;
+
+function v2(deps: GatewayDeps, x: Exchange): Promise<void> | void {
   // 1. canonical path, body size
-  const read = await readCanonical(deps, x);
-  if ('code' in read) return failEarly(read.code, read.message);
+  const read = readCanonical(deps, x);
+  if (read === null) return authorizeV2(deps, x, null);
+  if (!(read instanceof Promise)) return failEarly(deps, x, read.code, read.message);
+  return read.then((r) => (Buffer.isBuffer(r) ? authorizeV2(deps, x, r) : failEarly(deps, x, r.code, r.message)));
+}
 
+/** Steps 2 to 11 and the answer, for a request that passed step 1. */
+async function authorizeV2(deps: GatewayDeps, x: Exchange, body: Buffer | null) {
+  const { stores } = deps;
   // 2. a bearer key is present
   const auth = x.req.headers.authorization;
-  const m = auth ? /^Bearer ([^\s]+)$/i.exec(auth) : null;
-  if (!m) return failEarly('150001');
+  const m = auth ? BEARER.exec(auth) : null;
+  if (!m) return failEarly(deps, x, '150001');
   const secret = m[1];
   const type = keyTypeOf(secret);
 
   // The hot path: a cached principal. Steps 5-10 are decided locally; the store then checks the
   // cooldown (3) and that the principal is still exact (4), and spends or reads the counters (11),
   // in one Redis round trip. Nothing is spent unless both checks pass.
-  // The keyed hash of the secret, computed once for both paths.
-  let hash: string | undefined;
+  // The cache key of the secret, computed once for both paths.
+  let cacheKey: string | undefined;
   if (type === 'workspace' || type === 'personal') {
     const c = deps.cache.peek(secret);
-    hash = c.hash;
+    cacheKey = c.key;
     if (c.principal) {
       const d = decide(deps, x, c.principal);
       const g = await stores.gate({ ip: x.ip, orgId: c.principal.organizationId, version: c.version, ...countersOf(deps, x, c.principal, d) });
       if (g.kind === 'cooldown') {
         deps.metrics.authFailure('cooldown');
-        return failEarly('150006', undefined, { 'Retry-After': g.seconds });
+        return failEarly(deps, x, '150006', undefined, { 'Retry-After': g.seconds });
       }
       if (g.kind !== 'stale') {
         deps.cache.noteHit();
         deps.metrics.cache(true);
-        return respond(deps, x, c.principal, d, g.kind === 'spent' ? g.hit : g.states, read.body);
+        return respond(deps, x, c.principal, d, g.kind === 'spent' ? g.hit : g.states, body);
       }
-      deps.cache.drop(c.hash); // an access change since it was cached: resolve again below
+      deps.cache.drop(c.key); // an access change since it was cached: resolve again below
     }
   }
 
   // 3. the IP is not cooling down; 4. the key exists, is live, and its prefix fits its type
   let principal: Principal | null = null;
   if (type === 'workspace' || type === 'personal') {
-    const found = await deps.cache.lookup(secret, type, x.ip, hash);
+    const found = await deps.cache.lookup(secret, type, x.ip, cacheKey);
     if (found.kind === 'cooldown') {
       deps.metrics.authFailure('cooldown');
-      return failEarly('150006', undefined, { 'Retry-After': found.seconds });
+      return failEarly(deps, x, '150006', undefined, { 'Retry-After': found.seconds });
     }
     if (found.kind === 'ok') principal = found.principal;
     deps.metrics.cache(false);
@@ -238,18 +289,18 @@ async function v2(deps: GatewayDeps, x: Exchange) {
     const seconds = await stores.cooldown.check(x.ip);
     if (seconds > 0) {
       deps.metrics.authFailure('cooldown');
-      return failEarly('150006', undefined, { 'Retry-After': seconds });
+      return failEarly(deps, x, '150006', undefined, { 'Retry-After': seconds });
     }
   }
   if (!principal) {
     await stores.cooldown.recordFailure(x.ip);
     deps.metrics.authFailure('invalid_key');
-    return failEarly('150002');
+    return failEarly(deps, x, '150002');
   }
   const d = decide(deps, x, principal);
   const counters = countersOf(deps, x, principal, d);
   const result = counters.spend ? await stores.limiter.hit(...counters.spend) : await stores.limiter.peek(counters.peek!);
-  return respond(deps, x, principal, d, result, read.body);
+  return respond(deps, x, principal, d, result, body);
 }
 
 /** Answer a decided request: `counted` is the hit (step 11) or the counters read for the headers. */
@@ -302,7 +353,7 @@ async function v1(deps: GatewayDeps, x: Exchange) {
     setV1Headers(x.res, V1_LIMIT, key, deps.clock.now());
     sendJson(x, V1_ERRORS[code], v1Error(code, message), extra);
   };
-  const read = await readCanonical(deps, x);
+  const read = await canonicalBody(deps, x);
   if ('code' in read) return fail(read.code, read.message, null);
 
   const apiKey = x.req.headers['x-api-key'];

@@ -68,6 +68,10 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   // Label children cached by their values: prom-client hashes the label object on every call otherwise.
   const requestChildren = new Map<string, { inc(): void }>();
   const durationChildren = new Map<string, { observe(v: number): void }>();
+  const decisionChildren = new Map<string, { inc(): void }>();
+  const redisChildren = new Map<string, { observe(v: number): void }>();
+  const cacheHit = cache.labels({ result: 'hit' });
+  const cacheMiss = cache.labels({ result: 'miss' });
   return {
     registry,
     request(route, method, status, code, ms) {
@@ -80,14 +84,14 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       d.observe(ms / 1000);
     },
     rateLimit(layer, rejected, nearLimit) {
-      decisions.inc({ layer, outcome: rejected ? 'rejected' : 'accepted' });
+      child(decisionChildren, `${layer} ${rejected}`, () => decisions.labels({ layer, outcome: rejected ? 'rejected' : 'accepted' })).inc();
       if (!rejected && nearLimit) near.inc({ layer });
     },
     authFailure(kind) {
       auth.inc({ kind });
     },
     cache(hit) {
-      cache.inc({ result: hit ? 'hit' : 'miss' });
+      (hit ? cacheHit : cacheMiss).inc();
     },
     invalidation(n = 1) {
       inval.inc(n);
@@ -99,7 +103,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       upstreamLat.observe(seconds);
     },
     redisLatency(op, seconds, ok) {
-      redisLat.observe({ op, outcome: ok ? 'ok' : 'error' }, seconds);
+      child(redisChildren, `${op} ${ok}`, () => redisLat.labels({ op, outcome: ok ? 'ok' : 'error' })).observe(seconds);
     },
     degraded(on) {
       degraded.set(on ? 1 : 0);
@@ -109,4 +113,11 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       degradedCalls.inc({ mode });
     },
   };
+}
+
+/** The label child cached under `key` (the labels' values are few and fixed). */
+function child<T>(m: Map<string, T>, key: string, make: () => T): T {
+  let c = m.get(key);
+  if (c === undefined) m.set(key, (c = make()));
+  return c;
 }
