@@ -409,23 +409,28 @@ function identityHeader(p: Principal, grant: Granted | null): string {
   return v;
 }
 
+/** Request headers that never travel upstream: credentials, and anything posing as the gateway. */
+const STRIPPED = new Set(['authorization', 'x-api-key', 'cookie', 'transfer-encoding', 'content-length', 'x-forwarded-for', 'x-request-id']);
+
 function forward(deps: GatewayDeps, x: Exchange, p: Principal, grant: Granted | null, body: Buffer | null, api: 'v1' | 'v2') {
   const h = x.req.headers;
-  // Nothing the client sent may pose as the gateway, and no credential travels upstream.
-  delete h.authorization;
-  delete h['x-api-key'];
-  delete h.cookie;
-  for (const k of Object.keys(h)) if (k.startsWith('x-gateway-')) delete h[k];
+  // A fresh headers object rather than `delete`s on the parsed one (a deleted property turns it into a
+  // slow dictionary that the proxy then copies). Nothing the client sent may pose as the gateway, and
+  // no credential travels upstream.
+  const out: http.IncomingHttpHeaders = {};
+  for (const k in h) if (!STRIPPED.has(k) && !k.startsWith('x-gateway-')) out[k] = h[k];
   const identity = identityHeader(p, grant);
   const ts = String(deps.clock.now());
-  h['x-request-id'] = x.requestId;
-  h['x-gateway-identity'] = identity;
-  h['x-gateway-timestamp'] = ts;
-  h['x-gateway-signature'] = sign(deps.gatewaySecret, ts, x.requestId, x.method, x.target, identity);
+  out['x-request-id'] = x.requestId;
+  out['x-gateway-identity'] = identity;
+  out['x-gateway-timestamp'] = ts;
+  out['x-gateway-signature'] = sign(deps.gatewaySecret, ts, x.requestId, x.method, x.target, identity);
   const xff = h['x-forwarded-for'];
-  h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${x.ip}` : x.ip;
-  if (body) h['content-length'] = String(body.length);
-  delete h['transfer-encoding'];
+  out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${x.ip}` : x.ip;
+  // A buffered body is sent with its exact length; a body-less request keeps the client's framing.
+  if (body) out['content-length'] = String(body.length);
+  else if (h['content-length'] !== undefined) out['content-length'] = h['content-length'];
+  x.req.headers = out;
   // Forward exactly the authorized request target.
   x.req.url = x.target;
   deps.forwarder.forward(x.req, x.res, body, (kind: UpstreamFailure) => {

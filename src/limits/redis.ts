@@ -28,8 +28,6 @@ import {
 interface QueuedGate {
   req: GateRequest;
   refs: CounterRef[];
-  now: number;
-  start: number;
   resolve(r: GateResult): void;
   reject(err: unknown): void;
 }
@@ -125,17 +123,18 @@ return n
 // gate call made while the event loop polls is sent together when it is done (one write, one reply,
 // one script run for tens of requests at 50 connections). Each request is still decided on its own,
 // in arrival order, so two requests for one counter see each other's spend exactly as if sent apart.
-// ARGV[1]: number of requests; then per request: now (ms), expected version, 's' (spend) or 'p'
-// (peek), number of counters, counter TTL (ms). KEYS per request: the IP's cooldown, the
-// organization's access version, its counters. Nothing is spent unless the cooldown is clear and
-// the version matches. Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...}.
+// The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
+// counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
+// by its number of counters ('s2'). KEYS per request: the IP's cooldown, the organization's access
+// version, its counters. Nothing is spent unless the cooldown is clear and the version matches.
+// Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...}.
 const GATE_LUA = `
+local now, ttl = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local k = 1
-local a = 2
-for r = 1, tonumber(ARGV[1]) do
-  local now, ver, spend, nc, ttl = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2] == 's', tonumber(ARGV[a + 3]), ARGV[a + 4]
-  a = a + 5
+for r = 1, (#ARGV - 2) / 2 do
+  local ver, op = tonumber(ARGV[2 * r + 1]), ARGV[2 * r + 2]
+  local spend, nc = string.sub(op, 1, 1) == 's', tonumber(string.sub(op, 2))
   local res
   local cd = redis.call('GET', KEYS[k])
   if cd and tonumber(cd) > now then
@@ -238,17 +237,18 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   let queued: QueuedGate[] = [];
   function flushGates() {
     const all = queued;
-    if (process.env.KG_BATCHLOG) (globalThis as any).__bs = ((globalThis as any).__bs ?? []).concat(all.length), (globalThis as any).__bs.length % 5000 === 0 && console.log('batches', JSON.stringify(Object.entries((globalThis as any).__bs.reduce((m: any, n: number) => ((m[n] = (m[n] ?? 0) + 1), m), {}))));
     queued = [];
     for (let i = 0; i < all.length; i += GATE_BATCH_MAX) void sendGates(all.length <= GATE_BATCH_MAX ? all : all.slice(i, i + GATE_BATCH_MAX));
   }
   async function sendGates(batch: QueuedGate[]) {
+    const now = clock.now();
+    const start = windowStart(now);
     const keys: string[] = [];
-    const args: (string | number)[] = [batch.length];
+    const args: (string | number)[] = [now, start + WINDOW_MS - now + TTL_SLACK_MS];
     for (const g of batch) {
       keys.push(cooldownKey(g.req.ip), versionKey(g.req.orgId));
-      for (const r of g.refs) keys.push(counterKey(r.id, g.start));
-      args.push(g.now, g.req.version, g.req.spend ? 's' : 'p', g.refs.length, g.start + WINDOW_MS - g.now + TTL_SLACK_MS);
+      for (const r of g.refs) keys.push(counterKey(r.id, start));
+      args.push(g.req.version, (g.req.spend ? 's' : 'p') + g.refs.length);
     }
     let replies: string[][];
     try {
@@ -257,12 +257,12 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       for (const g of batch) g.reject(err);
       return;
     }
-    for (let n = 0; n < batch.length; n++) batch[n].resolve(gateResult(batch[n], replies[n]));
+    for (let n = 0; n < batch.length; n++) batch[n].resolve(gateResult(batch[n], replies[n], now, start));
   }
-  function gateResult(g: QueuedGate, out: string[]): GateResult {
-    if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(out[1], g.now) || 1 };
+  function gateResult(g: QueuedGate, out: string[], now: number, start: number): GateResult {
+    if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(out[1], now) || 1 };
     if (out[0] === 'v') return { kind: 'stale' };
-    const states = g.refs.map((r, n) => state(r.limit, Number(out[n + 1]), g.start));
+    const states = g.refs.map((r, n) => state(r.limit, Number(out[n + 1]), start));
     if (!g.req.spend) return { kind: 'peeked', states };
     const [k, i] = states;
     return { kind: 'spent', hit: { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit } };
@@ -347,8 +347,6 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     },
 
     async gate(req) {
-      const now = clock.now();
-      const start = windowStart(now);
       const refs = req.spend ?? req.peek ?? [];
       if (cluster) {
         // Different slots: the preflight's two GETs, then the spend or the reads.
@@ -359,7 +357,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
         return { kind: 'peeked', states: await stores.limiter.peek(refs) };
       }
       return new Promise<GateResult>((resolve, reject) => {
-        queued.push({ req, refs, now, start, resolve, reject });
+        queued.push({ req, refs, resolve, reject });
         if (queued.length === 1) setImmediate(flushGates);
       });
     },

@@ -19,11 +19,20 @@ export interface GatewayMetrics {
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
   if (opts.defaults) collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
-  const requests = new Counter({
+  // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
+  // prom-client hashes the label object on every inc(), even on a child from labels().
+  const requestTally = new Tally<'route' | 'method' | 'status' | 'code'>();
+  const decisionTally = new Tally<'layer' | 'outcome'>();
+  const nearTally = new Tally<'layer'>();
+  const cacheTally = new Tally<'result'>();
+  new Counter({
     name: 'keygate_requests_total',
     help: 'Gateway responses by route template, method, status and Envelope A code.',
     labelNames: ['route', 'method', 'status', 'code'],
     registers: [registry],
+    collect() {
+      requestTally.flush(this);
+    },
   });
   const duration = new Histogram({
     name: 'keygate_request_duration_seconds',
@@ -32,20 +41,34 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
     registers: [registry],
   });
-  const decisions = new Counter({
+  new Counter({
     name: 'keygate_rate_limit_decisions_total',
     help: 'Rate-limit decisions by layer and outcome.',
     labelNames: ['layer', 'outcome'],
     registers: [registry],
+    collect() {
+      decisionTally.flush(this);
+    },
   });
-  const near = new Counter({
+  new Counter({
     name: 'keygate_rate_limit_near_limit_total',
     help: 'Accepted requests that left no token in their layer.',
     labelNames: ['layer'],
     registers: [registry],
+    collect() {
+      nearTally.flush(this);
+    },
   });
   const auth = new Counter({ name: 'keygate_auth_failures_total', help: 'Failed authentications and cooldown refusals.', labelNames: ['kind'], registers: [registry] });
-  const cache = new Counter({ name: 'keygate_principal_cache_total', help: 'Principal cache lookups.', labelNames: ['result'], registers: [registry] });
+  new Counter({
+    name: 'keygate_principal_cache_total',
+    help: 'Principal cache lookups.',
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      cacheTally.flush(this);
+    },
+  });
   const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
   const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
   const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
@@ -66,32 +89,25 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     registers: [registry],
   });
   // Label children cached by their values: prom-client hashes the label object on every call otherwise.
-  const requestChildren = new Map<string, { inc(): void }>();
   const durationChildren = new Map<string, { observe(v: number): void }>();
-  const decisionChildren = new Map<string, { inc(): void }>();
   const redisChildren = new Map<string, { observe(v: number): void }>();
-  const cacheHit = cache.labels({ result: 'hit' });
-  const cacheMiss = cache.labels({ result: 'miss' });
   return {
     registry,
     request(route, method, status, code, ms) {
-      const k = `${route} ${method} ${status} ${code ?? ''}`;
-      let c = requestChildren.get(k);
-      if (!c) requestChildren.set(k, (c = requests.labels({ route, method, status: String(status), code: code ?? '' })));
-      c.inc();
+      requestTally.add(`${route} ${method} ${status} ${code ?? ''}`, () => ({ route, method, status: String(status), code: code ?? '' }));
       let d = durationChildren.get(route);
       if (!d) durationChildren.set(route, (d = duration.labels({ route })));
       d.observe(ms / 1000);
     },
     rateLimit(layer, rejected, nearLimit) {
-      child(decisionChildren, `${layer} ${rejected}`, () => decisions.labels({ layer, outcome: rejected ? 'rejected' : 'accepted' })).inc();
-      if (!rejected && nearLimit) near.inc({ layer });
+      decisionTally.add(rejected ? `${layer} r` : layer, () => ({ layer, outcome: rejected ? 'rejected' : 'accepted' }));
+      if (!rejected && nearLimit) nearTally.add(layer, () => ({ layer }));
     },
     authFailure(kind) {
       auth.inc({ kind });
     },
     cache(hit) {
-      (hit ? cacheHit : cacheMiss).inc();
+      cacheTally.add(hit ? 'hit' : 'miss', () => ({ result: hit ? 'hit' : 'miss' }));
     },
     invalidation(n = 1) {
       inval.inc(n);
@@ -120,4 +136,23 @@ function child<T>(m: Map<string, T>, key: string, make: () => T): T {
   let c = m.get(key);
   if (c === undefined) m.set(key, (c = make()));
   return c;
+}
+
+/** Counts by label set, kept as plain numbers until the next scrape moves them into a prom-client Counter. */
+class Tally<L extends string> {
+  private counts = new Map<string, { labels: Record<L, string>; n: number }>();
+
+  /** One more under `key`, a string naming the label values; `labels` is called once per new key. */
+  add(key: string, labels: () => Record<L, string>): void {
+    const e = this.counts.get(key);
+    if (e) e.n++;
+    else this.counts.set(key, { labels: labels(), n: 1 });
+  }
+
+  flush(counter: Counter<L>): void {
+    for (const e of this.counts.values()) {
+      if (e.n > 0) counter.inc(e.labels, e.n);
+      e.n = 0;
+    }
+  }
 }
