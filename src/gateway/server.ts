@@ -60,21 +60,6 @@ function sendJson(x: Exchange, status: number, body: unknown, headers: Record<st
 
 export function createGatewayServer(deps: GatewayDeps): http.Server {
   const accessLog = deps.log.isLevelEnabled('debug');
-  const DIAG = process.env.KG_DIAG ?? '';
-  if (DIAG === 'bare') {
-    // eslint-disable-next-line
-    const bp = (globalThis as any).__bareProxy as (req: IncomingMessage, res: ServerResponse) => void;
-    const s2 = http.createServer((req, res) => bp(req, res));
-    s2.keepAliveTimeout = 65_000;
-    s2.headersTimeout = 66_000;
-    return s2;
-  }
-  if (DIAG === 'fwd') {
-    const s2 = http.createServer((req, res) => deps.forwarder.forward(req, res, null, () => {}));
-    s2.keepAliveTimeout = 65_000;
-    s2.headersTimeout = 66_000;
-    return s2;
-  }
   const server = http.createServer((req, res) => {
     handle(deps, req, res, accessLog).catch((err) => {
       deps.log.error({ err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
