@@ -207,6 +207,56 @@ function storeSuite(name: string, factory: Factory): void {
       });
     });
 
+    describe('gate', () => {
+      const req = (version: number, over: Partial<{ ip: string; limit: number }> = {}) => ({
+        ip: over.ip ?? '203.0.113.7',
+        orgId: 77,
+        version,
+        spend: [key(over.limit ?? 20), ip(100, over.ip ?? '203.0.113.7')] as [CounterRef, CounterRef],
+      });
+
+      it('spends both counters when the cooldown is clear and the version matches', async () => {
+        const g = await stores.gate(req(0));
+        expect(g).toEqual({
+          kind: 'spent',
+          hit: { allowed: true, key: { limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 }, ip: { limit: 100, used: 1, remaining: 99, reset: MINUTE / 1000 + 60 } },
+        });
+      });
+
+      it('spends nothing for a stale version or a cooling-down address', async () => {
+        await stores.versions.bump(77);
+        expect(await stores.gate(req(0))).toEqual({ kind: 'stale' });
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.50');
+        expect(await stores.gate(req(1, { ip: '192.0.2.50' }))).toEqual({ kind: 'cooldown', seconds: 900 });
+        const [k, i] = await stores.limiter.peek([key(), ip(100, '192.0.2.50')]);
+        expect([k.used, i.used]).toEqual([0, 0]);
+      });
+
+      it('peeks without spending', async () => {
+        await stores.limiter.hit(key(), ip());
+        const g = await stores.gate({ ip: '203.0.113.7', orgId: 77, version: 0, peek: [ip(), key()] });
+        expect(g).toMatchObject({ kind: 'peeked', states: [{ used: 1 }, { used: 1 }] });
+        expect((await stores.limiter.peek([key()]))[0].used).toBe(1);
+      });
+
+      it('decides concurrent calls one by one: exactly the limit is allowed, stale and cooling ones spend nothing', async () => {
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.60');
+        await stores.versions.bump(77);
+        const calls = [
+          ...Array.from({ length: 30 }, () => stores.gate(req(1))),
+          stores.gate(req(0)),
+          stores.gate(req(1, { ip: '192.0.2.60' })),
+        ];
+        const out = await Promise.all(calls);
+        const spent = out.slice(0, 30).map((g) => (g.kind === 'spent' ? g.hit : null));
+        expect(spent.filter((h) => h?.allowed)).toHaveLength(20);
+        expect(spent.map((h) => h!.key.used).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
+        expect(out[30]).toEqual({ kind: 'stale' });
+        expect(out[31]).toMatchObject({ kind: 'cooldown' });
+        expect((await stores.limiter.peek([key()]))[0].used).toBe(30);
+      });
+    });
+
     describe('preflight', () => {
       it('returns the cooldown and the version together', async () => {
         expect(await stores.preflight('192.0.2.20', 7)).toEqual({ cooldown: 0, version: 0 });
@@ -320,6 +370,39 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
       expect(await admin!.pttl(`${p}av:{42}`)).toBe(-1);
       // The cooldown's value is its end in clock milliseconds, so any instance can compute seconds left.
       expect(await admin!.get(`${p}af:{192.0.2.31}:cooldown`)).toBe(String(T0 + 15 * 60_000));
+    } finally {
+      await stores.close();
+    }
+  });
+
+  it('sends the gate calls of one event-loop turn as one script, and fails them together', async () => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    const sent: string[] = [];
+    const original = redis.sendCommand.bind(redis);
+    (redis as unknown as { sendCommand: typeof original }).sendCommand = ((cmd: Parameters<typeof original>[0]) => {
+      sent.push(cmd.name);
+      return original(cmd);
+    }) as typeof original;
+    const stores = createRedisStores({ redis, prefix: `${prefix}batch:`, clock: fakeClock(T0) });
+    try {
+      await redis.ping();
+      sent.length = 0;
+      const out = await Promise.all(
+        Array.from({ length: 50 }, (_, n) =>
+          stores.gate({ ip: `198.51.100.${n % 5}`, orgId: 5, version: 0, spend: [{ id: `k:${n % 3}:read`, limit: 20 }, { id: `ip:198.51.100.${n % 5}`, limit: 100 }] }),
+        ),
+      );
+      expect(sent.filter((c) => c === 'evalsha' || c === 'eval')).toHaveLength(1);
+      expect(out.every((g) => g.kind === 'spent' && g.hit.allowed)).toBe(true);
+      // Each request saw the counts of the ones before it in the batch: 17 + 17 + 16 hits on the keys.
+      const used = out.map((g) => (g.kind === 'spent' ? g.hit.key.used : 0));
+      expect(Math.max(...used.filter((_, n) => n % 3 === 0))).toBe(17);
+      expect(Math.max(...used.filter((_, n) => n % 3 === 2))).toBe(16);
+
+      // A batch that fails rejects every call in it, and the next turn's batch is independent.
+      redis.disconnect();
+      const failed = await Promise.allSettled([0, 1, 2].map(() => stores.gate({ ip: '198.51.100.9', orgId: 5, version: 0, peek: [{ id: 'ip:198.51.100.9', limit: 100 }] })));
+      expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     } finally {
       await stores.close();
     }
