@@ -8,7 +8,7 @@ const f = (v: number | null | undefined, d: number) => (v === null || v === unde
 
 export function table(r: SuiteResult): string {
   const bare = r.scenarios.find((s) => s.name === 'bare-proxy');
-  const head = ['scenario', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'redis rt/req', 'redis cmds/req', 'no-redis calls', 'hop CPU µs/req', 'gw RSS / peak / heap MB'];
+  const head = ['scenario', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'redis rt/req', 'redis cmds/req', 'no-redis calls', 'hop CPU µs/req', 'redis CPU µs/req', 'gw RSS / peak / heap MB'];
   const rows = r.scenarios.map((s) =>
     s.skipped
       ? [s.title, `skipped: ${s.skipped}`, '', '', '', '', '', '', '', '', '', '']
@@ -24,6 +24,7 @@ export function table(r: SuiteResult): string {
           f(s.redisCommands, 2),
           s.degradedCalls === null ? '-' : String(s.degradedCalls),
           f(s.hopCpuMicrosPerRequest, 0),
+          f(s.redisCpuMicrosPerRequest, 0),
           s.gatewayRssMB === null ? '-' : `${f(s.gatewayRssMB, 0)} / ${f(s.gatewayPeakRssMB, 0)} / ${f(s.gatewayHeapUsedMB, 0)}`,
         ],
   );

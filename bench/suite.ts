@@ -65,6 +65,8 @@ export interface ScenarioResult extends LoadResult {
   gatewayHeapUsedMB: number | null;
   /** CPU time (user + system) of the process in the middle per request of the measured window, in µs. */
   hopCpuMicrosPerRequest: number | null;
+  /** CPU time redis-server spent per request in the measured window (gateway scenarios). */
+  redisCpuMicrosPerRequest: number | null;
   /** Store calls the gateways answered without Redis (circuit breaker open) during the measured run and probe. */
   degradedCalls: number | null;
   profile?: { file: string; summary: ProfileSummary };
@@ -335,8 +337,11 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       const hop = p.hop ?? p.gws;
       const cpu = async () => (await Promise.all(hop.map((h) => h.ask({ cmd: 'stats' }, 'stats')))).reduce((a, st) => a + st.cpuMicros, 0);
       const cpuBefore = hop.length ? await cpu() : 0;
+      const redisCpu = async () => parseRedisCpuMicros(await redis.info('cpu'));
+      const redisCpuBefore = p.gws.length ? await redisCpu() : 0;
       const r = await runLoad(p.specs(o.duration));
       const hopCpuMicros = hop.length && r.requests > 0 ? round((await cpu()) - cpuBefore, 0) / r.requests : null;
+      const redisCpuMicros = p.gws.length && r.requests > 0 ? ((await redisCpu()) - redisCpuBefore) / r.requests : null;
       let profile: ScenarioResult['profile'];
       if (profiling) {
         const file = join(profDir, `${p.name}.cpuprofile`);
@@ -376,10 +381,12 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         gatewayPeakRssMB: mem ? round(mem.peak / 2 ** 20, 1) : null,
         gatewayHeapUsedMB: heap === null ? null : round(heap / 2 ** 20, 1),
         hopCpuMicrosPerRequest: hopCpuMicros === null ? null : round(hopCpuMicros, 1),
+        redisCpuMicrosPerRequest: redisCpuMicros === null ? null : round(redisCpuMicros, 1),
         profile,
       };
       log(`  ${fmt(res.rps, 0)} req/s, p50 ${fmt(res.p50, 2)} ms, p99 ${fmt(res.p99, 2)} ms, errors ${res.errors}, non-2xx ${res.non2xx}` +
         (res.hopCpuMicrosPerRequest !== null ? `, hop CPU ${res.hopCpuMicrosPerRequest} µs/req` : '') +
+        (res.redisCpuMicrosPerRequest !== null ? `, redis CPU ${res.redisCpuMicrosPerRequest} µs/req` : '') +
         (res.redisRoundTrips !== null ? `, redis ${res.redisRoundTrips} rt/req` : '') +
         (res.degradedCalls ? `, ${res.degradedCalls} store calls without Redis (breaker open)` : ''));
       return res;
@@ -436,7 +443,7 @@ function skipped(name: ScenarioName, why: string): ScenarioResult {
   return {
     name, title: TITLES[name], target: '', connections: 0, rounds: [], requests: 0, seconds: 0, rps: 0, p50: 0, p90: 0, p99: 0, mean: 0,
     errors: 0, non2xx: 0, statuses: {}, redisRoundTrips: null, redisCommands: null, redisCommandBreakdown: null,
-    gatewayRssMB: null, gatewayPeakRssMB: null, gatewayHeapUsedMB: null, hopCpuMicrosPerRequest: null, degradedCalls: null, skipped: why,
+    gatewayRssMB: null, gatewayPeakRssMB: null, gatewayHeapUsedMB: null, hopCpuMicrosPerRequest: null, redisCpuMicrosPerRequest: null, degradedCalls: null, skipped: why,
   };
 }
 
@@ -467,6 +474,13 @@ async function chooseRoute(
   timings.sort((a, b) => a.ms - b.ms);
   log(`route candidates (mean ms, sequential): ${timings.map((t) => `${t.path} ${t.ms.toFixed(2)}`).join('; ')}${refused.length ? `; not 2xx: ${refused.join(', ')}` : ''}`);
   return timings[0].path;
+}
+
+/** used_cpu_sys + used_cpu_user of `INFO cpu`, in microseconds. */
+export function parseRedisCpuMicros(info: string): number {
+  let total = 0;
+  for (const m of info.matchAll(/^used_cpu_(?:sys|user):([\d.]+)\r?$/gm)) total += Number(m[1]) * 1e6;
+  return total;
 }
 
 export function parseCommandStats(info: string): Record<string, number> {

@@ -59,6 +59,8 @@ describe.runIf(hasRedisServer() || Boolean(process.env.REDIS_URL))('bench suite 
         expect(s.redisRoundTrips, s.name).toBeGreaterThanOrEqual(0);
         expect(s.degradedCalls, s.name).not.toBeNull();
         expect(s.gatewayPeakRssMB, s.name).toBeGreaterThan(0);
+        expect(s.redisCpuMicrosPerRequest, s.name).not.toBeNull();
+        expect(s.hopCpuMicrosPerRequest, s.name).toBeGreaterThan(0);
       }
     }
     const measured = r.targets.filter((t) => t.measured !== null).map((t) => t.name);

@@ -84,6 +84,18 @@ describe('routes.json', () => {
     expect(r.v2.match('GET', '/v2/workspaces/abc/accounts')).toBeNull();
     expect(r.v1.match('GET', '/v1/workspaces/g-12_a/preview')?.params).toEqual({ workspaceId: 'g-12_a' });
   });
+  it('remembers matches per method and path, frozen, and forgets them when a route is added', () => {
+    const r = parseRoutes(routes);
+    const a = r.v2.match('GET', '/v2/workspaces/100/accounts/5');
+    expect(r.v2.match('GET', '/v2/workspaces/100/accounts/5')).toBe(a);
+    expect(r.v2.match('GET', '/v2/workspaces/100/accounts/6')?.params).toEqual({ workspaceId: '100', accountId: '6' });
+    expect(Object.isFrozen(a) && Object.isFrozen(a!.params)).toBe(true);
+    expect(r.v2.match('GET', '/v2/zz/1')).toBeNull();
+    r.v2.add({ method: 'GET', path: '/v2/zz/{id}', scope: null, minRole: null, bucket: 'read', gateway: true, params: ['id'] });
+    expect(r.v2.match('GET', '/v2/zz/1')?.params).toEqual({ id: '1' });
+    // Many distinct paths: the memo stays bounded and answers stay right.
+    for (let i = 1; i <= 12_000; i++) expect(r.v2.match('GET', `/v2/workspaces/${i}/tags`)?.params.workspaceId).toBe(String(i));
+  });
   it.each([
     [(f: any) => (f.v2[0].scope = 'nope:nope'), /routes v2\.0\.scope: unknown scope nope:nope/],
     [(f: any) => f.v2.push({ ...f.v2[1] }), /duplicate route POST \/v2\/workspaces/],

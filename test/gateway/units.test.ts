@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pathProblem } from '../../src/gateway/path.js';
-import { clientIp, TrustedProxies } from '../../src/gateway/client-ip.js';
+import { isIP } from 'node:net';
+import { clientIp, ipv4Value, TrustedProxies } from '../../src/gateway/client-ip.js';
 import { retryAfter } from '../../src/gateway/headers.js';
 
 describe('pathProblem', () => {
@@ -31,6 +32,30 @@ describe('clientIp', () => {
   it('refuses a bad TRUST_PROXY entry', () => {
     expect(() => new TrustedProxies(['10.0.0.0/33'])).toThrow(/TRUST_PROXY/);
     expect(() => new TrustedProxies(['example.com'])).toThrow(/TRUST_PROXY/);
+  });
+});
+
+describe('ipv4Value', () => {
+  it('accepts exactly what net.isIP calls IPv4, with the right value', () => {
+    const samples = ['1.2.3.4', '0.0.0.0', '255.255.255.255', '256.1.1.1', '01.2.3.4', '1.2.3', '1.2.3.4.5', '1..2.3', ' 1.2.3.4', 'a.b.c.d', '10.0.0.01', '1.2.3.4.', '.1.2.3.4', '1234.1.1.1', '::1', '::ffff:1.2.3.4', ''];
+    // And a few thousand near-misses: random octets, leading zeros, wrong separators.
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    for (let i = 0; i < 5000; i++) {
+      const parts = Array.from({ length: 3 + rnd(3) }, () => (rnd(5) === 0 ? '0' : '') + String(rnd(300)));
+      samples.push(parts.join(rnd(40) === 0 ? ',' : '.'));
+    }
+    for (const s of samples) {
+      const v = ipv4Value(s);
+      expect(v >= 0, s).toBe(isIP(s) === 4);
+      if (v >= 0) expect(v, s).toBe(s.split('.').reduce((a, o) => a * 256 + Number(o), 0));
+    }
+  });
+  it('matches trusted IPv4 subnets by integer arithmetic, including /0 and /32', () => {
+    const t = new TrustedProxies(['10.0.0.0/8', '192.168.1.7', '172.16.0.0/12']);
+    expect([t.has('10.255.0.1'), t.has('11.0.0.1'), t.has('192.168.1.7'), t.has('192.168.1.8'), t.has('172.31.255.255'), t.has('172.32.0.0')]).toEqual([true, false, true, false, true, false]);
+    expect(new TrustedProxies(['0.0.0.0/0']).has('203.0.113.9')).toBe(true);
+    expect(new TrustedProxies(['0.0.0.0/0']).has('2001:db8::1')).toBe(false);
   });
 });
 
