@@ -19,6 +19,8 @@ declare module 'autocannon' {
     connections?: number;
     duration?: number;
     amount?: number;
+    /** Requests per second over all connections (a fixed offered load). */
+    overallRate?: number;
     pipelining?: number;
     timeout?: number;
     headers?: Record<string, string>;

@@ -12,6 +12,8 @@ export interface LoadSpec {
   /** Seconds; or `amount` requests. */
   duration?: number;
   amount?: number;
+  /** A fixed offered load (requests per second over all connections) instead of as fast as possible. */
+  rate?: number;
   /** Called for every request: the headers to send. */
   headers: () => Record<string, string>;
 }
@@ -66,6 +68,7 @@ export async function runLoad(specs: LoadSpec[]): Promise<LoadResult> {
       connections: s.connections,
       ...(s.amount !== undefined ? { amount: s.amount } : { duration: s.duration ?? 1 }),
       timeout: 10,
+      ...(s.rate !== undefined ? { overallRate: s.rate } : {}),
       requests: [
         {
           method: 'GET',

@@ -63,6 +63,12 @@ async function main() {
   console.log(`${r.settings.rounds} x ${r.settings.duration} s per scenario, each after ${r.settings.warmup} s warm-up, ${r.settings.connections} connections, GET ${r.settings.path}`);
   console.log(`gateway RSS idle after start: ${r.settings.gatewayIdleRssMB} MB\n`);
   console.log(table(r));
+  if (r.fixedRate) {
+    const f = r.fixedRate;
+    console.log(`\nat a fixed ${f.rate} req/s (half the bare proxy's throughput), ${r.settings.connections} connections: ` +
+      `bare proxy p50 ${f.bare.p50.toFixed(2)} / p99 ${f.bare.p99.toFixed(2)} ms, gateway p50 ${f.gateway.p50.toFixed(2)} / p99 ${f.gateway.p99.toFixed(2)} ms, ` +
+      `p99 added ${(f.gateway.p99 - f.bare.p99).toFixed(2)} ms`);
+  }
   const p = profiles(r);
   if (p) console.log('\n' + p);
   console.log(`\nwritten: ${file}`);

@@ -88,6 +88,18 @@ export interface SuiteResult {
   settings: { duration: number; warmup: number; rounds: number; connections: number; manyKeys: number; path: string; database: string; redis: string; gatewayIdleRssMB: number };
   scenarios: ScenarioResult[];
   targets: Target[];
+  /**
+   * Latency added at the same offered load, below saturation: the bare proxy and the gateway (one key)
+   * each loaded at half the bare proxy's saturated throughput. Informative; the p99 target is taken
+   * at saturation (scenarios 2 and 3).
+   */
+  fixedRate: FixedRate | null;
+}
+
+export interface FixedRate {
+  rate: number;
+  bare: { rps: number; p50: number; p99: number };
+  gateway: { rps: number; p50: number; p99: number };
 }
 
 const TITLES: Record<ScenarioName, string> = {
@@ -424,7 +436,23 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       });
     }
 
+    let fixedRate: FixedRate | null = null;
+    const bareRes = results.find((r) => r.name === 'bare-proxy' && !r.skipped);
+    const bareP = plans.find((p) => p.name === 'bare-proxy');
+    const gwP = plans.find((p) => p.name === 'gateway');
+    if (bareRes && bareP && gwP && bareRes.rps > 0) {
+      const rate = Math.max(100, Math.round(bareRes.rps / 2 / 100) * 100);
+      const at = async (p: Plan) => {
+        log(`${TITLES[p.name]} at a fixed ${rate} req/s: ${o.duration} s at ${c} connections`);
+        const r = await runLoad(p.specs(o.duration).map((sp) => ({ ...sp, rate })));
+        log(`  ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, errors ${r.errors}`);
+        return { rps: round(r.rps, 1), p50: round3(r.p50), p99: round3(r.p99) };
+      };
+      fixedRate = { rate, bare: await at(bareP), gateway: await at(gwP) };
+    }
+
     return {
+      fixedRate,
       startedAt: new Date().toISOString(),
       command: '',
       machine: machine(),

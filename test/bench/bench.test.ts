@@ -63,6 +63,10 @@ describe.runIf(hasRedisServer() || Boolean(process.env.REDIS_URL))('bench suite 
         expect(s.hopCpuMicrosPerRequest, s.name).toBeGreaterThan(0);
       }
     }
+    // The same offered load through both: the latency the gateway adds below saturation.
+    expect(r.fixedRate?.rate).toBeGreaterThan(0);
+    expect(r.fixedRate!.gateway.p99).toBeGreaterThan(0);
+    expect(r.fixedRate!.bare.p99).toBeGreaterThan(0);
     const measured = r.targets.filter((t) => t.measured !== null).map((t) => t.name);
     expect(measured).toHaveLength(8);
     // The count that does not depend on the machine's speed, while Redis rules: a cached key costs one
