@@ -1,6 +1,6 @@
 // Prometheus metrics on ADMIN_PORT. Labels are route templates, methods, statuses and codes only:
 // never a key, an IP or a user id.
-import { Counter, Histogram, Registry, Gauge, collectDefaultMetrics } from 'prom-client';
+import { Counter, Registry, Gauge, collectDefaultMetrics, type Metric, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -34,13 +34,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       requestTally.flush(this);
     },
   });
-  const duration = new Histogram({
-    name: 'keygate_request_duration_seconds',
-    help: 'Time from request to response head, by route template.',
-    labelNames: ['route'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-    registers: [registry],
-  });
+  const duration = new FastHistogram<'route'>(registry, 'keygate_request_duration_seconds', 'Time from request to response head, by route template.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5]);
   new Counter({
     name: 'keygate_rate_limit_decisions_total',
     help: 'Rate-limit decisions by layer and outcome.',
@@ -75,29 +69,13 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   degraded.set(0);
   const transitions = new Counter({ name: 'keygate_degraded_transitions_total', help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.', labelNames: ['to'], registers: [registry] });
   const degradedCalls = new Counter({ name: 'keygate_degraded_calls_total', help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.', labelNames: ['mode'], registers: [registry] });
-  const redisLat = new Histogram({
-    name: 'keygate_redis_duration_seconds',
-    help: 'Latency of Redis calls by operation and outcome.',
-    labelNames: ['op', 'outcome'],
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-    registers: [registry],
-  });
-  const upstreamLat = new Histogram({
-    name: 'keygate_upstream_duration_seconds',
-    help: 'Time from forwarding to the upstream response head.',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
-    registers: [registry],
-  });
-  // Label children cached by their values: prom-client hashes the label object on every call otherwise.
-  const durationChildren = new Map<string, { observe(v: number): void }>();
-  const redisChildren = new Map<string, { observe(v: number): void }>();
+  const redisLat = new FastHistogram<'op' | 'outcome'>(registry, 'keygate_redis_duration_seconds', 'Latency of Redis calls by operation and outcome.', [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]);
+  const upstreamLat = new FastHistogram<never>(registry, 'keygate_upstream_duration_seconds', 'Time from forwarding to the upstream response head.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30]).series('', () => ({}));
   return {
     registry,
     request(route, method, status, code, ms) {
       requestTally.add(`${route} ${method} ${status} ${code ?? ''}`, () => ({ route, method, status: String(status), code: code ?? '' }));
-      let d = durationChildren.get(route);
-      if (!d) durationChildren.set(route, (d = duration.labels({ route })));
-      d.observe(ms / 1000);
+      duration.series(route, () => ({ route })).observe(ms / 1000);
     },
     rateLimit(layer, rejected, nearLimit) {
       decisionTally.add(rejected ? `${layer} r` : layer, () => ({ layer, outcome: rejected ? 'rejected' : 'accepted' }));
@@ -119,7 +97,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       upstreamLat.observe(seconds);
     },
     redisLatency(op, seconds, ok) {
-      child(redisChildren, `${op} ${ok}`, () => redisLat.labels({ op, outcome: ok ? 'ok' : 'error' })).observe(seconds);
+      redisLat.series(ok ? op : `${op} error`, () => ({ op, outcome: ok ? 'ok' : 'error' })).observe(seconds);
     },
     degraded(on) {
       degraded.set(on ? 1 : 0);
@@ -129,13 +107,6 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       degradedCalls.inc({ mode });
     },
   };
-}
-
-/** The label child cached under `key` (the labels' values are few and fixed). */
-function child<T>(m: Map<string, T>, key: string, make: () => T): T {
-  let c = m.get(key);
-  if (c === undefined) m.set(key, (c = make()));
-  return c;
 }
 
 /** Counts by label set, kept as plain numbers until the next scrape moves them into a prom-client Counter. */
@@ -154,5 +125,70 @@ class Tally<L extends string> {
       if (e.n > 0) counter.inc(e.labels, e.n);
       e.n = 0;
     }
+  }
+}
+
+interface Series {
+  observe(v: number): void;
+}
+
+/**
+ * A histogram kept in plain arrays and exported in prom-client's format (the same text a prom-client
+ * Histogram writes): prom-client's own hashes the label object on every observe(), even on a child.
+ */
+export class FastHistogram<L extends string> {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private all = new Map<string, { labels: Record<L, string>; counts: number[]; sum: number; count: number; observe(v: number): void }>();
+
+  constructor(
+    registry: Registry,
+    readonly name: string,
+    readonly help: string,
+    private bounds: number[],
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The series named `key` (a string naming the label values); `labels` is called once per new key. */
+  series(key: string, labels: () => Record<L, string>): Series {
+    let s = this.all.get(key);
+    if (s === undefined) {
+      const bounds = this.bounds;
+      const series = {
+        labels: labels(),
+        counts: new Array<number>(bounds.length).fill(0),
+        sum: 0,
+        count: 0,
+        observe(v: number) {
+          let i = 0;
+          while (i < bounds.length && v > bounds[i]) i++;
+          if (i < bounds.length) series.counts[i]++;
+          series.sum += v;
+          series.count++;
+        },
+      };
+      this.all.set(key, (s = series));
+    }
+    return s;
+  }
+
+  async get(): Promise<Omit<MetricObjectWithValues<MetricValueWithName<string>>, 'collect'>> {
+    const values: MetricValueWithName<string>[] = [];
+    for (const s of this.all.values()) {
+      let acc = 0;
+      this.bounds.forEach((b, i) => {
+        acc += s.counts[i];
+        values.push({ labels: { le: b, ...s.labels }, value: acc, metricName: `${this.name}_bucket` });
+      });
+      values.push({ labels: { le: '+Inf', ...s.labels }, value: s.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: 'histogram' as never, aggregator: 'sum', values };
+  }
+
+  reset(): void {
+    this.all.clear();
   }
 }
