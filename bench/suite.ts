@@ -532,7 +532,11 @@ events { worker_connections 1024; }
 http {
   access_log off;
   client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
-  upstream backend { server ${u.hostname}:${u.port}; keepalive 64; }
+  # Keep-alive on both sides for the whole run, as the proxies under test do (nginx closes a connection
+  # after 1,000 requests by default, which the load generator counts as an error).
+  keepalive_requests 1000000;
+  keepalive_timeout 65s;
+  upstream backend { server ${u.hostname}:${u.port}; keepalive 64; keepalive_requests 1000000; keepalive_timeout 65s; }
   server {
     listen 127.0.0.1:${port};
     location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; }
