@@ -136,11 +136,11 @@ for r = 1, (#ARGV - 2) / 2 do
   local ver, op = tonumber(ARGV[2 * r + 1]), ARGV[2 * r + 2]
   local spend, nc = string.sub(op, 1, 1) == 's', tonumber(string.sub(op, 2))
   local res
-  local got = redis.call('MGET', KEYS[k], KEYS[k + 1])
-  local cd, v = got[1], got[2] or '0'
+  local cd = redis.call('GET', KEYS[k])
   if cd and tonumber(cd) > now then
     res = {'c', cd}
   else
+    local v = redis.call('GET', KEYS[k + 1]) or '0'
     if tonumber(v) ~= ver then
       res = {'v', v}
     else
