@@ -120,8 +120,8 @@ return n
 `;
 
 // The gate (standalone Redis only: its keys span slots), for a batch of requests in one script: every
-// gate call made while the event loop polls is sent together when it is done (one write, one reply,
-// one script run for tens of requests at 50 connections). Each request is still decided on its own,
+// gate call made while the event loop polls is sent together when it is done, or as soon as 16 are
+// waiting (one write, one reply, one script run for many requests under load). Each request is still decided on its own,
 // in arrival order, so two requests for one counter see each other's spend exactly as if sent apart.
 // The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
 // counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
