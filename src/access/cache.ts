@@ -3,13 +3,17 @@
 // every writer of access data bumps that version after committing, so a change applies to the very
 // next request on every instance. PostgreSQL NOTIFY evicts as well, for changes made outside the
 // backend (an operator's SQL), and an entry lives at most `ttlMs` as a last line of defence.
-import { hash } from 'node:crypto';
+import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
 import type { Preflight, AccessVersions } from '../limits/types.js';
 import { hashSecret, type KeyType } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
 import { StoreUnavailableError } from '../limits/resilient.js';
+
+/** SHA-256 in base64: the one-shot `crypto.hash` where Node has it (20.12 and later), else a Hash object. */
+const sha256: (s: string) => string =
+  typeof crypto.hash === 'function' ? (s) => crypto.hash('sha256', s, 'base64') : (s) => crypto.createHash('sha256').update(s).digest('base64');
 
 /** The database could not answer a lookup the cache could not serve on its own. */
 export class AccessStoreUnavailableError extends Error {
@@ -53,7 +57,7 @@ export class PrincipalCache {
    * HMAC, which is computed only on a miss). The secret itself is never kept.
    */
   key(secret: string): string {
-    return hash('sha256', secret, 'base64');
+    return sha256(secret);
   }
 
   /** The cached principal of a secret, without any I/O; its exactness is proven later (store gate). */
