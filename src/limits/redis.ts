@@ -262,7 +262,14 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       for (const g of batch) g.reject(err);
       return;
     }
-    for (let n = 0; n < batch.length; n++) batch[n].resolve(gateResult(batch[n], replies[n], now, start));
+    // A reply that cannot be read fails its own call, never leaves it waiting.
+    for (let n = 0; n < batch.length; n++) {
+      try {
+        batch[n].resolve(gateResult(batch[n], replies[n], now, start));
+      } catch (err) {
+        batch[n].reject(err);
+      }
+    }
   }
   function gateResult(g: QueuedGate, out: string[], now: number, start: number): GateResult {
     if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(out[1], now) || 1 };

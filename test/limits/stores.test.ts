@@ -409,6 +409,21 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     }
   });
 
+  it('fails a gate call whose reply is missing from its batch instead of leaving it waiting', async () => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    const stores = createRedisStores({ redis, prefix: `${prefix}short:`, clock: fakeClock(T0) });
+    // A script reply one entry short (what a broken proxy in front of Redis could return).
+    (redis as unknown as { keygateGate: () => Promise<string[][]> }).keygateGate = async () => [['s', '1', '1']];
+    try {
+      const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.20', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.20', limit: 100 }] }));
+      const [first, second] = await Promise.allSettled(calls);
+      expect(first).toMatchObject({ status: 'fulfilled', value: { kind: 'spent' } });
+      expect(second.status).toBe('rejected');
+    } finally {
+      await stores.close();
+    }
+  });
+
   it('is not ready when Redis does not answer, and answers fast', async () => {
     const redis = createRedisClient({ url: 'redis://127.0.0.1:1' });
     redis.on('error', () => {}); // the refused connection is the point of this test
