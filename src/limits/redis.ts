@@ -248,15 +248,15 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   async function sendGates(batch: QueuedGate[]) {
     const now = clock.now();
     const start = windowStart(now);
-    const keys: string[] = [];
-    const args: (string | number)[] = [now, start + WINDOW_MS - now + TTL_SLACK_MS];
-    for (const g of batch) {
-      keys.push(cooldownKey(g.req.ip), versionKey(g.req.orgId));
-      for (const r of g.refs) keys.push(counterKey(r.id, start));
-      args.push(g.req.version, (g.req.spend ? 's' : 'p') + g.refs.length);
-    }
     let replies: string[][];
     try {
+      const keys: string[] = [];
+      const args: (string | number)[] = [now, start + WINDOW_MS - now + TTL_SLACK_MS];
+      for (const g of batch) {
+        keys.push(cooldownKey(g.req.ip), versionKey(g.req.orgId));
+        for (const r of g.refs) keys.push(counterKey(r.id, start));
+        args.push(g.req.version, (g.req.spend ? 's' : 'p') + g.refs.length);
+      }
       replies = await scripts.keygateGate(keys.length, ...keys, ...args);
     } catch (err) {
       for (const g of batch) g.reject(err);
