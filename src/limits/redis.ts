@@ -127,7 +127,8 @@ return n
 // counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
 // by its number of counters ('s2'). KEYS per request: the IP's cooldown, the organization's access
 // version, its counters. Nothing is spent unless the cooldown is clear and the version matches.
-// Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...}.
+// Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...} (counts are integers
+// when spent, strings when peeked: no string is built for a spend).
 const GATE_LUA = `
 local now, ttl = tonumber(ARGV[1]), ARGV[2]
 local out = {}
@@ -149,7 +150,7 @@ for r = 1, (#ARGV - 2) / 2 do
         if spend then
           local n = redis.call('INCR', KEYS[i])
           if n == 1 then redis.call('PEXPIRE', KEYS[i], ttl) end
-          res[#res + 1] = tostring(n)
+          res[#res + 1] = n
         else
           res[#res + 1] = redis.call('GET', KEYS[i]) or '0'
         end
@@ -176,7 +177,7 @@ const FAILURE_CMD = 'keygateRecordFailure';
 const GATE_CMD = 'keygateGate';
 
 interface ScriptCommands {
-  keygateGate(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<string[][]>;
+  keygateGate(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(string | number)[][]>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   keygateRecordFailure(
     failuresKey: string,
@@ -248,7 +249,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   async function sendGates(batch: QueuedGate[]) {
     const now = clock.now();
     const start = windowStart(now);
-    let replies: string[][];
+    let replies: (string | number)[][];
     try {
       const keys: string[] = [];
       const args: (string | number)[] = [now, start + WINDOW_MS - now + TTL_SLACK_MS];
@@ -271,8 +272,8 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       }
     }
   }
-  function gateResult(g: QueuedGate, out: string[], now: number, start: number): GateResult {
-    if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(out[1], now) || 1 };
+  function gateResult(g: QueuedGate, out: (string | number)[], now: number, start: number): GateResult {
+    if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(String(out[1]), now) || 1 };
     if (out[0] === 'v') return { kind: 'stale' };
     const states = g.refs.map((r, n) => state(r.limit, Number(out[n + 1]), start));
     if (!g.req.spend) return { kind: 'peeked', states };

@@ -413,7 +413,7 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const redis = createRedisClient({ url: REDIS_URL });
     const stores = createRedisStores({ redis, prefix: `${prefix}short:`, clock: fakeClock(T0) });
     // A script reply one entry short (what a broken proxy in front of Redis could return).
-    (redis as unknown as { keygateGate: () => Promise<string[][]> }).keygateGate = async () => [['s', '1', '1']];
+    (redis as unknown as { keygateGate: () => Promise<(string | number)[][]> }).keygateGate = async () => [['s', 1, 1]];
     try {
       const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.20', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.20', limit: 100 }] }));
       const [first, second] = await Promise.allSettled(calls);
