@@ -20,7 +20,8 @@ export function encodeIdentity(id: Identity): string {
 }
 
 export function sign(secret: string, timestamp: string, requestId: string, method: string, path: string, identity: string): string {
-  return createHmac('sha256', secret).update(`${timestamp}\n${requestId}\n${method}\n${path}\n${identity}`).digest('hex');
+  // Two updates rather than one joined string: the identity (hundreds of bytes) is not copied first.
+  return createHmac('sha256', secret).update(`${timestamp}\n${requestId}\n${method}\n${path}\n`).update(identity).digest('hex');
 }
 
 /** Verify the signed headers of a forwarded request; returns the identity or null. */

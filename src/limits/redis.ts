@@ -281,6 +281,15 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     return { kind: 'spent', hit: { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit } };
   }
 
+  /** A Cluster's gate: the keys live in different slots, so the preflight's two GETs, then the spend or the reads. */
+  async function clusterGate(req: GateRequest, refs: CounterRef[]): Promise<GateResult> {
+    const pre = await stores.preflight(req.ip, req.orgId);
+    if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
+    if (pre.version !== req.version) return { kind: 'stale' };
+    if (req.spend) return { kind: 'spent', hit: await stores.limiter.hit(req.spend[0], req.spend[1]) };
+    return { kind: 'peeked', states: await stores.limiter.peek(refs) };
+  }
+
   const stores: LimitStores = {
     limiter: {
       async hitOne(ref: CounterRef): Promise<LayerState> {
@@ -359,16 +368,10 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       };
     },
 
-    async gate(req) {
+    // Not async: the standalone path hands back the batch's promise itself, with no wrapper to settle.
+    gate(req) {
       const refs = req.spend ?? req.peek ?? [];
-      if (cluster) {
-        // Different slots: the preflight's two GETs, then the spend or the reads.
-        const pre = await stores.preflight(req.ip, req.orgId);
-        if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
-        if (pre.version !== req.version) return { kind: 'stale' };
-        if (req.spend) return { kind: 'spent', hit: await stores.limiter.hit(req.spend[0], req.spend[1]) };
-        return { kind: 'peeked', states: await stores.limiter.peek(refs) };
-      }
+      if (cluster) return clusterGate(req, refs);
       return new Promise<GateResult>((resolve, reject) => {
         queued.push({ req, refs, resolve, reject });
         if (queued.length === 1) setImmediate(flushGates);

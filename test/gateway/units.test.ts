@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { pathProblem } from '../../src/gateway/path.js';
 import { isIP } from 'node:net';
+import { createHmac } from 'node:crypto';
+import { sign } from '../../src/http/identity.js';
 import { clientIp, ipv4Value, TrustedProxies } from '../../src/gateway/client-ip.js';
 import { retryAfter } from '../../src/gateway/headers.js';
 
@@ -64,5 +66,13 @@ describe('retryAfter', () => {
     expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 75_000)).toBe(45);
     expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 119_999)).toBe(1);
     expect(retryAfter({ limit: 1, used: 2, remaining: 0, reset: 120 }, 120_000)).toBe(1);
+  });
+});
+
+describe('sign', () => {
+  it('is the hex HMAC-SHA256 of CONTRACT section 5 over timestamp, request id, method, target and identity', () => {
+    const identity = Buffer.from(JSON.stringify({ keyId: 1, scopes: ['tags:read'], note: 'é' })).toString('base64url');
+    const expected = createHmac('sha256', 'the-gateway-secret').update(['1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity].join('\n')).digest('hex');
+    expect(sign('the-gateway-secret', '1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity)).toBe(expected);
   });
 });
