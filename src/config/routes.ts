@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
 import { readJson } from './plans.js';
+import { BoundedMemo } from './memo.js';
 
 export const ROLES = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'] as const;
 export type Role = (typeof ROLES)[number];
@@ -82,7 +83,6 @@ interface Node {
 const node = (): Node => ({ literal: new Map(), routes: new Map() });
 
 const NUMERIC = /^[1-9][0-9]{0,15}$/;
-const MATCH_MEMO_MAX = 10_000;
 const STRING_PARAM = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** A segment trie: literals first, then a numeric id, then a string id. */
@@ -111,22 +111,15 @@ export class RouteTable {
     this.all.push(def);
   }
 
-  /** Answers of match(), remembered per method and path (bounded): clients repeat their paths. */
-  private memo = new Map<string, RouteMatch | null>();
+  /** Answers of match(), remembered per method and path: clients repeat their paths. */
+  private memo = new BoundedMemo<string, RouteMatch | null>(10_000);
 
   /**
    * Match a canonical path (no query). HEAD matches the GET route. The match is shared by every
    * request for the same method and path: callers must not modify it.
    */
   match(method: string, path: string): RouteMatch | null {
-    const k = method + ' ' + path;
-    let r = this.memo.get(k);
-    if (r === undefined) {
-      r = this.walkMatch(method, path);
-      if (this.memo.size >= MATCH_MEMO_MAX) this.memo.clear();
-      this.memo.set(k, r);
-    }
-    return r;
+    return this.memo.get(method + ' ' + path, () => this.walkMatch(method, path));
   }
 
   private walkMatch(method: string, path: string): RouteMatch | null {

@@ -2,6 +2,7 @@
 // right-most X-Forwarded-For address that is not itself trusted. A malformed header falls back to
 // the socket address.
 import { BlockList, isIP } from 'node:net';
+import { BoundedMemo } from '../config/memo.js';
 
 /** The 32-bit value of a dotted-quad IPv4 address as net.isIP accepts it (no leading zeros), or -1. */
 export function ipv4Value(s: string): number {
@@ -31,6 +32,7 @@ export function ipv4Value(s: string): number {
 const isAddress = (s: string) => ipv4Value(s) >= 0 || isIP(s) !== 0;
 
 export class TrustedProxies {
+  /** IPv6 subnets (IPv4 ones are checked in `v4`). */
   private list = new BlockList();
   /** IPv4 subnets as [network, mask] pairs: checked with integer arithmetic, no allocation. */
   private v4: [number, number][] = [];
@@ -41,37 +43,30 @@ export class TrustedProxies {
       const [addr, bits] = c.split('/');
       const family = isIP(addr);
       if (!family) throw new Error(`TRUST_PROXY: ${JSON.stringify(c)} is not an address or CIDR`);
-      const type = family === 4 ? 'ipv4' : 'ipv6';
       const max = family === 4 ? 32 : 128;
       const prefix = bits === undefined ? max : Number(bits);
       if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (bits !== undefined && !/^\d+$/.test(bits))) {
         throw new Error(`TRUST_PROXY: ${JSON.stringify(c)} has an invalid prefix length`);
       }
-      this.list.addSubnet(addr, prefix, type);
       if (family === 4) {
         const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
         this.v4.push([(ipv4Value(addr) & mask) >>> 0, mask]);
-      }
+      } else this.list.addSubnet(addr, prefix, 'ipv6');
     }
     this.empty = cidrs.length === 0;
   }
 
-  /** Answers per IPv6 address are remembered (a bounded map): BlockList.check allocates on every call. */
-  private seen = new Map<string, boolean>();
+  /** Answers per IPv6 address are remembered: BlockList.check allocates on every call. */
+  private seen = new BoundedMemo<string, boolean>(10_000);
 
   has(ip: string): boolean {
-    const v4 = ipv4Value(ip);
+    // An IPv4-mapped IPv6 address meets the IPv4 subnets, as BlockList would match it.
+    const v4 = ipv4Value(ip.startsWith('::ffff:') ? ip.slice(7) : ip);
     if (v4 >= 0) {
       for (const [net, mask] of this.v4) if (((v4 & mask) >>> 0) === net) return true;
       return false;
     }
-    let v = this.seen.get(ip);
-    if (v !== undefined) return v;
-    const family = isIP(ip);
-    v = family ? this.list.check(ip, family === 4 ? 'ipv4' : 'ipv6') : false;
-    if (this.seen.size >= 10_000) this.seen.clear();
-    this.seen.set(ip, v);
-    return v;
+    return this.seen.get(ip, (a) => isIP(a) === 6 && this.list.check(a, 'ipv6'));
   }
 }
 
@@ -84,13 +79,7 @@ export function normalizeIp(ip: string | undefined): string {
 export function clientIp(socketAddr: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
   const peer = normalizeIp(socketAddr);
   if (trusted.empty || !xff || !trusted.has(peer)) return peer;
-  const raw = Array.isArray(xff) ? xff.join(',') : xff;
-  // The common case, one address: no split, no array.
-  if (!raw.includes(',')) {
-    const one = normalizeIp(raw.trim());
-    return isAddress(one) ? one : peer;
-  }
-  const parts = raw.split(',').map((s) => normalizeIp(s.trim()));
+  const parts = (Array.isArray(xff) ? xff.join(',') : xff).split(',').map((s) => normalizeIp(s.trim()));
   if (parts.some((p) => !isAddress(p))) return peer;
   for (let i = parts.length - 1; i >= 0; i--) if (!trusted.has(parts[i])) return parts[i];
   // Every hop is trusted: the left-most is the closest thing to a client we have.

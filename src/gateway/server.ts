@@ -14,6 +14,7 @@ import { encodeIdentity, sign } from '../http/identity.js';
 import { ENVELOPE_A, envelopeA, envelopeB, v1Error, type CodeA, type CodeV1, V1_ERRORS, ENVELOPE_B } from '../http/errors.js';
 import type { LayerState, LimitStores, Clock, CounterRef, HitResult } from '../limits/types.js';
 import { pathProblem } from './path.js';
+import { BoundedMemo } from '../config/memo.js';
 import { clientIp, type TrustedProxies } from './client-ip.js';
 import { retryAfter, setV1Headers, setV2Headers } from './headers.js';
 import type { Forwarder, UpstreamFailure } from './proxy.js';
@@ -120,7 +121,7 @@ type Refusal = { code: 'invalid_request' | 'payload_too_large'; message: string 
  * body, or the promise of the buffered body (only requests with a body wait for anything).
  */
 function readCanonical(deps: GatewayDeps, x: Exchange): Refusal | null | Promise<Refusal | Buffer> {
-  const problem = pathProblemOf(x.path);
+  const problem = pathVerdicts.get(x.path, pathProblem);
   if (problem) return { code: 'invalid_request', message: problem };
   const cl = x.req.headers['content-length'];
   if (cl !== undefined) {
@@ -150,18 +151,8 @@ async function canonicalBody(deps: GatewayDeps, x: Exchange): Promise<Refusal | 
   return Buffer.isBuffer(r) ? { body: r } : r;
 }
 
-// Paths repeat (a client polls the same resources): their step-1 verdict is remembered, bounded.
-const PATH_MEMO_MAX = 10_000;
-const pathMemo = new Map<string, string | null>();
-function pathProblemOf(path: string): string | null {
-  let v = pathMemo.get(path);
-  if (v === undefined) {
-    v = pathProblem(path);
-    if (pathMemo.size >= PATH_MEMO_MAX) pathMemo.clear();
-    pathMemo.set(path, v);
-  }
-  return v;
-}
+// Paths repeat (a client polls the same resources): their step-1 verdict is remembered.
+const pathVerdicts = new BoundedMemo<string, string | null>(10_000);
 
 // ---------------------------------------------------------------- /v2
 

@@ -121,8 +121,9 @@ return n
 
 // The gate (standalone Redis only: its keys span slots), for a batch of requests in one script: every
 // gate call made while the event loop polls is sent together when it is done, or as soon as 16 are
-// waiting (one write, one reply, one script run for many requests under load). Each request is still decided on its own,
-// in arrival order, so two requests for one counter see each other's spend exactly as if sent apart.
+// waiting (one write, one reply, one script run for many requests under load). Each request is still
+// decided on its own, in arrival order, so two requests for one counter see each other's spend exactly
+// as if sent apart.
 // The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
 // counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
 // by its number of counters ('s2'). KEYS per request: the IP's cooldown, the organization's access
@@ -238,7 +239,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     });
   }
 
-  // Gate calls waiting for the end of this event-loop turn (see GATE_LUA).
+  // Gate calls waiting for the end of this event-loop turn or a full batch (see GATE_LUA).
   let queued: QueuedGate[] = [];
   function flushGates() {
     if (queued.length === 0) return;
