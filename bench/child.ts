@@ -11,17 +11,28 @@ import net, { type AddressInfo } from 'node:net';
 import { memory, type ChildConfig, type FromChild, type ToChild } from './protocol.js';
 
 /**
- * Count the writes this process makes on sockets to Redis's port. ioredis writes every single command
- * with one `write` and a whole pipeline with one, and the gateway awaits each before the next, so one
- * write is one round trip. Counted at the socket, so the stores startApp builds (the production ones:
- * the circuit breaker over the Redis stores) are the ones measured.
+ * Count the writes this process makes on its sockets to Redis's port. ioredis writes every single command
+ * with one `write` and a whole pipeline (or a batch of gate scripts) with one, so one write is one round
+ * trip. Counted at the socket, so the stores startApp builds (the production ones: the circuit breaker
+ * over the Redis stores) are the ones measured. Only the Redis sockets are wrapped (ioredis opens them
+ * with `net.createConnection`): every other write of the process, to clients and to the upstream, runs
+ * unwrapped, as in the bare proxy's process.
  */
 function countRedisWrites(port: number, counter: { n: number }) {
-  const proto = net.Socket.prototype as unknown as { write: (...a: unknown[]) => boolean };
-  const write = proto.write;
-  proto.write = function (this: net.Socket, ...a: unknown[]) {
-    if (this.remotePort === port) counter.n++;
-    return write.apply(this, a);
+  type Connect = (...a: unknown[]) => net.Socket;
+  const mod = net as unknown as { createConnection: Connect };
+  const connect = mod.createConnection;
+  mod.createConnection = function (this: unknown, ...a: unknown[]) {
+    const socket = connect.apply(this, a);
+    const target = typeof a[0] === 'object' && a[0] !== null ? (a[0] as { port?: unknown }).port : a[0];
+    if (Number(target) === port) {
+      const write = socket.write as (...w: unknown[]) => boolean;
+      socket.write = function (this: net.Socket, ...w: unknown[]) {
+        counter.n++;
+        return write.apply(this, w);
+      } as typeof socket.write;
+    }
+    return socket;
   };
 }
 

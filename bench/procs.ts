@@ -38,7 +38,7 @@ export async function startChild(cfg: ChildConfig, timeoutMs = 120_000): Promise
   const out = openSync(cfg.logFile, 'a');
   const child = compiled ? join(BUILD, 'bench', 'child.js') : fileURLToPath(new URL('./child.ts', import.meta.url));
   const cp = fork(child, [], {
-    execArgv: compiled ? [] : ['--import', 'tsx'],
+    execArgv: [...(process.env.BENCH_NODE_FLAGS && cfg.role !== 'backend' ? process.env.BENCH_NODE_FLAGS.split(' ') : []), ...(compiled ? [] : ['--import', 'tsx'])],
     env: { ...process.env, BENCH_CHILD: JSON.stringify(cfg) },
     stdio: ['ignore', out, out, 'ipc'],
   });

@@ -5,7 +5,10 @@
 //   BENCH_CONNECTIONS  autocannon connections (50)
 //   BENCH_KEYS         distinct keys of the many-keys scenario (10000)
 //   BENCH_SCENARIOS    comma-separated subset: direct,bare-proxy,gateway,gateway-many-keys,gateway-rejections,gateway-2-processes,nginx
-//   BENCH_PROFILE=1    CPU-profile the gateway in each gateway scenario (bench/results/profiles/*.cpuprofile)
+//   BENCH_PROFILE=1    CPU-profile the gateway in each gateway scenario, and the bare proxy in its own
+//                      (bench/results/profiles/*.cpuprofile)
+//   BENCH_NODE_FLAGS   extra node flags for the bare proxy and gateway processes, e.g. --trace-gc
+//                      or --perf-basic-prof-only-functions (for Linux perf)
 //   BENCH_PATH         the route to load, e.g. /v2/workspaces/{wid}/tags (default: the cheapest 2xx candidate)
 //   BENCH_DATABASE_URL or DATABASE_URL   PostgreSQL (own schema, dropped after); unset: PGlite in each process
 //   BENCH_REDIS_URL    an existing Redis (own prefix, cleaned after); unset: a private redis-server on a free port,

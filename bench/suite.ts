@@ -343,10 +343,11 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       await p.warm?.();
       await runLoad(p.specs(o.warmup));
       const beforeRun = p.gws.length ? await stats(p.gws) : null;
-      const profiling = o.profile && p.gws.length > 0 && roundNo === 0;
-      if (profiling) await p.gws[0].ask({ cmd: 'profile-start' }, 'profile-started');
       // CPU time of the hop per request: far steadier on a noisy machine than the throughput.
       const hop = p.hop ?? p.gws;
+      // The profiled process: the first gateway, or the bare proxy (a baseline profile to compare with).
+      const profiling = o.profile && hop.length > 0 && roundNo === 0;
+      if (profiling) await hop[0].ask({ cmd: 'profile-start' }, 'profile-started');
       const cpu = async () => (await Promise.all(hop.map((h) => h.ask({ cmd: 'stats' }, 'stats')))).reduce((a, st) => a + st.cpuMicros, 0);
       const cpuBefore = hop.length ? await cpu() : 0;
       const redisCpu = async () => parseRedisCpuMicros(await redis.info('cpu'));
@@ -357,7 +358,7 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       let profile: ScenarioResult['profile'];
       if (profiling) {
         const file = join(profDir, `${p.name}.cpuprofile`);
-        await p.gws[0].ask({ cmd: 'profile-stop', file }, 'profiled');
+        await hop[0].ask({ cmd: 'profile-stop', file }, 'profiled');
         profile = { file, summary: summarise(file) };
       }
       // Round trips per request: a fixed number of requests, one connection per gateway, each finished,

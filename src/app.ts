@@ -19,6 +19,7 @@ import { createForwarder } from './gateway/proxy.js';
 import { TrustedProxies } from './gateway/client-ip.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
+import { keepTickShape } from './ops/tick-shape.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -58,6 +59,8 @@ export interface App {
 export async function startApp(o: AppOptions): Promise<App> {
   const s = o.settings;
   const clock = o.clock ?? systemClock;
+  // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
+  await keepTickShape();
   const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }));
   await migrate(db);
   let plans: Plans = loadPlans(s.PLANS_FILE);
