@@ -79,6 +79,8 @@ export interface Target {
   measured: number | null;
   display: string;
   pass: boolean | null;
+  /** For the comparisons of two scenarios: the value of each round (`measured` is their median). */
+  perRound?: number[];
 }
 
 export interface SuiteResult {
@@ -572,18 +574,42 @@ export function targets(rs: ScenarioResult[]): Target[] {
   const rej = get('gateway-rejections');
   const two = get('gateway-2-processes');
   const t: Target[] = [];
+  // Two scenarios are compared round by round (rounds interleave the scenarios, so the two runs of one
+  // round are minutes apart and meet the same machine), and the median of those values is the measure.
+  // Pairing the median round of one scenario with the median round of another would mix rounds.
+  const paired = (a: ScenarioResult, b: ScenarioResult, f: (x: ScenarioResult['rounds'][number], y: ScenarioResult['rounds'][number]) => number | null) => {
+    const n = Math.min(a.rounds.length, b.rounds.length);
+    const vs = n === 0 ? [f(a, b)] : Array.from({ length: n }, (_, i) => f(a.rounds[i], b.rounds[i]));
+    const ok = vs.filter((v): v is number => v !== null);
+    return ok.length === vs.length && ok.length > 0 ? ok : null;
+  };
+  const median = (vs: number[]) => {
+    const s = [...vs].sort((x, y) => x - y);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const rounds = (vs: number[], d: number) => (vs.length > 1 ? ` (rounds ${vs.map((v) => v.toFixed(d)).join(', ')})` : '');
   const ratio = (name: string, goal: number, a?: ScenarioResult, b?: ScenarioResult) => {
-    const v = a && b && b.rps > 0 ? a.rps / b.rps : null;
-    t.push({ name, goal: `>= ${goal}`, measured: v === null ? null : round(v, 3), display: v === null ? 'not run' : v.toFixed(2), pass: v === null ? null : v >= goal });
+    const vs = a && b ? paired(a, b, (x, y) => (y.rps > 0 ? x.rps / y.rps : null)) : null;
+    const v = vs ? median(vs) : null;
+    t.push({
+      name,
+      goal: `>= ${goal}`,
+      measured: v === null ? null : round(v, 3),
+      display: v === null ? 'not run' : v.toFixed(2) + rounds(vs!, 2),
+      pass: v === null ? null : v >= goal,
+      ...(vs && vs.length > 1 ? { perRound: vs.map((x) => round(x, 3)) } : {}),
+    });
   };
   ratio('gateway / bare proxy throughput', 0.85, one, bare);
-  const dp = one && bare ? one.p99 - bare.p99 : null;
+  const dps = one && bare ? paired(one, bare, (x, y) => x.p99 - y.p99) : null;
+  const dp = dps ? median(dps) : null;
   t.push({
     name: `gateway p99 - bare proxy p99 (${one?.connections ?? 50} connections)`,
     goal: '<= 1.5 ms',
     measured: dp === null ? null : round(dp, 3),
-    display: dp === null ? 'not run' : `${dp.toFixed(2)} ms`,
+    display: dp === null ? 'not run' : `${dp.toFixed(2)} ms` + rounds(dps!, 2),
     pass: dp === null ? null : dp <= 1.5,
+    ...(dps && dps.length > 1 ? { perRound: dps.map((x) => round(x, 3)) } : {}),
   });
   ratio('many keys / one key throughput', 0.9, many, one);
   ratio('rejections / accepted throughput', 2.0, rej, one);
