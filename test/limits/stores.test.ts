@@ -221,6 +221,14 @@ function storeSuite(name: string, factory: Factory): void {
           kind: 'spent',
           hit: { allowed: true, key: { limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 }, ip: { limit: 100, used: 1, remaining: 99, reset: MINUTE / 1000 + 60 } },
         });
+        // The counters the gate spent are the ones every other path reads (the same key names).
+        expect((await stores.limiter.peek([key(), ip()])).map((s) => s.used)).toEqual([1, 1]);
+        // An IPv6 client: its counter and its cooldown are found the same way.
+        const v6 = '2001:db8::7';
+        expect(await stores.gate(req(0, { ip: v6 }))).toMatchObject({ kind: 'spent', hit: { ip: { used: 1 } } });
+        expect((await stores.limiter.peek([ip(100, v6)]))[0].used).toBe(1);
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure(v6);
+        expect(await stores.gate(req(0, { ip: v6 }))).toEqual({ kind: 'cooldown', seconds: 900 });
       });
 
       it('spends nothing for a stale version or a cooling-down address', async () => {
