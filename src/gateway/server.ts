@@ -143,14 +143,6 @@ async function readBody(deps: GatewayDeps, x: Exchange): Promise<Refusal | Buffe
   return Buffer.concat(chunks);
 }
 
-/** The body of a request that passed step 1, or its refusal. */
-async function canonicalBody(deps: GatewayDeps, x: Exchange): Promise<Refusal | { body: Buffer | null }> {
-  const read = readCanonical(deps, x);
-  const r = read instanceof Promise ? await read : read;
-  if (r === null) return { body: null };
-  return Buffer.isBuffer(r) ? { body: r } : r;
-}
-
 // Paths repeat (a client polls the same resources): their step-1 verdict is remembered.
 const pathVerdicts = new BoundedMemo<string, string | null>(10_000);
 
@@ -329,8 +321,9 @@ async function v1(deps: GatewayDeps, x: Exchange) {
     setV1Headers(x.res, V1_LIMIT, key, deps.clock.now());
     sendJson(x, V1_ERRORS[code], v1Error(code, message), extra);
   };
-  const read = await canonicalBody(deps, x);
-  if ('code' in read) return fail(read.code, read.message, null);
+  const read = readCanonical(deps, x);
+  const body = read instanceof Promise ? await read : read;
+  if (body !== null && !Buffer.isBuffer(body)) return fail(body.code, body.message, null);
 
   const apiKey = x.req.headers['x-api-key'];
   if (typeof apiKey !== 'string' || apiKey === '') return fail('unauthorized', 'Missing X-Api-Key header.', null);
@@ -369,7 +362,7 @@ async function v1(deps: GatewayDeps, x: Exchange) {
       'Retry-After': retryAfter(s, deps.clock.now()),
     });
   }
-  forward(deps, x, principal, null, read.body, 'v1');
+  forward(deps, x, principal, null, body, 'v1');
 }
 
 // ---------------------------------------------------------------- forwarding

@@ -9,6 +9,7 @@ import {
   WINDOW_MS,
   systemClock,
   windowStart,
+  hitOf,
   type Clock,
   type CounterRef,
   type HitResult,
@@ -113,7 +114,7 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     maybeSweep();
     const k = spend(key, start);
     const i = spend(ip, start);
-    return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+    return hitOf(k, i);
   }
 
   return {

@@ -16,6 +16,7 @@ import {
   WINDOW_MS,
   systemClock,
   windowStart,
+  hitOf,
   type Clock,
   type CounterRef,
   type HitResult,
@@ -278,8 +279,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     if (out[0] === 'v') return { kind: 'stale' };
     const states = g.refs.map((r, n) => state(r.limit, Number(out[n + 1]), start));
     if (!g.req.spend) return { kind: 'peeked', states };
-    const [k, i] = states;
-    return { kind: 'spent', hit: { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit } };
+    return { kind: 'spent', hit: hitOf(states[0], states[1]) };
   }
 
   /** A Cluster's gate: the keys live in different slots, so the preflight's two GETs, then the spend or the reads. */
@@ -321,9 +321,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
           kUsed = Number(k);
           iUsed = Number(i);
         }
-        const k = state(key.limit, kUsed, start);
-        const i = state(ip.limit, iUsed, start);
-        return { key: k, ip: i, allowed: k.used <= k.limit && i.used <= i.limit };
+        return hitOf(state(key.limit, kUsed, start), state(ip.limit, iUsed, start));
       },
 
       async peek(refs: CounterRef[]): Promise<LayerState[]> {

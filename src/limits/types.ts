@@ -31,6 +31,11 @@ export interface HitResult {
   allowed: boolean;
 }
 
+/** The result of spending one token in each layer, from the two counters' states after the spend. */
+export function hitOf(key: LayerState, ip: LayerState): HitResult {
+  return { key, ip, allowed: key.used <= key.limit && ip.used <= ip.limit };
+}
+
 export interface RateLimiter {
   /**
    * Spend one token in the key's bucket counter and one in the IP counter, atomically per counter

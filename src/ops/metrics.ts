@@ -21,48 +21,12 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   if (opts.defaults) collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
   // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
   // prom-client hashes the label object on every inc(), even on a child from labels().
-  const requestTally = new Tally<'route' | 'method' | 'status' | 'code'>();
-  const decisionTally = new Tally<'layer' | 'outcome'>();
-  const nearTally = new Tally<'layer'>();
-  const cacheTally = new Tally<'result'>();
-  new Counter({
-    name: 'keygate_requests_total',
-    help: 'Gateway responses by route template, method, status and Envelope A code.',
-    labelNames: ['route', 'method', 'status', 'code'],
-    registers: [registry],
-    collect() {
-      requestTally.flush(this);
-    },
-  });
+  const requestTally = talliedCounter(registry, 'keygate_requests_total', 'Gateway responses by route template, method, status and Envelope A code.', ['route', 'method', 'status', 'code']);
   const duration = new FastHistogram<'route'>(registry, 'keygate_request_duration_seconds', 'Time from request to response head, by route template.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5]);
-  new Counter({
-    name: 'keygate_rate_limit_decisions_total',
-    help: 'Rate-limit decisions by layer and outcome.',
-    labelNames: ['layer', 'outcome'],
-    registers: [registry],
-    collect() {
-      decisionTally.flush(this);
-    },
-  });
-  new Counter({
-    name: 'keygate_rate_limit_near_limit_total',
-    help: 'Accepted requests that left no token in their layer.',
-    labelNames: ['layer'],
-    registers: [registry],
-    collect() {
-      nearTally.flush(this);
-    },
-  });
+  const decisionTally = talliedCounter(registry, 'keygate_rate_limit_decisions_total', 'Rate-limit decisions by layer and outcome.', ['layer', 'outcome']);
+  const nearTally = talliedCounter(registry, 'keygate_rate_limit_near_limit_total', 'Accepted requests that left no token in their layer.', ['layer']);
   const auth = new Counter({ name: 'keygate_auth_failures_total', help: 'Failed authentications and cooldown refusals.', labelNames: ['kind'], registers: [registry] });
-  new Counter({
-    name: 'keygate_principal_cache_total',
-    help: 'Principal cache lookups.',
-    labelNames: ['result'],
-    registers: [registry],
-    collect() {
-      cacheTally.flush(this);
-    },
-  });
+  const cacheTally = talliedCounter(registry, 'keygate_principal_cache_total', 'Principal cache lookups.', ['result']);
   const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
   const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
   const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
@@ -107,6 +71,21 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       degradedCalls.inc({ mode });
     },
   };
+}
+
+/** A prom-client Counter fed by a Tally: what is added shows up in the exposition at the next scrape. */
+function talliedCounter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[]): Tally<L> {
+  const tally = new Tally<L>();
+  new Counter({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect() {
+      tally.flush(this);
+    },
+  });
+  return tally;
 }
 
 /** Counts by label set, kept as plain numbers until the next scrape moves them into a prom-client Counter. */

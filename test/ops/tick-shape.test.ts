@@ -2,13 +2,10 @@
 // through full garbage collections. Checked in a child process with V8's own view of the feedback
 // (%DebugPrint, behind --allow-natives-syntax), after the same bursts of ticks and full collections
 // with and without the workaround.
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { keepTickShape } from '../../src/ops/tick-shape.js';
+import { PRINT_NEXT_TICK, runWithNatives, tickLiteralFeedback } from '../../bench/v8-feedback.js';
 
 const MODULE = fileURLToPath(new URL('../../src/ops/tick-shape.ts', import.meta.url));
 
@@ -25,20 +22,10 @@ function nextTickFeedback(keep: boolean): string[] {
       // control's shapes in some runs here (not a wait for anything to happen).
       await new Promise((r) => setTimeout(r, 1));
     }
-    new Function('f', '%DebugPrint(f)')(process.nextTick);
+    ${PRINT_NEXT_TICK}
   `;
-  // Straight to a file: V8 prints through C's stdio, which a pipe to this process cut short here.
-  const dir = mkdtempSync(join(tmpdir(), 'tick-shape-'));
-  const file = join(dir, 'out.txt');
-  const fd = openSync(file, 'w');
-  try {
-    execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', fd, 'inherit'], timeout: 60_000 });
-  } finally {
-    closeSync(fd);
-  }
-  const out = readFileSync(file, 'utf8');
-  rmSync(dir, { recursive: true, force: true });
-  const slots = [...out.matchAll(/DefineKeyedOwnPropertyInLiteral (\w+)/g)].map((m) => m[1]).slice(0, 4);
+  const out = runWithNatives(['--input-type=module', '-e', script]);
+  const slots = tickLiteralFeedback(out);
   if (slots.length === 0) throw new Error(`no feedback slots in V8's print of process.nextTick:\n${out.slice(0, 3000)}`);
   return slots;
 }
