@@ -1,6 +1,7 @@
 // The backend's router: handlers are small async functions of a context that return a reply or
 // throw an ApiError / ApiErrorA / V1Error; the envelope is chosen by the interface (CONTRACT 5-7).
 import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { RouteTable } from '../config/routes.js';
 import type { Identity } from '../http/identity.js';
@@ -19,6 +20,8 @@ export interface Ctx {
   /** The gateway's signed identity (/v1 and /v2 only; null on /api-keys and /internal). */
   identity: Identity | null;
   requestId: string;
+  /** The backend's logger bound to this request's `requestId` (also `svc.log` of this context's `svc`). */
+  log: Logger;
   /** The parsed JSON body, or undefined when none was sent. */
   body: unknown;
   db: Db;

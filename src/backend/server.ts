@@ -24,7 +24,8 @@ export function buildRouter(svc: BackendServices): Router {
 export function createBackendServer(svc: BackendServices, router = buildRouter(svc)): http.Server {
   const server = http.createServer((req, res) => {
     handle(req, res, svc, router).catch((err) => {
-      svc.log.error({ err: (err as Error).message }, 'backend request failed');
+      // handle() set the response's request id first thing: the failure line carries it too.
+      svc.log.error({ err: (err as Error).message, requestId: res.getHeader('x-request-id') }, 'backend request failed');
       if (!res.headersSent) send(res, 500, { error: { code: 'internal_error', message: 'Internal error.', details: {} } });
       else res.destroy();
     });
@@ -112,6 +113,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     }
   }
 
+  const log = svc.log.child({ requestId });
   const ctx: Ctx = {
     req,
     method: req.method ?? 'GET',
@@ -120,9 +122,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     params: match.params,
     identity,
     requestId,
+    log,
     body,
     db: svc.db,
-    svc,
+    // Handlers log through ctx.svc.log and hand ctx.svc down: this request's view carries the request id.
+    svc: { ...svc, log },
   };
   let reply: Reply;
   try {

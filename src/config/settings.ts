@@ -27,6 +27,8 @@ export const settingsSchema = z
     INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
+    ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(50),
