@@ -192,6 +192,39 @@ function storeSuite(name: string, factory: Factory): void {
         await Promise.all(Array.from({ length: 5 }, () => stores.cooldown.recordFailure(addr)));
         expect(await stores.cooldown.check(addr)).toBe(900);
       });
+
+      it('answers 0 for each failure it counts, the 5th included, then the seconds left without counting', async () => {
+        for (let n = 0; n < 5; n++) expect(await stores.cooldown.recordFailure(addr)).toBe(0);
+        expect(await stores.cooldown.recordFailure(addr)).toBe(900);
+        clock.advance(100_500);
+        expect(await stores.cooldown.recordFailure(addr)).toBe(800); // 799.5 s rounds up
+        // Nothing was counted during the cooldown: after it, five tries again.
+        clock.advance(800_000);
+        for (let n = 0; n < 4; n++) expect(await stores.cooldown.recordFailure(addr)).toBe(0);
+        expect(await stores.cooldown.check(addr)).toBe(0);
+      });
+
+      it('counts and checks in one step: of 12 concurrent failures exactly five are counted', async () => {
+        const answers = await Promise.all(Array.from({ length: 12 }, () => stores.cooldown.recordFailure(addr)));
+        expect(answers.filter((s) => s === 0)).toHaveLength(5);
+        expect(answers.filter((s) => s === 900)).toHaveLength(7);
+      });
+
+      it('counts an IPv6 client per /64, however the address is spelled', async () => {
+        for (let n = 1; n <= 5; n++) await stores.cooldown.recordFailure(`2001:db8:1:2::${n}`);
+        for (const same of ['2001:db8:1:2::ffff', '2001:DB8:1:2:aaaa:bbbb:cccc:dddd', '2001:0db8:0001:0002:0000:0000:0000:0014']) {
+          expect(await stores.cooldown.check(same)).toBe(900);
+        }
+        expect(await stores.preflight('2001:db8:1:2::99', null)).toEqual({ cooldown: 900, version: null });
+        expect(await stores.cooldown.check('2001:db8:1:3::1')).toBe(0);
+        expect(await stores.gate({ ip: '2001:db8:1:2:1::1', orgId: 9, version: 0, peek: [] })).toEqual({ kind: 'cooldown', seconds: 900 });
+      });
+
+      it('counts an IPv4-mapped IPv6 spelling as the IPv4 address', async () => {
+        for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure('192.0.2.99');
+        expect(await stores.cooldown.recordFailure('::ffff:192.0.2.99')).toBe(0);
+        expect(await stores.cooldown.check('192.0.2.99')).toBe(900);
+      });
     });
 
     describe('access versions', () => {
