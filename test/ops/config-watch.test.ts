@@ -150,31 +150,36 @@ describe('a ConfigMap volume updated by the kubelet', () => {
   });
 });
 
+/** A reload callback that counts its calls; `called` resolves at the first. */
+function countingReload() {
+  let resolve!: () => void;
+  const r = { calls: 0, called: new Promise<void>((res) => (resolve = res)), reload: () => {
+    r.calls++;
+    resolve();
+  } };
+  return r;
+}
+
 describe('watchConfigFiles', () => {
   it('stops watching when closed: a later change reloads nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keygate-unwatch-'));
     const file = join(dir, 'routes.json');
     writeFileSync(file, 'a');
-    const out = awaitableLog();
-    let calls = 0;
-    let called!: () => void;
-    let firstCall = new Promise<void>((r) => (called = r));
-    const stop = watchConfigFiles([file], () => (calls++, called()), out.log, 20);
+    const { log } = awaitableLog();
+    const first = countingReload();
+    const stop = watchConfigFiles([file], first.reload, log, 20);
     writeFileSync(file, 'b');
-    await firstCall;
-    expect(calls).toBe(1);
+    await first.called;
+    expect(first.calls).toBe(1);
     stop();
     // A second watcher on the same directory sees the next write; the stopped one must not.
-    firstCall = new Promise<void>((r) => (called = r));
-    let otherCalls = 0;
-    let otherCalled!: () => void;
-    const other = new Promise<void>((r) => (otherCalled = r));
-    const stopOther = watchConfigFiles([file], () => (otherCalls++, otherCalled()), out.log, 20);
+    const second = countingReload();
+    const stopSecond = watchConfigFiles([file], second.reload, log, 20);
     writeFileSync(file, 'c');
-    await other;
-    stopOther();
-    expect(otherCalls).toBe(1);
-    expect(calls).toBe(1);
+    await second.called;
+    stopSecond();
+    expect(second.calls).toBe(1);
+    expect(first.calls).toBe(1);
     rmSync(dir, { recursive: true, force: true });
   });
 });
