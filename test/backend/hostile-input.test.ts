@@ -10,6 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Res, type Stack } from '../helpers/stack.js';
 import { ALL_SCOPES } from '../fixtures/seed.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { fetchRes } from '../helpers/stack.js';
+import { encodeIdentity, sign } from '../../src/http/identity.js';
+import { Router } from '../../src/backend/router.js';
+import { createBackendServer, envelopeFor } from '../../src/backend/server.js';
 import { startFakeProviders, type FakeProviders } from '../helpers/fake-providers.js';
 
 interface RouteRow {
@@ -154,10 +158,11 @@ const BODY_VALUES: { name: string; value: unknown; refuse?: boolean }[] = [
   { name: 'null', value: null },
   { name: 'boolean', value: true },
 ];
-/** Whole bodies besides the values above: a NUL or lone surrogate in a field name. */
-const BODY_ONLY: { name: string; value: unknown }[] = [
-  { name: 'field named NUL', value: { '\u0000': 1 } },
-  { name: 'field name with lone surrogate', value: { 'name\ud800': 'x' } },
+/** Whole bodies besides the values above (raw JSON text): odd field names, nesting deeper than any stack. */
+const BODY_ONLY: { name: string; raw: string }[] = [
+  { name: 'field named NUL', raw: JSON.stringify({ '\u0000': 1 }) },
+  { name: 'field name with lone surrogate', raw: JSON.stringify({ 'name\ud800': 'x' }) },
+  { name: 'arrays nested 100,000 deep', raw: '['.repeat(100_000) + '"\\u0000"' + ']'.repeat(100_000) },
 ];
 
 /**
@@ -261,7 +266,8 @@ function casesOf(r: RouteRow): Case[] {
     }
   }
   if (r.method !== 'GET' && r.method !== 'DELETE') {
-    for (const v of [...BODY_VALUES, ...BODY_ONLY]) out.push({ what: `body: ${v.name}`, method: r.method, url, body: JSON.stringify(v.value) });
+    for (const v of BODY_VALUES) out.push({ what: `body: ${v.name}`, method: r.method, url, body: JSON.stringify(v.value) });
+    for (const v of BODY_ONLY) out.push({ what: `body: ${v.name}`, method: r.method, url, body: v.raw });
     for (const b of shape.bodies ?? []) {
       for (const fp of fieldPaths(b)) {
         for (const v of BODY_VALUES) {
@@ -452,5 +458,56 @@ describe('the reported cases', () => {
     );
     const invalid = (await runAll(cases)).filter(([, res]) => res.status === 400 && (res.body?.error?.code ?? res.body?.error_code) === 'invalid_request');
     expect(invalid.map(([c, res]) => `${c.what}: ${res.text.slice(0, 200)}`)).toEqual([]);
+  });
+});
+
+// Behind the validators: what the backend does with a database error a handler did not foresee, and
+// with any other failure. A backend of routes that fail on purpose, on the test's own services.
+describe('the backend behind the validators', () => {
+  let backend: http.Server;
+  let url: string;
+  const identity = encodeIdentity({ keyId: 7200, keyType: 'partner', organizationId: 1, userId: null, workspaceId: null, role: null, scopes: [], plan: 'growth' });
+  const signed = (path: string) => {
+    const ts = String(clock.now());
+    return fetchRes(url + path, {
+      headers: { 'x-request-id': 'hostile-1', 'x-gateway-identity': identity, 'x-gateway-timestamp': ts, 'x-gateway-signature': sign(s.gatewaySecret, ts, 'hostile-1', 'GET', path, identity) },
+    });
+  };
+
+  beforeAll(async () => {
+    const router = new Router(envelopeFor);
+    for (const api of ['v1', 'v2']) {
+      // Real driver errors, on pg and PGlite alike: NUL in text (22021) and an int4 overflow (22003).
+      router.get(`/${api}/hostile/nul`, async (ctx) => ({ data: await ctx.db.query('SELECT $1::text AS t', ['a\u0000b']) }));
+      router.get(`/${api}/hostile/overflow`, async (ctx) => ({ data: await ctx.db.query('SELECT $1::int AS n', [2147483648]) }));
+      router.get(`/${api}/hostile/crash`, async () => {
+        throw new Error('unexpected failure with a secret in its message');
+      });
+    }
+    backend = createBackendServer(s.app.backend!, router);
+    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => backend?.close(r));
+  });
+
+  it.each(['nul', 'overflow'])('a %s the database refuses is 400 invalid_request in the route\'s shape', async (what) => {
+    const v2 = await signed(`/v2/hostile/${what}`);
+    expect(v2.status, v2.text).toBe(400);
+    expect(v2.body).toMatchObject({ error: { code: 'invalid_request', details: {} }, meta: { request_id: 'hostile-1' } });
+    const v1 = await signed(`/v1/hostile/${what}`);
+    expect(v1.status, v1.text).toBe(400);
+    expect(v1.body).toMatchObject({ error_code: 'invalid_request', message: expect.any(String), details: {} });
+  });
+
+  it('any other failure is 500 internal_error in the interface\'s shape, without its message or a stack', async () => {
+    const v1 = await signed('/v1/hostile/crash');
+    expect(v1.status).toBe(500);
+    expect(v1.body).toEqual({ error_code: 'internal_error', message: 'Internal error.', details: {} });
+    const v2 = await signed('/v2/hostile/crash');
+    expect(v2.status).toBe(500);
+    expect(v2.body).toMatchObject({ error: { code: 'internal_error', message: 'Internal error.', details: {} }, meta: { request_id: 'hostile-1' } });
+    for (const r of [v1, v2]) expect(r.text).not.toMatch(/secret|\n\s+at /);
   });
 });
