@@ -8,6 +8,7 @@ import type { Identity } from '../http/identity.js';
 import { ApiError, V1Error } from '../http/errors.js';
 import type { Db } from '../db/index.js';
 import type { BackendServices } from './services.js';
+import { PG_INT_MAX, unstorableTextAt } from './validation.js';
 
 export type Envelope = 'B' | 'A' | 'v1' | 'raw';
 
@@ -91,6 +92,15 @@ export class Router {
  * details name the field (`details.field`) and every issue. /v1 routes get the v1 shape.
  */
 export function parse<S extends z.ZodType>(schema: S, value: unknown, api: 'v2' | 'v1' = 'v2'): z.infer<S> {
+  // Before the schema: no string PostgreSQL cannot store passes, whatever field holds it.
+  const bad = unstorableTextAt(value);
+  if (bad) {
+    const field = bad.field || '(body)';
+    const message = `${field}: ${bad.inName ? 'field name' : 'text'} must not contain NUL characters or unpaired UTF-16 surrogates`;
+    const details = { field, issues: [{ field, message }] };
+    if (api === 'v1') throw new V1Error('invalid_request', message, details);
+    throw new ApiError('invalid_request', message, details);
+  }
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issues = r.error.issues.map((i) => {
@@ -106,20 +116,22 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown, api: 'v2' 
 
 /** Path parameters are canonical decimal ids by the time they arrive (the gateway checked them). */
 export function idParam(ctx: Ctx, name: string): number {
-  const v = Number(ctx.params[name]);
-  if (!Number.isSafeInteger(v) || v <= 0) {
+  const raw = ctx.params[name];
+  if (!/^[1-9][0-9]*$/.test(raw)) {
     if (ctx.path.startsWith('/v1/')) throw new V1Error('invalid_request', `${name} must be a positive integer`, { field: name });
     throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
   }
-  // Ids are PostgreSQL integers: a canonical id beyond them names nothing (never a 500 from the driver).
-  if (v > MAX_ID) {
-    if (ctx.path.startsWith('/v1/')) throw new V1Error('not_found', `No resource with ${name} ${v}.`, { [name]: v });
-    throw new ApiError('not_found', `No resource with ${name} ${v}.`, { [name]: v });
+  // Ids are PostgreSQL integers: a canonical id beyond them, however long, names nothing (never a 500
+  // from the driver).
+  if (raw.length > 10 || Number(raw) > MAX_ID) {
+    const details = { [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw };
+    if (ctx.path.startsWith('/v1/')) throw new V1Error('not_found', `No resource with ${name} ${raw}.`, details);
+    throw new ApiError('not_found', `No resource with ${name} ${raw}.`, details);
   }
-  return v;
+  return Number(raw);
 }
 
-export const MAX_ID = 2_147_483_647;
+export const MAX_ID = PG_INT_MAX;
 
 /** Query parameters as a plain object (repeated keys become arrays), for zod. */
 export function queryObject(q: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { STATUSES } from './store.js';
 import { isTimeZone } from '../v1/time.js';
+import { pgId } from '../validation.js';
 
 /** An SMTP or IMAP server (accounts.smtp, accounts.imap); shared with the /v1 connect. */
 export const connection = z
@@ -52,8 +53,8 @@ export const listQuerySchema = z
     }
   });
 
-const accountIds = z.array(z.number().int().positive()).min(1, 'must hold 1 to 50 ids').max(50, 'must hold 1 to 50 ids');
+const accountIds = z.array(pgId).min(1, 'must hold 1 to 50 ids').max(50, 'must hold 1 to 50 ids');
 
 export const bulkStatusSchema = z.object({ accountIds }).strict();
 
-export const bulkTagsSchema = z.object({ accountIds, tagIds: z.array(z.number().int().positive()).max(100) }).strict();
+export const bulkTagsSchema = z.object({ accountIds, tagIds: z.array(pgId).max(100) }).strict();

@@ -7,6 +7,7 @@ import { roleRank } from '../../access/principal.js';
 import { ROLES } from '../../config/routes.js';
 import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { pgId } from '../validation.js';
 
 export interface SessionUser {
   id: number;
@@ -34,7 +35,7 @@ const createSchema = z
   .object({
     name: z.string().trim().min(1).max(100),
     type: z.enum(['workspace', 'personal', 'partner']),
-    workspaceId: z.number().int().positive().optional(),
+    workspaceId: pgId.optional(),
     role: z.enum(ROLES).optional(),
     scopes: z.array(SCOPE).max(32).default([]),
   })
@@ -104,8 +105,10 @@ export function register(router: Router, _svc: BackendServices): void {
 
   router.delete('/api-keys/{keyId}', async (ctx) => {
     const user = await requireSession(ctx);
-    const id = Number(ctx.params.keyId);
-    if (id > MAX_ID) throw new ApiErrorA('150104'); // beyond any stored id
+    const raw = ctx.params.keyId;
+    // Only a decimal within PostgreSQL's integer can name a key (abc, 1.5 or 1e3 never reach the query).
+    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiErrorA('150104');
+    const id = Number(raw);
     // Owners may revoke any key of the organization; members the keys they made or own.
     const rows = await ctx.db.query(
       `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $4)

@@ -7,13 +7,14 @@ import { parse, idParam, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
 import { applyPlanCap } from '../warmup/index.js';
+import { pgInt } from '../validation.js';
 
 const orgPatch = z
   .object({
     plan: z.enum(PLAN_IDS).nullable().optional(),
     apiAccess: z.boolean().optional(),
     paused: z.boolean().optional(),
-    warmupCap: z.number().int().min(0).nullable().optional(),
+    warmupCap: pgInt(0).nullable().optional(),
     partnerCallback: z.object({ url: z.string().url(), verified: z.boolean() }).strict().nullable().optional(),
   })
   .strict()

@@ -7,16 +7,17 @@ import { parse, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import type { Row } from '../../db/types.js';
 import { workspaceName } from '../workspace/schemas.js';
+import { pgId, pgInt } from '../validation.js';
 import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } from './quotas.js';
 
-const budget = z.number().int().min(0).max(2_147_483_647);
+const budget = pgInt(0);
 
 const createBody = z.object({ name: workspaceName, dailyWarmupBudget: budget.optional() }).strict();
 
 const quotasBody = z
   .object({
     quotas: z
-      .array(z.object({ workspaceId: z.number().int().positive(), dailyWarmupBudget: budget }).strict())
+      .array(z.object({ workspaceId: pgId, dailyWarmupBudget: budget }).strict())
       .min(1)
       .max(1000)
       .superRefine((qs, c) => {

@@ -4,12 +4,13 @@ import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
+import { pgId } from '../validation.js';
 import { getAccount } from '../accounts/store.js';
 import { assertTagsExist, listTags, replaceAccountTags } from './store.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
 
-export const tagIdsSchema = z.array(z.number().int().positive()).max(100);
+export const tagIdsSchema = z.array(pgId).max(100);
 
 const createSchema = z
   .object({

@@ -6,6 +6,7 @@ import { V1Error } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { idParam, parse, type Ctx } from '../router.js';
 import { settleDueLimits } from '../accounts/store.js';
+import { pgId } from '../validation.js';
 
 /** Warmup score window: the inbox rate of the last 14 days of warmup sends. */
 export const SCORE_WINDOW_DAYS = 14;
@@ -60,7 +61,7 @@ export async function loadAccounts(q: Queryable, orgId: number, ids: number[], l
 /** 1..max distinct positive ids. */
 export function idList(max: number) {
   return z
-    .array(z.number().int().positive().max(2 ** 31 - 1))
+    .array(pgId)
     .min(1)
     .max(max)
     .refine((a) => new Set(a).size === a.length, 'ids must be unique');

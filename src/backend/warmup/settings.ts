@@ -6,6 +6,7 @@ import type { BackendServices } from '../services.js';
 import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../accounts/store.js';
 import { orgOfWorkspace } from './org.js';
 import { nextLocalMidnight } from './limits.js';
+import { pgInt } from '../validation.js';
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
@@ -39,7 +40,8 @@ export function settingsView(svc: BackendServices, row: Row, maxWarmupPerAccount
  */
 export const patchSettingsSchema = z
   .object({
-    warmupMaxLimit: z.number().int().min(WARMUP_MIN_LIMIT),
+    // No upper bound of its own when the plan has no cap (spec), but the column is an integer.
+    warmupMaxLimit: pgInt(WARMUP_MIN_LIMIT),
     replyRateMode: z.enum(['LEVEL', 'CUSTOM']),
     replyRate: z.number().min(0).max(100),
   })
