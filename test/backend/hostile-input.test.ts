@@ -148,6 +148,7 @@ const BODY_VALUES: { name: string; value: unknown; refuse?: boolean }[] = [
   { name: '20 digits', value: 12345678901234567890, refuse: true },
   { name: '2^31', value: 2147483648, refuse: true },
   { name: '20 digits as text', value: '12345678901234567890' },
+  { name: '2^31 as text', value: '2147483648' },
   { name: 'negative', value: -1 },
   { name: 'float', value: 1.5 },
   { name: 'zero', value: 0 },
@@ -492,7 +493,7 @@ describe('the backend behind the validators', () => {
     await new Promise((r) => backend?.close(r));
   });
 
-  it.each(['nul', 'overflow'])('a %s the database refuses is 400 invalid_request in the route\'s shape', async (what) => {
+  it.each(['nul', 'overflow'])('%s: a value the database refuses is 400 invalid_request in the route\'s shape', async (what) => {
     const v2 = await signed(`/v2/hostile/${what}`);
     expect(v2.status, v2.text).toBe(400);
     expect(v2.body).toMatchObject({ error: { code: 'invalid_request', details: {} }, meta: { request_id: 'hostile-1' } });
