@@ -512,3 +512,54 @@ describe('the backend behind the validators', () => {
     for (const r of [v1, v2]) expect(r.text).not.toMatch(/secret|\n\s+at /);
   });
 });
+
+// The backend's internal routes (CONTRACT section 7) share the validators: the same values, sent
+// straight to the backend with a session cookie (/api-keys, Envelope A) or the internal token (Envelope B).
+describe('the internal routes', () => {
+  const send = (method: string, path: string, body: string | undefined, auth: { cookie: string } | { authorization: string }) =>
+    fetchRes(s.backendUrl + path, { method, headers: { ...auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body });
+  const session = { cookie: 'session=sess_owner_000000000000000000000001' };
+  const internal = () => ({ authorization: `Bearer ${s.internalToken}` });
+
+  const INTERNAL: { method: string; path: string; auth: 'session' | 'internal'; body?: Record<string, unknown> }[] = [
+    { method: 'POST', path: '/api-keys', auth: 'session', body: { name: 'hostile', type: 'workspace', workspaceId: 100, role: 'VIEWER', scopes: ['accounts:read'] } },
+    { method: 'DELETE', path: '/api-keys/{keyId}', auth: 'session' },
+    // Organization 2: no key of the walk above belongs to it, so a valid value changes nothing it uses.
+    { method: 'PATCH', path: '/internal/organizations/{organizationId}', auth: 'internal', body: { plan: 'free', apiAccess: true, paused: false, warmupCap: 100, partnerCallback: { url: 'http://127.0.0.1:1/refresh', verified: false } } },
+    { method: 'DELETE', path: '/internal/workspaces/{workspaceId}', auth: 'internal' },
+    { method: 'POST', path: '/internal/accounts/{accountId}/verification', auth: 'internal', body: { result: 'failed' } },
+  ];
+  const VALID: Record<string, string> = { '{keyId}': '999999', '{organizationId}': '2', '{workspaceId}': '999999', '{accountId}': '6000' };
+
+  it.each(INTERNAL.map((r) => [`${r.method} ${r.path}`, r] as const))('%s: no 5xx, unstorable values refused by name', async (_n, r) => {
+    const cases: Case[] = [];
+    const url = r.path.replace(/\{[A-Za-z]+\}/g, (m) => VALID[m]);
+    const body = r.body === undefined ? undefined : JSON.stringify(r.body);
+    for (const m of r.path.matchAll(/\{[A-Za-z]+\}/g)) {
+      for (const seg of PATH_VALUES) cases.push({ what: `path ${m[0]} = ${seg.slice(0, 24)}`, method: r.method, url: r.path.replace(m[0], seg).replace(/\{[A-Za-z]+\}/g, (x) => VALID[x]), body });
+    }
+    for (const fp of r.body ? fieldPaths(r.body) : []) {
+      for (const v of BODY_VALUES) {
+        cases.push({ what: `body ${fp.join('.')}: ${v.name}`, method: r.method, url, body: JSON.stringify(replaced(r.body, fp, v.value)), refuse: v.refuse ? fp.join('.') : undefined });
+      }
+    }
+    const wrong: string[] = [];
+    for (const c of cases) {
+      const res = await send(c.method, c.url, c.body, r.auth === 'session' ? session : internal());
+      const e = res.body?.error;
+      const shaped = r.auth === 'session' ? res.body?.success === false && typeof res.body.errorMessage === 'string' : typeof e?.code === 'string' && typeof res.body.meta?.request_id === 'string';
+      if (res.status >= 500 || /\n\s+at /.test(res.text)) wrong.push(`${c.what} -> ${res.status}: ${res.text.slice(0, 200)}`);
+      else if (res.status >= 400 && !shaped) wrong.push(`${c.what} -> not the route's shape: ${res.text.slice(0, 200)}`);
+      else if (c.refuse && (res.status !== 400 || e?.code !== 'invalid_request' || e?.details?.field !== c.refuse)) wrong.push(`${c.what} -> ${res.status} ${res.text.slice(0, 200)}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('a session cookie that is not valid percent-encoding is an unknown session (401 150002), not a 500', async () => {
+    for (const cookie of ['session=%E0%A4', 'session=%', 'session=%00']) {
+      const res = await send('GET', '/api-keys', undefined, { cookie });
+      expect(res.status, `${cookie}: ${res.text}`).toBe(401);
+      expect(res.body.errorCode).toBe('150002');
+    }
+  });
+});
