@@ -20,10 +20,17 @@ export async function requireSession(ctx: Ctx): Promise<SessionUser> {
   const cookie = ctx.req.headers.cookie ?? '';
   const m = /(?:^|;\s*)session=([^;]+)/.exec(cookie);
   if (!m) throw new ApiErrorA('150001', 'Missing session cookie.');
+  let token: string;
+  try {
+    token = decodeURIComponent(m[1]);
+  } catch {
+    // Not percent-encoding we can read: no session was ever issued with it.
+    throw new ApiErrorA('150002', 'Invalid or expired session.');
+  }
   const rows = await ctx.db.query(
     `SELECT u.id, u.organization_id, u.org_role FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.token_hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
-    [hashSecret(ctx.svc.pepper, decodeURIComponent(m[1])), new Date(ctx.svc.clock.now())],
+    [hashSecret(ctx.svc.pepper, token), new Date(ctx.svc.clock.now())],
   );
   if (!rows.length) throw new ApiErrorA('150002', 'Invalid or expired session.');
   return { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role };
