@@ -113,13 +113,18 @@ export async function startApp(o: AppOptions): Promise<App> {
   let backendUrl: string | null = null;
   let backend: BackendServices | null = null;
   if (o.mode !== 'gateway') {
+    const backendLog = o.log.child({ c: 'backend' });
+    // Stored mailbox credentials are brought under the current key before the backend answers anything.
+    const { openCredentials } = await import('./backend/credentials/accounts.js');
+    const credentials = await openCredentials({ db, log: backendLog, clock, keys: s.CREDENTIAL_KEYS, dataDir: s.DATA_DIR });
     backend = {
       db,
       plans: () => plans,
       scopes: () => routes.scopes,
       clock,
-      log: o.log.child({ c: 'backend' }),
+      log: backendLog,
       pepper,
+      credentials,
       accessChanged: accessChangedVia(stores.versions, o.log),
       config: {
         gatewaySecret: s.GATEWAY_SECRET,

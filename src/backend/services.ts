@@ -3,6 +3,7 @@ import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { MinRole } from '../config/routes.js';
 import type { Clock, AccessVersions } from '../limits/types.js';
+import type { CredentialCipher } from './credentials/cipher.js';
 
 export interface BackendConfig {
   gatewaySecret: string;
@@ -31,6 +32,8 @@ export interface BackendServices {
   config: BackendConfig;
   /** The pepper of the keyed hash of secrets and session tokens. */
   pepper: string;
+  /** Seals and opens the mailbox credentials stored in accounts (src/backend/credentials/). */
+  credentials: CredentialCipher;
   /**
    * Call after committing any change to access data (keys, memberships, roles, organization plan,
    * pause, API access, workspace deletion): the next request on every gateway instance sees it.

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
+import { parseCredentialKeys } from './credential-keys.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const csv = z
@@ -25,6 +26,17 @@ export const settingsSchema = z
     TRUST_PROXY: csv.default([]),
     GATEWAY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
     INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    // Comma-separated id:base64key (32 bytes), the first current: seals stored mailbox credentials (src/config/credential-keys.ts).
+    CREDENTIAL_KEYS: z
+      .string()
+      .superRefine((text, ctx) => {
+        try {
+          parseCredentialKeys(text);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        }
+      })
+      .optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
@@ -89,6 +101,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
     if (!s.DATABASE_URL) throw new ConfigError('setting DATABASE_URL: required for `npm run ' + mode + '`');
     if (!s.GATEWAY_SECRET) throw new ConfigError('setting GATEWAY_SECRET: required for `npm run ' + mode + '`');
     if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
+    if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
   }
   return s;
 }

@@ -135,8 +135,11 @@ describe('POST /accounts (SMTP/IMAP connect)', () => {
     expect(read.body.data.imap).toEqual({ host: 'imap.acme.test', port: 993, username: 'new.box@acme.test', secure: true });
     const list = await get(`${W}/accounts?search=new.box`);
     expect(list.text).not.toContain('Secret');
-    const [row] = await s.db.query(`SELECT smtp->>'password' AS sp, imap->>'password' AS ip FROM accounts WHERE id = $1`, [id]);
-    expect(row).toEqual({ sp: 'smtp-Secret-123', ip: 'imap-Secret-456' });
+    // Stored sealed, apart from the settings (src/backend/credentials/).
+    const [row] = await s.db.query(`SELECT smtp->>'password' AS sp, imap->>'password' AS ip, smtp_password_sealed, imap_password_sealed FROM accounts WHERE id = $1`, [id]);
+    expect(row).toMatchObject({ sp: null, ip: null });
+    expect(s.app.backend!.credentials.open('smtp_password', row.smtp_password_sealed)).toBe('smtp-Secret-123');
+    expect(s.app.backend!.credentials.open('imap_password', row.imap_password_sealed)).toBe('imap-Secret-456');
   });
 
   it('answers 409 conflict for an address that exists anywhere (any case, any organization)', async () => {

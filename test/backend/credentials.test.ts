@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,8 @@ let callbackUrl: string;
 let s: Stack | null = null;
 let n = 0;
 const ids = { smtp: 0, v1: 0, oauth: 0 };
+/** The key and the password of the key-file test, for the log check. */
+const fileKeys: string[] = [];
 
 const extra = () => ({
   organizations: [{ id: 7, name: 'Crypt Co', plan: 'growth', partnerCallback: { url: callbackUrl, verified: true } }],
@@ -331,8 +333,34 @@ describe('credentials at rest', () => {
     }
   });
 
+  it('all-in-one without CREDENTIAL_KEYS keeps a key file in DATA_DIR: values stay readable across restarts', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'kg-data-'));
+    const own = await openTestDb();
+    const env = { DATA_DIR: dataDir, DNS_RESOLVER: dns.address };
+    let stack: Stack | null = null;
+    try {
+      stack = await startStack({ db: own, clock, log, seed: seedWith(extra()), env });
+      clock.advance(60_000);
+      const password = `file-key-Pw-${hex()}`;
+      const server = { host: 'smtp.crypt.test', port: 587, username: 'u', password, secure: false };
+      const r = await stack.request('POST', '/v2/workspaces/700/accounts', { key: WS7, ip: '10.78.0.1', body: { emailAddress: 'file@crypt.test', fromName: 'File', smtp: server, imap: server } });
+      expect(r.status, r.text).toBe(201);
+      const keyId = stack.app.backend!.credentials.currentKeyId;
+      await stack.close();
+      stack = await startStack({ db: own, clock, log, env });
+      expect(stack.app.backend!.credentials.currentKeyId).toBe(keyId);
+      expect(await accountCredentials(stack.app.backend!, r.body.data.id)).toMatchObject({ smtpPassword: password, imapPassword: password });
+      expectNone(await dump(own), [password, readFileSync(join(dataDir, 'credential-keys'), 'utf8').trim().split(':')[1]], 'the dump');
+      fileKeys.push(readFileSync(join(dataDir, 'credential-keys'), 'utf8').trim().split(':')[1], password);
+    } finally {
+      await stack?.close();
+      await own.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('no log line of this file holds a password, a token or a key', () => {
     expect(lines.length).toBeGreaterThan(10);
-    expectNone(lines.join('\n'), Object.values(SECRET), 'the log');
+    expectNone(lines.join('\n'), [...Object.values(SECRET), ...fileKeys], 'the log');
   });
 });

@@ -124,7 +124,12 @@ const inMs = (ms: number) => new Date(clock.now() + ms).toISOString();
 const DAY = 86_400_000;
 const connect = (wid: number, key: string, body: Record<string, unknown>) =>
   req('POST', `/v2/workspaces/${wid}/accounts/oauth`, key, { provider: 'google', expiresAt: inMs(DAY), ...body });
-const account = async (email: string) => (await s.db.query(`SELECT * FROM accounts WHERE lower(email_address) = $1`, [email]))[0];
+/** The account's row, with its stored token opened (it is stored sealed: src/backend/credentials/). */
+const account = async (email: string) => {
+  const a = (await s.db.query(`SELECT * FROM accounts WHERE lower(email_address) = $1`, [email]))[0];
+  const sealed = a?.oauth_access_token_sealed;
+  return a && ({ ...a, oauth_access_token: sealed ? s.app.backend!.credentials.open('oauth_access_token', sealed) : null } as typeof a);
+};
 const job = (name: string) => jobsOf(s.app.backend!).find((j) => j.name === name)!;
 
 describe('POST /v2/workspaces/{wid}/accounts/oauth: rule 1, partner callback', () => {

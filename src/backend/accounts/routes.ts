@@ -10,6 +10,7 @@ import { assertTagsExist, replaceAccountTags } from '../tags/store.js';
 import { ACCOUNT_COLUMNS, accountRecord, getAccount, replyRateView, settleDueLimits } from './store.js';
 import { bulkStatusSchema, bulkTagsSchema, connectSchema, listQuerySchema } from './schemas.js';
 import { liveDns, setupScore, SETUP_SCORE_WEIGHTS } from './dns.js';
+import { sealMailbox } from '../credentials/accounts.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
 /** The default warmupMaxLimit of a new mailbox, lowered to the plan's maxWarmupPerAccount. */
@@ -81,12 +82,14 @@ export function register(router: Router, _svc: BackendServices): void {
     const dup = await ctx.db.query(`SELECT 1 FROM accounts WHERE lower(email_address) = lower($1)`, [b.emailAddress]);
     if (dup.length) throw conflict();
     let id: number;
+    // The passwords are stored sealed, apart from the settings (src/backend/credentials/).
+    const m = sealMailbox(ctx.svc.credentials, b.smtp, b.imap);
     try {
       const rows = await ctx.db.query(
         `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
-           time_zone, smtp, imap, last_connected_at, created_at, updated_at)
-         VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $8, $8) RETURNING id`,
-        [ws, b.emailAddress, b.fromName, max, b.timeZone ?? 'UTC', JSON.stringify(b.smtp), JSON.stringify(b.imap), now],
+           time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, last_connected_at, created_at, updated_at)
+         VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $10, $10) RETURNING id`,
+        [ws, b.emailAddress, b.fromName, max, b.timeZone ?? 'UTC', m.smtp, m.imap, m.smtpPasswordSealed, m.imapPasswordSealed, now],
       );
       id = rows[0].id;
     } catch (err) {
@@ -142,7 +145,7 @@ export function register(router: Router, _svc: BackendServices): void {
     const rows = await ctx.db.query(
       // A disconnected mailbox keeps no credential: its OAuth token is dropped (the refresh job skips it).
       `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false,
-         oauth_access_token = NULL, oauth_expires_at = NULL, updated_at = $3
+         oauth_access_token_sealed = NULL, oauth_expires_at = NULL, updated_at = $3
        WHERE id = $1 AND workspace_id = $2 RETURNING id`,
       [id, ws, now],
     );

@@ -103,20 +103,20 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
       }
       // A reconnect with a fresh token: an expired or broken connection becomes active again.
       const [row] = await q.query(
-        `UPDATE accounts SET oauth_access_token = $2, oauth_expires_at = $3,
+        `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3,
             status = CASE WHEN status IN ('auth-expired','error','disconnected') THEN 'active' ELSE status END,
             oauth_refresh_failures = 0, oauth_refresh_error = NULL, oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL,
             connection_error = NULL, last_connected_at = $4, updated_at = $4
           WHERE id = $1 RETURNING *`,
-        [cur.id, input.accessToken, input.expiresAt, at],
+        [cur.id, svc.credentials.seal('oauth_access_token', input.accessToken), input.expiresAt, at],
       );
       return { row, created: false };
     }
     const [row] = await q.query(
       `INSERT INTO accounts (workspace_id, email_address, provider, status, verification, warmup_max_limit, warmup_current_limit,
-          oauth_access_token, oauth_expires_at, oauth_source, last_connected_at, created_at, updated_at)
+          oauth_access_token_sealed, oauth_expires_at, oauth_source, last_connected_at, created_at, updated_at)
        VALUES ($1, $2, $3, 'active', 'pending', $4, 5, $5, $6, 'partner', $7, $7, $7) RETURNING *`,
-      [input.workspaceId, email, input.provider, maxLimit, input.accessToken, input.expiresAt, at],
+      [input.workspaceId, email, input.provider, maxLimit, svc.credentials.seal('oauth_access_token', input.accessToken), input.expiresAt, at],
     );
     return { row, created: true };
   });

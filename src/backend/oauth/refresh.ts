@@ -59,13 +59,13 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
     const ok = await callPartner(a.partner_callback_url, { accountId: a.id, emailAddress: a.email_address, provider: a.provider });
     if (ok.kind === 'ok' && Date.parse(ok.expiresAt) > svc.clock.now()) {
       const [after] = await svc.db.query(
-        `UPDATE accounts SET oauth_access_token = $2, oauth_expires_at = $3, oauth_refresh_failures = 0, oauth_refresh_error = NULL,
+        `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3, oauth_refresh_failures = 0, oauth_refresh_error = NULL,
             oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL, oauth_refreshed_at = $4,
             status = CASE WHEN status = 'auth-expired' THEN 'active' ELSE status END,
             connection_error = CASE WHEN status = 'auth-expired' THEN NULL ELSE connection_error END,
             updated_at = $4
           WHERE id = $1 RETURNING status`,
-        [a.id, ok.accessToken, new Date(ok.expiresAt), new Date(svc.clock.now())],
+        [a.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now())],
       );
       // A mailbox that had run out is active again: it warms again by itself once its checks pass.
       if (after?.status === 'active' && a.status === 'auth-expired') await partnerOauthConnected(svc, a.id);

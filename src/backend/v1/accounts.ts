@@ -11,6 +11,7 @@ import {
   settle, statusesFor, v1Parse,
 } from './common.js';
 import { cancelPendingSends } from './schedule.js';
+import { sealMailbox } from '../credentials/accounts.js';
 
 /** Page size bounds of the account list (the spec does not show them). */
 export const LIST_LIMIT_DEFAULT = 20;
@@ -143,12 +144,14 @@ export function registerAccounts(router: Router): void {
       if (dup.length) throw new V1Error('conflict', `${b.fromEmail} is already connected.`, { field: 'fromEmail' });
       const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
       const now = new Date(ctx.svc.clock.now());
+      // The passwords are stored sealed, apart from the settings (src/backend/credentials/).
+      const m = sealMailbox(ctx.svc.credentials, b.smtp, b.imap);
       const inserted = await q.query(
         `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
-           time_zone, smtp, imap, provider_workspace_id, last_connected_at, created_at, updated_at)
-         VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $9, $9) RETURNING *`,
+           time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, provider_workspace_id, last_connected_at, created_at, updated_at)
+         VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $11, $11) RETURNING *`,
         [workspaceId, b.fromEmail, b.fromName, Math.min(DEFAULT_MAX_LIMIT, cap ?? DEFAULT_MAX_LIMIT), b.timeZone ?? 'UTC',
-          JSON.stringify(b.smtp), JSON.stringify(b.imap), providerWorkspaceId, now],
+          m.smtp, m.imap, m.smtpPasswordSealed, m.imapPasswordSealed, providerWorkspaceId, now],
       );
       return inserted[0];
     });
