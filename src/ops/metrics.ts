@@ -18,7 +18,10 @@ export interface GatewayMetrics {
 
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
-  if (opts.defaults) collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
+  if (opts.defaults) {
+    collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
+    renameTotalGauges(registry);
+  }
   // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
   // prom-client hashes the label object on every inc(), even on a child from labels().
   const requestTally = talliedCounter(registry, 'keygate_requests_total', 'Gateway responses by route template, method, status and Envelope A code.', ['route', 'method', 'status', 'code']);
@@ -71,6 +74,23 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
       degradedCalls.inc({ mode });
     },
   };
+}
+
+/**
+ * prom-client's default `nodejs_active_{handles,requests,resources}_total` are gauges, and only counters
+ * may end in `_total` (`promtool check metrics`: "non-counter metrics should not have _total suffix";
+ * rate() over them would be wrong). They are the sums of the per-type gauges of the same name without
+ * the suffix, and are exported as `keygate_nodejs_active_*_all` instead.
+ */
+function renameTotalGauges(registry: Registry): void {
+  for (const kind of ['handles', 'requests', 'resources']) {
+    const metric = registry.getSingleMetric(`keygate_nodejs_active_${kind}_total`);
+    if (!metric) continue;
+    registry.removeSingleMetric(`keygate_nodejs_active_${kind}_total`);
+    const name = `keygate_nodejs_active_${kind}_all`;
+    const help = `Number of active ${kind}, all types together.`;
+    registry.registerMetric({ name, help, type: 'gauge', aggregator: 'sum', get: async () => ({ ...(await metric.get()), name, help }) } as unknown as Metric);
+  }
 }
 
 /** A prom-client Counter fed by a Tally: what is added shows up in the exposition at the next scrape. */
