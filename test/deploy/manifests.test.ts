@@ -141,7 +141,9 @@ const podSpec = z.strictObject({
       z.strictObject({
         name: dnsLabel,
         emptyDir: z.strictObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: memory.optional() }).optional(),
-      }),
+        configMap: z.strictObject({ name: dnsLabel, defaultMode: z.number().int().optional(), optional: z.boolean().optional() }).optional(),
+      })
+      .refine((v) => (v.emptyDir === undefined) !== (v.configMap === undefined), 'a volume needs exactly one source'),
     )
     .optional(),
 });
@@ -228,7 +230,8 @@ function yamlFiles(dir: string): string[] {
     .sort()
     .flatMap((f) => {
       const p = join(dir, f);
-      if (statSync(p).isDirectory()) return yamlFiles(p);
+      // deploy/prometheus/ holds Prometheus rule files, not Kubernetes objects (test/deploy/ops-kit.test.ts).
+      if (statSync(p).isDirectory()) return p === join(DEPLOY, 'prometheus') ? [] : yamlFiles(p);
       return /\.ya?ml$/.test(f) ? [p] : [];
     });
 }
