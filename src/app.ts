@@ -17,7 +17,10 @@ import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
-import { createForwarder } from './gateway/proxy.js';
+import { createForwarder } from './gateway/forward.js';
+import { BodyBudget } from './gateway/body.js';
+import { createAccessResolver } from './access/resolver.js';
+import { drainable } from './ops/drain.js';
 import { TrustedProxies } from './gateway/client-ip.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
@@ -147,7 +150,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     // In all-in-one the backend is private to the process (CONTRACT section 1).
     backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST);
     // Drained like the gateway's listener: in the sidecar the backend is the upstream of in-flight requests.
-    closers.push(() => closeServer(srv, drain));
+    closers.push(() => backendDrain.drain(drain));
     if (o.jobs !== false) {
       const stop = startJobs(backend);
       closers.push(async () => stop());
@@ -166,6 +169,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       if (payload === '*') return c.clear(); // the notification channel reconnected: events may be lost
       const org = Number(payload);
       if (Number.isInteger(org)) {
+    const backendDrain = drainable(srv);
         const before = c.size;
         c.evictOrganization(org);
         metrics.invalidation(before - c.size);
@@ -173,11 +177,15 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     closers.push(unlisten);
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
-    const forwarder = createForwarder(upstream, s.UPSTREAM_TIMEOUT_MS, (sec) => metrics.upstreamLatency(sec));
-    gatewaySrv = createGatewayServer({
+    const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, observe: (sec) => metrics.upstreamLatency(sec) });
+    // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
+    const jwt = jwtSignerFromSettings(s, o.mode);
+    const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
+    const gateway = createGatewayServer({
+      ...identity,
       routes: () => routes,
       plans: () => plans,
-      cache,
+      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind) }),
       stores,
       forwarder,
       trusted: new TrustedProxies(s.TRUST_PROXY),
@@ -189,14 +197,22 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     const admin = createAdminServer({
       metrics,
-      ready: async () => ready && (await db.ping()) && (await stores.ready()),
+      jwt,
+      ready: () => ready && !gateway.draining,
+      checks: async () => {
+        const database = (await withinMs(db.ping(), 500, false)) ? 'up' : 'down';
+        const degraded = (stores as { degraded?: () => boolean }).degraded?.() === true;
+        const redisState = !redis ? 'absent' : degraded ? 'degraded' : (await withinMs(stores.ready(), 500, false)) ? 'up' : 'down';
+        metrics.dependency('database', database === 'up');
+        if (redis) metrics.dependency('redis', redisState === 'up');
+        return { database, redis: redisState };
+      },
     });
-    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST);
-    adminUrl = await listen(admin, port(s.ADMIN_PORT), s.HOST);
-    const g = gatewaySrv;
+    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
+    adminUrl = await listen(admin, port(s.ADMIN_PORT), s.HOST, 'ADMIN_PORT');
     closers.unshift(() => closeServer(admin, 0));
     closers.unshift(async () => forwarder.close());
-    closers.unshift(() => closeServer(g, drain));
+    closers.unshift(() => gateway.drain(drain));
   }
   ready = true;
   const app: App = {
@@ -208,7 +224,11 @@ export async function startApp(o: AppOptions): Promise<App> {
     cache,
     backend,
     setReady(v) {
+      bodyTimeoutMs: s.BODY_TIMEOUT_MS,
+      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       ready = v;
+    gatewaySrv = gateway.server;
     },
     reload() {
       try {
@@ -286,8 +306,18 @@ export function closeServer(srv: http.Server, drainMs: number): Promise<void> {
   });
 }
 
-/** Wait until the Redis client is connected (or give up after `ms`). */
-function waitForRedis(redis: { status: string; once(ev: string, fn: () => void): unknown; off(ev: string, fn: () => void): unknown }, ms: number): Promise<boolean> {
+/** `p`, or `fallback` when it takes longer than `ms` or fails (a health check must answer now). */
+function withinMs<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref();
+  });
+  return Promise.race([p.catch(() => fallback), late]).finally(() => clearTimeout(timer));
+}
+
+/** Wait until the Redis client is connected: true; false after `ms`; at once the error of a bad setting (isMisconfigured). */
+function waitForRedis(redis: { status: string; on(ev: string, fn: (err: Error) => void): unknown; off(ev: string, fn: (err: Error) => void): unknown }, ms: number): Promise<boolean | Error> {
   if (redis.status === 'ready') return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (v: boolean) => {

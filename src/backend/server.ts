@@ -2,7 +2,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, ApiErrorA, V1Error, envelopeA, envelopeB, okA, v1Error } from '../http/errors.js';
-import { verifyIdentity } from '../http/identity.js';
+import { digestMatches, verifyIdentity } from '../http/identity.js';
+import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
 import { registerDomains } from './domains.js';
@@ -22,8 +23,10 @@ export function buildRouter(svc: BackendServices): Router {
 }
 
 export function createBackendServer(svc: BackendServices, router = buildRouter(svc)): http.Server {
+  // A signature is good once: a captured request replayed within its 60 s is refused.
+  const replays = createReplayGuard();
   const server = http.createServer((req, res) => {
-    handle(req, res, svc, router).catch((err) => {
+    handle(req, res, svc, router, replays).catch((err) => {
       // handle() set the response's request id first thing: the failure line carries it too.
       svc.log.error({ err: (err as Error).message, requestId: res.getHeader('x-request-id') }, 'backend request failed');
       if (!res.headersSent) send(res, 500, { error: { code: 'internal_error', message: 'Internal error.', details: {} } });
@@ -59,7 +62,7 @@ function errorBody(env: Envelope, err: ApiError | ApiErrorA | V1Error, requestId
   return envelopeB(err.code, err.message, requestId, err.details);
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router) {
+async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router, replays: ReplayGuard) {
   const rawUrl = req.url ?? '/';
   const qIndex = rawUrl.indexOf('?');
   const path = qIndex === -1 ? rawUrl : rawUrl.slice(0, qIndex);
@@ -83,6 +86,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
       req.method ?? 'GET',
       rawUrl,
       svc.clock.now(),
+        contentDigest: req.headers['content-digest'] as string | undefined,
     );
     if (!identity) {
       // CONTRACT section 5: missing, wrong or stale signature.
@@ -99,11 +103,18 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
   }
 
   let body: unknown = undefined;
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    const buf = await readBody(req, svc.config.bodyLimitBytes);
-    if (buf === 'too_large') {
-      return fail(env === 'v1' ? new V1Error('payload_too_large', 'Request body too large.') : new ApiError('payload_too_large', 'Request body too large.'));
-    }
+  const bodyless = req.method === 'GET' || req.method === 'HEAD';
+  const buf = bodyless ? Buffer.alloc(0) : await readBody(req, svc.config.bodyLimitBytes);
+  if (buf === 'too_large') {
+    return fail(env === 'v1' ? new V1Error('payload_too_large', 'Request body too large.') : new ApiError('payload_too_large', 'Request body too large.'));
+  }
+  if (identity) {
+    // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
+    const unauthenticated = () => send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
+    if (!digestMatches(req.headers['content-digest'] as string | undefined, buf)) return unauthenticated();
+    if (!replays.firstUse(req.headers['x-gateway-signature'] as string, svc.clock.now())) return unauthenticated();
+  }
+  if (!bodyless) {
     if (buf.length > 0) {
       try {
         body = JSON.parse(buf.toString('utf8'));

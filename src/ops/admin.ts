@@ -1,8 +1,25 @@
 import http from 'node:http';
 import type { GatewayMetrics } from './metrics.js';
 
-/** /healthz (alive), /readyz (dependencies), /metrics (Prometheus text) on ADMIN_PORT. */
-export function createAdminServer(o: { metrics: GatewayMetrics; ready: () => Promise<boolean> }): http.Server {
+export type DependencyState = 'up' | 'down' | 'degraded' | 'absent';
+
+export interface AdminOptions {
+  metrics: GatewayMetrics;
+  /** Whether this process should get traffic: started, configuration loaded, not draining. */
+  ready: () => boolean;
+  /** The dependencies' health, for the readiness body and the metrics; never a reason to turn unready. */
+  checks: () => Promise<Record<string, DependencyState>>;
+  /** With IDENTITY_FORMAT jwt|both: /.well-known/jwks.json publishes its public keys. */
+  jwt?: JwtSigner | null;
+}
+
+/**
+ * /healthz (alive), /readyz (this process should get traffic), /metrics (Prometheus text) on
+ * ADMIN_PORT. Every replica shares one PostgreSQL and one Redis: if readiness followed them, a
+ * dependency outage would take every pod out of its Service at once, also for the traffic the gateway
+ * can still serve (cached principals, the fallback limiter). Their health is in the body and metrics.
+ */
+export function createAdminServer(o: AdminOptions): http.Server {
   return http.createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -14,12 +31,19 @@ export function createAdminServer(o: { metrics: GatewayMetrics; ready: () => Pro
       return res.end('{"status":"ok"}');
     }
     if (path === '/readyz') {
-      const ok = await o.ready().catch(() => false);
+      const ok = o.ready();
+      const checks = await o.checks().catch(() => ({}));
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ status: ok ? 'ready' : 'not_ready' }));
+      return res.end(JSON.stringify({ status: ok ? 'ready' : 'not_ready', checks }));
+    }
+    if (path === '/.well-known/jwks.json' && o.jwt) {
+      // Verifiers cache the set (jose refetches on an unknown kid): a new key is published before it signs.
+      res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'public, max-age=300' });
+      return res.end(JSON.stringify(o.jwt.jwks()));
     }
     if (path === '/metrics') {
       const text = await o.metrics.registry.metrics();
+      await o.checks().catch(() => undefined);
       res.writeHead(200, { 'content-type': o.metrics.registry.contentType });
       return res.end(text);
     }

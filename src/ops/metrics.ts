@@ -14,6 +14,8 @@ export interface GatewayMetrics {
   redisLatency(op: string, seconds: number, ok: boolean): void;
   degraded(on: boolean): void;
   degradedCall(mode: 'open' | 'closed'): void;
+  /** Whether a dependency answered its last check (readiness body, every scrape). */
+  dependency(name: 'database' | 'redis', up: boolean): void;
 }
 
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
@@ -35,6 +37,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
   degraded.set(0);
   const transitions = new Counter({ name: 'keygate_degraded_transitions_total', help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.', labelNames: ['to'], registers: [registry] });
+  const dependencyUp = new Gauge({ name: 'keygate_dependency_up', help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.', labelNames: ['dependency'], registers: [registry] });
   const degradedCalls = new Counter({ name: 'keygate_degraded_calls_total', help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.', labelNames: ['mode'], registers: [registry] });
   const redisLat = new FastHistogram<'op' | 'outcome'>(registry, 'keygate_redis_duration_seconds', 'Latency of Redis calls by operation and outcome.', [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]);
   const upstreamLat = new FastHistogram<never>(registry, 'keygate_upstream_duration_seconds', 'Time from forwarding to the upstream response head.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30]).series('', () => ({}));
@@ -72,6 +75,9 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     },
     degradedCall(mode) {
       degradedCalls.inc({ mode });
+    },
+    dependency(name, up) {
+      dependencyUp.set({ dependency: name }, up ? 1 : 0);
     },
   };
 }

@@ -1,0 +1,106 @@
+// Steps 3 and 4 of CONTRACT section 3 (the address's failed-authentication cooldown, then the key),
+// and the counters of step 11, behind one function. The caller hands in `plan`, which decides steps
+// 5 to 10 on the resolved principal and names the counters to spend or only read; the resolver then
+// does the least I/O it can:
+// - a cached principal: one round trip (on a standalone Redis, one script) checks the cooldown and
+//   that the principal is still exact (its organization's access version), then spends or reads;
+// - otherwise: the cooldown (and the version, when the key's organization is known), the database,
+//   then the counters.
+// An invalid key counts one failure for the address in the same atomic step that reads its
+// cooldown, so parallel failures cannot all slip under the limit.
+import type { LimitStores, CounterRef, LayerState } from '../limits/types.js';
+import { keyTypeOf, type KeyType } from './secrets.js';
+import type { PrincipalCache } from './cache.js';
+import type { Principal } from './principal.js';
+
+/** What step 11 does with its counters: spend one token in each, or only read them. */
+export type CounterPlan = { spend: CounterRef[] } | { peek: CounterRef[] };
+
+export type Resolution<D> =
+  | { kind: 'cooldown'; seconds: number }
+  | { kind: 'invalid' }
+  | {
+      kind: 'resolved';
+      principal: Principal;
+      decision: D;
+      /** The counters' states, in the plan's order, after spending (spend) or as read (peek). */
+      states: LayerState[];
+      spent: boolean;
+    };
+
+export interface ResolverEvents {
+  cache(hit: boolean): void;
+  authFailure(kind: 'invalid_key' | 'cooldown'): void;
+}
+
+export interface AccessResolver {
+  resolve<D>(secret: string, accepted: readonly KeyType[], ip: string, plan: (p: Principal) => { decision: D; counters: CounterPlan }): Promise<Resolution<D>>;
+}
+
+export function createAccessResolver(cache: PrincipalCache, stores: LimitStores, events: ResolverEvents): AccessResolver {
+  async function count(plan: CounterPlan): Promise<LayerState[]> {
+    if ('peek' in plan) return stores.limiter.peek(plan.peek);
+    const [first, second] = plan.spend;
+    if (second === undefined) return [await stores.limiter.hitOne(first)];
+    const hit = await stores.limiter.hit(first, second);
+    return [hit.key, hit.ip];
+  }
+
+  async function invalid(ip: string): Promise<Resolution<never>> {
+    // One atomic step: a failure is counted only while no cooldown runs; a running one is answered.
+    const left = Number((await stores.cooldown.recordFailure(ip)) ?? 0);
+    if (left > 0) {
+      events.authFailure('cooldown');
+      return { kind: 'cooldown', seconds: left };
+    }
+    events.authFailure('invalid_key');
+    return { kind: 'invalid' };
+  }
+
+  return {
+    async resolve(secret, accepted, ip, plan) {
+      const type = keyTypeOf(secret);
+      if (type === null || !accepted.includes(type)) {
+        // A malformed key, or one of the other interface: still the cooldown first.
+        const seconds = await stores.cooldown.check(ip);
+        if (seconds > 0) {
+          events.authFailure('cooldown');
+          return { kind: 'cooldown', seconds };
+        }
+        return invalid(ip);
+      }
+
+      const cached = cache.peek(secret);
+      // The one-round-trip path. Pairs of counters only: the store's gate spends a key and an address.
+      if (cached.principal) {
+        const { decision, counters } = plan(cached.principal);
+        const pair = 'spend' in counters ? counters.spend.length === 2 : true;
+        if (pair) {
+          const spend = 'spend' in counters ? (counters.spend as [CounterRef, CounterRef]) : undefined;
+          const g = await stores.gate({ ip, orgId: cached.principal.organizationId, version: cached.version, spend, peek: 'peek' in counters ? counters.peek : undefined });
+          if (g.kind === 'cooldown') {
+            events.authFailure('cooldown');
+            return { kind: 'cooldown', seconds: g.seconds };
+          }
+          if (g.kind !== 'stale') {
+            cache.noteHit();
+            events.cache(true);
+            const states = g.kind === 'spent' ? [g.hit.key, g.hit.ip] : g.states;
+            return { kind: 'resolved', principal: cached.principal, decision, states, spent: g.kind === 'spent' };
+          }
+          cache.drop(cached.key); // an access change since it was cached: resolve again below
+        }
+      }
+
+      const found = await cache.lookup(secret, type, ip, cached.key);
+      if (found.kind === 'cooldown') {
+        events.authFailure('cooldown');
+        return { kind: 'cooldown', seconds: found.seconds };
+      }
+      events.cache(found.kind === 'ok' && found.cached);
+      if (found.kind !== 'ok') return invalid(ip);
+      const { decision, counters } = plan(found.principal);
+      return { kind: 'resolved', principal: found.principal, decision, states: await count(counters), spent: 'spend' in counters };
+    },
+  };
+}

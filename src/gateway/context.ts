@@ -1,0 +1,60 @@
+// What the guards of one request read: the parsed request line, the client, and the services. The
+// guards never write to it; the pipeline notes the outcome (route template, code, key) for metrics
+// and the access log in `trace`.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Routes } from '../config/routes.js';
+import type { Plans } from '../config/plans.js';
+import type { AccessResolver } from '../access/resolver.js';
+import type { LimitStores, Clock } from '../limits/types.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+import type { Forwarder } from './forward.js';
+import type { BodyBudget } from './body.js';
+import type { TrustedProxies } from './client-ip.js';
+import type { JwtSigner } from '../http/identity-jwt.js';
+
+export type Api = 'v1' | 'v2';
+
+export interface GatewayDeps {
+  routes: () => Routes;
+  plans: () => Plans;
+  access: AccessResolver;
+  stores: LimitStores;
+  forwarder: Forwarder;
+  trusted: TrustedProxies;
+  clock: Clock;
+  log: Logger;
+  metrics: GatewayMetrics;
+  gatewaySecret: string;
+  /** IDENTITY_FORMAT: the HMAC identity headers (CONTRACT section 5), a signed JWT, or both. */
+  identityHmac: boolean;
+  identityJwt: JwtSigner | null;
+  bodyLimitBytes: number;
+  bodyTimeoutMs: number;
+  bodyBudget: BodyBudget;
+  accessLog: boolean;
+}
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly api: Api;
+  readonly requestId: string;
+  /** The client address (CONTRACT section 3, "Client IP"), IPv4-mapped IPv6 written as IPv4. */
+  readonly ip: string;
+  readonly method: string;
+  /** The path of the origin-form target, without its query. */
+  readonly path: string;
+  /** The origin-form target exactly as the client sent it (an absolute-form target reduced to it). */
+  readonly target: string;
+  readonly started: number;
+  readonly trace: Trace;
+}
+
+/** What the metrics and the access log say of a request; filled in as the pipeline learns it. */
+export interface Trace {
+  route: string;
+  code: string | null;
+  organizationId: number | null;
+  keyId: number | null;
+}

@@ -1,0 +1,61 @@
+// Every answer the gateway writes itself: refusals in the interface's envelope (Envelope A for the
+// 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
+// on its own. The rate-limit headers are set by the caller before, from the states it read or spent.
+import type { RequestContext } from './context.js';
+import { ENVELOPE_A, ENVELOPE_B, V1_ERRORS, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1 } from '../http/errors.js';
+import { announcesBody } from './body.js';
+
+/** A code of either /v2 table; on /v1 it is written with the v1 code of the same meaning. */
+export type GatewayCode = CodeA | CodeB;
+
+export interface Refusal {
+  code: GatewayCode;
+  message?: string;
+  retryAfter?: number;
+  details?: Record<string, unknown>;
+}
+
+/** The /v1 error code for a /v2 one (CONTRACT section 4). */
+const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {
+  '150001': 'unauthorized',
+  '150002': 'unauthorized',
+  '150006': 'too_many_failed_attempts',
+  '150007': 'api_access_disabled',
+  '040006': 'subscription_paused',
+  '150005': 'rate_limit_exceeded',
+  access_store_unavailable: 'service_unavailable',
+};
+
+const V1_MESSAGE: Partial<Record<CodeV1, string>> = {
+  unauthorized: 'Invalid or revoked API key.',
+  too_many_failed_attempts: 'Too many failed authentication attempts from this address; try again later.',
+  api_access_disabled: 'The plan has no API access.',
+  subscription_paused: 'Subscription paused: the organization is read-only.',
+};
+
+const isCodeA = (code: GatewayCode): code is CodeA => code in ENVELOPE_A;
+
+export function sendJson(ctx: RequestContext, status: number, body: unknown, headers?: Record<string, string | number>): void {
+  const { res } = ctx;
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  if (headers) for (const name in headers) res.setHeader(name, headers[name]);
+  // A body the gateway did not read stays unread: the connection cannot be reused after it.
+  if (!ctx.req.complete && announcesBody(ctx.req)) res.setHeader('connection', 'close');
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(ctx.method === 'HEAD' ? undefined : text);
+}
+
+/** Answer a refusal in the envelope of the request's interface. */
+export function refuse(ctx: RequestContext, r: Refusal): void {
+  const headers = r.retryAfter !== undefined ? { 'Retry-After': r.retryAfter } : undefined;
+  if (ctx.api === 'v1') {
+    const code = V1_CODE[r.code] ?? (r.code as CodeV1);
+    ctx.trace.code = code;
+    return sendJson(ctx, V1_ERRORS[code] ?? 500, v1Error(code, r.message ?? V1_MESSAGE[code] ?? code, r.details), headers);
+  }
+  ctx.trace.code = r.code;
+  if (isCodeA(r.code)) return sendJson(ctx, ENVELOPE_A[r.code].status, envelopeA(r.code, r.message), headers);
+  const code = r.code as CodeB;
+  sendJson(ctx, ENVELOPE_B[code], envelopeB(code, r.message ?? code, ctx.requestId, r.details, r.retryAfter), headers);
+}

@@ -1,0 +1,65 @@
+// The /v1 pipeline (CONTRACT section 4), with the guards it shares with /v2: canonical request, the
+// credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
+// layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
+import type { Principal } from '../access/principal.js';
+import type { LayerState } from '../limits/types.js';
+import type { CounterPlan } from '../access/resolver.js';
+import type { GatewayDeps, RequestContext } from './context.js';
+import { canonicalRequest } from './guards/canonical.js';
+import { partnerSecret } from './guards/credential.js';
+import { organizationGuard } from './guards/organization.js';
+import { routeGuard } from './guards/route.js';
+import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-limit.js';
+import { refuse, sendJson, type Refusal } from './refusals.js';
+import { setV1Headers } from './headers.js';
+import { forwardWithBody } from './upstream.js';
+
+type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward' };
+
+const V1_KEYS = ['partner'] as const;
+
+export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
+  // Before a key is resolved the headers show an untouched bucket (README, decisions).
+  const unkeyed = (r: Refusal) => {
+    setV1Headers(ctx.res, V1_LIMIT, null, deps.clock.now());
+    refuse(ctx, r);
+  };
+  // 1. canonical path and framing
+  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
+  if (malformed) return unkeyed(malformed);
+  // 2. a key
+  const secret = partnerSecret(ctx.req);
+  if (!secret) return unkeyed({ code: '150001', message: 'Missing X-Api-Key header.' });
+  // 3, 4, then the organization and the route, then the key's one counter
+  const access = await deps.access.resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  if (access.kind === 'cooldown') return unkeyed({ code: '150006', retryAfter: access.seconds });
+  if (access.kind === 'invalid') return unkeyed({ code: '150002' });
+  const { principal, decision, states } = access;
+  ctx.trace.organizationId = principal.organizationId;
+  ctx.trace.keyId = principal.keyId;
+  const [key] = states;
+  setV1Headers(ctx.res, V1_LIMIT, key, deps.clock.now());
+  if (decision.kind === 'refused') return refuse(ctx, decision.refusal);
+  if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key);
+  deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);
+  const limited = partnerRateLimitGuard(key, deps.clock.now());
+  if (limited) return refuse(ctx, limited);
+  return forwardWithBody(deps, ctx, principal, null);
+}
+
+function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decision: Decision; counters: CounterPlan } {
+  const counter = partnerCounter(p);
+  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal }, counters: { peek: [counter] } });
+  const orgRefusal = organizationGuard(p);
+  if (orgRefusal) return refused(orgRefusal);
+  const match = routeGuard(deps.routes().v1, ctx.method, ctx.path);
+  if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
+  ctx.trace.route = match.route.path;
+  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [counter] } };
+  return { decision: { kind: 'forward' }, counters: { spend: [counter] } };
+}
+
+/** GET /v1/rate-limit: the key's one layer, read without spending. */
+function rateLimitStatus(ctx: RequestContext, s: LayerState) {
+  sendJson(ctx, 200, { limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset, windowSeconds: 60 });
+}
