@@ -319,3 +319,19 @@ describe('the signature covers the body, and a signature is good once (RFC 9530 
     expect((await replay(body)).status).toBe(401); // the same signature again: a replay
   });
 });
+
+describe('the address layer counts a client, not a spelling (CONTRACT section 3, client IP)', () => {
+  const ipRemaining = async (ip: string) => Number((await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip })).headers.get('x-ratelimit-ip-remaining'));
+
+  it('addresses of one IPv6 /64 share one budget', async () => {
+    const first = await ipRemaining('2001:db8:5:6::1');
+    expect(await ipRemaining('2001:db8:5:6:ffff:1:2:3')).toBe(first - 1);
+    expect(await ipRemaining('2001:0db8:0005:0006:0:0:0:9')).toBe(first - 2);
+    expect(await ipRemaining('2001:db8:5:7::1')).toBe(99); // the next /64 is another client
+  });
+
+  it('an IPv4-mapped IPv6 spelling is the IPv4 address', async () => {
+    const first = await ipRemaining('10.85.0.1');
+    expect(await ipRemaining('::ffff:10.85.0.1')).toBe(first - 1);
+  });
+});
