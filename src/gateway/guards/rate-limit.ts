@@ -5,6 +5,7 @@ import type { Bucket } from '../../config/routes.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import type { Principal } from '../../access/principal.js';
 import type { CounterRef, LayerState } from '../../limits/types.js';
+import { addressKey } from '../../limits/address.js';
 import { retryAfter } from '../headers.js';
 import type { Refusal } from '../refusals.js';
 
@@ -16,7 +17,8 @@ const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk
 export function keyCounter(p: Principal, bucket: Bucket, plans: Plans): CounterRef {
   return { id: `k:${p.keyId}:${bucket}`, limit: planOf(plans, p.plan).plan[bucket] };
 }
-export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${ip}`, limit: IP_LIMIT });
+// Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
+export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
 export const partnerCounter = (p: Principal): CounterRef => ({ id: `v1:${p.keyId}`, limit: V1_LIMIT });
 
 const over = (s: LayerState) => s.used > s.limit;
