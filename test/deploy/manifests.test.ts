@@ -291,6 +291,7 @@ function environment(c: Container): { literal: Record<string, string>; fromSecre
 const STAND_INS: Record<string, string> = {
   GATEWAY_SECRET: 'a'.repeat(64),
   INTERNAL_TOKEN: 'b'.repeat(48),
+  CREDENTIAL_KEYS: `k1:${Buffer.from('c'.repeat(31) + 'd').toString('base64')}`,
   DATABASE_URL: 'postgres://keygate:pw@postgres:5432/keygate',
   REDIS_URL: 'redis://redis:6379/0',
 };
@@ -411,18 +412,18 @@ describe('deploy/ manifests', () => {
     expect(refs).toBeGreaterThan(0);
   });
 
-  it('reads GATEWAY_SECRET, INTERNAL_TOKEN, DATABASE_URL and REDIS_URL from the Secret, never as literals', () => {
+  it('reads GATEWAY_SECRET, INTERNAL_TOKEN, CREDENTIAL_KEYS, DATABASE_URL and REDIS_URL from the Secret, never as literals', () => {
     const d = keygatePods()[0];
     const secretsOf = (c: Container) => environment(c).fromSecret;
     for (const c of d.spec.template.spec.containers) {
       const { literal } = environment(c);
-      for (const n of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES']) expect(literal, `${c.name}: ${n}`).not.toHaveProperty(n);
+      for (const n of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'CREDENTIAL_KEYS', 'DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES']) expect(literal, `${c.name}: ${n}`).not.toHaveProperty(n);
     }
     const gateway = gatewayOf(d);
     expect(Object.keys(secretsOf(gateway)).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
     const backend = d.spec.template.spec.containers.find((c) => modeOf(c) === 'backend');
     if (backend) {
-      expect(Object.keys(secretsOf(backend)).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'INTERNAL_TOKEN', 'REDIS_URL']);
+      expect(Object.keys(secretsOf(backend)).sort()).toEqual(['CREDENTIAL_KEYS', 'DATABASE_URL', 'GATEWAY_SECRET', 'INTERNAL_TOKEN', 'REDIS_URL']);
       // One HMAC key on both sides, one database, one Redis.
       for (const n of ['GATEWAY_SECRET', 'DATABASE_URL', 'REDIS_URL']) expect(secretsOf(backend)[n], n).toEqual(secretsOf(gateway)[n]);
     }
@@ -438,7 +439,7 @@ describe('deploy/ manifests', () => {
         if (/SECRET|TOKEN|PASSWORD/.test(k)) expect(v, `${s.metadata.name}.${k}`).toBe('CHANGE-ME');
         if (/^(postgres|redis)s?:\/\/[^@/]*:[^@/]*@/.test(v)) expect(v, `${s.metadata.name}.${k}: password placeholder`).toMatch(/:CHANGE-ME@/);
       }
-      for (const k of ['GATEWAY_SECRET', 'INTERNAL_TOKEN']) {
+      for (const k of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'CREDENTIAL_KEYS']) {
         if (values[k] !== undefined) expect(settingsSchema.safeParse({ [k]: values[k] }).success, `${k} placeholder must not start keygate`).toBe(false);
       }
     }
