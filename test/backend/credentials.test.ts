@@ -20,7 +20,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
 import { applySeed, parseSeed } from '../../src/db/seed.js';
 import { jobsOf } from '../../src/backend/jobs.js';
-import { accountCredentials } from '../../src/backend/credentials/accounts.js';
+import { accountCredentials, resealCredentials } from '../../src/backend/credentials/accounts.js';
 import { CredentialError } from '../../src/backend/credentials/cipher.js';
 
 const clock = new FakeClock();
@@ -227,6 +227,8 @@ describe('credentials at rest', () => {
       expect(r.imap_password_sealed).toMatch(/^kgc1\.k2\./);
     }
     expect((await row(ids.oauth)).oauth_access_token_sealed).toMatch(/^kgc1\.k2\./);
+    // Idempotent: the next run finds nothing to do.
+    expect(await resealCredentials(s!.app.backend!)).toEqual({ sealed: 0, resealed: 0, altered: [], unknownKeys: {} });
 
     // k1 can now leave the ring.
     await restart(ring('k2'));
@@ -247,6 +249,8 @@ describe('credentials at rest', () => {
     const r = await row(ids.smtp);
     expect(r.smtp_password_sealed).toMatch(/^kgc1\.k2\./);
     expect(r.status).toBe('active');
+    // Two passwords of each SMTP mailbox and the token: left under k2, not rewritten.
+    expect(await resealCredentials(s!.app.backend!)).toEqual({ sealed: 0, resealed: 0, altered: [], unknownKeys: { k2: 5 } });
   });
 
   it('an altered value is detected: the read fails with a clear error, the mailbox shows it, nothing answers 500', async () => {

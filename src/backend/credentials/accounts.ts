@@ -107,6 +107,8 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
       for (const row of rows) {
         const next: (string | null)[] = [];
         for (const field of FIELDS) next.push(await resealed(svc, q, row, field, report));
+        // Values under a key that is not in the ring (or altered) stay as they are: nothing to write.
+        if (row.credentials_plaintext === null && next.every((v, i) => v === row[COLUMN[FIELDS[i]]])) continue;
         await q.query(
           `UPDATE accounts SET ${FIELDS.map((f, i) => `${COLUMN[f]} = $${i + 2}`).join(', ')}, credentials_plaintext = NULL WHERE id = $1`,
           [row.id, ...next],
