@@ -22,6 +22,7 @@ import { BodyBudget } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
 import { TrustedProxies } from './gateway/client-ip.js';
+import { createCors } from './gateway/cors.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
 import { keepTickShape } from './ops/tick-shape.js';
@@ -177,7 +178,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     closers.push(unlisten);
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
-    const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, observe: (sec) => metrics.upstreamLatency(sec) });
+    const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
@@ -216,6 +217,10 @@ export async function startApp(o: AppOptions): Promise<App> {
   }
   ready = true;
   const app: App = {
+      bodyTimeoutMs: s.BODY_TIMEOUT_MS,
+      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
+      cors: createCors(s.CORS_ORIGINS),
     gatewayUrl,
     backendUrl,
     adminUrl,

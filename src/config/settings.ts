@@ -75,6 +75,9 @@ const KNOWN = Object.keys(settingsSchema.shape);
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 'start'): Settings {
   let fromFile: Record<string, unknown> = {};
   if (env.CONFIG_FILE) {
+    CORS_ORIGINS: csv
+      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com')))
+      .default([]),
     try {
       fromFile = JSON.parse(readFileSync(env.CONFIG_FILE, 'utf8'));
     } catch (err) {

@@ -12,6 +12,7 @@ import type { Forwarder } from './forward.js';
 import type { BodyBudget } from './body.js';
 import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
+import type { Cors } from './cors.js';
 
 export type Api = 'v1' | 'v2';
 
@@ -33,6 +34,7 @@ export interface GatewayDeps {
   bodyTimeoutMs: number;
   bodyBudget: BodyBudget;
   accessLog: boolean;
+  cors: Cors;
 }
 
 export interface RequestContext {

@@ -25,6 +25,8 @@ export interface ForwarderOptions {
   upstream: string;
   timeoutMs: number;
   maxSockets: number;
+  /** CORS is on: the Access-Control-* response fields are the gateway's, not the upstream's. */
+  ownCors?: boolean;
   /** Seconds from handing the request over to the response head. */
   observe?(seconds: number): void;
 }
@@ -44,11 +46,16 @@ export function connectionOptions(value: string | string[] | undefined): Set<str
 }
 
 /** Copy the upstream's response fields the client may see. */
-function copyResponseHeaders(upstream: IncomingMessage, res: ServerResponse): void {
+function copyResponseHeaders(upstream: IncomingMessage, res: ServerResponse, ownCors: boolean): void {
   const named = connectionOptions(upstream.headers.connection);
   const status = upstream.statusCode ?? 502;
   for (const name in upstream.headers) {
     if (RESPONSE_DROPPED.has(name) || name.startsWith('x-ratelimit-') || named?.has(name)) continue;
+    if (ownCors && name.startsWith('access-control-')) continue;
+    if (ownCors && name === 'vary') {
+      res.setHeader('vary', `Origin, ${upstream.headers.vary}`);
+      continue;
+    }
     // Retry-After belongs to the gateway's own 429s; an upstream's 503 may still say when it is back.
     if (name === 'retry-after' && status !== 503) continue;
     res.setHeader(name, upstream.headers[name]!);
@@ -93,14 +100,11 @@ export function createForwarder(o: ForwarderOptions): Forwarder {
         headReceived = true;
         clearTimeout(timer);
         o.observe?.((performance.now() - started) / 1000);
-        copyResponseHeaders(upstreamRes, res);
+        copyResponseHeaders(upstreamRes, res, o.ownCors === true);
         res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage);
         // While the body streams, a silent upstream is bounded by the same timeout, between chunks.
         upstreamReq.setTimeout(o.timeoutMs, () => upstreamReq.destroy(new Error('upstream idle')));
         upstreamRes.on('error', () => res.destroy());
-        upstreamRes.on('end', () => {
-          if (!upstreamRes.complete) res.destroy();
-        });
         upstreamRes.on('close', () => {
           // A reset after the head: the status line is gone, so the only clean answer is to close.
           if (!upstreamRes.complete) res.destroy();

@@ -1,8 +1,22 @@
+// The rate-limit headers of every response (CONTRACT section 3, "Rate-limit windows and headers";
+// section 4 for /v1), in two families:
+// - X-RateLimit-*: the contract's fields; X-RateLimit-Reset is the window's end in unix seconds;
+// - RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers): one named policy per layer,
+//   `"<bucket>";q=<limit>;w=60` and `"ip";q=100;w=60`, and per policy `r` (remaining) and `t` (seconds
+//   until the window resets), so clients built for the draft read the same budget.
 import type { ServerResponse } from 'node:http';
+import type { Bucket } from '../config/routes.js';
 import { WINDOW_MS, windowStart, type LayerState } from '../limits/types.js';
 
-/** The five /v2 headers: the key's bucket (when a key was resolved) and the IP layer. */
-export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: LayerState | null): void {
+const WINDOW_SECONDS = WINDOW_MS / 1000;
+
+/** Seconds until the window of `state` resets (the draft's `t`), never negative. */
+const secondsToReset = (state: LayerState, nowMs: number) => Math.max(0, Math.ceil(state.reset - nowMs / 1000));
+const policy = (name: string, s: LayerState) => `"${name}";q=${s.limit};w=${WINDOW_SECONDS}`;
+const current = (name: string, s: LayerState, nowMs: number) => `"${name}";r=${s.remaining};t=${secondsToReset(s, nowMs)}`;
+
+/** The /v2 headers: the key's bucket (when a key was resolved) and the address layer. */
+export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: LayerState | null, nowMs: number, bucket: Bucket = 'read'): void {
   if (key) {
     res.setHeader('X-RateLimit-Limit', key.limit);
     res.setHeader('X-RateLimit-Remaining', key.remaining);
@@ -12,20 +26,30 @@ export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: La
     res.setHeader('X-RateLimit-IP-Limit', ip.limit);
     res.setHeader('X-RateLimit-IP-Remaining', ip.remaining);
   }
+  if (key && ip) {
+    res.setHeader('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}`);
+    res.setHeader('RateLimit', `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}`);
+  } else if (ip) {
+    res.setHeader('RateLimit-Policy', policy('ip', ip));
+    res.setHeader('RateLimit', current('ip', ip, nowMs));
+  }
 }
 
 /**
- * The three /v1 headers, on every response (CONTRACT section 4). Before a key is identified (401,
- * cooldown) there is no bucket to report: the headers then show an untouched bucket of the current
- * window, since the request spent nothing.
+ * The three /v1 headers, on every response (CONTRACT section 4), and the draft's fields for the one
+ * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
+ * headers then show an untouched bucket of the current window, since the request spent nothing.
  */
 export function setV1Headers(res: ServerResponse, limit: number, key: LayerState | null, nowMs: number): void {
+  const state = key ?? { limit, used: 0, remaining: limit, reset: (windowStart(nowMs) + WINDOW_MS) / 1000 };
   res.setHeader('X-RateLimit-Limit', limit);
-  res.setHeader('X-RateLimit-Remaining', key ? key.remaining : limit);
-  res.setHeader('X-RateLimit-Reset', key ? key.reset : (windowStart(nowMs) + WINDOW_MS) / 1000);
+  res.setHeader('X-RateLimit-Remaining', state.remaining);
+  res.setHeader('X-RateLimit-Reset', state.reset);
+  res.setHeader('RateLimit-Policy', policy('partner', state));
+  res.setHeader('RateLimit', current('partner', state, nowMs));
 }
 
-/** Seconds until the window of `state` resets, integer, at least 1. */
+/** Seconds until the window of `state` resets, integer, at least 1 (Retry-After). */
 export function retryAfter(state: LayerState, nowMs: number): number {
   return Math.max(1, Math.ceil((state.reset * 1000 - nowMs) / 1000));
 }

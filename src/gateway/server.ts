@@ -30,6 +30,8 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const drain = drainable(server);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (drain.draining) res.setHeader('connection', 'close');
+    if (deps.cors.preflight(req, res)) return;
+    deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
     if (!ctx) return;
     inFlight.add(ctx);

@@ -47,12 +47,12 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(deps, ctx, principal, states);
   if (decision.kind === 'refused') {
     const [ip, key] = states;
-    setV2Headers(ctx.res, key, ip);
+    setV2Headers(ctx.res, key, ip, deps.clock.now(), decision.bucket);
     return refuse(ctx, decision.refusal);
   }
   // 11. both layers (a token was spent in each, accepted or not)
   const [key, ip] = states;
-  setV2Headers(ctx.res, key, ip);
+  setV2Headers(ctx.res, key, ip, deps.clock.now(), decision.bucket);
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
   const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
@@ -85,14 +85,14 @@ function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decisio
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
 async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, r: Refusal): Promise<void> {
   const [ip] = await deps.stores.limiter.peek([ipCounter(ctx.ip)]);
-  setV2Headers(ctx.res, null, ip);
+  setV2Headers(ctx.res, null, ip, deps.clock.now());
   refuse(ctx, r);
 }
 
 /** GET {wid}/rate-limit: the plan, each bucket and the address layer, read without spending. */
 function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, p: Principal, states: LayerState[]) {
   const ip = states[BUCKETS.length];
-  setV2Headers(ctx.res, states[0], ip);
+  setV2Headers(ctx.res, states[0], ip, deps.clock.now(), 'read');
   const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
   sendJson(ctx, 200, {
     data: {
