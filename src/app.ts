@@ -25,6 +25,7 @@ import { TrustedProxies } from './gateway/client-ip.js';
 import { createCors } from './gateway/cors.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
+import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';

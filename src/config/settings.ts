@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
+import { parseJwtKeys } from '../http/identity-jwt.js';
 import { parseCredentialKeys } from './credential-keys.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -38,6 +39,21 @@ export const settingsSchema = z
       })
       .optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+    // The identity the gateway sends upstream (CONTRACT section 5 HMAC headers, a JWT, or both): src/http/identity-jwt.ts.
+    IDENTITY_FORMAT: z.enum(['hmac', 'jwt', 'both']).default('hmac'),
+    IDENTITY_JWT_HEADER: z.enum(['authorization', 'x-gateway-jwt']).default('x-gateway-jwt'),
+    IDENTITY_JWT_KEYS: z
+      .string()
+      .transform((text, ctx) => {
+        try {
+          return parseJwtKeys(text);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+          return z.NEVER;
+        }
+      })
+      .optional(),
+    IDENTITY_JWT_AUDIENCE: z.string().min(1).max(256).optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
@@ -95,7 +111,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
   // Numbers and lists in the file are given as JSON values; the schema expects the env's text form.
   for (const [k, v] of Object.entries(merged)) {
     if (typeof v === 'number' || typeof v === 'boolean') merged[k] = String(v);
-    if (Array.isArray(v)) merged[k] = v.join(',');
+    if (Array.isArray(v)) merged[k] = v.every((x) => typeof x !== 'object') ? v.join(',') : JSON.stringify(v);
+    else if (typeof v === 'object' && v !== null) merged[k] = JSON.stringify(v); // IDENTITY_JWT_KEYS as a JWK Set
   }
   const parsed = settingsSchema.safeParse(merged);
   if (!parsed.success) throw new ConfigError(formatZodIssue('setting', parsed.error.issues[0]));
@@ -105,6 +122,13 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
     if (!s.GATEWAY_SECRET) throw new ConfigError('setting GATEWAY_SECRET: required for `npm run ' + mode + '`');
     if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
     if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
+  }
+  if (mode === 'gateway' && s.IDENTITY_FORMAT !== 'hmac' && !s.IDENTITY_JWT_KEYS) {
+    throw new ConfigError(`setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run gateway\``);
+  }
+  // All-in-one forwards to the reference backend unless UPSTREAM_URL is given, and that backend verifies the HMAC headers.
+  if (mode === 'start' && s.IDENTITY_FORMAT === 'jwt' && !env.UPSTREAM_URL) {
+    throw new ConfigError('setting IDENTITY_FORMAT: jwt alone leaves the reference backend nothing it verifies; use both, or set UPSTREAM_URL');
   }
   return s;
 }

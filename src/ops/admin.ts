@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { GatewayMetrics } from './metrics.js';
+import type { JwtSigner } from '../http/identity-jwt.js';
 
 export type DependencyState = 'up' | 'down' | 'degraded' | 'absent';
 
