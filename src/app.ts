@@ -15,14 +15,15 @@ import { createMemoryStores } from './limits/memory.js';
 import { createRedisClient, createRedisStores } from './limits/redis.js';
 import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
+import { isMisconfigured, listenError, settingError } from './config/errors.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
 import { BodyBudget } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
-import { TrustedProxies } from './gateway/client-ip.js';
 import { createCors } from './gateway/cors.js';
+import { TrustedProxies } from './gateway/client-ip.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
@@ -68,8 +69,15 @@ export async function startApp(o: AppOptions): Promise<App> {
   const clock = o.clock ?? systemClock;
   // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
   await keepTickShape();
-  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }));
-  await migrate(db);
+  // An unreachable database stops the start with one line naming DATABASE_URL (or DATA_DIR).
+  const [dbSetting, dbWhere] = s.DATABASE_URL ? ['DATABASE_URL', { url: s.DATABASE_URL }] : ['DATA_DIR', { path: s.DATA_DIR }];
+  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }).catch((err): never => {
+    throw settingError(dbSetting, err, dbWhere);
+  }));
+  await migrate(db).catch(async (err) => {
+    if (!o.db) await db.close().catch(() => {});
+    throw settingError(dbSetting, err, dbWhere);
+  });
   let plans: Plans = loadPlans(s.PLANS_FILE);
   let routes: Routes = loadRoutes(s.ROUTES_FILE);
   const metrics = createMetrics({ defaults: !o.ephemeralPorts });
@@ -77,7 +85,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   const redis = o.stores
     ? null
     : s.REDIS_URL || s.REDIS_CLUSTER_NODES
-      ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES, commandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS })
+      ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES })
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
@@ -88,6 +96,10 @@ export async function startApp(o: AppOptions): Promise<App> {
           primary: createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }),
           fallback: createMemoryStores({ clock }),
           mode: s.RATE_LIMIT_FAILURE_MODE,
+          // Redis is judged by its connection and by replies overdue in free event-loop time, not
+          // by a timer on a loop that may be busy (src/limits/resilient.ts).
+          connection: redis,
+          replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),
           events: {
             onDegraded: (on) => metrics.degraded(on),
@@ -98,7 +110,15 @@ export async function startApp(o: AppOptions): Promise<App> {
           },
         })
       : createMemoryStores({ clock }));
-  if (redis && !(await waitForRedis(redis, 5_000))) o.log.warn('redis does not answer yet; starting degraded');
+  // A Redis that is down is an outage (start degraded); a host that does not resolve or refused credentials a bad setting.
+  const redisSetting = s.REDIS_CLUSTER_NODES?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  const redisState = redis ? await waitForRedis(redis, 5_000) : true;
+  if (redisState instanceof Error) {
+    redis?.disconnect();
+    if (!o.db) await db.close().catch(() => {});
+    throw settingError(redisSetting, redisState, { url: redisSetting === 'REDIS_URL' ? s.REDIS_URL : undefined });
+  }
+  if (!redisState) o.log.warn({ setting: redisSetting }, 'redis does not answer yet; starting degraded');
 
   if (o.seed !== undefined) {
     const orgs = await applySeed(db, parseSeed(o.seed));
@@ -107,9 +127,10 @@ export async function startApp(o: AppOptions): Promise<App> {
   }
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
-  const listen = (srv: http.Server, p: number, host: string) =>
+  // A port in use names its setting; an address this machine does not have names HOST.
+  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT') =>
     new Promise<string>((resolve, reject) => {
-      srv.once('error', reject);
+      srv.once('error', (err) => reject(listenError(setting, host, p, err)));
       srv.listen(p, host, () => resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`));
     });
 
@@ -149,8 +170,9 @@ export async function startApp(o: AppOptions): Promise<App> {
     const { createBackendServer } = await import('./backend/server.js');
     const { startJobs } = await import('./backend/jobs.js');
     const srv = createBackendServer(backend);
+    const backendDrain = drainable(srv);
     // In all-in-one the backend is private to the process (CONTRACT section 1).
-    backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST);
+    backendUrl = await listen(srv, port(s.BACKEND_PORT), o.mode === 'start' ? '127.0.0.1' : s.HOST, 'BACKEND_PORT');
     // Drained like the gateway's listener: in the sidecar the backend is the upstream of in-flight requests.
     closers.push(() => backendDrain.drain(drain));
     if (o.jobs !== false) {
@@ -171,7 +193,6 @@ export async function startApp(o: AppOptions): Promise<App> {
       if (payload === '*') return c.clear(); // the notification channel reconnected: events may be lost
       const org = Number(payload);
       if (Number.isInteger(org)) {
-    const backendDrain = drainable(srv);
         const before = c.size;
         c.evictOrganization(org);
         metrics.invalidation(before - c.size);
@@ -196,7 +217,12 @@ export async function startApp(o: AppOptions): Promise<App> {
       metrics,
       gatewaySecret: s.GATEWAY_SECRET,
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
+      bodyTimeoutMs: s.BODY_TIMEOUT_MS,
+      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
+      cors: createCors(s.CORS_ORIGINS),
     });
+    gatewaySrv = gateway.server;
     const admin = createAdminServer({
       metrics,
       jwt,
@@ -218,10 +244,6 @@ export async function startApp(o: AppOptions): Promise<App> {
   }
   ready = true;
   const app: App = {
-      bodyTimeoutMs: s.BODY_TIMEOUT_MS,
-      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
-      accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
-      cors: createCors(s.CORS_ORIGINS),
     gatewayUrl,
     backendUrl,
     adminUrl,
@@ -230,11 +252,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     cache,
     backend,
     setReady(v) {
-      bodyTimeoutMs: s.BODY_TIMEOUT_MS,
-      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
-      accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       ready = v;
-    gatewaySrv = gateway.server;
     },
     reload() {
       try {
@@ -326,13 +344,18 @@ function withinMs<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
 function waitForRedis(redis: { status: string; on(ev: string, fn: (err: Error) => void): unknown; off(ev: string, fn: (err: Error) => void): unknown }, ms: number): Promise<boolean | Error> {
   if (redis.status === 'ready') return Promise.resolve(true);
   return new Promise((resolve) => {
-    const done = (v: boolean) => {
+    const done = (v: boolean | Error) => {
       clearTimeout(timer);
       redis.off('ready', onReady);
+      redis.off('error', onError);
       resolve(v);
     };
     const onReady = () => done(true);
+    const onError = (err: Error) => {
+      if (isMisconfigured(err)) done(err);
+    };
     const timer = setTimeout(() => done(false), ms);
-    redis.once('ready', onReady);
+    redis.on('ready', onReady);
+    redis.on('error', onError);
   });
 }

@@ -29,8 +29,12 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
     handle(req, res, svc, router, replays).catch((err) => {
       // handle() set the response's request id first thing: the failure line carries it too.
       svc.log.error({ err: (err as Error).message, requestId: res.getHeader('x-request-id') }, 'backend request failed');
-      if (!res.headersSent) send(res, 500, { error: { code: 'internal_error', message: 'Internal error.', details: {} } });
-      else res.destroy();
+      if (!res.headersSent) {
+        // In the interface's own shape (a /v1 client reads error_code), never with a stack trace.
+        const path = (req.url ?? '/').split('?')[0];
+        const requestId = String(res.getHeader('x-request-id') ?? randomUUID());
+        send(res, 500, errorBody(envelopeFor(path), new ApiError('internal_error', 'Internal error.'), requestId));
+      } else res.destroy();
     });
   });
   server.keepAliveTimeout = 65_000;
@@ -82,11 +86,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
         timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
         signature: req.headers['x-gateway-signature'] as string | undefined,
         requestId: hdrId as string | undefined,
+        contentDigest: req.headers['content-digest'] as string | undefined,
       },
       req.method ?? 'GET',
       rawUrl,
       svc.clock.now(),
-        contentDigest: req.headers['content-digest'] as string | undefined,
     );
     if (!identity) {
       // CONTRACT section 5: missing, wrong or stale signature.
@@ -147,6 +151,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     const pgCode = (err as { code?: string }).code;
     // A unique violation that a handler did not foresee is still a conflict, not a 500.
     if (pgCode === '23505') return fail(env === 'v1' ? new V1Error('conflict', 'Conflicts with an existing resource.') : new ApiError('conflict', 'Conflicts with an existing resource.'));
+    // Last line of defence: text PostgreSQL cannot hold (NUL: 22021, 22P05) or a number beyond its
+    // column (22003) is the client's input, so 400, not 500. The validators (validation.ts) should have
+    // refused it first, naming the field: the warning says one did not.
+    const unstorable = pgCode === '22021' || pgCode === '22P05' ? 'text_not_storable' : pgCode === '22003' ? 'number_out_of_range' : null;
+    if (unstorable) {
+      log.warn({ pgCode, route: match.pattern }, 'input reached the database unvalidated');
+      const message = unstorable === 'text_not_storable' ? 'A text value cannot be stored (NUL or invalid characters).' : 'A number is out of the accepted range.';
+      return fail(env === 'v1' ? new V1Error('invalid_request', message, { reason: unstorable }) : new ApiError('invalid_request', message, { reason: unstorable }));
+    }
     throw err;
   }
   const status = reply.status ?? 200;

@@ -2,9 +2,10 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { ConfigError, formatZodIssue } from './errors.js';
-import { parseJwtKeys } from '../http/identity-jwt.js';
+import { ConfigError, formatZodIssue, reasonOf } from './errors.js';
+import { TrustedProxies } from '../gateway/client-ip.js';
 import { parseCredentialKeys } from './credential-keys.js';
+import { parseJwtKeys } from '../http/identity-jwt.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const csv = z
@@ -24,7 +25,16 @@ export const settingsSchema = z
     REDIS_CLUSTER_NODES: csv.optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]').default('kg:'),
     SEED_FILE: z.string().min(1).optional(),
-    TRUST_PROXY: csv.default([]),
+    // Checked by building the gateway's own matcher, so the rule of a valid entry lives in one place.
+    TRUST_PROXY: csv
+      .superRefine((cidrs, ctx) => {
+        try {
+          new TrustedProxies(cidrs);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^TRUST_PROXY: /, '') });
+        }
+      })
+      .default([]),
     GATEWAY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
     INTERNAL_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     // Comma-separated id:base64key (32 bytes), the first current: seals stored mailbox credentials (src/config/credential-keys.ts).
@@ -65,6 +75,9 @@ export const settingsSchema = z
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     BODY_BUFFER_MAX_BYTES: z.coerce.number().int().positive().default(64 * 1024 * 1024),
+    CORS_ORIGINS: csv
+      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com')))
+      .default([]),
     PLANS_FILE: z.string().min(1).default('config/plans.json'),
     ROUTES_FILE: z.string().min(1).default('config/routes.json'),
     WARMUP_BANDS_FILE: z.string().min(1).default('config/warmup-bands.json'),
@@ -91,16 +104,14 @@ const KNOWN = Object.keys(settingsSchema.shape);
 export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 'start'): Settings {
   let fromFile: Record<string, unknown> = {};
   if (env.CONFIG_FILE) {
-    CORS_ORIGINS: csv
-      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com')))
-      .default([]),
     try {
       fromFile = JSON.parse(readFileSync(env.CONFIG_FILE, 'utf8'));
     } catch (err) {
-      throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: ${(err as Error).message}`);
+      const reason = reasonOf(err) ?? 'not valid JSON';
+      throw new ConfigError(`setting CONFIG_FILE: cannot read ${env.CONFIG_FILE} (${reason})`);
     }
     if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
-      throw new ConfigError(`CONFIG_FILE ${env.CONFIG_FILE}: must hold a JSON object`);
+      throw new ConfigError(`setting CONFIG_FILE: ${env.CONFIG_FILE} must hold a JSON object`);
     }
   }
   const merged: Record<string, unknown> = { ...fromFile };
