@@ -10,7 +10,7 @@ import { decodeJwt, decodeProtectedHeader, jwtVerify, createLocalJWKSet } from '
 import { loadSettings, settingsSchema } from '../../src/config/settings.js';
 import { createJwtSigner, jwtSignerFromSettings, parseJwtKeys, type JwtSigner } from '../../src/http/identity-jwt.js';
 import type { Identity } from '../../src/http/identity.js';
-import { createJwtVerifier, contentDigest, createMemoryReplayCache, IdentityVerificationError } from '../../src/verifier/index.js';
+import { createJwtVerifier, contentDigest, createMemoryReplayCache, IdentityVerificationError, verifyHmacIdentity } from '../../src/verifier/index.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { K } from '../fixtures/seed.js';
@@ -190,20 +190,35 @@ describe('signer and verifier', () => {
     expect(await verify({ 'X-Gateway-JWT': token }, req)).toEqual(identity);
     expect(await refusal(verify({ 'x-gateway-jwt': token }, req))).toBe('replayed');
   });
+
+  it('a JWKS that cannot be fetched is an error of the service (5xx), not a refused identity', async () => {
+    const signer = createJwtSigner({ keys: parseJwtKeys(keysText(ed25519Jwk('e'))) });
+    const verify = createJwtVerifier({ jwksUrl: 'http://127.0.0.1:1/.well-known/jwks.json', now: () => NOW });
+    const err = await verify({ 'x-gateway-jwt': signer.sign(input, NOW) }, { method: 'POST', target: input.target, body }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(IdentityVerificationError);
+  });
 });
 
 describe('through a real stack: the forwarded JWT verifies with the JWKS of the admin port', () => {
   let up: Recorder;
   let stack: Stack;
   let hmacOnly: Stack;
+  let both: Stack;
+  let bothRecorded: Stack;
   beforeAll(async () => {
     up = await startRecorder();
     stack = await startStack({ env: { IDENTITY_FORMAT: 'jwt', IDENTITY_JWT_AUDIENCE: 'recorder' }, upstreamOverride: up.url });
     hmacOnly = await startStack({ upstreamOverride: up.url });
+    // Its own reference backend behind it: that backend verifies the HMAC headers, the JWT rides along.
+    both = await startStack({ env: { IDENTITY_FORMAT: 'both', IDENTITY_JWT_HEADER: 'authorization' } });
+    bothRecorded = await startStack({ env: { IDENTITY_FORMAT: 'both', IDENTITY_JWT_HEADER: 'authorization' }, upstreamOverride: up.url });
   });
   afterAll(async () => {
     await stack?.close();
     await hmacOnly?.close();
+    await both?.close();
+    await bothRecorded?.close();
     await up?.close();
   });
 
@@ -234,5 +249,28 @@ describe('through a real stack: the forwarded JWT verifies with the JWKS of the 
     expect(decodeJwt(seenPost.headers['x-gateway-jwt'] as string).cd).toBe(contentDigest(body));
     expect(await verify(seenPost.headers, { method: 'POST', target: seenPost.url, body: seenPost.body })).toMatchObject({ keyId: 1000 });
     expect(await refusal(verify(seenPost.headers, { method: 'POST', target: seenPost.url, body: '{"name":"evil"}' }))).toBe('digest_mismatch');
+  });
+
+  it('the default sends the HMAC headers and no JWT', async () => {
+    expect((await hmacOnly.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.77.0.2' })).status).toBe(200);
+    const seen = up.seen.at(-1)!;
+    expect(seen.headers['x-gateway-signature']).toMatch(/^[0-9a-f]{64}$/);
+    expect(seen.headers['x-gateway-jwt']).toBeUndefined();
+    expect(seen.headers.authorization).toBeUndefined();
+  });
+
+  it('both: the reference backend still answers, and one forwarded request satisfies both verifiers', async () => {
+    expect((await both.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.77.0.3' })).status).toBe(200);
+
+    const body = JSON.stringify({ name: `both-${Date.now()}` });
+    expect((await bothRecorded.request('POST', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.77.0.3', body })).status).toBe(200);
+    const seen = up.seen.at(-1)!;
+    expect(seen.headers.authorization).toMatch(/^Bearer [A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/); // the JWT, not the client's key
+    const request = { method: 'POST', target: seen.url, body: seen.body };
+    const verifyJwt = createJwtVerifier({ jwksUrl: `${bothRecorded.adminUrl}/.well-known/jwks.json`, header: 'authorization' });
+    const fromJwt = await verifyJwt(seen.headers, request);
+    const fromHmac = await verifyHmacIdentity(bothRecorded.gatewaySecret, { ...request, headers: seen.headers });
+    expect(fromJwt).toEqual(fromHmac);
+    expect(fromJwt).toMatchObject({ keyId: 1000, workspaceId: 100 });
   });
 });
