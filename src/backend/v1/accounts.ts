@@ -11,6 +11,7 @@ import {
   settle, statusesFor, v1Parse,
 } from './common.js';
 import { cancelPendingSends } from './schedule.js';
+import { PG_INT_MAX } from '../validation.js';
 import { sealMailbox } from '../credentials/accounts.js';
 
 /** Page size bounds of the account list (the spec does not show them). */
@@ -46,7 +47,12 @@ const connectBody = z
     imap: server,
     timeZone: z.string().refine(isTimeZone, 'must be an IANA time zone name').optional(),
     /** A provider workspace of the organization (registered through /v1/workspaces), or null. */
-    workspaceId: z.string().regex(/^[1-9][0-9]{0,9}$/, 'must be a provider workspace id').nullable().default(null),
+    workspaceId: z
+      .string()
+      .regex(/^[1-9][0-9]{0,9}$/, 'must be a provider workspace id')
+      .refine((s) => Number(s) <= PG_INT_MAX, 'must be a provider workspace id')
+      .nullable()
+      .default(null),
   })
   .strict();
 
