@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 
 export type KeyType = 'workspace' | 'personal' | 'partner';
 
@@ -37,8 +37,3 @@ export function hintOf(secret: string): string {
   return secret.slice(0, 11) + '…';
 }
 
-export function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}

@@ -1,6 +1,6 @@
 // The identity headers of CONTRACT section 5: what the gateway resolved, signed for the backend.
 import { createHash, createHmac } from 'node:crypto';
-import { safeEqual } from '../access/secrets.js';
+import { safeEqual } from './safe-equal.js';
 
 export interface Identity {
   keyId: number;

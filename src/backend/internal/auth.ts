@@ -1,5 +1,5 @@
 import { ApiError } from '../../http/errors.js';
-import { safeEqual } from '../../access/secrets.js';
+import { safeEqual } from '../../http/safe-equal.js';
 import type { Ctx } from '../router.js';
 
 /** `/internal/*` routes: `Authorization: Bearer <INTERNAL_TOKEN>` (CONTRACT section 7). */

@@ -3,7 +3,7 @@
 // redirect URI, and a PKCE challenge whose verifier is derived from the state (no server-side storage).
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { BackendConfig } from '../services.js';
-import { safeEqual } from '../../access/secrets.js';
+import { safeEqual } from '../../http/safe-equal.js';
 import type { BackendServices } from '../services.js';
 import type { OAuthProvider } from './profile.js';
 
