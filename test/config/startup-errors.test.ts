@@ -1,0 +1,166 @@
+// Start-up errors as an operator meets them: the real program in a child process stops with one line
+// that names the setting (or the file's field), exit code 2, as the README promises, in our words:
+// no zod message, no errno text.
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSettings } from '../../src/config/settings.js';
+import { parseSeed } from '../../src/db/seed.js';
+import { freePort } from '../helpers/redis-server.js';
+
+const RAW_WORDING = /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
+
+interface Run {
+  code: number;
+  stderr: string;
+}
+
+/** `keygate start` (or another mode) with only the given settings: PGlite in memory, ephemeral ports. */
+function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATA_DIR: 'memory://',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ADMIN_PORT: '0',
+    BACKEND_PORT: '0',
+    LOG_LEVEL: 'warn',
+    ...settings,
+  };
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', mode], { env, timeout: 60_000 }, (err, _stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
+    );
+    child.stdin?.end();
+  });
+}
+
+function expectOneLine(r: Run, line: RegExp) {
+  expect(r.code, r.stderr).toBe(2);
+  const lines = r.stderr.trimEnd().split('\n');
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(line);
+  expect(lines[0]).not.toMatch(RAW_WORDING);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'kg-startup-'));
+function file(name: string, content: unknown): string {
+  const path = join(dir, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+describe('a listener that cannot open names its setting', () => {
+  let taken: net.Server;
+  let port = 0;
+  beforeAll(async () => {
+    taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    port = (taken.address() as net.AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((r) => taken.close(() => r())));
+
+  it.each(['PORT', 'ADMIN_PORT', 'BACKEND_PORT'])('%s in use', async (setting) => {
+    expectOneLine(await start({ [setting]: String(port) }), new RegExp(`^keygate: setting ${setting}: 127\\.0\\.0\\.1:${port} is already in use$`));
+  }, 60_000);
+
+  it('a HOST that is no address and no known host name', async () => {
+    expectOneLine(await start({ HOST: 'no-such-host.invalid' }), /^keygate: setting HOST: "no-such-host\.invalid" is not an address or a known host name$/);
+  }, 60_000);
+
+  it('a HOST address this machine does not have', async () => {
+    expectOneLine(await start({ HOST: '192.0.2.1' }), /^keygate: setting HOST: 192\.0\.2\.1 is not an address of this machine$/);
+  }, 60_000);
+});
+
+describe('a dependency that cannot be reached names its setting', () => {
+  it('DATABASE_URL refused (its password never printed)', async () => {
+    const port = await freePort();
+    const r = await start({ DATABASE_URL: `postgres://keygate:hunter2secret@127.0.0.1:${port}/keygate` });
+    expectOneLine(r, new RegExp(`^keygate: setting DATABASE_URL: cannot connect to 127\\.0\\.0\\.1:${port}/keygate \\(connection refused\\)$`));
+    expect(r.stderr).not.toContain('hunter2secret');
+  }, 60_000);
+
+  it('DATABASE_URL whose host does not resolve', async () => {
+    expectOneLine(await start({ DATABASE_URL: 'postgres://keygate@db.invalid:5432/keygate' }), /^keygate: setting DATABASE_URL: cannot connect to db\.invalid:5432\/keygate \(host not found\)$/);
+  }, 60_000);
+
+  it('REDIS_URL whose host does not resolve (a Redis that is merely down starts degraded instead)', async () => {
+    expectOneLine(await start({ REDIS_URL: 'redis://cache.invalid:6379' }), /^keygate: setting REDIS_URL: cannot connect to cache\.invalid:6379 \(host not found\)$/);
+  }, 60_000);
+});
+
+describe('an invalid setting or data file names the setting or the field', () => {
+  const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
+  const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
+
+  it.each([
+    [{ TRUST_PROXY: '10.0.0.0/8,10.1.0.0/33' }, /^keygate: setting TRUST_PROXY: "10\.1\.0\.0\/33" has an invalid prefix length$/],
+    [{ TRUST_PROXY: 'proxy.internal' }, /^keygate: setting TRUST_PROXY: "proxy\.internal" is not an address or CIDR$/],
+    [{ PORT: 'eighty' }, /^keygate: setting PORT: must be a number$/],
+    [{ ADMIN_PORT: '70000' }, /^keygate: setting ADMIN_PORT: must be at most 65535$/],
+    [{ LOG_LEVEL: 'loud' }, /^keygate: setting LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent$/],
+    [{ CONFIG_FILE: '/nonexistent/keygate.json' }, /^keygate: setting CONFIG_FILE: cannot read \/nonexistent\/keygate\.json \(no such file or directory\)$/],
+  ])('%o', async (settings, line) => {
+    expectOneLine(await start(settings as Record<string, string>), line);
+  }, 60_000);
+
+  it('an unknown field in the seed file', async () => {
+    const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
+    expectOneLine(await start({ SEED_FILE: seed }), new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`));
+  }, 60_000);
+
+  it('a seed row the database refuses names its field, not the constraint', async () => {
+    const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
+    expectOneLine(await start({ SEED_FILE: seed }), /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/);
+  }, 60_000);
+
+  it('a seed file that is not JSON: the place, never the text around it (a seed holds secrets)', async () => {
+    const seed = file('broken.json', '{"apiKeys": [{"secret": svc_ws_SuperSecret000000000000000000000001}]}');
+    const r = await start({ SEED_FILE: seed });
+    expectOneLine(r, new RegExp(`^keygate: setting SEED_FILE: ${seed}: invalid JSON`));
+    expect(r.stderr).not.toContain('SuperSecret');
+  }, 60_000);
+
+  it('a missing seed file', async () => {
+    expectOneLine(await start({ SEED_FILE: join(dir, 'absent.json') }), /^keygate: setting SEED_FILE: .*absent\.json: cannot read \(no such file or directory\)$/);
+  }, 60_000);
+
+  it('an unknown field in the plans file', async () => {
+    const p = structuredClone(plans);
+    p.growth.colour = 'red';
+    expectOneLine(await start({ PLANS_FILE: file('plans.json', p) }), /^keygate: .*plans\.json growth\.colour: unknown field$/);
+  }, 60_000);
+
+  it('an unknown field in the routes file', async () => {
+    const r = structuredClone(routes);
+    r.v2[0].owner = 'nobody';
+    expectOneLine(await start({ ROUTES_FILE: file('routes.json', r) }), /^keygate: .*routes\.json v2\.0\.owner: unknown field$/);
+  }, 60_000);
+});
+
+describe('the wording of schema errors (no zod text)', () => {
+  it.each([
+    [{ PORT: '1.5' }, 'setting PORT: must be an integer'],
+    [{ HOST: '' }, null], // empty means unset: the default applies
+    [{ DATABASE_URL: 'not a url' }, 'setting DATABASE_URL: must be a URL'],
+    [{ GATEWAY_SECRET: 'short' }, 'setting GATEWAY_SECRET: must be at least 16 characters'],
+  ])('%o', (env, message) => {
+    if (message === null) expect(() => loadSettings(env as NodeJS.ProcessEnv)).not.toThrow();
+    else expect(() => loadSettings(env as NodeJS.ProcessEnv)).toThrowError(new RegExp(`^${message}$`));
+  });
+
+  it.each([
+    [{ users: 3 }, 'seed users: must be a list'],
+    [{ organizations: [{ id: 1, name: 'A' }] }, 'seed organizations.0.plan: is required'],
+    [{ users: [{ id: 1, organizationId: 1, email: 'nope', orgRole: 'OWNER' }] }, 'seed users.0.email: must be an email address'],
+    [{ organizations: [{ id: 1, name: 'A', plan: 'gold' }] }, 'seed organizations.0.plan: must be one of free, trial, starter, growth, scale, scale_5k, scale_10k, scale_20k'],
+    [[], 'seed (root): must be an object'],
+  ])('seed %j', (seed, message) => {
+    expect(() => parseSeed(seed)).toThrowError(message);
+  });
+});
