@@ -21,7 +21,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY --from=build /app/dist ./dist
 # src/db/index.ts finds its migrations at new URL('./migrations/', import.meta.url): next to the
-# compiled module, dist/db/migrations/. tsc does not copy .sql files, so they are copied here.
+# compiled module, dist/db/migrations/. `npm run build` copies them there (tsc does not copy .sql
+# files), so dist/ above already holds them; this COPY of the same files keeps the layout explicit.
 COPY src/db/migrations/ ./dist/db/migrations/
 # The data files (PLANS_FILE, ROUTES_FILE, WARMUP_BANDS_FILE default to config/*.json relative to
 # the working directory) and the demo seed.
@@ -43,5 +44,6 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "deploy/healthcheck.mjs"]
 
 # Not `npm start` (tsx, a dev dependency): the compiled entry. SIGTERM reaches node directly and
-# starts the drain (CONTRACT section 8).
+# starts the drain (CONTRACT section 8). Key management runs the same entry:
+#   docker run --rm -e DATABASE_URL -e REDIS_URL keygate:0.1.0 node dist/cli.js keys create ...
 CMD ["node", "dist/cli.js", "gateway"]

@@ -1,29 +1,48 @@
-// The entry: start (all-in-one) | gateway | backend | migrate | seed. CONTRACT sections 1 and 8.
+#!/usr/bin/env node
+// The entry: start (all-in-one) | gateway | backend | migrate | seed (CONTRACT sections 1 and 8), and
+// the key-management commands keys | orgs | sessions (src/cli/). Exit code 2: a bad setting or argument.
 import { ConfigError } from './config/errors.js';
-import { loadSettings, withGeneratedSecrets, type Mode } from './config/settings.js';
+import { loadSettings, withGeneratedSecrets, type Mode, type Settings } from './config/settings.js';
 import { readJson } from './config/plans.js';
 import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
-import { openDb, migrate } from './db/index.js';
+import { migrate } from './db/index.js';
 import { applySeed, parseSeed } from './db/seed.js';
+import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
+import { openDatabase } from './cli/context.js';
+import { dataFile } from './cli/paths.js';
 
-const DEMO_SEED = 'config/demo-seed.json';
+const DEMO_SEED = dataFile('config/demo-seed.json');
+
+/** Relative data-file paths are found from any working directory (src/cli/paths.ts). */
+function withDataFiles(s: Settings): Settings {
+  return { ...s, PLANS_FILE: dataFile(s.PLANS_FILE), ROUTES_FILE: dataFile(s.ROUTES_FILE), WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE) };
+}
 
 async function main() {
-  const mode = (process.argv[2] ?? 'start') as Mode;
-  if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
-    throw new ConfigError(`usage: cli.ts start|gateway|backend|migrate|seed (got ${mode})`);
+  const args = process.argv.slice(2);
+  if (args.some((a) => a === '--help' || a === '-h') || args[0] === 'help') {
+    process.stdout.write(USAGE);
+    return;
   }
-  const settings = loadSettings(process.env, mode);
+  if ((ADMIN_COMMANDS as readonly string[]).includes(args[0])) {
+    // The commands need no program's secrets: validated as for `migrate`.
+    return runAdminCommand(withDataFiles(loadSettings(process.env, 'migrate')), args);
+  }
+  const mode = (args[0] ?? 'start') as Mode;
+  if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
+    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs or sessions (keygate --help)`);
+  }
+  const settings = withDataFiles(loadSettings(process.env, mode));
   const log = createLogger(settings.LOG_LEVEL);
 
   if (mode === 'migrate' || mode === 'seed') {
-    const db = await openDb({ databaseUrl: settings.DATABASE_URL, dataDir: settings.DATA_DIR });
+    const db = await openDatabase(settings);
     const applied = await migrate(db);
     log.info({ applied }, 'migrations applied');
     if (mode === 'seed') {
       const file = settings.SEED_FILE ?? DEMO_SEED;
-      await applySeed(db, parseSeed(readJson(file), file), file);
+      await applySeed(db, parseSeed(readJson(file, 'SEED_FILE'), file), file);
       log.info({ file }, 'seed applied');
     }
     await db.close();
@@ -33,7 +52,7 @@ async function main() {
   const full = withGeneratedSecrets(settings);
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
   const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
-  const seed = seedFile ? parseSeed(readJson(seedFile), seedFile) : undefined;
+  const seed = seedFile ? parseSeed(readJson(seedFile, 'SEED_FILE'), seedFile) : undefined;
   // All-in-one forwards to its own backend, unless UPSTREAM_URL names another upstream explicitly.
   const upstreamOverride = mode === 'start' && process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : undefined;
   const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
@@ -87,10 +106,7 @@ function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs
 }
 
 main().catch((err) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`keygate: ${err.message}\n`);
-    process.exit(2);
-  }
   process.stderr.write(`keygate: ${(err as Error).message}\n`);
-  process.exit(1);
+  // A bad setting or argument is 2 (the README's promise); a refused command or a failure 1.
+  process.exit(err instanceof ConfigError ? 2 : 1);
 });

@@ -1,7 +1,7 @@
 // config/plans.json: the per-minute budgets of the spec's plan table and per-plan caps.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, formatZodIssue } from './errors.js';
+import { ConfigError, formatZodIssue, reasonOf } from './errors.js';
 
 export const PLAN_IDS = ['free', 'trial', 'starter', 'growth', 'scale', 'scale_5k', 'scale_10k', 'scale_20k'] as const;
 export type PlanId = (typeof PLAN_IDS)[number];
@@ -29,12 +29,12 @@ export type Plans = Record<PlanId, Plan>;
 
 export function parsePlans(raw: unknown, source = 'plans'): Plans {
   const r = plansSchema.safeParse(raw);
-  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0]));
+  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
   return r.data as Plans;
 }
 
 export function loadPlans(file: string): Plans {
-  return parsePlans(readJson(file), file);
+  return parsePlans(readJson(file, 'PLANS_FILE'), file);
 }
 
 /** A null or unknown plan is treated as Free for rate limits (spec, Limits rule 1). */
@@ -43,16 +43,21 @@ export function planOf(plans: Plans, plan: string | null): { id: PlanId; plan: P
   return { id, plan: plans[id] };
 }
 
-export function readJson(file: string): unknown {
+/** A JSON data file; `setting` names the setting that points at it, for the error line. */
+export function readJson(file: string, setting?: string): unknown {
+  const at = setting ? `setting ${setting}: ${file}` : file;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new ConfigError(`${at}: cannot read (${reasonOf(err) ?? 'unreadable'})`);
   }
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${file}: invalid JSON (${(err as Error).message})`);
+    // Only the place: V8's message quotes the text around it, and a seed file holds secrets.
+    const pos = /at position (\d+)/.exec((err as Error).message);
+    const before = pos ? text.slice(0, Number(pos[1])).split('\n') : null;
+    throw new ConfigError(`${at}: invalid JSON${before ? ` at line ${before.length}, column ${before[before.length - 1].length + 1}` : ''}`);
   }
 }

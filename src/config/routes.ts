@@ -169,7 +169,7 @@ export interface Routes {
 
 export function parseRoutes(raw: unknown, source = 'routes'): Routes {
   const r = routesFileSchema.safeParse(raw);
-  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0]));
+  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
   const f = r.data;
   const v2 = new RouteTable();
   const v1 = new RouteTable();
@@ -192,5 +192,5 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
 }
 
 export function loadRoutes(file: string): Routes {
-  return parseRoutes(readJson(file), file);
+  return parseRoutes(readJson(file, 'ROUTES_FILE'), file);
 }

@@ -2,7 +2,7 @@
 // in one transaction (a bad seed changes nothing), idempotent by id.
 import { z } from 'zod';
 import type { Db, Queryable } from './types.js';
-import { ConfigError, formatZodIssue } from '../config/errors.js';
+import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
 import { PLAN_IDS } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { hashSecret, hintOf, keyTypeOf } from '../access/secrets.js';
@@ -141,7 +141,7 @@ export type Seed = z.infer<typeof seedSchema>;
 
 export function parseSeed(raw: unknown, source = 'seed'): Seed {
   const r = seedSchema.safeParse(raw);
-  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0]));
+  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
   const seed = r.data;
   seed.apiKeys.forEach((k, i) => {
     const type = keyTypeOf(k.secret)!;
@@ -169,7 +169,7 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
       try {
         return await q.query(sql, params);
       } catch (err) {
-        throw new ConfigError(`${source} ${section}.${i}: ${(err as Error).message}`);
+        throw new ConfigError(`${source} ${section}.${i}${rowRefusal(err)}`);
       }
     };
     for (const [i, o] of seed.organizations.entries()) {

@@ -1,0 +1,100 @@
+// What the key-management commands work with, built once per command (STYLE habit 7): the same
+// database the programs use, its pepper, the data files, and the access-version bump the backend's
+// routes make after every access change (src/backend/services.ts accessChangedVia).
+import { Writable } from 'node:stream';
+import type { Settings } from '../config/settings.js';
+import { ConfigError, settingError, targetOf } from '../config/errors.js';
+import { loadPlans, type Plans } from '../config/plans.js';
+import { loadRoutes, type MinRole } from '../config/routes.js';
+import { openDb, type Db } from '../db/index.js';
+import { getPepper } from '../access/pepper.js';
+import { accessChangedVia } from '../backend/services.js';
+import { createRedisClient, createRedisStores } from '../limits/redis.js';
+import { createLogger } from '../ops/logger.js';
+import { dataFile } from './paths.js';
+
+export interface AdminContext {
+  db: Db;
+  /** The pepper of the keyed hash of secrets and session tokens (CONTRACT section 2). */
+  pepper: string;
+  plans(): Plans;
+  /** Every known scope and its minimum role (ROUTES_FILE). */
+  scopes(): Record<string, MinRole>;
+  /** After committing an access change: running gateways drop the organization's cached principals. */
+  accessChanged(orgId: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The database of DATABASE_URL (or PGlite in DATA_DIR), answering; a failure names the setting. */
+export async function openDatabase(s: Settings): Promise<Db> {
+  const setting = s.DATABASE_URL ? 'DATABASE_URL' : 'DATA_DIR';
+  const where = s.DATABASE_URL ? { url: s.DATABASE_URL } : { path: s.DATA_DIR };
+  let db: Db | undefined;
+  try {
+    db = await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS });
+    await db.query('SELECT 1');
+    return db;
+  } catch (err) {
+    await db?.close().catch(() => {});
+    throw settingError(setting, err, where);
+  }
+}
+
+/** A pino destination that turns the rare log line of a command into one readable stderr line. */
+function stderrLines(): Writable {
+  return new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) {
+        const { msg, err } = JSON.parse(line) as { msg?: string; err?: string };
+        process.stderr.write(`keygate: warning: ${msg}${err ? ` (${err})` : ''}\n`);
+      }
+      done();
+    },
+  });
+}
+
+export async function openAdminContext(s: Settings): Promise<AdminContext> {
+  const db = await openDatabase(s);
+  let pepper: string;
+  try {
+    pepper = await getPepper(db);
+  } catch {
+    await db.close();
+    const where = s.DATABASE_URL ? `DATABASE_URL: ${targetOf(s.DATABASE_URL)}` : `DATA_DIR: ${s.DATA_DIR}`;
+    throw new ConfigError(`setting ${where} holds no keygate schema yet; run \`keygate migrate\` first`);
+  }
+  const plansFile = dataFile(s.PLANS_FILE);
+  const routesFile = dataFile(s.ROUTES_FILE);
+  const log = createLogger('warn', stderrLines());
+  // Without Redis every gateway keeps its versions in memory: the database's NOTIFY (the triggers of
+  // migration 001) is then what reaches them, as it is for the backend in another process.
+  const redis =
+    s.REDIS_URL || s.REDIS_CLUSTER_NODES
+      ? // A command waits for the connection once; the gateway's 50 ms budget is for requests.
+        createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES, commandTimeoutMs: Math.max(s.REDIS_COMMAND_TIMEOUT_MS, 3_000) })
+      : null;
+  redis?.on('error', () => {}); // a failed bump is reported by accessChangedVia, once
+  const versions = redis ? createRedisStores({ redis, prefix: s.REDIS_KEY_PREFIX }).versions : null;
+  const bump = versions ? accessChangedVia(versions, log) : async () => {};
+  return {
+    db,
+    pepper,
+    plans: () => loadPlans(plansFile),
+    scopes: () => loadRoutes(routesFile).scopes,
+    accessChanged: bump,
+    async close() {
+      redis?.disconnect();
+      await db.close();
+    },
+  };
+}
+
+/** Open the context, run `fn`, close the context whatever happens. */
+export async function withContext<T>(open: () => Promise<AdminContext>, fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
+  const ctx = await open();
+  try {
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}

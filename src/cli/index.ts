@@ -1,0 +1,38 @@
+// The key-management commands of `keygate` (src/cli.ts is the entry): keys, organizations, sessions,
+// over the database the programs share. Exit codes: 0 done, 1 refused (something named is not
+// there), 2 bad arguments or settings.
+import type { Settings } from '../config/settings.js';
+import { openAdminContext } from './context.js';
+import { keysCommand } from './keys.js';
+import { orgsCommand } from './orgs.js';
+import { sessionsCommand } from './sessions.js';
+
+export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions'] as const;
+
+export const USAGE = `usage: keygate <command>
+
+programs:
+  start | gateway | backend        run keygate (see README.md)
+  migrate | seed                   apply the migrations / and SEED_FILE
+
+key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateways use Redis):
+  keys create --type workspace --workspace <id> --name <name> [--role VIEWER|EDITOR|ADMIN|OWNER]
+              [--scopes a:b,c:d] [--created-by <userId>]
+  keys create --type personal --user <id> --name <name> [--scopes a:b,c:d]
+  keys create --type partner --org <id> --name <name>
+  keys list [--org <id>] [--workspace <id>] [--user <id>] [--active]
+  keys revoke <keyId>
+  orgs pause <orgId> | orgs resume <orgId> | orgs plan <orgId> <plan|none>
+  sessions create --user <id> [--ttl 24h]
+
+Every command takes --json (one JSON document on stdout). A new secret or token is printed once.
+Exit codes: 0 done, 1 refused (not found), 2 bad arguments or settings.
+`;
+
+export async function runAdminCommand(settings: Settings, argv: readonly string[]): Promise<void> {
+  const [command, sub, ...rest] = argv;
+  const open = () => openAdminContext(settings);
+  if (command === 'keys') return keysCommand(open, sub, rest);
+  if (command === 'orgs') return orgsCommand(open, sub, rest);
+  return sessionsCommand(open, sub, rest);
+}
