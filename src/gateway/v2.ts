@@ -19,7 +19,10 @@ import { refuse, sendJson, type Refusal } from './refusals.js';
 import { setV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
 
-/** What steps 5 to 10 decided for a principal, before any counter is touched. */
+/**
+ * What steps 5 to 10 decided for a principal, before any counter is touched. Counters always travel
+ * key first, then the address: [key bucket, ip] spent or read, or [read, write, bulk, ip] read.
+ */
 type Decision =
   | { kind: 'refused'; refusal: Refusal; bucket: Bucket }
   | { kind: 'rate_limit_status' }
@@ -46,7 +49,7 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(deps, ctx, principal, states);
   if (decision.kind === 'refused') {
-    const [ip, key] = states;
+    const [key, ip] = states;
     setV2Headers(ctx.res, key, ip, deps.clock.now(), decision.bucket);
     return refuse(ctx, decision.refusal);
   }
@@ -68,7 +71,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decisio
   const match = routeGuard(deps.routes().v2, ctx.method, ctx.path);
   const bucket = match?.route.bucket ?? bucketOf(ctx.method);
   if (match) ctx.trace.route = match.route.path;
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: [ip, keyCounter(p, bucket, plans)] } });
+  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: [keyCounter(p, bucket, plans), ip] } });
   // 5, 6
   const orgRefusal = organizationGuard(p);
   if (orgRefusal) return refused(orgRefusal);
