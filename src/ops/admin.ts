@@ -43,8 +43,8 @@ export function createAdminServer(o: AdminOptions): http.Server {
       return res.end(JSON.stringify(o.jwt.jwks()));
     }
     if (path === '/metrics') {
-      const text = await o.metrics.registry.metrics();
       await o.checks().catch(() => undefined);
+      const text = await o.metrics.registry.metrics();
       res.writeHead(200, { 'content-type': o.metrics.registry.contentType });
       return res.end(text);
     }
