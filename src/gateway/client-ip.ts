@@ -3,6 +3,7 @@
 // the socket address.
 import { BlockList, isIP } from 'node:net';
 import { BoundedMemo } from '../config/memo.js';
+import { plainAddress } from '../limits/address.js';
 
 /** The 32-bit value of a dotted-quad IPv4 address as net.isIP accepts it (no leading zeros), or -1. */
 export function ipv4Value(s: string): number {
@@ -70,10 +71,15 @@ export class TrustedProxies {
   }
 }
 
-/** `::ffff:1.2.3.4` is the IPv4 client 1.2.3.4. */
+/**
+ * An IPv4-mapped IPv6 address is its IPv4 client, in any spelling (`::ffff:1.2.3.4`, `::FFFF:102:304`,
+ * `0:0:0:0:0:ffff:1.2.3.4`), so every layer (cooldown, IP rate limit, messages) sees `1.2.3.4`.
+ */
 export function normalizeIp(ip: string | undefined): string {
   if (!ip) return '0.0.0.0';
-  return ip.startsWith('::ffff:') && ipv4Value(ip.slice(7)) >= 0 ? ip.slice(7) : ip;
+  // The spelling Node gives a dual-stack socket's IPv4 peers, without parsing it as IPv6.
+  if (ip.startsWith('::ffff:') && ipv4Value(ip.slice(7)) >= 0) return ip.slice(7);
+  return plainAddress(ip);
 }
 
 export function clientIp(socketAddr: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {

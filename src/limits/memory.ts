@@ -2,6 +2,7 @@
 // so each synchronous read-modify-write below is atomic: no two hits can interleave inside one.
 // Counters across several instances must use ./redis.ts instead (CONTRACT.md section 3).
 
+import { addressKey } from './address.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -48,8 +49,9 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
   const sweepThreshold = opts.sweepThreshold ?? DEFAULT_SWEEP_THRESHOLD;
 
   const counters = new Map<string, Counter>();
+  // Both keyed by addressKey(ip): the IPv4 address, or the /64 of an IPv6 one.
   const failures = new Map<string, Failures>();
-  /** IP -> end of its cooldown, in clock milliseconds. */
+  /** Address -> end of its cooldown, in clock milliseconds. */
   const cooldowns = new Map<string, number>();
   // Versions are never swept: there is one per organization, and dropping one would reset it to 0,
   // which could make a stale cached principal look current again.
@@ -99,10 +101,11 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
   }
 
   function cooldownLeft(ip: string, now: number): number {
-    const end = cooldowns.get(ip);
+    const address = addressKey(ip);
+    const end = cooldowns.get(address);
     if (end === undefined) return 0;
     if (end <= now) {
-      cooldowns.delete(ip);
+      cooldowns.delete(address);
       return 0;
     }
     return Math.ceil((end - now) / 1000);
@@ -146,20 +149,26 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       async check(ip) {
         return cooldownLeft(ip, clock.now());
       },
+      // Checked and counted in one synchronous step, as the Redis script does (CONTRACT section 3):
+      // a failure that meets a running cooldown answers its seconds left and is not counted.
       async recordFailure(ip) {
         const now = clock.now();
+        const running = cooldownLeft(ip, now);
+        if (running > 0) return running;
         maybeSweep();
-        let f = failures.get(ip);
+        const address = addressKey(ip);
+        let f = failures.get(address);
         if (f === undefined || f.until <= now) {
           f = { count: 0, until: now + FAILURE_WINDOW_MS };
-          failures.set(ip, f);
+          failures.set(address, f);
         }
         f.count += 1;
         if (f.count >= FAILURE_LIMIT) {
-          cooldowns.set(ip, now + COOLDOWN_MS);
-          // The cooldown replaces the count: after it ends, the IP starts again from zero failures.
-          failures.delete(ip);
+          cooldowns.set(address, now + COOLDOWN_MS);
+          // The cooldown replaces the count: after it ends, the address starts again from zero failures.
+          failures.delete(address);
         }
+        return 0;
       },
     },
 

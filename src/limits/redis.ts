@@ -4,11 +4,13 @@
 // Key layout (prefix default `kg:`); the part in braces is the Cluster hash tag, so every script
 // touches exactly one slot and the keys of one IP's cooldown live together:
 //   <prefix>rl:{<counter id>}:<window start ms>   fixed-window counter, TTL = rest of window + slack
-//   <prefix>af:{<ip>}:failures                     hash {n, until}: failed authentications, TTL 15 min
-//   <prefix>af:{<ip>}:cooldown                     cooldown end (clock ms), TTL 15 min
+//   <prefix>af:{<address>}:failures                hash {n, until}: failed authentications, TTL 15 min
+//   <prefix>af:{<address>}:cooldown                cooldown end (clock ms), TTL 15 min
+// where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
 
 import { Cluster, Redis } from 'ioredis';
+import { addressKey } from './address.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -40,13 +42,17 @@ export interface RedisClientOptions {
   url?: string;
   /** `host:port` seeds; when given the client is a Cluster client. */
   clusterNodes?: string[];
-  /** Per-command timeout: a slow Redis must fail a request fast rather than stall the gateway. */
+  /**
+   * A safety net only: a command unanswered after this long fails, so none waits forever. Whether
+   * Redis can be reached is judged by the breaker (./resilient.ts), which does not count the time
+   * the gateway's own event loop was blocked. Default 10 s.
+   */
   commandTimeoutMs?: number;
 }
 
 export function createRedisClient(opts: RedisClientOptions): RedisConnection {
   const common = {
-    commandTimeout: opts.commandTimeoutMs ?? 100,
+    commandTimeout: opts.commandTimeoutMs ?? 10_000,
     // One retry after a reconnect at most: a rate-limit answer that arrives late is worth little.
     maxRetriesPerRequest: 1,
     // No auto-pipelining: measured, it batched nothing at 50 connections (one gate call per tick) and
@@ -104,8 +110,15 @@ return out
 // ARGV: now, failure window end, failure limit, cooldown end, TTL of both (ms).
 // The failure window's end is kept in the hash and compared with the caller's clock, so every
 // instance (and a test's fake clock) agrees on it; the PX TTL only frees the memory afterwards.
+// Checking the cooldown and counting are one step (CONTRACT section 3: the 6th request gets 150006,
+// however many arrive at once): a failure that meets a running cooldown is not counted, and the reply
+// is its seconds left (at least 1); a counted failure, the 5th included, replies 0.
 const FAILURE_LUA = `
 local now = tonumber(ARGV[1])
+local cooldownEnd = tonumber(redis.call('GET', KEYS[2]))
+if cooldownEnd ~= nil and cooldownEnd > now then
+  return math.ceil((cooldownEnd - now) / 1000)
+end
 local untilMs = tonumber(redis.call('HGET', KEYS[1], 'until'))
 if untilMs == nil or untilMs <= now then
   redis.call('DEL', KEYS[1])
@@ -117,7 +130,7 @@ if n >= tonumber(ARGV[3]) then
   redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
   redis.call('DEL', KEYS[1])
 end
-return n
+return 0
 `;
 
 // The gate (standalone Redis only: its keys span slots), for a batch of requests in one script: every
@@ -210,8 +223,8 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   const cluster = redis.isCluster;
 
   const counterKey = (id: string, start: number) => `${prefix}rl:{${id}}:${start}`;
-  const failuresKey = (ip: string) => `${prefix}af:{${ip}}:failures`;
-  const cooldownKey = (ip: string) => `${prefix}af:{${ip}}:cooldown`;
+  const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
+  const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
   const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
 
   function state(limit: number, used: number, start: number): LayerState {
@@ -337,7 +350,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       },
       async recordFailure(ip) {
         const now = clock.now();
-        await scripts.keygateRecordFailure(
+        return scripts.keygateRecordFailure(
           failuresKey(ip),
           cooldownKey(ip),
           now,

@@ -1,10 +1,18 @@
-// Redis failures (issue 5): a circuit breaker in front of the shared stores. While Redis answers, it
-// rules. When a command fails or times out (tens of milliseconds), the breaker opens: requests stop
-// paying the timeout, and either fall back to in-memory stores per instance
-// (RATE_LIMIT_FAILURE_MODE=open: limits still hold per instance) or fail fast with
-// StoreUnavailableError (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`
-// closes the breaker again; the shared counters then rule again.
+// Redis failures: a circuit breaker in front of the shared stores. While Redis can be reached, it rules,
+// however slowly it answers: a late reply is awaited, never replaced by a guess. CONTRACT section 1
+// allows the per-instance fallback only when Redis cannot be reached, and Redis is judged so when
+//   - its connection closes (the client's `close` event: Redis killed, restarted, refused), or
+//   - it has answered nothing while asked for `replyTimeoutMs` of time during which the event loop was
+//     free to read a reply (./loop-clock.ts): a stalled or blackholed connection. Time the gateway's own
+//     loop was blocked does not count, so a busy process or a burst is no outage; or
+//   - every call has failed for `failureSpanMs` (at least `failuresToOpen` of them, none succeeding):
+//     a Redis that answers only errors.
+// Then the breaker opens: calls waiting on Redis and calls to come either fall back to in-memory
+// stores per instance (RATE_LIMIT_FAILURE_MODE=open: limits still hold per instance) or fail fast with
+// StoreUnavailableError (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and
+// at once when the client reconnects, closes the breaker again; the shared counters then rule again.
 import type { Logger } from 'pino';
+import { createLoopClock, type LoopClock } from './loop-clock.js';
 import type { LimitStores } from './types.js';
 
 export class StoreUnavailableError extends Error {
@@ -22,43 +30,104 @@ export interface BreakerEvents {
   degradedCall?(mode: 'open' | 'closed'): void;
 }
 
+/** The part of a Redis client the breaker watches (ioredis Redis and Cluster both fit). */
+export interface ConnectionEvents {
+  on(event: 'close' | 'ready', listener: () => void): unknown;
+}
+
 export interface ResilientStores extends LimitStores {
   degraded(): boolean;
 }
 
-export function createResilientStores(o: {
+export interface ResilientOptions {
   primary: LimitStores;
   fallback: LimitStores;
   mode: 'open' | 'closed';
   log: Logger;
   events?: BreakerEvents;
+  /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe. */
+  connection?: ConnectionEvents;
   probeIntervalMs?: number;
-  /** Consecutive failures that open the breaker: one slow reply on a busy host is not an outage. */
-  failureThreshold?: number;
+  /** Free event-loop time Redis may go without answering anything while asked (REDIS_COMMAND_TIMEOUT_MS). */
+  replyTimeoutMs?: number;
+  /** How long calls must keep failing, with none succeeding, before Redis is judged unreachable. */
+  failureSpanMs?: number;
+  /** ...and how many of them at least. */
+  failuresToOpen?: number;
+  /** Wall clock in ms (probe spacing, failure span, latency); injected by tests. */
   now?: () => number;
-}): ResilientStores {
+  /** Injected by tests; by default a watchdog on the real event loop. */
+  loopClock?: LoopClock;
+}
+
+type AsyncMethod = (...args: never[]) => Promise<unknown>;
+
+/** A call sent to Redis and not answered yet; `divert` answers it without Redis instead. */
+interface Waiting {
+  divert(): void;
+}
+
+export function createResilientStores(o: ResilientOptions): ResilientStores {
   const { primary, fallback, mode, log, events = {} } = o;
   const probeEvery = o.probeIntervalMs ?? 1000;
+  const replyTimeoutMs = o.replyTimeoutMs ?? 50;
+  const failureSpanMs = o.failureSpanMs ?? 500;
+  const failuresToOpen = o.failuresToOpen ?? 3;
   const now = o.now ?? (() => performance.now());
+  const loop = o.loopClock ?? createLoopClock();
   let open = false;
-  let failures = 0;
-  const threshold = o.failureThreshold ?? 3;
+  let closing = false;
   let nextProbe = 0;
   let probing = false;
+  // Failed calls since the last success, and when the first of them failed.
+  let failures = 0;
+  let firstFailureAt = 0;
+  const waiting = new Set<Waiting>();
+  // Free loop time of Redis's last answer, or of the moment a call started waiting after none did.
+  let lastAnswer = loop.now();
   // Versions whose bump could not reach Redis: bumped again before the breaker closes, so a change
   // made during the outage is never hidden by an old cached principal.
   const pendingBumps = new Set<number>();
 
-  function trip(op: string, err: unknown) {
-    if (open || ++failures < threshold) return;
+  function unreachable(reason: string) {
+    if (open || closing) return;
     open = true;
+    failures = 0;
     nextProbe = now() + probeEvery;
-    log.warn({ op, err: (err as Error)?.message, mode }, 'redis unavailable: rate limiting degraded');
+    log.warn({ reason, mode }, 'redis unavailable: rate limiting degraded');
     events.onDegraded?.(true);
+    // The calls still waiting are answered now, as the ones to come will be.
+    const diverted = [...waiting];
+    waiting.clear();
+    for (const call of diverted) call.divert();
+  }
+
+  loop.onTick(() => {
+    if (open || waiting.size === 0) return;
+    const silentMs = loop.now() - lastAnswer;
+    if (silentMs > replyTimeoutMs) unreachable(`no reply for ${Math.round(silentMs)} ms of free event-loop time`);
+  });
+  o.connection?.on('close', () => unreachable('connection closed'));
+  o.connection?.on('ready', () => {
+    nextProbe = 0;
+    if (open) void probe();
+  });
+
+  function answered(ok: boolean, err?: unknown) {
+    lastAnswer = loop.now();
+    if (ok) {
+      failures = 0;
+      return;
+    }
+    const t = now();
+    if (failures++ === 0) firstFailureAt = t;
+    if (failures >= failuresToOpen && t - firstFailureAt >= failureSpanMs) {
+      unreachable(`calls failing for ${Math.round(t - firstFailureAt)} ms: ${(err as Error)?.message}`);
+    }
   }
 
   async function probe() {
-    if (probing || now() < nextProbe) return;
+    if (probing || closing || now() < nextProbe) return;
     probing = true;
     try {
       if (await primary.ready()) {
@@ -68,6 +137,7 @@ export function createResilientStores(o: {
         }
         open = false;
         failures = 0;
+        lastAnswer = loop.now();
         log.info({ mode }, 'redis recovered: shared counters rule again');
         events.onRecovered?.();
         events.onDegraded?.(false);
@@ -80,56 +150,83 @@ export function createResilientStores(o: {
     }
   }
 
-  async function call<T>(op: string, viaPrimary: () => Promise<T>, viaFallback: () => Promise<T>): Promise<T> {
-    if (open) {
-      void probe();
-      if (open) {
-        events.degradedCall?.(mode);
-        if (mode === 'closed') throw new StoreUnavailableError('rate-limit store unavailable');
-        return viaFallback();
-      }
-    }
-    const t0 = now();
-    try {
-      const r = await viaPrimary();
-      failures = 0;
-      events.observe?.(op, (now() - t0) / 1000, true);
-      return r;
-    } catch (err) {
-      events.observe?.(op, (now() - t0) / 1000, false);
-      trip(op, err);
+  /**
+   * The one wrapper of every store method: `viaPrimary` while Redis can be reached, however long it
+   * takes; otherwise `viaFallback` (open mode) or StoreUnavailableError (closed mode).
+   */
+  function guard<F extends AsyncMethod>(op: string, viaPrimary: F, viaFallback: F): F {
+    type Result = Awaited<ReturnType<F>>;
+    const withoutRedis = (args: Parameters<F>): Promise<Result> => {
       events.degradedCall?.(mode);
-      if (mode === 'closed') throw new StoreUnavailableError('rate-limit store unavailable');
-      return viaFallback();
-    }
+      if (mode === 'closed') return Promise.reject(new StoreUnavailableError('rate-limit store unavailable'));
+      return viaFallback(...args) as Promise<Result>;
+    };
+    const guarded = (...args: Parameters<F>): Promise<Result> => {
+      if (open) {
+        void probe();
+        if (open) return withoutRedis(args);
+      }
+      return new Promise<Result>((resolve, reject) => {
+        const started = now();
+        const call: Waiting = { divert: () => withoutRedis(args).then(resolve, reject) };
+        if (waiting.size === 0) lastAnswer = loop.now();
+        waiting.add(call);
+        let reply: Promise<Result>;
+        try {
+          reply = viaPrimary(...args) as Promise<Result>;
+        } catch (err) {
+          reply = Promise.reject(err);
+        }
+        reply.then(
+          (value) => {
+            if (!waiting.delete(call)) return; // already answered without Redis
+            answered(true);
+            events.observe?.(op, (now() - started) / 1000, true);
+            resolve(value);
+          },
+          (err: unknown) => {
+            if (!waiting.delete(call)) return;
+            events.observe?.(op, (now() - started) / 1000, false);
+            answered(false, err);
+            // This call has no answer from Redis: it is answered as in an outage, whether or not
+            // the breaker opened.
+            call.divert();
+          },
+        );
+      });
+    };
+    return guarded as unknown as F;
   }
+
+  /** Every method of a group of the primary, guarded, with the same method of the fallback. */
+  function guardAll<T extends object>(group: string, viaPrimary: T, viaFallback: T): T {
+    const guarded: Record<string, AsyncMethod> = {};
+    for (const [name, method] of Object.entries(viaPrimary) as [string, AsyncMethod][]) {
+      const spare = (viaFallback as Record<string, AsyncMethod>)[name];
+      guarded[name] = guard(`${group}.${name}`, method.bind(viaPrimary), spare.bind(viaFallback));
+    }
+    return guarded as T;
+  }
+
+  const versionsUnavailable = async (): Promise<never> => {
+    throw new StoreUnavailableError('access versions unavailable');
+  };
+  const versions = guardAll('versions', primary.versions, { get: versionsUnavailable, bump: versionsUnavailable });
 
   return {
     degraded: () => open,
     // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
-    gate: (req) =>
-      call('gate', () => primary.gate(req), async () => {
-        const seconds = await fallback.cooldown.check(req.ip);
-        return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
-      }),
-    limiter: {
-      hit: (k, ip) => call('hit', () => primary.limiter.hit(k, ip), () => fallback.limiter.hit(k, ip)),
-      hitOne: (c) => call('hit', () => primary.limiter.hitOne(c), () => fallback.limiter.hitOne(c)),
-      peek: (refs) => call('peek', () => primary.limiter.peek(refs), () => fallback.limiter.peek(refs)),
-    },
-    cooldown: {
-      check: (ip) => call('cooldown', () => primary.cooldown.check(ip), () => fallback.cooldown.check(ip)),
-      recordFailure: (ip) => call('cooldown', () => primary.cooldown.recordFailure(ip), () => fallback.cooldown.recordFailure(ip)),
-    },
+    gate: guard('gate', primary.gate, async (req) => {
+      const seconds = await fallback.cooldown.check(req.ip);
+      return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
+    }),
+    limiter: guardAll('limiter', primary.limiter, fallback.limiter),
+    cooldown: guardAll('cooldown', primary.cooldown, fallback.cooldown),
     versions: {
-      get: (org) => call('version', () => primary.versions.get(org), async () => {
-        throw new StoreUnavailableError('access versions unavailable');
-      }),
-      bump: async (org) => {
+      get: versions.get,
+      async bump(org) {
         try {
-          return await call('version', () => primary.versions.bump(org), async () => {
-            throw new StoreUnavailableError('access versions unavailable');
-          });
+          return await versions.bump(org);
         } catch (err) {
           pendingBumps.add(org);
           await fallback.versions.bump(org);
@@ -138,14 +235,15 @@ export function createResilientStores(o: {
       },
     },
     // Degraded, no version can be proven: null makes the gateway resolve from the database.
-    preflight: (ip, org) =>
-      call('preflight', () => primary.preflight(ip, org), async () => ({ cooldown: await fallback.cooldown.check(ip), version: null })),
+    preflight: guard('preflight', primary.preflight, async (ip) => ({ cooldown: await fallback.cooldown.check(ip), version: null })),
     async ready() {
       if (!open) return primary.ready();
       void probe();
       return mode === 'open';
     },
     async close() {
+      closing = true;
+      loop.stop();
       await primary.close();
       await fallback.close();
     },

@@ -48,11 +48,20 @@ export interface RateLimiter {
   peek(counters: CounterRef[]): Promise<LayerState[]>;
 }
 
+/**
+ * Failed authentications per client address: an IPv4 address, or the /64 of an IPv6 one (addressKey in
+ * ./address.ts); an IPv4-mapped IPv6 spelling is its IPv4 address.
+ */
 export interface FailureCooldown {
-  /** Seconds left in the IP's cooldown (integer, >= 1), or 0 when there is none. */
+  /** Seconds left in the address's cooldown (integer, >= 1), or 0 when there is none. */
   check(ip: string): Promise<number>;
-  /** Count one failed authentication for the IP; the 5th within 15 minutes starts a 15-minute cooldown. */
-  recordFailure(ip: string): Promise<void>;
+  /**
+   * Check the cooldown and count one failed authentication, in one atomic step. Returns 0 when this
+   * failure was counted (answer 401 150002; the 5th within 15 minutes starts a 15-minute cooldown and
+   * still returns 0), or the seconds left (>= 1) of a cooldown already running when it arrived (answer
+   * 429 150006; nothing was counted).
+   */
+  recordFailure(ip: string): Promise<number>;
 }
 
 /**

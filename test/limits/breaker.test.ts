@@ -1,0 +1,224 @@
+// The breaker in front of the shared stores (src/limits/resilient.ts), on a fake wall clock and a
+// loop clock driven by hand: when Redis counts as unreachable (CONTRACT section 1) and when it does not.
+import { EventEmitter } from 'node:events';
+import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
+import { createLogger } from '../../src/ops/logger.js';
+import { createMemoryStores } from '../../src/limits/memory.js';
+import { createLoopClock } from '../../src/limits/loop-clock.js';
+import { createResilientStores, StoreUnavailableError, type ResilientStores } from '../../src/limits/resilient.js';
+import type { CounterRef, HitResult, LimitStores } from '../../src/limits/types.js';
+
+const TICK_MS = 10;
+const key: CounterRef = { id: 'k:1:read', limit: 20 };
+const ip: CounterRef = { id: 'ip:192.0.2.1', limit: 100 };
+
+/** A promise the test settles by hand: a Redis reply on its way. */
+function pendingReply<T>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+let wall: number;
+let loop: ReturnType<typeof createLoopClock>;
+let primary: LimitStores;
+let fallback: LimitStores;
+let connection: EventEmitter;
+let events: {
+  onDegraded: Mock<(degraded: boolean) => void>;
+  onRecovered: Mock<() => void>;
+  degradedCall: Mock<(mode: 'open' | 'closed') => void>;
+};
+
+function breaker(mode: 'open' | 'closed'): ResilientStores {
+  return createResilientStores({
+    primary, fallback, mode, events, connection,
+    log: createLogger('silent'),
+    replyTimeoutMs: 50,
+    now: () => wall,
+    loopClock: loop,
+  });
+}
+
+/** `ms` of wall time during which the loop ran freely (the watchdog on time). */
+function freeTime(ms: number) {
+  for (let t = 0; t < ms; t += TICK_MS) {
+    wall += TICK_MS;
+    loop.tick();
+  }
+}
+
+/** `ms` of wall time during which the loop was blocked (the watchdog ran that much late). */
+function blocked(ms: number) {
+  wall += ms;
+  loop.tick();
+}
+
+beforeEach(() => {
+  wall = 1_000_000;
+  loop = createLoopClock({ tickMs: TICK_MS, wallNow: () => wall, timer: false });
+  primary = createMemoryStores({ sweepIntervalMs: 0 });
+  fallback = createMemoryStores({ sweepIntervalMs: 0 });
+  connection = new EventEmitter();
+  events = { onDegraded: vi.fn(), onRecovered: vi.fn(), degradedCall: vi.fn() };
+});
+
+describe('a busy event loop is not a Redis outage', () => {
+  it('a reply late only because the loop was blocked is awaited, and answers', async () => {
+    const reply = pendingReply<HitResult>();
+    primary.limiter.hit = () => reply.promise;
+    const stores = breaker('closed');
+    const call = stores.limiter.hit(key, ip);
+    // Half a second of stalls, and 40 ms of free time in all: the reply may not have been read yet.
+    for (let n = 0; n < 5; n++) blocked(100);
+    freeTime(40);
+    const answer = { key: { limit: 20, used: 3, remaining: 17, reset: 60 }, ip: { limit: 100, used: 3, remaining: 97, reset: 60 }, allowed: true };
+    reply.resolve(answer);
+    expect(await call).toBe(answer);
+    expect(stores.degraded()).toBe(false);
+    expect(events.degradedCall).not.toHaveBeenCalled();
+    expect(events.onDegraded).not.toHaveBeenCalled();
+  });
+
+  it('a stream of replies keeps Redis reachable however long each one waits', async () => {
+    const replies = Array.from({ length: 10 }, () => pendingReply<number>());
+    let n = 0;
+    primary.versions.get = () => replies[n++].promise;
+    const stores = breaker('open');
+    const calls = replies.map(() => stores.versions.get(1));
+    for (const reply of replies) {
+      freeTime(40); // each reply takes 40 ms of free time; all of them together 400 ms
+      reply.resolve(7);
+      await settle();
+    }
+    expect(await Promise.all(calls)).toEqual(Array(10).fill(7));
+    expect(events.degradedCall).not.toHaveBeenCalled();
+  });
+});
+
+describe('an unreachable Redis', () => {
+  it('no reply for the timeout in free loop time: waiting calls and later ones fall back (open mode)', async () => {
+    const reply = pendingReply<number>();
+    primary.cooldown.check = () => reply.promise;
+    const stores = breaker('open');
+    await fallback.cooldown.recordFailure('192.0.2.9');
+    const waiting = stores.cooldown.check('192.0.2.9');
+    freeTime(40);
+    expect(stores.degraded()).toBe(false);
+    freeTime(20);
+    expect(stores.degraded()).toBe(true);
+    expect(await waiting).toBe(0); // the fallback's answer: its failure does not start a cooldown
+    expect((await stores.cooldown.recordFailure('192.0.2.9'))).toBe(0);
+    expect(await fallback.cooldown.check('192.0.2.9')).toBe(0);
+    expect(events.onDegraded.mock.calls).toEqual([[true]]);
+    expect(events.degradedCall).toHaveBeenCalledTimes(2);
+    reply.resolve(5); // the late reply changes nothing any more
+    await settle();
+    expect(events.degradedCall).toHaveBeenCalledTimes(2);
+  });
+
+  it('closed mode refuses instead, waiting calls included', async () => {
+    primary.limiter.peek = () => new Promise(() => {});
+    const stores = breaker('closed');
+    const waiting = stores.limiter.peek([key]);
+    freeTime(60);
+    await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(events.degradedCall.mock.calls).toEqual([['closed'], ['closed']]);
+  });
+
+  it('a closed connection opens the breaker at once; a reconnect probes at once and replays version bumps', async () => {
+    const stores = breaker('open');
+    connection.emit('close');
+    expect(stores.degraded()).toBe(true);
+    // Degraded: no version can be proven, so the gate sends the gateway to its database path.
+    expect(await stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, spend: [key, ip] })).toEqual({ kind: 'stale' });
+    expect(await stores.preflight('192.0.2.1', 4)).toEqual({ cooldown: 0, version: null });
+    await expect(stores.versions.bump(4)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await primary.versions.get(4)).toBe(0);
+    connection.emit('ready');
+    await settle();
+    expect(stores.degraded()).toBe(false);
+    expect(await primary.versions.get(4)).toBe(1); // the bump made during the outage
+    expect(events.onRecovered).toHaveBeenCalledTimes(1);
+    expect(events.onDegraded.mock.calls).toEqual([[true], [false]]);
+    expect(await stores.versions.get(4)).toBe(1);
+  });
+
+  it('probes once a second while open, and stays open while the probe fails', async () => {
+    let answers = false;
+    primary.ready = async () => answers;
+    const stores = breaker('open');
+    connection.emit('close');
+    await stores.limiter.hitOne(key);
+    await settle();
+    expect(stores.degraded()).toBe(true);
+    wall += 1_000;
+    await stores.limiter.hitOne(key); // starts a probe that fails
+    await settle();
+    expect(stores.degraded()).toBe(true);
+    answers = true;
+    await stores.limiter.hitOne(key); // too soon for the next probe
+    await settle();
+    expect(stores.degraded()).toBe(true);
+    wall += 1_000;
+    await stores.limiter.hitOne(key);
+    await settle();
+    expect(stores.degraded()).toBe(false);
+    expect((await stores.limiter.hitOne(key)).used).toBe(1); // Redis's counter again, not the fallback's 4
+  });
+
+  it('calls that keep failing open it after the failure span, not after a few quick errors', async () => {
+    primary.limiter.hitOne = async () => {
+      throw new Error('ERR something');
+    };
+    const stores = breaker('open');
+    // Each failed call is answered by the fallback, whatever the breaker decides.
+    for (let n = 0; n < 5; n++) expect((await stores.limiter.hitOne(key)).used).toBe(n + 1);
+    expect(stores.degraded()).toBe(false);
+    wall += 499;
+    await stores.limiter.hitOne(key);
+    expect(stores.degraded()).toBe(false);
+    wall += 1;
+    await stores.limiter.hitOne(key);
+    expect(stores.degraded()).toBe(true);
+  });
+
+  it('a success between failures starts the span again', async () => {
+    let fail = true;
+    primary.limiter.hitOne = async (c) => {
+      if (fail) throw new Error('ERR something');
+      return fallback.limiter.hitOne(c);
+    };
+    const stores = breaker('open');
+    await stores.limiter.hitOne(key);
+    await stores.limiter.hitOne(key);
+    wall += 400;
+    fail = false;
+    await stores.limiter.hitOne(key);
+    fail = true;
+    wall += 400;
+    await stores.limiter.hitOne(key);
+    await stores.limiter.hitOne(key);
+    await stores.limiter.hitOne(key);
+    expect(stores.degraded()).toBe(false);
+  });
+});
+
+describe('one generic wrapper', () => {
+  it('guards every method of the limiter and the cooldown, passing arguments and results through', async () => {
+    const stores = breaker('closed');
+    expect(await stores.limiter.hit(key, ip)).toMatchObject({ allowed: true, key: { used: 1 }, ip: { used: 1 } });
+    expect(await stores.limiter.hitOne(key)).toMatchObject({ used: 2 });
+    expect((await stores.limiter.peek([key, ip])).map((s) => s.used)).toEqual([2, 1]);
+    for (let n = 0; n < 5; n++) expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(0);
+    expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(900);
+    expect(await stores.cooldown.check('192.0.2.5')).toBe(900);
+    expect(await stores.versions.bump(3)).toBe(1);
+    expect(await stores.preflight('192.0.2.5', 3)).toEqual({ cooldown: 900, version: 1 });
+    expect(events.degradedCall).not.toHaveBeenCalled();
+  });
+});
