@@ -1,11 +1,12 @@
-// A short run of the benchmark suite (bench/, issue 6): every scenario starts, runs, answers what it
-// should and stops. The numbers of a short run on a shared machine mean little; the full run
-// (`npm run bench`) writes bench/RESULTS.md's table.
+// A short run of the benchmark suite (bench/): every scenario starts, runs, answers what it should
+// and stops, and the gateway scenarios are decided by Redis in one round trip per request. The
+// timings of a short run on a shared machine mean little; the full run (`npm run bench`) writes
+// bench/RESULTS.md's table. Part of `npm run test:perf`, not `npm test`: it loads both cores.
 import { describe, it, expect, afterAll } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runSuite, SCENARIOS, targets, type ScenarioResult, type SuiteResult } from '../../bench/suite.js';
+import { runSuite, SCENARIOS, type SuiteResult } from '../../bench/suite.js';
 import { writeJson, table } from '../../bench/report.js';
 import { which } from '../../bench/procs.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
@@ -55,11 +56,12 @@ describe.runIf(hasRedisServer() || Boolean(process.env.REDIS_URL))('bench suite 
       // The over-limit key gets one token back at each new minute: one accepted request per minute crossed.
       expect(other, `${s.name}: statuses ${JSON.stringify(s.statuses)}`).toBeLessThanOrEqual(s.name === 'gateway-rejections' ? minutes : 0);
       if (s.name.startsWith('gateway')) {
-        // 0 is possible: with Redis's circuit breaker open (a stalled host), calls are answered without it.
-        expect(s.redisRoundTrips, s.name).toBeGreaterThanOrEqual(0);
-        expect(s.degradedCalls, s.name).not.toBeNull();
+        // Redis decided every call: a breaker that opened (calls answered without Redis) makes the
+        // run's numbers those of the memory fallback, so it fails here rather than passing unmeasured.
+        expect(s.degradedCalls, `${s.name}: store calls without Redis`).toBe(0);
+        expect(s.redisRoundTrips, s.name).toBeGreaterThan(0);
         expect(s.gatewayPeakRssMB, s.name).toBeGreaterThan(0);
-        expect(s.redisCpuMicrosPerRequest, s.name).not.toBeNull();
+        expect(s.redisCpuMicrosPerRequest, s.name).toBeGreaterThan(0);
         expect(s.hopCpuMicrosPerRequest, s.name).toBeGreaterThan(0);
       }
     }
@@ -69,40 +71,10 @@ describe.runIf(hasRedisServer() || Boolean(process.env.REDIS_URL))('bench suite 
     expect(r.fixedRate!.bare.p99).toBeGreaterThan(0);
     const measured = r.targets.filter((t) => t.measured !== null).map((t) => t.name);
     expect(measured).toHaveLength(8);
-    // The count that does not depend on the machine's speed, while Redis rules: a cached key costs one
-    // round trip (the gate script), accepted or rejected; the slack covers the first, uncached request.
+    // The count that does not depend on the machine's speed: a cached key costs one round trip (the
+    // gate script), accepted or rejected; the slack covers the first, uncached request.
     for (const name of ['gateway', 'gateway-rejections']) {
-      const one = r.scenarios.find((s) => s.name === name)!;
-      if (one.degradedCalls === 0) expect(one.redisRoundTrips, name).toBeLessThanOrEqual(1.05);
-      else console.warn(`${name}: ${one.degradedCalls} store calls without Redis (breaker open); round trips not checked`);
+      expect(r.scenarios.find((s) => s.name === name)!.redisRoundTrips, name).toBeLessThanOrEqual(1.05);
     }
-  });
-});
-
-describe('bench targets', () => {
-  const scenario = (name: ScenarioResult['name'], rounds: [number, number][]): ScenarioResult =>
-    ({ name, rps: rounds[0][0], p99: rounds[0][1], connections: 50, rounds: rounds.map(([rps, p99]) => ({ rps, p50: 1, p99, errors: 0, non2xx: 0 })) }) as ScenarioResult;
-
-  it('compares two scenarios round by round and takes the median of the rounds', () => {
-    // Round 2 is the median round of both scenarios by throughput only when mixed; paired, the
-    // ratios are 0.9, 0.5 and 0.95 and the p99 differences 1, 5 and 0.5 ms.
-    const bare = scenario('bare-proxy', [[1000, 10], [2000, 10], [1200, 10]]);
-    const gw = scenario('gateway', [[900, 11], [1000, 15], [1140, 10.5]]);
-    const [tp, p99] = targets([bare, gw]);
-    expect(tp.measured).toBe(0.9);
-    expect(tp.perRound).toEqual([0.9, 0.5, 0.95]);
-    expect(tp.pass).toBe(true);
-    expect(tp.display).toBe('0.90 (rounds 0.90, 0.50, 0.95)');
-    expect(p99.measured).toBe(1);
-    expect(p99.pass).toBe(true);
-  });
-
-  it('with one round, compares that round', () => {
-    const [tp, p99] = targets([scenario('bare-proxy', [[1000, 10]]), scenario('gateway', [[800, 12]])]);
-    expect(tp.measured).toBe(0.8);
-    expect(tp.pass).toBe(false);
-    expect(tp.display).toBe('0.80');
-    expect(p99.measured).toBe(2);
-    expect(p99.pass).toBe(false);
   });
 });
