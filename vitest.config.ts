@@ -1,29 +1,39 @@
 import { spawnSync } from 'node:child_process';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // The cluster project starts redis-server processes: it runs where the binary is (every node-svc
-// machine, CI included) and is left out elsewhere, so `npm test` stays green on a bare laptop.
+// machine, CI included) and is left out elsewhere, so a bare laptop stays green.
 const redisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
+// Checks that measure the machine (load, CPU per request, V8's feedback) rather than behaviour: they
+// load both cores for a while, so they run apart, in `npm run test:perf`.
+const PERF_FILES = ['test/bench/bench.test.ts', 'test/ops/tick-shape.test.ts'];
+
 const common = {
-  // Each file gets its own database schema and Redis prefix, so files may run in parallel.
+  // Each file gets its own database schema (copied from the template test/helpers/schema-template.ts
+  // migrates once per run) and Redis prefix, so files may run in parallel.
   pool: 'forks' as const,
   testTimeout: 30_000,
   hookTimeout: 90_000,
+  globalSetup: ['test/helpers/schema-template.ts'],
 };
 
 export default defineConfig({
   test: {
     projects: [
-      { test: { ...common, name: 'main', include: ['test/**/*.test.ts'] } },
-      // Issue 5: the same gateway and limiter suites against a three-primary Redis Cluster that
-      // test/helpers/cluster-setup.ts starts on loopback ports.
+      // `npm test`: every behaviour test, against real PostgreSQL and Redis when DATABASE_URL and
+      // REDIS_URL are set, else PGlite and the memory stores.
+      { test: { ...common, name: 'main', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...PERF_FILES] } },
+      // `npm run test:perf`: the short bench run and the V8 feedback check.
+      { test: { ...common, name: 'perf', include: PERF_FILES, testTimeout: 180_000 } },
+      // `npm run test:cluster` (CI runs it after `npm test`): the gateway and limiter suites again,
+      // against a three-primary Redis Cluster that test/helpers/cluster-setup.ts starts on loopback ports.
       ...(redisServer ? [{
         test: {
           ...common,
           name: 'cluster',
           include: ['test/gateway/**/*.test.ts', 'test/limits/**/*.test.ts'],
-          globalSetup: ['test/helpers/cluster-setup.ts'],
+          globalSetup: [...common.globalSetup, 'test/helpers/cluster-setup.ts'],
         },
       }] : []),
     ],

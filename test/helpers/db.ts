@@ -1,22 +1,30 @@
 // A migrated database per test file: a schema of its own on the PostgreSQL server when DATABASE_URL
-// is set (CI), else an in-memory PGlite.
+// is set (CI), else an in-memory PGlite. On PostgreSQL the schema is a copy of the template that
+// test/helpers/schema-template.ts migrated once for the run (the migrations run here only when there
+// is no template).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
 
 export async function openTestDb(opts: { forcePglite?: boolean; url?: string; queryTimeoutMs?: number } = {}): Promise<Db & { drop(): Promise<void> }> {
   const url = opts.forcePglite ? undefined : (opts.url ?? process.env.DATABASE_URL);
   const schema = url ? `t_${randomBytes(6).toString('hex')}` : 'public';
+  const template = url ? inject('schemaTemplate') : null;
+  // On a connection of its own: pg_dump's SQL empties that session's search_path.
+  if (url && template) await adminQuery(url, template.sql.replaceAll(template.name, schema));
   const db = await openDb({ databaseUrl: url, dataDir: 'memory://', schema, queryTimeoutMs: opts.queryTimeoutMs });
-  await migrate(db);
+  if (!(url && template)) await migrate(db);
   return Object.assign(db, {
     async drop() {
       await db.close();
-      if (url) {
-        const c = new pg.Client({ connectionString: process.env.DATABASE_URL ?? url });
-        await c.connect();
-        await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
-      }
+      if (url) await adminQuery(process.env.DATABASE_URL ?? url, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   });
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(sql).finally(() => client.end());
 }
