@@ -11,6 +11,9 @@ import { applySeed, parseSeed } from './db/seed.js';
 import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
 import { openDatabase } from './cli/context.js';
 import { dataFile } from './cli/paths.js';
+import cluster from 'node:cluster';
+import { fileURLToPath } from 'node:url';
+import { announceWorkerReady, runPrimary, workerCount, workerId } from './ops/cluster.js';
 
 const DEMO_SEED = dataFile('config/demo-seed.json');
 
@@ -49,6 +52,16 @@ async function main() {
     return;
   }
 
+  // WORKERS > 1: this process becomes the primary of src/ops/cluster.ts; its workers run the gateway below.
+  if (mode !== 'backend' && workerCount(settings.WORKERS) > 1) {
+    if (cluster.isPrimary) return runGatewayCluster(mode, settings, log);
+    // All-in-one's backend stays in the primary, which applied the seed and passed its URL and secrets.
+    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }) });
+    installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+    log.info({ worker: workerId(), pid: process.pid, gateway: app.gatewayUrl }, 'keygate gateway worker listening');
+    return announceWorkerReady(app.gatewayUrl, app.adminUrl);
+  }
+
   const full = withGeneratedSecrets(settings);
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
   const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
@@ -60,6 +73,38 @@ async function main() {
 
   if (mode === 'start') printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!);
   else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
+}
+
+/**
+ * The primary of WORKERS > 1 (src/ops/cluster.ts): no gateway listener of its own. All-in-one keeps
+ * its backend here (on 127.0.0.1, as in one process) and hands the workers its URL and the secrets it
+ * generated, so every worker signs what this backend verifies.
+ */
+async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType<typeof createLogger>) {
+  const full = withGeneratedSecrets(settings);
+  let backend: App | null = null;
+  let workerEnv: Record<string, string> = {};
+  const seedFile = mode === 'start' ? (settings.SEED_FILE ?? DEMO_SEED) : undefined;
+  const seed = seedFile ? parseSeed(readJson(seedFile, 'SEED_FILE'), seedFile) : undefined;
+  if (mode === 'start') {
+    backend = await startApp({ mode: 'backend', settings: { ...full, HOST: '127.0.0.1' }, log, seed });
+    const upstream = process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : backend.backendUrl!;
+    workerEnv = { GATEWAY_SECRET: full.GATEWAY_SECRET, INTERNAL_TOKEN: full.INTERNAL_TOKEN, UPSTREAM_URL: upstream, SEED_FILE: '' };
+  }
+  const group = await runPrimary({
+    count: workerCount(settings.WORKERS),
+    entry: fileURLToPath(import.meta.url),
+    host: settings.HOST,
+    adminPort: settings.ADMIN_PORT,
+    drainMs: settings.DRAIN_TIMEOUT_MS,
+    log,
+    workerEnv,
+    onStopped: async () => backend?.close(settings.DRAIN_TIMEOUT_MS),
+  }).catch(async (err) => {
+    await backend?.close(0).catch(() => {});
+    throw err;
+  });
+  if (mode === 'start') printBanner({ ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl }, full.INTERNAL_TOKEN, seed, seedFile!);
 }
 
 function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string) {
@@ -106,6 +151,9 @@ function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs
 }
 
 main().catch((err) => {
+  // A worker that could not start has printed its own line; the primary only passes its code on.
+  const workerExit = (err as { exitCode?: number }).exitCode;
+  if (workerExit !== undefined) process.exit(workerExit);
   process.stderr.write(`keygate: ${(err as Error).message}\n`);
   // A bad setting or argument is 2 (the README's promise); a refused command or a failure 1.
   process.exit(err instanceof ConfigError ? 2 : 1);

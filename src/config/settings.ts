@@ -72,6 +72,8 @@ export const settingsSchema = z
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(50),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
+    WORKERS: z.string().regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto').default('1'),
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     BODY_BUFFER_MAX_BYTES: z.coerce.number().int().positive().default(64 * 1024 * 1024),
@@ -133,6 +135,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
     if (!s.GATEWAY_SECRET) throw new ConfigError('setting GATEWAY_SECRET: required for `npm run ' + mode + '`');
     if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
     if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
+  }
+  // Several gateway processes keep one budget only in a shared store: in-memory limits would be per process.
+  if ((mode === 'gateway' || mode === 'start') && s.WORKERS !== '1') {
+    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL or REDIS_CLUSTER_NODES (in-memory rate limits cannot be exact across processes)`);
+    if (mode === 'start' && !s.DATABASE_URL) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`);
   }
   if (mode === 'gateway' && s.IDENTITY_FORMAT !== 'hmac' && !s.IDENTITY_JWT_KEYS) {
     throw new ConfigError(`setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run gateway\``);

@@ -1,0 +1,283 @@
+// WORKERS (README, settings): the gateway on several processes sharing its port through node:cluster.
+// The primary holds no gateway listener: it forks the workers, restarts one that crashes, forwards the
+// signals of CONTRACT section 8 (SIGTERM/SIGINT drain every worker, then exit 0; SIGHUP reloads each),
+// and serves ADMIN_PORT for the whole group: one admin listener per worker could not share a port and
+// still answer for all of them, so each worker's admin server listens on a private port of its own and
+// the primary's /readyz and /metrics gather theirs. Each worker opens its own Redis connection (it runs
+// startApp like a single gateway); exact limits across processes need Redis, which settings.ts requires.
+import cluster, { type Worker } from 'node:cluster';
+import http from 'node:http';
+import net from 'node:net';
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import { listenError } from '../config/errors.js';
+
+/** WORKERS as a number of processes: `auto` is the cores this process may use. */
+export function workerCount(setting: string): number {
+  return setting === 'auto' ? availableParallelism() : Number(setting);
+}
+
+/** What a worker tells the primary once its listeners accept. */
+interface ReadyMessage {
+  type: 'keygate:worker-ready';
+  gatewayUrl: string | null;
+  adminUrl: string | null;
+}
+
+/** In a worker: tell the primary this process serves (its gateway and private admin URLs). */
+export function announceWorkerReady(gatewayUrl: string | null, adminUrl: string | null): void {
+  const msg: ReadyMessage = { type: 'keygate:worker-ready', gatewayUrl, adminUrl };
+  process.send?.(msg);
+}
+
+/** The id (1..N) the primary gave this worker; stable across restarts, the `worker` label of /metrics. */
+export function workerId(): string {
+  return process.env.KEYGATE_WORKER_ID ?? '0';
+}
+
+export interface PrimaryOptions {
+  count: number;
+  /** The compiled or TypeScript entry the workers run (cli.ts/cli.js), with this process's arguments. */
+  entry: string;
+  host: string;
+  adminPort: number;
+  drainMs: number;
+  log: Logger;
+  /** Environment for every worker on top of this one's (all-in-one: the backend's URL, the start's secrets). */
+  workerEnv?: Record<string, string>;
+  /** After the last worker exits on a signal: all-in-one closes its backend here. */
+  onStopped?: () => Promise<void>;
+}
+
+interface Slot {
+  id: number;
+  adminPort: number;
+  worker: Worker | null;
+  ready: boolean;
+  adminUrl: string | null;
+  startedAt: number;
+  restarts: number;
+}
+
+/** A port this machine can listen on now, for a worker's private admin listener. */
+async function freePort(host: string): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, host, () => resolve());
+  });
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** The primary: forks `count` workers and resolves with the gateway's URL once every one of them serves. */
+export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: string; adminUrl: string }> {
+  const log = o.log.child({ c: 'cluster', pid: process.pid });
+  let stopping = false;
+  let firstFailure: number | null = null;
+  const exitCodes: number[] = [];
+  const slots: Slot[] = [];
+  const adminHost = o.host === '0.0.0.0' || o.host === '::' ? '127.0.0.1' : o.host;
+
+  // Every worker runs this program's entry with the same arguments and node flags (tsx under `npm start`).
+  cluster.setupPrimary({ exec: o.entry, args: process.argv.slice(2) });
+
+  const admin = createClusterAdmin(slots, () => stopping);
+  const adminUrl = await new Promise<string>((resolve, reject) => {
+    admin.once('error', (err) => reject(listenError('ADMIN_PORT', o.host, o.adminPort, err)));
+    admin.listen(o.adminPort, o.host, () => resolve(`http://${adminHost}:${(admin.address() as net.AddressInfo).port}`));
+  });
+
+  let gatewayUrl = '';
+  let allReady: () => void;
+  let startFailed: (code: number) => void;
+  const started = new Promise<void>((resolve, reject) => {
+    allReady = resolve;
+    startFailed = (code) => reject(Object.assign(new Error(`a worker exited with code ${code} while starting`), { exitCode: code }));
+  });
+
+  const fork = (slot: Slot) => {
+    const w = cluster.fork({ ...o.workerEnv, KEYGATE_WORKER_ID: String(slot.id), ADMIN_PORT: String(slot.adminPort) });
+    slot.worker = w;
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    w.on('message', (msg: ReadyMessage) => {
+      if (msg?.type !== 'keygate:worker-ready') return;
+      slot.ready = true;
+      slot.adminUrl = msg.adminUrl;
+      if (msg.gatewayUrl) gatewayUrl = msg.gatewayUrl;
+      log.info({ worker: slot.id, workerPid: w.process.pid }, 'worker serving');
+      if (slots.every((s) => s.ready)) allReady();
+    });
+    w.on('exit', (code, signal) => {
+      const wasReady = slot.ready;
+      slot.ready = false;
+      slot.worker = null;
+      if (stopping) {
+        exitCodes.push(code ?? 1);
+        return maybeFinished();
+      }
+      if (!wasReady && slot.restarts === 0) {
+        // A worker that cannot start (a bad setting: it printed its one line) stops the whole start.
+        firstFailure ??= code ?? 1;
+        return startFailed(firstFailure);
+      }
+      // A crash: restart it, sooner if it had run a while (a worker that crashes at once waits longer).
+      const delay = Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
+      slot.restarts++;
+      log.error({ worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay }, 'worker exited; restarting it');
+      setTimeout(() => !stopping && fork(slot), delay).unref();
+    });
+  };
+
+  let finished: () => void;
+  const allExited = new Promise<void>((r) => (finished = r));
+  const maybeFinished = () => {
+    if (slots.every((s) => s.worker === null)) finished();
+  };
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal, drainMs: o.drainMs, workers: slots.length }, 'shutting down: draining every worker');
+    for (const s of slots) s.worker?.process.kill('SIGTERM');
+    // Each worker bounds its own drain by DRAIN_TIMEOUT_MS; this only catches a worker that hangs.
+    const killTimer = setTimeout(() => {
+      for (const s of slots) s.worker?.process.kill('SIGKILL');
+    }, o.drainMs + 5_000);
+    killTimer.unref();
+    maybeFinished();
+    void allExited
+      .then(async () => {
+        clearTimeout(killTimer);
+        await new Promise((r) => admin.close(r));
+        admin.closeAllConnections();
+        await o.onStopped?.();
+        const failed = exitCodes.some((c) => c !== 0);
+        log.info({ exitCodes }, failed ? 'stopped; a worker did not drain cleanly' : 'stopped');
+        process.exit(failed ? 1 : 0);
+      })
+      .catch((err) => {
+        log.error({ err: (err as Error).message }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGHUP', () => {
+    for (const s of slots) s.worker?.process.kill('SIGHUP');
+  });
+
+  for (let id = 1; id <= o.count; id++) {
+    slots.push({ id, adminPort: await freePort(adminHost), worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
+  }
+  for (const s of slots) fork(s);
+  try {
+    await started;
+  } catch (err) {
+    stopping = true;
+    for (const s of slots) s.worker?.process.kill('SIGTERM');
+    admin.close();
+    throw err;
+  }
+  log.info({ workers: o.count, gateway: gatewayUrl, admin: adminUrl }, 'keygate gateway listening on every worker');
+  return { gatewayUrl, adminUrl };
+}
+
+/** GET a worker's private admin page; null when it does not answer within a second. */
+async function fromWorker(slot: Slot, path: string): Promise<{ status: number; text: string; type: string } | null> {
+  if (!slot.ready || !slot.adminUrl) return null;
+  try {
+    const res = await fetch(slot.adminUrl + path, { signal: AbortSignal.timeout(1_000) });
+    return { status: res.status, text: await res.text(), type: res.headers.get('content-type') ?? 'text/plain' };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * ADMIN_PORT of the group. /healthz: the primary is alive. /readyz: 200 only while every worker is
+ * ready (the body lists each worker, with the dependency checks of the first that answered).
+ * /metrics: every worker's series with a `worker` label (1..N, stable across restarts), each family
+ * once, plus the primary's own restart counter. /.well-known/jwks.json: a worker's (they share the keys).
+ */
+function createClusterAdmin(slots: Slot[], stopping: () => boolean): http.Server {
+  return http.createServer(async (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { 'content-type': 'text/plain' });
+      return res.end('method not allowed\n');
+    }
+    if (path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end('{"status":"ok"}');
+    }
+    if (path === '/readyz') {
+      const answers = await Promise.all(slots.map((s) => fromWorker(s, '/readyz')));
+      const workers = slots.map((s, i) => ({ worker: s.id, pid: s.worker?.process.pid ?? null, ready: answers[i]?.status === 200 }));
+      const ok = !stopping() && workers.every((w) => w.ready);
+      const first = answers.find((a) => a !== null);
+      let checks: unknown = {};
+      try {
+        checks = first ? (JSON.parse(first.text) as { checks?: unknown }).checks ?? {} : {};
+      } catch {
+        checks = {};
+      }
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ status: ok ? 'ready' : 'not_ready', checks, workers }));
+    }
+    if (path === '/metrics') {
+      const pages = await Promise.all(slots.map((s) => fromWorker(s, '/metrics')));
+      const text = mergeMetrics(slots.map((s, i) => ({ worker: String(s.id), text: pages[i]?.text ?? '' })));
+      const restarts = slots.map((s) => `keygate_worker_restarts_total{worker="${s.id}"} ${s.restarts}`).join('\n');
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+      return res.end(`${text}# HELP keygate_worker_restarts_total Workers restarted by the primary after a crash.\n# TYPE keygate_worker_restarts_total counter\n${restarts}\n`);
+    }
+    if (path === '/.well-known/jwks.json') {
+      for (const s of slots) {
+        const page = await fromWorker(s, path);
+        if (!page) continue;
+        res.writeHead(page.status, { 'content-type': page.type, 'cache-control': 'public, max-age=300' });
+        return res.end(page.text);
+      }
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      return res.end('no worker answered\n');
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found\n');
+  });
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{?)/;
+
+/**
+ * Prometheus text of several workers as one page: each family's HELP and TYPE once, then every
+ * worker's samples of it with `worker="<id>"` as their first label (sum them in queries:
+ * `sum without (worker) (...)`).
+ */
+export function mergeMetrics(pages: { worker: string; text: string }[]): string {
+  const families = new Map<string, { head: string[]; samples: string[] }>();
+  for (const { worker, text } of pages) {
+    let current: { head: string[]; samples: string[] } | undefined;
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const meta = /^# (HELP|TYPE) (\S+)/.exec(line);
+      if (meta) {
+        let fam = families.get(meta[2]);
+        if (!fam) families.set(meta[2], (fam = { head: [], samples: [] }));
+        if (fam.head.length < 2 && !fam.head.some((h) => h.startsWith(`# ${meta[1]} `))) fam.head.push(line);
+        current = fam;
+        continue;
+      }
+      if (line.startsWith('#') || !current) continue;
+      const m = SAMPLE.exec(line)!;
+      const rest = line.slice(m[0].length);
+      const labels = m[2] && !rest.startsWith('}') ? `{worker="${worker}",` : m[2] ? `{worker="${worker}"` : `{worker="${worker}"}`;
+      current.samples.push(m[1] + labels + rest);
+    }
+  }
+  let out = '';
+  for (const fam of families.values()) out += fam.head.join('\n') + '\n' + (fam.samples.length ? fam.samples.join('\n') + '\n' : '');
+  return out;
+}
