@@ -143,5 +143,7 @@ export function rowRefusal(err: unknown): string {
  */
 export function isMisconfigured(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
-  return e?.code === 'ENOTFOUND' || e?.code === 'EAI_NONAME' || /^(WRONGPASS|NOAUTH|ERR AUTH|ERR invalid password)/.test(String(e?.message ?? ''));
+  // EAI_AGAIN too: where no resolver answers at start, Redis would never be found by this process either.
+  const unresolved = e?.code === 'ENOTFOUND' || e?.code === 'EAI_NONAME' || e?.code === 'EAI_AGAIN';
+  return unresolved || /^(WRONGPASS|NOAUTH|ERR AUTH|ERR invalid password)/.test(String(e?.message ?? ''));
 }
