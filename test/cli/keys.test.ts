@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith } from '../fixtures/seed.js';
+import { freePort } from '../helpers/redis-server.js';
 
 interface Run {
   code: number;
@@ -181,6 +182,16 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))('thro
     expect((await get(key.secret)).headers.get('x-ratelimit-limit')).toBe('5'); // Free: 5 reads a minute
     await keygate(['orgs', 'plan', '1', 'growth'], env);
     expect((await get(key.secret)).headers.get('x-ratelimit-limit')).toBe('20');
+  }, 120_000);
+
+  it('with Redis away the revocation still commits: one warning line, exit code 0', async () => {
+    const key = JSON.parse((await keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'r', '--json'], env)).stdout);
+    const deadPort = await freePort();
+    const r = await keygate(['keys', 'revoke', String(key.id)], { ...env, REDIS_URL: `redis://127.0.0.1:${deadPort}` });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^keygate: warning: access version bump failed \(.+\)$/)]);
+    const [row] = await db.query(`SELECT revoked_at FROM api_keys WHERE id = $1`, [key.id]);
+    expect(row.revoked_at).not.toBeNull();
   }, 120_000);
 
   it('sessions create: a token for the backend\'s /api-keys, shown once', async () => {
