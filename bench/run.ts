@@ -1,4 +1,7 @@
 // `npm run bench`: the benchmark suite of issue 6 (see bench/README.md). Settings from the environment:
+//   BENCH_SUITE        backend (default): the scenarios below, in front of the reference backend;
+//                      hop: the trivial-upstream comparison of bench/hop.ts (keygate, bare http-proxy-3,
+//                      the peers of bench/peers/, nginx), BENCH_TARGETS its subset
 //   BENCH_DURATION     measured seconds per scenario (10)
 //   BENCH_WARMUP       warm-up seconds per scenario (3)
 //   BENCH_ROUNDS       rounds: every scenario runs once per round, interleaved; the median round is reported (1)
@@ -17,6 +20,7 @@
 import { fileURLToPath } from 'node:url';
 import { runSuite, SCENARIOS, type ScenarioName } from './suite.js';
 import { table, profiles, writeJson } from './report.js';
+import { runHopSuite } from './hop.js';
 
 const env = process.env;
 const num = (name: string, dflt: number) => {
@@ -28,6 +32,29 @@ const num = (name: string, dflt: number) => {
 };
 
 async function main() {
+  const suite = env.BENCH_SUITE || 'backend';
+  if (suite !== 'backend' && suite !== 'hop') throw new Error(`BENCH_SUITE: unknown suite ${suite} (known: backend, hop)`);
+  if (suite === 'hop') {
+    const abortHop = new AbortController();
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(sig, () => {
+        console.error(`${sig}: stopping everything the bench started`);
+        abortHop.abort();
+        setTimeout(() => process.exit(130), 20_000).unref();
+      });
+    }
+    await runHopSuite({
+      rounds: Math.round(num('BENCH_ROUNDS', 1)),
+      warmup: num('BENCH_WARMUP', 3),
+      duration: num('BENCH_DURATION', 10),
+      connections: num('BENCH_CONNECTIONS', 50),
+      only: env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+      databaseUrl: env.BENCH_DATABASE_URL || env.DATABASE_URL || undefined,
+      resultsDir: env.BENCH_RESULTS_DIR ?? fileURLToPath(new URL('./results/', import.meta.url)),
+      signal: abortHop.signal,
+    });
+    return;
+  }
   const only = env.BENCH_SCENARIOS ? (env.BENCH_SCENARIOS.split(',').map((s) => s.trim()).filter(Boolean) as ScenarioName[]) : undefined;
   for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s} (known: ${SCENARIOS.join(', ')})`);
   const abort = new AbortController();

@@ -523,7 +523,7 @@ export function parseCommandStats(info: string): Record<string, number> {
   return out;
 }
 
-function nginxConf(dir: string, port: number, upstream: string): string {
+export function nginxConf(dir: string, port: number, upstream: string): string {
   const file = join(dir, 'nginx.conf');
   const u = new URL(upstream);
   writeFileSync(
@@ -550,7 +550,7 @@ http {
   return file;
 }
 
-function machine(): SuiteResult['machine'] {
+export function machine(): SuiteResult['machine'] {
   const c = cpus();
   return {
     cpus: c.length,
