@@ -1,11 +1,12 @@
 // The backend's router: handlers are small async functions of a context that return a reply or
-// throw an ApiError / ApiErrorA / V1Error; the envelope is chosen by the interface (CONTRACT 5-7).
+// throw an ApiError; the server writes the error in the route's envelope (CONTRACT sections 5-7).
+// Matching is find-my-way's; this file keeps the route syntax the domains register with.
 import type { IncomingMessage } from 'node:http';
+import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { RouteTable } from '../config/routes.js';
 import type { Identity } from '../http/identity.js';
-import { ApiError, V1Error } from '../http/errors.js';
+import { ApiError } from '../http/errors.js';
 import type { Db } from '../db/index.js';
 import type { BackendServices } from './services.js';
 import { PG_INT_MAX, unstorableTextAt } from './validation.js';
@@ -49,84 +50,102 @@ export interface RouteOptions {
   envelope?: Envelope;
 }
 
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+interface RouteEntry {
+  handler: Handler;
+  envelope: Envelope;
+  /** The registered path, e.g. `/v2/workspaces/{workspaceId}/tags`. */
+  pattern: string;
+}
+
+// The segments the gateway lets through (CONTRACT section 3, step 1): an id is canonical decimal;
+// a `{name:str}` parameter is a short token. A segment that fits neither names no route (404).
+const ID_SEGMENT = '^[1-9][0-9]{0,15}$';
+const TOKEN_SEGMENT = '^[A-Za-z0-9_-]{1,64}$';
+
+/** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(ID_SEGMENT)/b/:name(TOKEN_SEGMENT)`. */
+function findMyWayPath(path: string): string {
+  return path.replace(/\{([A-Za-z]+)(:str)?\}/g, (_whole, name: string, isToken?: string) => `:${name}(${isToken ? TOKEN_SEGMENT : ID_SEGMENT})`);
+}
+
 export class Router {
-  private table = new RouteTable();
-  private handlers = new Map<string, { handler: Handler; envelope: Envelope }>();
+  // Paths arrive canonical (the gateway checked them; /api-keys and /internal are called as written):
+  // no trailing or doubled slash is forgiven, and case matters.
+  private matcher = FindMyWay({ ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true });
+  private entries = new Map<string, RouteEntry>();
 
   constructor(private defaultEnvelope: (path: string) => Envelope) {}
 
-  on(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, handler: Handler, opts: RouteOptions = {}): this {
-    const k = `${method} ${path}`;
-    if (this.handlers.has(k)) throw new Error(`duplicate backend route ${k}`);
-    const params = [...path.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]);
-    this.table.add({ method, path, scope: null, minRole: null, bucket: 'read', gateway: false, params });
-    this.handlers.set(k, { handler, envelope: opts.envelope ?? this.defaultEnvelope(path) });
+  on(method: Method, path: string, handler: Handler, options: RouteOptions = {}): this {
+    const key = `${method} ${path}`;
+    if (this.entries.has(key)) throw new Error(`duplicate backend route ${key}`);
+    const entry: RouteEntry = { handler, envelope: options.envelope ?? this.defaultEnvelope(path), pattern: path };
+    this.matcher.on(method, findMyWayPath(path), () => undefined, entry);
+    this.entries.set(key, entry);
     return this;
   }
 
-  get(path: string, h: Handler, o?: RouteOptions) { return this.on('GET', path, h, o); }
-  post(path: string, h: Handler, o?: RouteOptions) { return this.on('POST', path, h, o); }
-  put(path: string, h: Handler, o?: RouteOptions) { return this.on('PUT', path, h, o); }
-  patch(path: string, h: Handler, o?: RouteOptions) { return this.on('PATCH', path, h, o); }
-  delete(path: string, h: Handler, o?: RouteOptions) { return this.on('DELETE', path, h, o); }
+  get(path: string, handler: Handler, options?: RouteOptions) { return this.on('GET', path, handler, options); }
+  post(path: string, handler: Handler, options?: RouteOptions) { return this.on('POST', path, handler, options); }
+  put(path: string, handler: Handler, options?: RouteOptions) { return this.on('PUT', path, handler, options); }
+  patch(path: string, handler: Handler, options?: RouteOptions) { return this.on('PATCH', path, handler, options); }
+  delete(path: string, handler: Handler, options?: RouteOptions) { return this.on('DELETE', path, handler, options); }
 
-  match(method: string, path: string) {
-    const m = this.table.match(method, path);
-    if (!m) return null;
-    const h = this.handlers.get(`${m.route.method} ${m.route.path}`)!;
-    return { ...h, params: m.params, pattern: m.route.path };
+  /** The route of a canonical path (no query string); HEAD is answered by the GET route. */
+  match(method: string, path: string): (RouteEntry & { params: Record<string, string> }) | null {
+    // No segment of a route holds `%`, `;`, `?` or `#`: such a path names nothing here (find-my-way
+    // would decode or cut it, matching a path the caller did not send).
+    if (!path.startsWith('/') || /[%;?#]/.test(path)) return null;
+    const found = this.matcher.find((method === 'HEAD' ? 'GET' : method) as Method, path);
+    if (!found) return null;
+    const entry = found.store as RouteEntry;
+    return { ...entry, params: { ...(found.params as Record<string, string>) } };
   }
 
   /** Every registered `METHOD path`, for tests that compare with config/routes.json. */
   routes(): string[] {
-    return [...this.handlers.keys()];
+    return [...this.entries.keys()];
   }
 
+  /** True when some method is routed at this path: a miss is then 405, not 404. */
   hasPath(path: string): boolean {
-    return this.table.has(path);
+    return METHODS.some((method) => this.match(method, path) !== null);
   }
 }
 
 /**
  * Validate a body (or query object) with a strict zod schema. On failure: 400 invalid_request whose
- * details name the field (`details.field`) and every issue. /v1 routes get the v1 shape.
+ * details name the field (`details.field`) and every issue, in the route's envelope.
  */
-export function parse<S extends z.ZodType>(schema: S, value: unknown, api: 'v2' | 'v1' = 'v2'): z.infer<S> {
+export function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   // Before the schema: no string PostgreSQL cannot store passes, whatever field holds it.
-  const bad = unstorableTextAt(value);
-  if (bad) {
-    const field = bad.field || '(body)';
-    const message = `${field}: ${bad.inName ? 'field name' : 'text'} must not contain NUL characters or unpaired UTF-16 surrogates`;
-    const details = { field, issues: [{ field, message }] };
-    if (api === 'v1') throw new V1Error('invalid_request', message, details);
-    throw new ApiError('invalid_request', message, details);
+  const unstorable = unstorableTextAt(value);
+  if (unstorable) {
+    const field = unstorable.field || '(body)';
+    const message = `${field}: ${unstorable.inName ? 'field name' : 'text'} must not contain NUL characters or unpaired UTF-16 surrogates`;
+    throw new ApiError('invalid_request', message, { field, issues: [{ field, message }] });
   }
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => {
-    let path = i.path.map(String).join('.');
-    if (i.code === 'unrecognized_keys') path = [path, ...(i as { keys: string[] }).keys.slice(0, 1)].filter(Boolean).join('.');
-    return { field: path || '(body)', message: i.code === 'unrecognized_keys' ? 'unknown field' : i.message };
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((issue) => {
+    let path = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') path = [path, ...(issue as { keys: string[] }).keys.slice(0, 1)].filter(Boolean).join('.');
+    return { field: path || '(body)', message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message };
   });
   const first = issues[0];
-  const message = `${first.field}: ${first.message}`;
-  if (api === 'v1') throw new V1Error('invalid_request', message, { field: first.field, issues });
-  throw new ApiError('invalid_request', message, { field: first.field, issues });
+  throw new ApiError('invalid_request', `${first.field}: ${first.message}`, { field: first.field, issues });
 }
 
 /** Path parameters are canonical decimal ids by the time they arrive (the gateway checked them). */
 export function idParam(ctx: Ctx, name: string): number {
   const raw = ctx.params[name];
-  if (!/^[1-9][0-9]*$/.test(raw)) {
-    if (ctx.path.startsWith('/v1/')) throw new V1Error('invalid_request', `${name} must be a positive integer`, { field: name });
-    throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
-  }
+  if (!/^[1-9][0-9]*$/.test(raw)) throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
   // Ids are PostgreSQL integers: a canonical id beyond them, however long, names nothing (never a 500
   // from the driver).
   if (raw.length > 10 || Number(raw) > MAX_ID) {
-    const details = { [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw };
-    if (ctx.path.startsWith('/v1/')) throw new V1Error('not_found', `No resource with ${name} ${raw}.`, details);
-    throw new ApiError('not_found', `No resource with ${name} ${raw}.`, details);
+    throw new ApiError('not_found', `No resource with ${name} ${raw}.`, { [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw });
   }
   return Number(raw);
 }
@@ -136,9 +155,9 @@ export const MAX_ID = PG_INT_MAX;
 /** Query parameters as a plain object (repeated keys become arrays), for zod. */
 export function queryObject(q: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const k of new Set(q.keys())) {
-    const all = q.getAll(k);
-    out[k] = arrays.includes(k) ? all : all[all.length - 1];
+  for (const name of new Set(q.keys())) {
+    const values = q.getAll(name);
+    out[name] = arrays.includes(name) ? values : values[values.length - 1];
   }
   return out;
 }

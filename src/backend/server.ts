@@ -1,7 +1,9 @@
 // The backend HTTP listener: body reading, signature verification for /v1 and /v2, routing, envelopes.
+// Every error a handler throws or the database raises is turned into a response here, once, in the
+// envelope of the route (CONTRACT sections 5-7).
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { ApiError, ApiErrorA, V1Error, envelopeA, envelopeB, okA, v1Error } from '../http/errors.js';
+import { ApiError, envelopeA, envelopeB, isCodeOf, okA, v1Error, type CodeB, type CodeV1 } from '../http/errors.js';
 import { digestMatches, verifyIdentity } from '../http/identity.js';
 import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
@@ -33,7 +35,7 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
         // In the interface's own shape (a /v1 client reads error_code), never with a stack trace.
         const path = (req.url ?? '/').split('?')[0];
         const requestId = String(res.getHeader('x-request-id') ?? randomUUID());
-        send(res, 500, errorBody(envelopeFor(path), new ApiError('internal_error', 'Internal error.'), requestId));
+        send(res, 500, errorBody(envelopeFor(path), new ApiError('internal_error'), requestId));
       } else res.destroy();
     });
   });
@@ -58,12 +60,27 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | '
   return Buffer.concat(chunks);
 }
 
-function errorBody(env: Envelope, err: ApiError | ApiErrorA | V1Error, requestId: string): unknown {
-  if (err instanceof ApiErrorA) return envelopeA(err.code, err.message);
-  if (err instanceof V1Error) return v1Error(err.code, err.message, err.details);
-  if (env === 'A') return { success: false, data: null, errorCode: null, errorMessage: err.message, error: { code: err.code, details: err.details } };
-  if (env === 'v1') return v1Error(err.code as never, err.message, err.details);
-  return envelopeB(err.code, err.message, requestId, err.details);
+/** The body of an error in the route's envelope; a 6-digit code is always written in Envelope A. */
+function errorBody(envelope: Envelope, err: ApiError, requestId: string): unknown {
+  if (isCodeOf('A', err.code)) return envelopeA(err.code, err.message);
+  if (envelope === 'A') return { success: false, data: null, errorCode: null, errorMessage: err.message, error: { code: err.code, details: err.details } };
+  if (envelope === 'v1') return v1Error(err.code as CodeV1, err.message, err.details);
+  return envelopeB(err.code as CodeB, err.message, requestId, err.details);
+}
+
+/**
+ * A database error a handler did not foresee, as the client's error when it is one: a unique
+ * violation is a conflict; text PostgreSQL cannot hold (NUL: 22021, 22P05) or a number beyond its
+ * column (22003) is bad input, so 400, not 500. Anything else stays a failure (500).
+ */
+function databaseError(err: unknown): ApiError | null {
+  const pgCode = (err as { code?: string } | null)?.code;
+  if (pgCode === '23505') return new ApiError('conflict');
+  if (pgCode === '22021' || pgCode === '22P05') {
+    return new ApiError('invalid_request', 'A text value cannot be stored (NUL or invalid characters).', { reason: 'text_not_storable' });
+  }
+  if (pgCode === '22003') return new ApiError('invalid_request', 'A number is out of the accepted range.', { reason: 'number_out_of_range' });
+  return null;
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router, replays: ReplayGuard) {
@@ -73,8 +90,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
   const hdrId = req.headers['x-request-id'];
   const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
   res.setHeader('x-request-id', requestId);
-  const env = envelopeFor(path);
-  const fail = (err: ApiError | ApiErrorA | V1Error) => send(res, err.status, errorBody(env, err, requestId));
+  // The envelope of every error below: the route's, or for a path no route has, the interface's.
+  let envelope = envelopeFor(path);
+  const fail = (err: ApiError) => send(res, err.status, errorBody(envelope, err, requestId));
 
   const isPublic = path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
   let identity = null;
@@ -100,17 +118,17 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
 
   const match = router.match(req.method ?? 'GET', path);
   if (!match) {
-    const known = router.hasPath(path);
-    const err = env === 'v1' ? new V1Error('not_found', known ? 'Method not allowed on this route.' : 'No such route.')
-      : new ApiError(known ? 'method_not_allowed' : 'not_found', known ? 'Method not allowed on this route.' : 'No such route.');
-    return fail(err);
+    // A known path with another method: 405 where the envelope has it; /v1 has no such code (not_found).
+    if (!router.hasPath(path)) return fail(new ApiError('not_found', 'No such route.'));
+    return fail(new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'));
   }
+  envelope = match.envelope;
 
   let body: unknown = undefined;
   const bodyless = req.method === 'GET' || req.method === 'HEAD';
   const buf = bodyless ? Buffer.alloc(0) : await readBody(req, svc.config.bodyLimitBytes);
   if (buf === 'too_large') {
-    return fail(env === 'v1' ? new V1Error('payload_too_large', 'Request body too large.') : new ApiError('payload_too_large', 'Request body too large.'));
+    return fail(new ApiError('payload_too_large'));
   }
   if (identity) {
     // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
@@ -123,7 +141,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
       try {
         body = JSON.parse(buf.toString('utf8'));
       } catch {
-        return fail(env === 'v1' ? new V1Error('invalid_request', 'Request body is not valid JSON.') : new ApiError('invalid_request', 'Request body is not valid JSON.'));
+        return fail(new ApiError('invalid_request', 'Request body is not valid JSON.'));
       }
     }
   }
@@ -147,20 +165,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
   try {
     reply = await match.handler(ctx);
   } catch (err) {
-    if (err instanceof ApiError || err instanceof ApiErrorA || err instanceof V1Error) return fail(err);
-    const pgCode = (err as { code?: string }).code;
-    // A unique violation that a handler did not foresee is still a conflict, not a 500.
-    if (pgCode === '23505') return fail(env === 'v1' ? new V1Error('conflict', 'Conflicts with an existing resource.') : new ApiError('conflict', 'Conflicts with an existing resource.'));
-    // Last line of defence: text PostgreSQL cannot hold (NUL: 22021, 22P05) or a number beyond its
-    // column (22003) is the client's input, so 400, not 500. The validators (validation.ts) should have
-    // refused it first, naming the field: the warning says one did not.
-    const unstorable = pgCode === '22021' || pgCode === '22P05' ? 'text_not_storable' : pgCode === '22003' ? 'number_out_of_range' : null;
-    if (unstorable) {
-      log.warn({ pgCode, route: match.pattern }, 'input reached the database unvalidated');
-      const message = unstorable === 'text_not_storable' ? 'A text value cannot be stored (NUL or invalid characters).' : 'A number is out of the accepted range.';
-      return fail(env === 'v1' ? new V1Error('invalid_request', message, { reason: unstorable }) : new ApiError('invalid_request', message, { reason: unstorable }));
+    if (err instanceof ApiError) return fail(err);
+    const clientError = databaseError(err);
+    if (!clientError) throw err;
+    // The validators (validation.ts) should have refused bad input first, naming the field: the
+    // warning says one did not.
+    if (clientError.code === 'invalid_request') {
+      log.warn({ pgCode: (err as { code: string }).code, route: match.pattern }, 'input reached the database unvalidated');
     }
-    throw err;
+    return fail(clientError);
   }
   const status = reply.status ?? 200;
   const headers = reply.headers ?? {};
@@ -172,10 +185,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     res.writeHead(204, headers);
     return res.end();
   }
-  const envelope = reply.envelope ?? match.envelope;
+  const successEnvelope = reply.envelope ?? envelope;
   let out: unknown;
-  if (envelope === 'A') out = okA(reply.data ?? null);
-  else if (envelope === 'v1' || envelope === 'raw') out = reply.data;
+  if (successEnvelope === 'A') out = okA(reply.data ?? null);
+  else if (successEnvelope === 'v1' || successEnvelope === 'raw') out = reply.data;
   else {
     out = {
       data: reply.data ?? null,

@@ -1,7 +1,7 @@
 // The internal, session-authenticated key management of the web app (CONTRACT section 7; spec codes
 // 150101 to 150104). Envelope A throughout. A new key's secret is answered once and stored only hashed.
 import { z } from 'zod';
-import { ApiError, ApiErrorA } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import { generateSecret, hashSecret, hintOf } from '../../access/secrets.js';
 import { roleRank } from '../../access/principal.js';
 import { ROLES } from '../../config/routes.js';
@@ -19,20 +19,20 @@ export interface SessionUser {
 export async function requireSession(ctx: Ctx): Promise<SessionUser> {
   const cookie = ctx.req.headers.cookie ?? '';
   const m = /(?:^|;\s*)session=([^;]+)/.exec(cookie);
-  if (!m) throw new ApiErrorA('150001', 'Missing session cookie.');
+  if (!m) throw new ApiError('150001', 'Missing session cookie.');
   let token: string;
   try {
     token = decodeURIComponent(m[1]);
   } catch {
     // Not percent-encoding we can read: no session was ever issued with it.
-    throw new ApiErrorA('150002', 'Invalid or expired session.');
+    throw new ApiError('150002', 'Invalid or expired session.');
   }
   const rows = await ctx.db.query(
     `SELECT u.id, u.organization_id, u.org_role FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.token_hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
     [hashSecret(ctx.svc.pepper, token), new Date(ctx.svc.clock.now())],
   );
-  if (!rows.length) throw new ApiErrorA('150002', 'Invalid or expired session.');
+  if (!rows.length) throw new ApiError('150002', 'Invalid or expired session.');
   return { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role };
 }
 
@@ -74,24 +74,24 @@ export function register(router: Router, _svc: BackendServices): void {
     let workspaceId: number | null = null;
     let role: string | null = null;
     if (body.type === 'workspace') {
-      if (body.workspaceId === undefined) throw new ApiErrorA('150101');
+      if (body.workspaceId === undefined) throw new ApiError('150101');
       const m = await ctx.db.query(
         `SELECT m.role FROM memberships m JOIN workspaces w ON w.id = m.workspace_id
           WHERE m.workspace_id = $1 AND m.user_id = $2 AND w.organization_id = $3 AND w.deleted_at IS NULL`,
         [body.workspaceId, user.id, user.organizationId],
       );
-      if (!m.length) throw new ApiErrorA('150103');
+      if (!m.length) throw new ApiError('150103');
       const creatorRole = m[0].role as string;
-      if (body.role && roleRank(body.role) > roleRank(creatorRole)) throw new ApiErrorA('150102');
+      if (body.role && roleRank(body.role) > roleRank(creatorRole)) throw new ApiError('150102');
       // The default ADMIN is capped by the creator's role (CONTRACT section 2).
       role = body.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
       workspaceId = body.workspaceId;
     } else {
       if (body.workspaceId !== undefined || body.role !== undefined) {
-        throw new ApiErrorA('150103', `A ${body.type} key is not bound to a workspace or a role.`);
+        throw new ApiError('150103', `A ${body.type} key is not bound to a workspace or a role.`);
       }
       // A partner key sees every account of the organization: only its owners may make one.
-      if (body.type === 'partner' && user.orgRole !== 'OWNER') throw new ApiErrorA('150102', 'Only organization owners can create partner keys.');
+      if (body.type === 'partner' && user.orgRole !== 'OWNER') throw new ApiError('150102', 'Only organization owners can create partner keys.');
     }
     const secret = generateSecret(body.type);
     const rows = await ctx.db.query(
@@ -114,7 +114,7 @@ export function register(router: Router, _svc: BackendServices): void {
     const user = await requireSession(ctx);
     const raw = ctx.params.keyId;
     // Only a decimal within PostgreSQL's integer can name a key (abc, 1.5 or 1e3 never reach the query).
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiErrorA('150104');
+    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiError('150104');
     const id = Number(raw);
     // Owners may revoke any key of the organization; members the keys they made or own.
     const rows = await ctx.db.query(
@@ -123,7 +123,7 @@ export function register(router: Router, _svc: BackendServices): void {
         RETURNING *`,
       [id, user.organizationId, user.orgRole === 'OWNER', new Date(ctx.svc.clock.now()), user.id],
     );
-    if (!rows.length) throw new ApiErrorA('150104');
+    if (!rows.length) throw new ApiError('150104');
     await ctx.svc.accessChanged(user.organizationId);
     ctx.svc.log.info({ keyId: id, by: user.id }, 'api key revoked');
     return { data: view(rows[0]) };

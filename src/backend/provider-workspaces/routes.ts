@@ -3,11 +3,11 @@
 //   /v1/workspaces[...]                                    scoped by the partner key's organization
 // In /v1 a registered tenant's `workspaceId` is the provider workspace id as a decimal string.
 import { z } from 'zod';
-import { ApiError, V1Error } from '../../http/errors.js';
-import { idParam, pagination, parse, queryObject, type Ctx, type Handler, type Router } from '../router.js';
+import { ApiError } from '../../http/errors.js';
+import { idParam, pagination, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { ProviderClient } from './client.js';
-import { PwError, ProviderWorkspaces, defaultWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
+import { ProviderWorkspaces, defaultWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
 
 const registerBody = z
   .object({
@@ -47,32 +47,10 @@ const previewQuery = z
 /** The sync routes take no body; an empty object is tolerated. */
 const emptyBody = z.object({}).strict().optional();
 
-function previewFilters(ctx: Ctx, api: 'v1' | 'v2') {
-  const q = parse(previewQuery, queryObject(ctx.query), api);
-  const domains = q.domain?.split(',').map((d) => d.trim()).filter(Boolean);
-  return { search: q.search, domains, page: q.page ?? 1, limit: q.limit ?? 50 };
-}
-
-/** Turn the domain's errors into the interface's error. */
-function v2(h: Handler): Handler {
-  return async (ctx) => {
-    try {
-      return await h(ctx);
-    } catch (err) {
-      if (err instanceof PwError) throw new ApiError(err.code, err.message, err.details);
-      throw err;
-    }
-  };
-}
-function v1(h: Handler): Handler {
-  return async (ctx) => {
-    try {
-      return await h(ctx);
-    } catch (err) {
-      if (err instanceof PwError) throw new V1Error(err.code, err.message, err.details);
-      throw err;
-    }
-  };
+function previewFilters(ctx: Ctx) {
+  const query = parse(previewQuery, queryObject(ctx.query));
+  const domains = query.domain?.split(',').map((domain) => domain.trim()).filter(Boolean);
+  return { search: query.search, domains, page: query.page ?? 1, limit: query.limit ?? 50 };
 }
 
 /** The /v1 registration record (v1 spec: workspaceId as a string, provider, adminEmail, tenantId, status). */
@@ -119,80 +97,80 @@ export function register(router: Router, svc: BackendServices): void {
   const v2Pw = (ctx: Ctx) => {
     const id = idParam(ctx, 'providerWorkspaceId');
     // Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast).
-    if (id > 2_147_483_647) throw new PwError('not_found', `No provider workspace ${id}.`);
+    if (id > 2_147_483_647) throw new ApiError('not_found', `No provider workspace ${id}.`);
     return pws.get(id, { workspaceId: idParam(ctx, 'workspaceId') });
   };
 
-  router.get(base, v2(async (ctx) => {
+  router.get(base, async (ctx) => {
     parse(z.object({}).strict(), queryObject(ctx.query));
     const rows = await pws.list({ workspaceId: idParam(ctx, 'workspaceId') });
     return { data: rows.map(toRecord) };
-  }));
+  });
 
-  router.post(base, v2(async (ctx) => {
+  router.post(base, async (ctx) => {
     const body = parse(registerBody, ctx.body);
     const workspaceId = idParam(ctx, 'workspaceId');
     const ws = await ctx.db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
     if (!ws.length) throw new ApiError('not_found', `No workspace ${workspaceId}.`);
     const row = await pws.register(body, { organizationId: ws[0].organization_id, workspaceId });
     return { status: 201, data: toRecord(row) };
-  }));
+  });
 
-  router.get(`${base}/{providerWorkspaceId}/preview`, v2(async (ctx) => {
-    const f = previewFilters(ctx, 'v2');
+  router.get(`${base}/{providerWorkspaceId}/preview`, async (ctx) => {
+    const f = previewFilters(ctx);
     const out = await pws.preview(await v2Pw(ctx), f);
     return { data: out, pagination: pagination(out.page, out.limit, out.total) };
-  }));
+  });
 
-  router.post(`${base}/{providerWorkspaceId}/sync`, v2(async (ctx) => {
+  router.post(`${base}/{providerWorkspaceId}/sync`, async (ctx) => {
     parse(emptyBody, ctx.body);
     const pw = await v2Pw(ctx);
     return { status: 201, data: await pws.sync(pw, idParam(ctx, 'workspaceId'), svc.clock) };
-  }));
+  });
 
-  router.get(`${base}/{providerWorkspaceId}/sync`, v2(async (ctx) => {
+  router.get(`${base}/{providerWorkspaceId}/sync`, async (ctx) => {
     parse(z.object({}).strict(), queryObject(ctx.query));
     return { data: await pws.latestSync(await v2Pw(ctx)) };
-  }));
+  });
 
   // ---- /v1 (a partner key: its organization, every provider workspace of it) ----
   const orgOf = (ctx: Ctx) => {
     const org = ctx.identity?.organizationId;
-    if (!org) throw new V1Error('unauthorized', 'No organization for this key.');
+    if (!org) throw new ApiError('unauthorized', 'No organization for this key.');
     return org;
   };
   const v1Pw = (ctx: Ctx) => {
     const raw = ctx.params.workspaceId;
     // Our ids are canonical decimals; any other string names no registration.
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new PwError('not_found', `No workspace ${raw}.`);
+    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new ApiError('not_found', `No workspace ${raw}.`);
     return pws.get(Number(raw), { organizationId: orgOf(ctx) }).catch((err) => {
-      if (err instanceof PwError && err.code === 'not_found') throw new PwError('not_found', `No workspace ${raw}.`);
+      if (err instanceof ApiError && err.code === 'not_found') throw new ApiError('not_found', `No workspace ${raw}.`);
       throw err;
     });
   };
 
-  router.post('/v1/workspaces', v1(async (ctx) => {
-    const body = parse(registerBody, ctx.body, 'v1');
+  router.post('/v1/workspaces', async (ctx) => {
+    const body = parse(registerBody, ctx.body);
     const org = orgOf(ctx);
     const target = await defaultWorkspace(ctx.db, org);
-    if (target === null) throw new V1Error('unprocessable_entity', 'The organization has no workspace to import mailboxes into.', { reason: 'no_workspace' });
+    if (target === null) throw new ApiError('unprocessable_entity', 'The organization has no workspace to import mailboxes into.', { reason: 'no_workspace' });
     const row = await pws.register(body, { organizationId: org, workspaceId: target });
     return { status: 201, data: v1Record(row) };
-  }));
+  });
 
-  router.get('/v1/workspaces/{workspaceId:str}/preview', v1(async (ctx) => {
-    const f = previewFilters(ctx, 'v1');
+  router.get('/v1/workspaces/{workspaceId:str}/preview', async (ctx) => {
+    const f = previewFilters(ctx);
     return { data: await pws.preview(await v1Pw(ctx), f) };
-  }));
+  });
 
-  router.post('/v1/workspaces/{workspaceId:str}/sync', v1(async (ctx) => {
-    parse(emptyBody, ctx.body, 'v1');
+  router.post('/v1/workspaces/{workspaceId:str}/sync', async (ctx) => {
+    parse(emptyBody, ctx.body);
     const pw = await v1Pw(ctx);
     return { status: 201, data: v1Sync(await pws.sync(pw, null, svc.clock)) };
-  }));
+  });
 
-  router.get('/v1/workspaces/{workspaceId:str}/sync', v1(async (ctx) => {
-    parse(z.object({}).strict(), queryObject(ctx.query), 'v1');
+  router.get('/v1/workspaces/{workspaceId:str}/sync', async (ctx) => {
+    parse(z.object({}).strict(), queryObject(ctx.query));
     return { data: v1Sync(await pws.latestSync(await v1Pw(ctx))) };
-  }));
+  });
 }

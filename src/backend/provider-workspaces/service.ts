@@ -28,21 +28,9 @@ import type { Queryable } from '../../db/index.js';
 import type { Plans } from '../../config/plans.js';
 import type { Clock } from '../../limits/types.js';
 import { planOf } from '../../config/plans.js';
+import { ApiError } from '../../http/errors.js';
 import { notify } from '../notifications/queries.js';
 import { ProviderClient, ProviderError, type Mailbox, type Provider } from './client.js';
-
-export type PwErrorCode = 'invalid_request' | 'unprocessable_entity' | 'not_found' | 'conflict' | 'bad_gateway';
-
-/** A domain error; the routes turn it into ApiError (/v2) or V1Error (/v1). */
-export class PwError extends Error {
-  constructor(
-    readonly code: PwErrorCode,
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message);
-  }
-}
 
 export interface PwRow {
   id: number;
@@ -130,14 +118,14 @@ function domainsOf(mailboxes: Mailbox[]) {
   return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
 }
 
-function providerFailure(err: unknown, pw: { provider: Provider }): PwError {
+function providerFailure(err: unknown, pw: { provider: Provider }): ApiError {
   if (!(err instanceof ProviderError)) throw err;
-  if (err.failure === 'unavailable') return new PwError('bad_gateway', `The provider could not be used: ${err.message}.`, { reason: 'provider_unavailable' });
+  if (err.failure === 'unavailable') return new ApiError('bad_gateway', `The provider could not be used: ${err.message}.`, { reason: 'provider_unavailable' });
   const reason =
     err.failure === 'not_authorized' ? (pw.provider === 'google' ? 'delegation_missing' : 'consent_missing')
     : err.failure === 'unknown_tenant' ? (pw.provider === 'google' ? 'invalid_admin_email' : 'invalid_tenant_id')
     : 'credentials_failed';
-  return new PwError('unprocessable_entity', `The tenant cannot be used: ${err.message}.`, { reason });
+  return new ApiError('unprocessable_entity', `The tenant cannot be used: ${err.message}.`, { reason });
 }
 
 export interface RegisterInput {
@@ -172,7 +160,7 @@ export class ProviderWorkspaces {
       scope.workspaceId !== undefined
         ? await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND workspace_id = $2`, [id, scope.workspaceId])
         : await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND organization_id = $2`, [id, scope.organizationId]);
-    if (!rows.length) throw new PwError('not_found', `No provider workspace ${id}.`);
+    if (!rows.length) throw new ApiError('not_found', `No provider workspace ${id}.`);
     return rows[0];
   }
 
@@ -183,11 +171,11 @@ export class ProviderWorkspaces {
     let tenantId: string | null = null;
     if (provider === 'google') {
       adminEmail = (input.adminEmail ?? '').trim().toLowerCase();
-      if (!EMAIL.test(adminEmail)) throw new PwError('unprocessable_entity', 'adminEmail is not a valid email address.', { field: 'adminEmail', reason: 'invalid_admin_email' });
+      if (!EMAIL.test(adminEmail)) throw new ApiError('unprocessable_entity', 'adminEmail is not a valid email address.', { field: 'adminEmail', reason: 'invalid_admin_email' });
     } else {
       tenantId = (input.tenantId ?? '').trim().toLowerCase();
       if (!GUID.test(tenantId) && !DOMAIN.test(tenantId)) {
-        throw new PwError('unprocessable_entity', 'tenantId must be a tenant GUID or a verified domain name.', { field: 'tenantId', reason: 'invalid_tenant_id' });
+        throw new ApiError('unprocessable_entity', 'tenantId must be a tenant GUID or a verified domain name.', { field: 'tenantId', reason: 'invalid_tenant_id' });
       }
     }
     const key = tenantId ?? adminEmail;
@@ -195,7 +183,7 @@ export class ProviderWorkspaces {
       `SELECT id FROM provider_workspaces WHERE organization_id = $1 AND provider = $2 AND lower(coalesce(tenant_id, admin_email)) = $3`,
       [target.organizationId, provider, key],
     );
-    if (exists.length) throw new PwError('conflict', 'This tenant is already registered.', { providerWorkspaceId: exists[0].id });
+    if (exists.length) throw new ApiError('conflict', 'This tenant is already registered.', { providerWorkspaceId: exists[0].id });
     let mailboxes: Mailbox[];
     try {
       mailboxes = await this.client.listMailboxes({ provider, adminEmail, tenantId });
@@ -209,7 +197,7 @@ export class ProviderWorkspaces {
       [target.organizationId, target.workspaceId, provider, adminEmail, tenantId, JSON.stringify(domainsOf(mailboxes))],
     );
     // Lost a race with an identical registration.
-    if (!rows.length) throw new PwError('conflict', 'This tenant is already registered.');
+    if (!rows.length) throw new ApiError('conflict', 'This tenant is already registered.');
     return rows[0];
   }
 
@@ -218,16 +206,16 @@ export class ProviderWorkspaces {
     try {
       return await this.client.listMailboxes({ provider: pw.provider, adminEmail: pw.admin_email, tenantId: pw.tenant_id });
     } catch (err) {
-      const e = providerFailure(err, pw);
-      if (e.code === 'unprocessable_entity') {
+      const failure = providerFailure(err, pw);
+      if (failure.code === 'unprocessable_entity') {
         await this.db.tx(async (q) => {
           await q.query(`UPDATE accounts SET provider_workspace_id = NULL WHERE provider_workspace_id = $1`, [pw.id]);
           await q.query(`DELETE FROM provider_workspaces WHERE id = $1`, [pw.id]);
         });
-        e.details.registrationDeleted = true;
-        e.message = `${e.message} The registration was deleted; register the tenant again once this is fixed.`;
+        failure.details.registrationDeleted = true;
+        failure.message = `${failure.message} The registration was deleted; register the tenant again once this is fixed.`;
       }
-      throw e;
+      throw failure;
     }
   }
 
@@ -276,12 +264,12 @@ export class ProviderWorkspaces {
     const staleBefore = new Date(nowMs - 10 * 60_000).toISOString();
     const start = await this.db.tx(async (q) => {
       const [row] = await q.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 FOR UPDATE`, [pw.id]);
-      if (!row) throw new PwError('not_found', `No provider workspace ${pw.id}.`);
+      if (!row) throw new ApiError('not_found', `No provider workspace ${pw.id}.`);
       let target = pinned ?? row.workspace_id;
       if (pinned === null) {
         const live = target === null ? [] : await q.query(`SELECT 1 FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [target]);
         if (!live.length) target = await defaultWorkspace(q, row.organization_id);
-        if (target === null) throw new PwError('conflict', 'The organization has no workspace to import mailboxes into.');
+        if (target === null) throw new ApiError('conflict', 'The organization has no workspace to import mailboxes into.');
         if (target !== row.workspace_id) await q.query(`UPDATE provider_workspaces SET workspace_id = $2 WHERE id = $1`, [row.id, target]);
       }
       // One sync at a time per tenant; a `running` one older than 10 minutes died with its process.
@@ -289,7 +277,7 @@ export class ProviderWorkspaces {
         `SELECT id FROM provider_workspace_syncs WHERE provider_workspace_id = $1 AND status = 'running' AND started_at > $2::timestamptz`,
         [row.id, staleBefore],
       );
-      if (running.length) throw new PwError('conflict', 'A sync of this tenant is already running.', { syncId: running[0].id });
+      if (running.length) throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: running[0].id });
       await q.query(
         `UPDATE provider_workspace_syncs SET status = 'failed', error = 'interrupted', finished_at = $2::timestamptz
           WHERE provider_workspace_id = $1 AND status = 'running'`,
@@ -307,18 +295,18 @@ export class ProviderWorkspaces {
     try {
       mailboxes = await this.client.listMailboxes({ provider: start.row.provider, adminEmail: start.row.admin_email, tenantId: start.row.tenant_id });
     } catch (err) {
-      const e = providerFailure(err, start.row);
+      const failure = providerFailure(err, start.row);
       const finished = new Date(clock.now()).toISOString();
       await this.db.tx(async (q) => {
         await q.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [
           start.sync.id,
-          String(e.details.reason ?? e.code),
+          String(failure.details.reason ?? failure.code),
           finished,
         ]);
-        if (e.code === 'unprocessable_entity') await q.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
+        if (failure.code === 'unprocessable_entity') await q.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
       });
-      e.details.syncId = start.sync.id;
-      throw e;
+      failure.details.syncId = start.sync.id;
+      throw failure;
     }
 
     // A new mailbox starts connected, not warming, with the default daily max capped by the plan.

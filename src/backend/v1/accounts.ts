@@ -1,14 +1,14 @@
 // /v1 email accounts: list, connect (SMTP/IMAP), status (single and bulk), tags, disconnect, delete.
 import { z } from 'zod';
 import { connection } from '../accounts/schemas.js';
-import { V1Error } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
-import { queryObject, type Router } from '../router.js';
+import { parse, queryObject, type Router } from '../router.js';
 import { isTimeZone } from './time.js';
 import {
   ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, idList, loadAccount, loadAccounts, notFound, orgOf,
-  settle, statusesFor, v1Parse,
+  settle, statusesFor,
 } from './common.js';
 import { cancelPendingSends } from './schedule.js';
 import { PG_INT_MAX } from '../validation.js';
@@ -75,7 +75,7 @@ async function requireAll(q: Queryable, orgId: number, ids: number[], lock: bool
   const found = await loadAccounts(q, orgId, ids, lock);
   const missing = ids.filter((id) => !found.has(id));
   if (missing.length === 1) throw notFound(missing[0]);
-  if (missing.length) throw new V1Error('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
+  if (missing.length) throw new ApiError('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
   return ids.map((id) => found.get(id)!);
 }
 
@@ -88,7 +88,7 @@ function uniqueNames(names: string[]): string[] {
 export function registerAccounts(router: Router): void {
   router.get('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
-    const f = v1Parse(listQuery, queryObject(ctx.query, ['tags']));
+    const f = parse(listQuery, queryObject(ctx.query, ['tags']));
     await settle(ctx.db, ctx.svc.clock.now());
     const where: string[] = [];
     const params: unknown[] = [org];
@@ -126,7 +126,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(connectBody, ctx.body ?? {});
+    const b = parse(connectBody, ctx.body ?? {});
     const row = await ctx.db.tx(async (q) => {
       let workspaceId: number | null = null;
       let providerWorkspaceId: number | null = null;
@@ -136,18 +136,18 @@ export function registerAccounts(router: Router): void {
             WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
           [Number(b.workspaceId), org],
         );
-        if (!pw.length) throw new V1Error('not_found', `Workspace ${b.workspaceId} not found.`, { workspaceId: b.workspaceId });
+        if (!pw.length) throw new ApiError('not_found', `Workspace ${b.workspaceId} not found.`, { workspaceId: b.workspaceId });
         providerWorkspaceId = pw[0].id;
         workspaceId = pw[0].workspace_id;
       }
       if (workspaceId === null) {
         // The partner key belongs to the organization, not a workspace: new mailboxes go to its oldest live workspace.
         const ws = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [org]);
-        if (!ws.length) throw new V1Error('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
+        if (!ws.length) throw new ApiError('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
         workspaceId = ws[0].id as number;
       }
       const dup = await q.query(`SELECT 1 FROM accounts WHERE lower(email_address) = lower($1)`, [b.fromEmail]);
-      if (dup.length) throw new V1Error('conflict', `${b.fromEmail} is already connected.`, { field: 'fromEmail' });
+      if (dup.length) throw new ApiError('conflict', `${b.fromEmail} is already connected.`, { field: 'fromEmail' });
       const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
       const now = new Date(ctx.svc.clock.now());
       // The passwords are stored sealed, apart from the settings (src/backend/credentials/).
@@ -169,12 +169,12 @@ export function registerAccounts(router: Router): void {
   // The consent-link connect is not offered yet (spec: always 501); POST /v1/email-accounts connects.
   router.post('/v1/email-accounts/oauth', async (ctx) => {
     orgOf(ctx);
-    throw new V1Error('not_implemented', 'Coming soon: connect the mailbox with POST /v1/email-accounts instead.');
+    throw new ApiError('not_implemented', 'Coming soon: connect the mailbox with POST /v1/email-accounts instead.');
   });
 
   router.post('/v1/email-accounts/bulk-status', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(z.object({ emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
+    const b = parse(z.object({ emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
     await settle(ctx.db, ctx.svc.clock.now());
     const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
     const statuses = await accountStatuses(ctx.db, [...found.values()], ctx.svc.clock.now());
@@ -186,7 +186,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts/bulk-delete', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(z.object({ emailAccountIds: idList(20) }).strict(), ctx.body ?? {});
+    const b = parse(z.object({ emailAccountIds: idList(20) }).strict(), ctx.body ?? {});
     const deleted = await ctx.db.tx(async (q) => {
       const found = await loadAccounts(q, org, b.emailAccountIds, true);
       if (found.size) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [[...found.keys()]]);
@@ -204,7 +204,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts/tags/assign', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(tagsBody, ctx.body ?? {});
+    const b = parse(tagsBody, ctx.body ?? {});
     const names = uniqueNames(b.tags);
     const lower = names.map((n) => n.toLowerCase());
     const accounts = await ctx.db.tx(async (q) => {
@@ -230,7 +230,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts/tags/unassign', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(tagsBody, ctx.body ?? {});
+    const b = parse(tagsBody, ctx.body ?? {});
     const lower = uniqueNames(b.tags).map((n) => n.toLowerCase());
     const accounts = await ctx.db.tx(async (q) => {
       const accounts = await requireAll(q, org, b.emailAccountIds, true);
@@ -256,7 +256,7 @@ export function registerAccounts(router: Router): void {
   router.post('/v1/email-accounts/{emailAccountId}/disconnect', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
     const row = await ctx.db.tx(async (q) => {
       await loadAccount(q, org, id, true);
       // As /v2's disconnect: warmup stops and no start is pending; the account and its history stay (delete removes them).

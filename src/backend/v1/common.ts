@@ -2,9 +2,9 @@
 // (404 not_found for an account that is not the organization's), and the account views of the spec
 // (the account item and the account status).
 import { z } from 'zod';
-import { V1Error } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
-import { idParam, parse, type Ctx } from '../router.js';
+import { idParam, type Ctx } from '../router.js';
 import { settleDueLimits } from '../accounts/store.js';
 import { pgId } from '../validation.js';
 
@@ -17,12 +17,8 @@ export const READY_MIN_SENT = 50;
 /** The organization a /v1 request acts for; only partner keys reach /v1 (the gateway checks it). */
 export function orgOf(ctx: Ctx): number {
   const id = ctx.identity;
-  if (!id || id.keyType !== 'partner') throw new V1Error('forbidden', 'The /v1 interface needs a partner key.');
+  if (!id || id.keyType !== 'partner') throw new ApiError('forbidden', 'The /v1 interface needs a partner key.');
   return id.organizationId;
-}
-
-export function v1Parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
-  return parse(schema, value, 'v1');
 }
 
 export function accountIdParam(ctx: Ctx): number {
@@ -32,8 +28,8 @@ export function accountIdParam(ctx: Ctx): number {
 /** Accounts of live workspaces of the organization: `a` is accounts, `w` its workspace. */
 export const ORG_ACCOUNTS = `accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL AND w.organization_id = $1`;
 
-export function notFound(id: number): V1Error {
-  return new V1Error('not_found', `Email account ${id} not found.`, { emailAccountId: id });
+export function notFound(id: number): ApiError {
+  return new ApiError('not_found', `Email account ${id} not found.`, { emailAccountId: id });
 }
 
 /**

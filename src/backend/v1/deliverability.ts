@@ -2,13 +2,13 @@
 // deliverability score of a date range by recipient ESP.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { V1Error } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
-import type { Router } from '../router.js';
+import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { defineJobs } from '../jobs.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
-import { accountIdParam, loadAccount, orgOf, v1Parse } from './common.js';
+import { accountIdParam, loadAccount, orgOf } from './common.js';
 import { daysBetween, isDate } from './time.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
@@ -163,9 +163,9 @@ const deliverabilityBody = z
 
 /** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
 export function checkRange(from: string, to: string, names: [string, string]): void {
-  if (from > to) throw new V1Error('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
+  if (from > to) throw new ApiError('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
   if (daysBetween(from, to) + 1 > MAX_RANGE_DAYS) {
-    throw new V1Error('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, { field: names[1] });
+    throw new ApiError('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, { field: names[1] });
   }
 }
 
@@ -184,7 +184,7 @@ export function registerDeliverability(router: Router): void {
   });
 
   router.post('/v1/setup-score/{emailAccountId}/refresh', async (ctx) => {
-    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
     const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
     const checks = await computeSetupScore(ctx.svc, a);
     return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), true)) };
@@ -197,7 +197,7 @@ export function registerDeliverability(router: Router): void {
     try {
       c = await checkDomain(domain, ctx.svc.config.dnsResolver);
     } catch (err) {
-      throw new V1Error('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
+      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
     }
     // A live lookup: cachedAt is when it ran.
     return { data: { emailAccountId: a.id, domain, spf: c.spf, dkim: c.dkim, dmarc: c.dmarc, mx: c.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
@@ -206,7 +206,7 @@ export function registerDeliverability(router: Router): void {
   router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const b = v1Parse(deliverabilityBody, ctx.body ?? {});
+    const b = parse(deliverabilityBody, ctx.body ?? {});
     checkRange(b.startDate, b.endDate, ['startDate', 'endDate']);
     await loadAccount(ctx.db, org, id);
     // ESP of the recipient: google -> gmail, microsoft -> outlook, anything else -> other.

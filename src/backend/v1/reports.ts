@@ -1,10 +1,10 @@
 // /v1 reports (single, bulk, CSV export), the account-wide dashboard and the health check.
 // Report days are UTC calendar days; from and to are inclusive.
 import { z } from 'zod';
-import { V1Error } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
-import { queryObject, type Router } from '../router.js';
-import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, loadAccounts, orgOf, v1Parse } from './common.js';
+import { parse, queryObject, type Router } from '../router.js';
+import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, loadAccounts, orgOf } from './common.js';
 import { checkRange, rate } from './deliverability.js';
 import { dateRange, isDate } from './time.js';
 
@@ -76,7 +76,7 @@ export function registerReports(router: Router): void {
   router.get('/v1/reports/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const r = v1Parse(rangeQuery, queryObject(ctx.query));
+    const r = parse(rangeQuery, queryObject(ctx.query));
     checkRange(r.from, r.to, ['from', 'to']);
     await loadAccount(ctx.db, org, id);
     const days = await reportDays(ctx.db, [id], r.from, r.to, ctx.svc.clock.now());
@@ -85,7 +85,7 @@ export function registerReports(router: Router): void {
 
   router.post('/v1/reports/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(z.object({ emailAccountIds: idList(50), from: date, to: date }).strict(), ctx.body ?? {});
+    const b = parse(z.object({ emailAccountIds: idList(50), from: date, to: date }).strict(), ctx.body ?? {});
     checkRange(b.from, b.to, ['from', 'to']);
     const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
     const days = await reportDays(ctx.db, [...found.keys()], b.from, b.to, ctx.svc.clock.now());
@@ -98,7 +98,7 @@ export function registerReports(router: Router): void {
 
   router.get('/v1/reports/export', async (ctx) => {
     const org = orgOf(ctx);
-    const r = v1Parse(rangeQuery, queryObject(ctx.query));
+    const r = parse(rangeQuery, queryObject(ctx.query));
     checkRange(r.from, r.to, ['from', 'to']);
     const accounts = await ctx.db.query(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [org]);
     const days = await reportDays(ctx.db, accounts.map((a) => a.id), r.from, r.to, ctx.svc.clock.now());
@@ -140,7 +140,7 @@ export function registerReports(router: Router): void {
 
   router.get('/v1/health', async (ctx) => {
     orgOf(ctx);
-    if (!(await ctx.db.ping())) throw new V1Error('service_unavailable', 'The database does not answer.', { database: 'down' });
+    if (!(await ctx.db.ping())) throw new ApiError('service_unavailable', 'The database does not answer.', { database: 'down' });
     return { data: { status: 'ok', database: 'ok', time: new Date(ctx.svc.clock.now()).toISOString() } };
   });
 }

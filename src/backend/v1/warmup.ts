@@ -1,14 +1,14 @@
 // /v1 warmup: settings (GET and PATCH with every rule of the spec's table), today's activity,
 // start, stop and bulk start/stop.
 import { z } from 'zod';
-import { ApiError, V1Error } from '../../http/errors.js';
+import { ApiError } from '../../http/errors.js';
 import * as lifecycle from '../warmup/lifecycle.js';
 import { bandsFrom } from '../warmup/bands.js';
 import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
-import type { Router, Ctx } from '../router.js';
+import { parse, type Router, type Ctx } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, notFound, orgOf, scoresOf, settle, v1Parse, warmupStatusOf } from './common.js';
+import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from './common.js';
 import { DAYS, addDays, isTimeZone, localParts, zonedToUtc } from './time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
 
@@ -145,20 +145,20 @@ export async function warmupStatusView(q: Queryable, a: Row, now: number) {
 }
 
 /** v2's warmup errors in /v1 terms: the v1 table has no mailbox-check or capacity codes, so `reason` names them. */
-function v1ErrorOf(err: ApiError, id: number): V1Error {
+function v1ErrorOf(err: ApiError, id: number): ApiError {
   switch (err.code) {
     case 'mailbox_verification_pending':
-      return new V1Error('conflict', err.message, { reason: 'mailbox_verification_pending' });
+      return new ApiError('conflict', err.message, { reason: 'mailbox_verification_pending' });
     case 'mailbox_verification_failed':
-      return new V1Error('unprocessable_entity', err.message, { reason: 'mailbox_verification_failed' });
+      return new ApiError('unprocessable_entity', err.message, { reason: 'mailbox_verification_failed' });
     case 'warming_capacity_reached':
-      return new V1Error('forbidden', err.message, { reason: 'warming_capacity_reached', warmingMailboxCap: err.details.warmingMailboxCap });
+      return new ApiError('forbidden', err.message, { reason: 'warming_capacity_reached', warmingMailboxCap: err.details.warmingMailboxCap });
     case 'not_found':
       return notFound(id);
     case 'conflict':
-      return new V1Error('unprocessable_entity', err.message, { reason: 'account_not_connected', status: err.details.status });
+      return new ApiError('unprocessable_entity', err.message, { reason: 'account_not_connected', status: err.details.status });
     default:
-      return new V1Error('conflict', err.message, err.details);
+      return new ApiError('conflict', err.message, err.details);
   }
 }
 
@@ -214,18 +214,18 @@ export function registerWarmup(router: Router): void {
   router.patch('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const b = v1Parse(patchBody, ctx.body ?? {});
+    const b = parse(patchBody, ctx.body ?? {});
     const ent = entitlementsOf(ctx);
     if (b.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
-      throw new V1Error('entitlement_required', 'warmupLanguage needs the warmup-language entitlement of a higher plan.', { field: 'warmupLanguage', entitlement: 'warmup_language' });
+      throw new ApiError('entitlement_required', 'warmupLanguage needs the warmup-language entitlement of a higher plan.', { field: 'warmupLanguage', entitlement: 'warmup_language' });
     }
     if (b.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
-      throw new V1Error('entitlement_required', 'upcomingContentConfig needs the content-setting entitlement of a higher plan.', { field: 'upcomingContentConfig', entitlement: 'content_settings' });
+      throw new ApiError('entitlement_required', 'upcomingContentConfig needs the content-setting entitlement of a higher plan.', { field: 'upcomingContentConfig', entitlement: 'content_settings' });
     }
     // maxSendingLimit is the shared warmup_max_limit, so the plan's per-mailbox cap holds as on /v2.
     const cap = planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.maxWarmupPerAccount;
     if (b.maxSendingLimit !== undefined && cap !== null && b.maxSendingLimit > cap) {
-      throw new V1Error('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, { field: 'maxSendingLimit', maxWarmupPerAccount: cap });
+      throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, { field: 'maxSendingLimit', maxWarmupPerAccount: cap });
     }
     const now = ctx.svc.clock.now();
     await ctx.db.tx(async (q) => {
@@ -308,14 +308,14 @@ export function registerWarmup(router: Router): void {
 
   router.post('/v1/warmup/{emailAccountId}/start', async (ctx) => {
     const org = orgOf(ctx);
-    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
     const a = await startWarmup(ctx.svc, org, accountIdParam(ctx));
     return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
   });
 
   router.post('/v1/warmup/{emailAccountId}/stop', async (ctx) => {
     const org = orgOf(ctx);
-    if (ctx.body !== undefined) v1Parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
     const a = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
     return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
   });
@@ -323,14 +323,14 @@ export function registerWarmup(router: Router): void {
   // Each account is its own transaction: results say per account what happened, in input order.
   router.post('/v1/warmup/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = v1Parse(z.object({ action: z.enum(['start', 'stop']), emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
+    const b = parse(z.object({ action: z.enum(['start', 'stop']), emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
     const results = [];
     for (const id of b.emailAccountIds) {
       try {
         const a = b.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
         results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(a) });
       } catch (err) {
-        if (!(err instanceof V1Error)) throw err;
+        if (!(err instanceof ApiError)) throw err;
         results.push({ emailAccountId: id, success: false, errorCode: err.code, message: err.message, ...(err.details.reason ? { reason: err.details.reason } : {}) });
       }
     }
