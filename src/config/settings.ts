@@ -82,6 +82,8 @@ export const settingsSchema = z
       .default([]),
     PLANS_FILE: z.string().min(1).default('config/plans.json'),
     ROUTES_FILE: z.string().min(1).default('config/routes.json'),
+    // The API descriptions served at GET /v2/openapi.json and /v1/openapi.json (written by npm run openapi).
+    OPENAPI_DIR: z.string().min(1).default('config/openapi'),
     WARMUP_BANDS_FILE: z.string().min(1).default('config/warmup-bands.json'),
     GOOGLE_PROFILE_URL: z.string().url().default('https://gmail.googleapis.com/gmail/v1/users/me/profile'),
     MICROSOFT_PROFILE_URL: z.string().url().default('https://graph.microsoft.com/v1.0/me'),

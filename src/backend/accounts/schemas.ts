@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { STATUSES } from './store.js';
 import { isTimeZone } from '../v1/time.js';
 import { pgId } from '../validation.js';
+import type { SchemaRegistry } from '../schemas.js';
 
 /** An SMTP or IMAP server (accounts.smtp, accounts.imap); shared with the /v1 connect. */
 export const connection = z
@@ -58,3 +59,37 @@ const accountIds = z.array(pgId).min(1, 'must hold 1 to 50 ids').max(50, 'must h
 export const bulkStatusSchema = z.object({ accountIds }).strict();
 
 export const bulkTagsSchema = z.object({ accountIds, tagIds: z.array(pgId).max(100) }).strict();
+
+/** The v2 account record (store.ts accountRecord); the spec leaves it open beyond `replyRate` and `status`. */
+export const accountRecord = z.looseObject({
+  id: z.number().int(),
+  workspaceId: z.number().int(),
+  emailAddress: z.string(),
+  fromName: z.string(),
+  provider: z.string(),
+  // Response enumerations can gain values without notice (spec): a string, not an enum.
+  status: z.string(),
+  verification: z.enum(['pending', 'passed', 'failed']),
+  warmupMaxLimit: z.number().int(),
+  warmupCurrentLimit: z.number().int(),
+  warmupMinLimit: z.number().int(),
+  replyRate: z.number(),
+  tags: z.array(z.unknown()),
+});
+
+const WS = '/v2/workspaces/{workspaceId}';
+
+/** The routes of this domain and their schemas (read by the API description, src/openapi/). */
+export const schemas: SchemaRegistry = {
+  [`GET ${WS}/accounts`]: { query: listQuerySchema, response: z.array(accountRecord), paginated: true },
+  [`POST ${WS}/accounts`]: { body: connectSchema, response: accountRecord, status: [201] },
+  [`POST ${WS}/accounts/bulk-status`]: { body: bulkStatusSchema },
+  [`POST ${WS}/accounts/bulk/tags`]: { body: bulkTagsSchema },
+  [`GET ${WS}/accounts/{accountId}`]: { response: accountRecord },
+  [`DELETE ${WS}/accounts/{accountId}`]: {
+    response: z.object({ id: z.number().int(), emailAddress: z.string(), deleted: z.literal(true) }),
+  },
+  [`POST ${WS}/accounts/{accountId}/disconnect`]: { response: accountRecord },
+  [`GET ${WS}/accounts/{accountId}/dns`]: {},
+  [`GET ${WS}/accounts/{accountId}/setup-score`]: {},
+};

@@ -1,16 +1,11 @@
 // Analytics routes (CONTRACT section 6): overview, trends, leaderboard, deliverability, and the
 // per-account deliverability and stats. Every query is scoped by the path workspace; the window is
 // fixed (see queries.ts), so a query parameter trying to change it is refused as unknown.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { accountStats, deliverability, leaderboard, overview, trends, windowAt, windowJson } from './queries.js';
-
-const noQuery = z.object({}).strict();
-const leaderboardQuery = z
-  .object({ limit: z.string().regex(/^[0-9]{1,3}$/, 'must be an integer from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100)).optional() })
-  .strict();
+import { leaderboardQuery, noQuery } from './schemas.js';
 
 // An account of another workspace is not found here, whoever owns it: every query is scoped by the
 // path workspace, so an empty result is the 404 (an account with no sends still has its zero row).

@@ -1,13 +1,11 @@
 // The internal, session-authenticated key management of the web app (CONTRACT section 7; spec codes
 // 150101 to 150104). Envelope A throughout. A new key's secret is answered once and stored only hashed.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { generateSecret, hashSecret, hintOf } from '../../access/secrets.js';
 import { roleRank } from '../../access/principal.js';
-import { ROLES } from '../../config/routes.js';
 import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { pgId } from '../validation.js';
+import { createSchema } from './schemas.js';
 
 export interface SessionUser {
   id: number;
@@ -35,18 +33,6 @@ export async function requireSession(ctx: Ctx): Promise<SessionUser> {
   if (!rows.length) throw new ApiError('150002', 'Invalid or expired session.');
   return { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role };
 }
-
-const SCOPE = z.string().regex(/^[a-z]+:[a-z]+$/);
-
-const createSchema = z
-  .object({
-    name: z.string().trim().min(1).max(100),
-    type: z.enum(['workspace', 'personal', 'partner']),
-    workspaceId: pgId.optional(),
-    role: z.enum(ROLES).optional(),
-    scopes: z.array(SCOPE).max(32).default([]),
-  })
-  .strict();
 
 function view(k: Record<string, any>) {
   return {

@@ -1,24 +1,12 @@
 // Internal admin routes for the billing system (CONTRACT section 7): Envelope B, bearer INTERNAL_TOKEN.
 // Every change here is access data: the gateways see it on their very next request.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
-import { PLAN_IDS, planOf } from '../../config/plans.js';
+import { planOf } from '../../config/plans.js';
 import { parse, idParam, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
 import { applyPlanCap } from '../warmup/index.js';
-import { pgInt } from '../validation.js';
-
-const orgPatch = z
-  .object({
-    plan: z.enum(PLAN_IDS).nullable().optional(),
-    apiAccess: z.boolean().optional(),
-    paused: z.boolean().optional(),
-    warmupCap: pgInt(0).nullable().optional(),
-    partnerCallback: z.object({ url: z.string().url(), verified: z.boolean() }).strict().nullable().optional(),
-  })
-  .strict()
-  .refine((b) => Object.keys(b).length > 0, 'at least one field is required');
+import { orgPatch } from './schemas.js';
 
 function orgView(o: Record<string, any>) {
   return {

@@ -5,28 +5,12 @@
 // the last page. The page-style `pagination` block is informational: `per_page` is the limit,
 // `total` the notifications matching the filter now, `page` 1 + (notifications served by the pages
 // before this cursor) / limit, `has_more` exact.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, pagination, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { CursorCodec } from './cursor.js';
 import { counts, listPage, markAllRead, markRead, toNotification } from './queries.js';
-
-const listQuery = z
-  .object({
-    unreadOnly: z.enum(['true', 'false'], { message: 'must be true or false' }).optional(),
-    limit: z
-      .string()
-      .regex(/^[0-9]{1,3}$/, 'must be an integer from 1 to 100')
-      .transform(Number)
-      .pipe(z.number().int().min(1, 'must be an integer from 1 to 100').max(100, 'must be an integer from 1 to 100'))
-      .optional(),
-    cursor: z.string().min(1).max(600).optional(),
-  })
-  .strict();
-
-/** The mark-read routes take no body; an empty object is tolerated. */
-const emptyBody = z.object({}).strict().optional();
+import { emptyBody, listQuery } from './schemas.js';
 
 export function register(router: Router, svc: BackendServices): void {
   const base = '/v2/workspaces/{workspaceId}/notifications';

@@ -1,7 +1,6 @@
 // Partner OAuth of /v2 (spec, partner OAuth route; CONTRACT section 6): connect a Google or Microsoft
 // mailbox with an access token the partner holds, and make consent links. The token refresh runs as a
 // background job; the automatic start of warming is the warmup domain's (auto_warmup).
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { defineJobs } from '../jobs.js';
 import { idParam, parse, type Router } from '../router.js';
@@ -9,25 +8,7 @@ import type { BackendServices } from '../services.js';
 import { assertPartnerConfigured, connectPartnerMailbox } from './connect.js';
 import { acceptableRedirect, consentConfig, consentUrl } from './consent.js';
 import { refreshTokens } from './refresh.js';
-
-const provider = z.enum(['google', 'microsoft']);
-
-const connectBody = z
-  .object({
-    provider,
-    emailAddress: z.string().trim().pipe(z.email().max(254)),
-    accessToken: z.string().min(1).max(8192),
-    expiresAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 timestamp' }),
-  })
-  .strict();
-
-const consentBody = z
-  .object({
-    provider,
-    redirectUri: z.string().max(2048).optional(),
-    loginHint: z.string().trim().pipe(z.email().max(254)).optional(),
-  })
-  .strict();
+import { connectBody, consentBody } from './schemas.js';
 
 /**
  * The service asks the partner callback for fresh access tokens, so it never holds a refresh token:

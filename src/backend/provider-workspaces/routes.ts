@@ -2,50 +2,12 @@
 //   /v2/workspaces/{workspaceId}/provider-workspaces[...]  scoped by the path workspace, Envelope B
 //   /v1/workspaces[...]                                    scoped by the partner key's organization
 // In /v1 a registered tenant's `workspaceId` is the provider workspace id as a decimal string.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { ProviderClient } from './client.js';
 import { ProviderWorkspaces, defaultWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
-
-const registerBody = z
-  .object({
-    provider: z.enum(['google', 'microsoft']),
-    adminEmail: z.string().max(254).nullable().optional(),
-    tenantId: z.string().max(255).nullable().optional(),
-  })
-  .strict()
-  .superRefine((b, c) => {
-    // Required / forbidden by provider (v1 spec, POST /workspaces); a malformed value is 422 later.
-    if (b.provider === 'google') {
-      if (b.adminEmail == null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
-      if (b.tenantId != null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
-    } else {
-      if (b.tenantId == null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
-      if (b.adminEmail != null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
-    }
-  });
-
-const intIn = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^[0-9]{1,6}$/, `must be an integer from ${min} to ${max}`)
-    .transform(Number)
-    .pipe(z.number().int().min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`));
-
-const previewQuery = z
-  .object({
-    search: z.string().max(254).optional(),
-    // comma-separated domain list
-    domain: z.string().max(2000).optional(),
-    page: intIn(1, 100_000).optional(),
-    limit: intIn(1, 100).optional(),
-  })
-  .strict();
-
-/** The sync routes take no body; an empty object is tolerated. */
-const emptyBody = z.object({}).strict().optional();
+import { emptyBody, noQuery, previewQuery, registerBody } from './schemas.js';
 
 function previewFilters(ctx: Ctx) {
   const query = parse(previewQuery, queryObject(ctx.query));
@@ -102,7 +64,7 @@ export function register(router: Router, svc: BackendServices): void {
   };
 
   router.get(base, async (ctx) => {
-    parse(z.object({}).strict(), queryObject(ctx.query));
+    parse(noQuery, queryObject(ctx.query));
     const rows = await pws.list({ workspaceId: idParam(ctx, 'workspaceId') });
     return { data: rows.map(toRecord) };
   });
@@ -129,7 +91,7 @@ export function register(router: Router, svc: BackendServices): void {
   });
 
   router.get(`${base}/{providerWorkspaceId}/sync`, async (ctx) => {
-    parse(z.object({}).strict(), queryObject(ctx.query));
+    parse(noQuery, queryObject(ctx.query));
     return { data: await pws.latestSync(await v2Pw(ctx)) };
   });
 
@@ -170,7 +132,7 @@ export function register(router: Router, svc: BackendServices): void {
   });
 
   router.get('/v1/workspaces/{workspaceId:str}/sync', async (ctx) => {
-    parse(z.object({}).strict(), queryObject(ctx.query));
+    parse(noQuery, queryObject(ctx.query));
     return { data: v1Sync(await pws.latestSync(await v1Pw(ctx))) };
   });
 }

@@ -1,34 +1,12 @@
 // Provisioning and budgets of /v2 (spec, Endpoints; CONTRACT section 6): the routes without a workspace
 // segment. The gateway already required workspace:provision / workspace:quota and a personal key of an
 // organization owner (or, on GET /v2/workspaces, a workspace key holding workspace:read).
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { parse, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import type { Row } from '../../db/types.js';
-import { workspaceName } from '../workspace/schemas.js';
-import { pgId, pgInt } from '../validation.js';
 import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } from './quotas.js';
-
-const budget = pgInt(0);
-
-const createBody = z.object({ name: workspaceName, dailyWarmupBudget: budget.optional() }).strict();
-
-const quotasBody = z
-  .object({
-    quotas: z
-      .array(z.object({ workspaceId: pgId, dailyWarmupBudget: budget }).strict())
-      .min(1)
-      .max(1000)
-      .superRefine((qs, c) => {
-        const seen = new Set<number>();
-        qs.forEach((x, i) => {
-          if (seen.has(x.workspaceId)) c.addIssue({ code: 'custom', path: [i, 'workspaceId'], message: `workspace ${x.workspaceId} is listed twice` });
-          seen.add(x.workspaceId);
-        });
-      }),
-  })
-  .strict();
+import { createBody, quotasBody } from './schemas.js';
 
 function element(w: Row, role: string | null) {
   return {

@@ -1,27 +1,13 @@
 // Tags of /v2 (issue 3): list (Envelope A, spec: "A tag list response is an array of tags inside
 // Envelope A"), create, and set an account's tags.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { pgId } from '../validation.js';
 import { getAccount } from '../accounts/store.js';
 import { assertTagsExist, listTags, replaceAccountTags } from './store.js';
+import { createSchema, setTagsSchema } from './schemas.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
-
-export const tagIdsSchema = z.array(pgId).max(100);
-
-const createSchema = z
-  .object({
-    name: z
-      .string()
-      .transform((s) => s.trim())
-      .pipe(z.string().min(1, 'must not be empty').max(64, 'must be at most 64 characters')),
-  })
-  .strict();
-
-const setTagsSchema = z.object({ tagIds: tagIdsSchema }).strict();
 
 export function register(router: Router, _svc: BackendServices): void {
   router.get(`${WS}/tags`, async (ctx) => ({

@@ -1,70 +1,20 @@
 // /v1 email accounts: list, connect (SMTP/IMAP), status (single and bulk), tags, disconnect, delete.
-import { z } from 'zod';
-import { connection } from '../accounts/schemas.js';
 import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { isTimeZone } from './time.js';
 import {
-  ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, idList, loadAccount, loadAccounts, notFound, orgOf,
+  ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, loadAccount, loadAccounts, notFound, orgOf,
   settle, statusesFor,
 } from './common.js';
 import { cancelPendingSends } from './schedule.js';
-import { PG_INT_MAX } from '../validation.js';
 import { sealMailbox } from '../credentials/accounts.js';
+import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from './schemas.js';
 
-/** Page size bounds of the account list (the spec does not show them). */
-export const LIST_LIMIT_DEFAULT = 20;
-export const LIST_LIMIT_MAX = 100;
-const STATUS_FILTER = ['active', 'warming', 'paused', 'error', 'auth-expired'] as const;
 const SORT_COLUMNS = { createdAt: 'a.created_at', fromEmail: 'lower(a.email_address)', fromName: 'lower(a.from_name)' } as const;
-
-const intParam = (min: number, max: number, dflt: number) =>
-  z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max)).default(dflt as never);
-
-const listQuery = z
-  .object({
-    search: z.string().max(320).optional(),
-    sort: z.enum(['createdAt', 'fromEmail', 'fromName']).default('createdAt'),
-    sortBy: z.preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), z.enum(['ASC', 'DESC'])).default('DESC'),
-    status: z.enum(STATUS_FILTER).optional(),
-    tags: z.array(z.string().trim().min(1).max(64)).max(50).optional(),
-    page: intParam(1, 1_000_000, 1),
-    limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT),
-  })
-  .strict();
-
-// The same connection shape as the /v2 connect (accounts.smtp and accounts.imap hold it).
-const server = connection;
-
-/** The connect body (the spec does not show it): one SMTP/IMAP mailbox. */
-const connectBody = z
-  .object({
-    fromEmail: z.string().email().max(320),
-    fromName: z.string().trim().max(200).default(''),
-    smtp: server,
-    imap: server,
-    timeZone: z.string().refine(isTimeZone, 'must be an IANA time zone name').optional(),
-    /** A provider workspace of the organization (registered through /v1/workspaces), or null. */
-    workspaceId: z
-      .string()
-      .regex(/^[1-9][0-9]{0,9}$/, 'must be a provider workspace id')
-      .refine((s) => Number(s) <= PG_INT_MAX, 'must be a provider workspace id')
-      .nullable()
-      .default(null),
-  })
-  .strict();
 
 /** A new mailbox's max, as on /v2: 40, or the plan's per-mailbox cap when lower. */
 const DEFAULT_MAX_LIMIT = 40;
-
-const tagsBody = z
-  .object({
-    emailAccountIds: idList(50),
-    tags: z.array(z.string().trim().min(1).max(64)).min(1).max(50),
-  })
-  .strict();
 
 function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => '\\' + c);
@@ -174,7 +124,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts/bulk-status', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(z.object({ emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
+    const b = parse(bulkStatusBody, ctx.body ?? {});
     await settle(ctx.db, ctx.svc.clock.now());
     const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
     const statuses = await accountStatuses(ctx.db, [...found.values()], ctx.svc.clock.now());
@@ -186,7 +136,7 @@ export function registerAccounts(router: Router): void {
 
   router.post('/v1/email-accounts/bulk-delete', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(z.object({ emailAccountIds: idList(20) }).strict(), ctx.body ?? {});
+    const b = parse(bulkDeleteBody, ctx.body ?? {});
     const deleted = await ctx.db.tx(async (q) => {
       const found = await loadAccounts(q, org, b.emailAccountIds, true);
       if (found.size) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [[...found.keys()]]);
@@ -256,7 +206,7 @@ export function registerAccounts(router: Router): void {
   router.post('/v1/email-accounts/{emailAccountId}/disconnect', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
     const row = await ctx.db.tx(async (q) => {
       await loadAccount(q, org, id, true);
       // As /v2's disconnect: warmup stops and no start is pending; the account and its history stay (delete removes them).

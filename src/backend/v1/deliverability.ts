@@ -1,7 +1,6 @@
 // /v1 deliverability: setup score (cached; refresh recomputes), live DNS health, and the
 // deliverability score of a date range by recipient ESP.
 import { isIP } from 'node:net';
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router } from '../router.js';
@@ -9,7 +8,8 @@ import type { BackendServices } from '../services.js';
 import { defineJobs } from '../jobs.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
 import { accountIdParam, loadAccount, orgOf } from './common.js';
-import { daysBetween, isDate } from './time.js';
+import { daysBetween } from './time.js';
+import { deliverabilityBody, emptyBody } from './schemas.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
 export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.uribl.com'];
@@ -149,18 +149,6 @@ defineJobs((svc) => [
   },
 ]);
 
-const deliverabilityBody = z
-  .object({
-    startDate: z.string().refine(isDate, 'must be a date YYYY-MM-DD'),
-    endDate: z.string().refine(isDate, 'must be a date YYYY-MM-DD'),
-    esps: z
-      .array(z.enum(['gmail', 'outlook', 'other']))
-      .min(1)
-      .refine((a) => new Set(a).size === a.length, 'each ESP at most once')
-      .default(['gmail', 'outlook', 'other']),
-  })
-  .strict();
-
 /** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
 export function checkRange(from: string, to: string, names: [string, string]): void {
   if (from > to) throw new ApiError('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
@@ -184,7 +172,7 @@ export function registerDeliverability(router: Router): void {
   });
 
   router.post('/v1/setup-score/{emailAccountId}/refresh', async (ctx) => {
-    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
     const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
     const checks = await computeSetupScore(ctx.svc, a);
     return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), true)) };

@@ -1,15 +1,12 @@
 // /v1 reports (single, bulk, CSV export), the account-wide dashboard and the health check.
 // Report days are UTC calendar days; from and to are inclusive.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, loadAccounts, orgOf } from './common.js';
+import { ORG_ACCOUNTS, accountIdParam, loadAccount, loadAccounts, orgOf } from './common.js';
 import { checkRange, rate } from './deliverability.js';
-import { dateRange, isDate } from './time.js';
-
-const date = z.string().refine(isDate, 'must be a date YYYY-MM-DD');
-const rangeQuery = z.object({ from: date, to: date }).strict();
+import { dateRange } from './time.js';
+import { bulkReportBody, rangeQuery } from './schemas.js';
 
 export interface ReportDay {
   date: string;
@@ -85,7 +82,7 @@ export function registerReports(router: Router): void {
 
   router.post('/v1/reports/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(z.object({ emailAccountIds: idList(50), from: date, to: date }).strict(), ctx.body ?? {});
+    const b = parse(bulkReportBody, ctx.body ?? {});
     checkRange(b.from, b.to, ['from', 'to']);
     const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
     const days = await reportDays(ctx.db, [...found.keys()], b.from, b.to, ctx.svc.clock.now());

@@ -1,6 +1,5 @@
 // /v1 warmup: settings (GET and PATCH with every rule of the spec's table), today's activity,
 // start, stop and bulk start/stop.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import * as lifecycle from '../warmup/lifecycle.js';
 import { bandsFrom } from '../warmup/bands.js';
@@ -8,63 +7,14 @@ import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router, type Ctx } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { ORG_ACCOUNTS, accountIdParam, idList, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from './common.js';
-import { DAYS, addDays, isTimeZone, localParts, zonedToUtc } from './time.js';
+import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from './common.js';
+import { DAYS, addDays, localParts, zonedToUtc } from './time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
+import { bulkWarmupBody, emptyBody, patchBody } from './schemas.js';
 
-export const STRATEGIES = ['progressive', 'flat', 'randomize', 'smart'] as const;
-export const LANGUAGES = ['English', 'Spanish', 'French', 'German', 'Portuguese', 'Chinese', 'Japanese', 'Arabic', 'Hindi', 'Russian', 'Italian', 'Dutch'] as const;
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
 const V2_FLOOR = 5;
 const DEFAULT_CONTENT = { industry: 'general', topics: [] as string[] };
-
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
-
-/** One day's sending window, local wall-clock: `{day: 'monday', fromHour, fromMinute, toHour, toMinute}`. */
-const timeSlot = z
-  .object({ day: z.enum(DAYS), fromHour: int(0, 23), fromMinute: int(0, 59), toHour: int(0, 23), toMinute: int(0, 59) })
-  .strict()
-  .refine((s) => s.fromHour * 60 + s.fromMinute < s.toHour * 60 + s.toMinute, { message: 'fromHour:fromMinute must be earlier than toHour:toMinute' });
-
-export const patchBody = z
-  .object({
-    strategy: z.enum(STRATEGIES).optional(),
-    maxSendingLimit: int(0, 100).optional(),
-    warmUpInitialSendingLimit: int(0, 100).optional(),
-    increaseEmailsByNumber: int(0, 30).optional(),
-    replyRate: z.number().min(0).max(65).optional(),
-    timeZone: z.string().refine(isTimeZone, { message: 'must be an IANA time zone name' }).optional(),
-    timeSlots: z
-      .array(timeSlot)
-      .min(1)
-      .max(7)
-      .refine((a) => new Set(a.map((s) => s.day)).size === a.length, { message: 'each day at most once' })
-      .optional(),
-    warmupLanguage: z.enum(LANGUAGES).optional(),
-    upcomingContentConfig: z
-      .object({ industry: z.string().trim().min(1).max(100), topics: z.array(z.string().trim().min(1).max(100)).max(20) })
-      .strict()
-      .optional(),
-    googleVolume: int(1, 98).optional(),
-    microsoftVolume: int(1, 98).optional(),
-    othersVolume: int(1, 98).optional(),
-  })
-  .strict()
-  .superRefine((b, ctx) => {
-    if (Object.keys(b).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'at least one setting is required' });
-    // Enforced only when strategy is sent in the same request (spec, PATCH table).
-    if ((b.strategy === 'flat' || b.strategy === 'randomize') && b.increaseEmailsByNumber !== undefined && b.increaseEmailsByNumber !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['increaseEmailsByNumber'], message: `must be 0 when strategy is ${b.strategy}` });
-    }
-    const vols = [b.googleVolume, b.microsoftVolume, b.othersVolume];
-    const sent = vols.filter((v) => v !== undefined).length;
-    if (sent > 0 && sent < 3) {
-      const missing = (['googleVolume', 'microsoftVolume', 'othersVolume'] as const).find((k) => b[k] === undefined)!;
-      ctx.addIssue({ code: 'custom', path: [missing], message: 'googleVolume, microsoftVolume and othersVolume are sent together' });
-    } else if (sent === 3 && vols.reduce((x, y) => x! + y!, 0) !== 100) {
-      ctx.addIssue({ code: 'custom', path: ['googleVolume'], message: 'googleVolume + microsoftVolume + othersVolume must be exactly 100' });
-    }
-  });
 
 async function settingsRow(q: Queryable, orgId: number, id: number): Promise<Row> {
   const rows = await q.query(
@@ -308,14 +258,14 @@ export function registerWarmup(router: Router): void {
 
   router.post('/v1/warmup/{emailAccountId}/start', async (ctx) => {
     const org = orgOf(ctx);
-    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
     const a = await startWarmup(ctx.svc, org, accountIdParam(ctx));
     return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
   });
 
   router.post('/v1/warmup/{emailAccountId}/stop', async (ctx) => {
     const org = orgOf(ctx);
-    if (ctx.body !== undefined) parse(z.object({}).strict(), ctx.body);
+    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
     const a = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
     return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
   });
@@ -323,7 +273,7 @@ export function registerWarmup(router: Router): void {
   // Each account is its own transaction: results say per account what happened, in input order.
   router.post('/v1/warmup/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(z.object({ action: z.enum(['start', 'stop']), emailAccountIds: idList(50) }).strict(), ctx.body ?? {});
+    const b = parse(bulkWarmupBody, ctx.body ?? {});
     const results = [];
     for (const id of b.emailAccountIds) {
       try {

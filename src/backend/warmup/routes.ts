@@ -1,5 +1,4 @@
 // Warmup routes of /v2 (issue 3), the mailbox checker's internal route, and the warmup jobs.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
@@ -11,14 +10,13 @@ import { patchSettings, patchSettingsSchema, readSettings } from './settings.js'
 import { autoStartDue, pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';
 import { activityQuerySchema, DEPRECATION_HEADERS, listActivity } from './activity.js';
 import { applyDueLimits } from './limits.js';
+import { actionBody, verificationSchema } from './schemas.js';
 
 const ACC = '/v2/workspaces/{workspaceId}/accounts/{accountId}';
 
-const verificationSchema = z.object({ result: z.enum(['passed', 'failed']) }).strict();
-
 function noBody(body: unknown) {
   // These actions take no fields; an object with fields is refused like any unknown field.
-  if (body !== undefined && body !== null) parse(z.object({}).strict(), body);
+  if (body !== undefined && body !== null) parse(actionBody, body);
 }
 
 export function register(router: Router, svc: BackendServices): void {

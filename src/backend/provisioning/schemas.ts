@@ -1,0 +1,36 @@
+// Request schemas of provisioning and budgets (/v2 routes without a workspace segment).
+import { z } from 'zod';
+import type { SchemaRegistry } from '../schemas.js';
+import { workspaceName } from '../workspace/schemas.js';
+import { pgId, pgInt } from '../validation.js';
+
+export const budget = pgInt(0);
+
+export const createBody = z.object({ name: workspaceName, dailyWarmupBudget: budget.optional() }).strict();
+
+export const quotasBody = z
+  .object({
+    quotas: z
+      .array(z.object({ workspaceId: pgId, dailyWarmupBudget: budget }).strict())
+      .min(1)
+      .max(1000)
+      .superRefine((qs, c) => {
+        const seen = new Set<number>();
+        qs.forEach((x, i) => {
+          if (seen.has(x.workspaceId)) c.addIssue({ code: 'custom', path: [i, 'workspaceId'], message: `workspace ${x.workspaceId} is listed twice` });
+          seen.add(x.workspaceId);
+        });
+      }),
+  })
+  .strict();
+
+/** A workspace element of `GET /v2/workspaces`: `role` is the role the key acts at (spec). */
+export const workspaceElement = z.looseObject({ id: z.number().int(), name: z.string(), role: z.string().nullable() });
+
+/** The routes of this domain and their schemas (read by the API description, src/openapi/). */
+export const schemas: SchemaRegistry = {
+  'GET /v2/workspaces': { response: z.array(workspaceElement) },
+  'POST /v2/workspaces': { body: createBody, status: [201] },
+  'GET /v2/workspaces/quotas': {},
+  'PATCH /v2/workspaces/quotas': { body: quotasBody },
+};
