@@ -315,6 +315,8 @@ export async function runHopSuite(o: HopOptions) {
           // The peers log nothing per request; keygate's access line is measured on its own row.
           ACCESS_LOG: id === 'keygate-access-log' ? 'on' : 'off',
           WORKERS: id === 'keygate-2w' ? '2' : '1',
+          // node:cluster's own switch (rr, the default on Linux, or none: the kernel spreads the connections).
+          ...(process.env.NODE_CLUSTER_SCHED_POLICY ? { NODE_CLUSTER_SCHED_POLICY: process.env.NODE_CLUSTER_SCHED_POLICY } : {}),
         });
         const deadline = Date.now() + 90_000;
         let ready = false;
@@ -357,7 +359,11 @@ export async function runHopSuite(o: HopOptions) {
       runLoad([{ url, path: PATH, connections: o.connections, duration: seconds, rate, headers: () => ({ authorization: bearer, 'x-forwarded-for': nextIp() }) }]);
     const results = new Map<TargetId, RoundRow[]>(loadable.map((t) => [t.id, []]));
     const fixed: FixedRound[] = [];
-    log(`\n${o.rounds} round(s); per target ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`);
+    // Once, before round 1: every target twice the warm-up, so that no round-1 window carries a fresh
+    // process's JIT compilation (the WORKERS=2 row has two processes to warm, each seeing half the load).
+    log(`\nfirst warm-up: ${2 * o.warmup} s per target`);
+    for (const t of loadable) await load(t.url, 2 * o.warmup);
+    log(`${o.rounds} round(s); per target ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`);
     for (let round = 1; round <= o.rounds; round++) {
       if (o.signal?.aborted) throw new Error('aborted');
       const order = loadable.map((_, i) => loadable[(i + round - 1) % loadable.length]);
