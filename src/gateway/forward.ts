@@ -99,6 +99,11 @@ export function createForwarder(o: ForwarderOptions): Forwarder {
       upstreamReq.on('response', (upstreamRes) => {
         headReceived = true;
         clearTimeout(timer);
+        if (res.headersSent || res.destroyed) {
+          // Answered meanwhile (the drain's deadline) or the client is gone: nothing to relay.
+          upstreamReq.destroy();
+          return end();
+        }
         o.observe?.((performance.now() - started) / 1000);
         copyResponseHeaders(upstreamRes, res, o.ownCors === true);
         res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage);

@@ -55,14 +55,17 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     get draining() {
       return drain.draining;
     },
-    drain: (ms) =>
-      drain.drain(ms, () => {
+    drain: (ms) => {
+      // Requests already in flight close their connection once answered, as later ones do.
+      for (const ctx of inFlight) if (!ctx.res.headersSent) ctx.res.setHeader('connection', 'close');
+      return drain.drain(ms, () => {
         // Still waiting for the upstream at the deadline: an answer rather than a reset.
         for (const ctx of inFlight) {
           if (ctx.res.headersSent) continue;
           refuse(ctx, { code: 'gateway_timeout', message: 'The gateway is shutting down and the upstream did not answer in time.' });
         }
-      }),
+      });
+    },
   };
 }
 
