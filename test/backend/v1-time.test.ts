@@ -1,6 +1,6 @@
 // The wall-clock helpers behind /v1 local days and pending-send rescheduling.
 import { describe, expect, it } from 'vitest';
-import { addDays, dateRange, daysBetween, isDate, isTimeZone, localParts, weekdayOf, zonedToUtc } from '../../src/backend/v1/time.js';
+import { addDays, dateRange, daysBetween, isDate, isTimeZone, localParts, weekdayOf, zonedToUtc } from '../../src/backend/time.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 

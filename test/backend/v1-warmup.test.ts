@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, type Res, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
-import { zonedToUtc } from '../../src/backend/v1/time.js';
+import { zonedToUtc } from '../../src/backend/time.js';
 import { jobsOf } from '../../src/backend/jobs.js';
 
 // Monday 2027-01-04 12:00 UTC: today's default window (09:00-17:00) is half over.

@@ -1,7 +1,7 @@
 // Request schemas of the accounts domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
 import { STATUSES } from './store.js';
-import { isTimeZone } from '../v1/time.js';
+import { isTimeZone } from '../time.js';
 import { pgId } from '../validation.js';
 import type { SchemaRegistry } from '../schemas.js';
 

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import type { SchemaRegistry } from '../schemas.js';
 import { connection } from '../accounts/schemas.js';
 import { PG_INT_MAX } from '../validation.js';
-import { idList } from './common.js';
-import { DAYS, isDate, isTimeZone } from './time.js';
+import { idList } from '../accounts/v1-views.js';
+import { DAYS, isDate, isTimeZone } from '../time.js';
 
 // ---- email accounts ----
 

@@ -6,10 +6,10 @@ import { parse, queryObject, type Router } from '../router.js';
 import {
   ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, loadAccount, loadAccounts, notFound, orgOf,
   settle, statusesFor,
-} from './common.js';
-import { cancelPendingSends } from './schedule.js';
+} from './v1-views.js';
+import { cancelPendingSends } from '../warmup/schedule.js';
 import { sealMailbox } from '../credentials/accounts.js';
-import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from './schemas.js';
+import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from '../v1/schemas.js';
 
 const SORT_COLUMNS = { createdAt: 'a.created_at', fromEmail: 'lower(a.email_address)', fromName: 'lower(a.from_name)' } as const;
 
@@ -35,7 +35,7 @@ function uniqueNames(names: string[]): string[] {
   return [...seen.values()];
 }
 
-export function registerAccounts(router: Router): void {
+export function register(router: Router): void {
   router.get('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
     const f = parse(listQuery, queryObject(ctx.query, ['tags']));

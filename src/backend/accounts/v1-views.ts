@@ -1,11 +1,13 @@
-// What every /v1 handler shares: the organization of the partner key, org-scoped account loading
-// (404 not_found for an account that is not the organization's), and the account views of the spec
-// (the account item and the account status).
+// What every /v1 handler shares (spec v1-partner-api.md; CONTRACT section 4): the organization of the
+// partner key (a partner key sees every account of its organization's live workspaces, so every query
+// is scoped by ctx.identity.organizationId), org-scoped account loading (404 not_found for an account
+// that is not the organization's), and the account views of the spec (the account item and the
+// account status). GET /v1/rate-limit is answered by the gateway.
 import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { idParam, type Ctx } from '../router.js';
-import { settleDueLimits } from '../accounts/store.js';
+import { settleDueLimits } from './store.js';
 import { pgId } from '../validation.js';
 
 /** Warmup score window: the inbox rate of the last 14 days of warmup sends. */

@@ -7,9 +7,9 @@ import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { defineJobs } from '../jobs.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
-import { accountIdParam, loadAccount, orgOf } from './common.js';
-import { daysBetween } from './time.js';
-import { deliverabilityBody, emptyBody } from './schemas.js';
+import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
+import { daysBetween } from '../time.js';
+import { deliverabilityBody, emptyBody } from '../v1/schemas.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
 export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.uribl.com'];
@@ -161,7 +161,8 @@ export const rate = (inbox: number, sent: number) => (sent ? Math.round((10_000 
 const dayStart = (d: string) => new Date(`${d}T00:00:00Z`);
 const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000);
 
-export function registerDeliverability(router: Router): void {
+/** The /v1 routes of an account's setup score, DNS health and deliverability score (v1 spec). */
+export function register(router: Router): void {
   router.get('/v1/setup-score/{emailAccountId}', async (ctx) => {
     const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
     const cached = await ctx.db.query(`SELECT * FROM v1_setup_scores WHERE account_id = $1`, [a.id]);

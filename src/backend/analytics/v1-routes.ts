@@ -3,10 +3,10 @@
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { ORG_ACCOUNTS, accountIdParam, loadAccount, loadAccounts, orgOf } from './common.js';
-import { checkRange, rate } from './deliverability.js';
-import { dateRange } from './time.js';
-import { bulkReportBody, rangeQuery } from './schemas.js';
+import { ORG_ACCOUNTS, accountIdParam, loadAccount, loadAccounts, orgOf } from '../accounts/v1-views.js';
+import { checkRange, rate } from '../accounts/v1-deliverability.js';
+import { dateRange } from '../time.js';
+import { bulkReportBody, rangeQuery } from '../v1/schemas.js';
 
 export interface ReportDay {
   date: string;
@@ -69,7 +69,7 @@ const csvField = (v: unknown) => {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
-export function registerReports(router: Router): void {
+export function register(router: Router): void {
   router.get('/v1/reports/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);

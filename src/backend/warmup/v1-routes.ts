@@ -1,16 +1,16 @@
 // /v1 warmup: settings (GET and PATCH with every rule of the spec's table), today's activity,
 // start, stop and bulk start/stop.
 import { ApiError } from '../../http/errors.js';
-import * as lifecycle from '../warmup/lifecycle.js';
-import { bandsFrom } from '../warmup/bands.js';
+import * as lifecycle from './lifecycle.js';
+import { bandsFrom } from './bands.js';
 import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router, type Ctx } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from './common.js';
-import { DAYS, addDays, localParts, zonedToUtc } from './time.js';
+import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/v1-views.js';
+import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
-import { bulkWarmupBody, emptyBody, patchBody } from './schemas.js';
+import { bulkWarmupBody, emptyBody, patchBody } from '../v1/schemas.js';
 
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
 const V2_FLOOR = 5;
@@ -152,7 +152,7 @@ function entitlementsOf(ctx: Ctx): string[] {
   return planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.entitlements;
 }
 
-export function registerWarmup(router: Router): void {
+export function register(router: Router): void {
   router.get('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
     await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
     const a = await settingsRow(ctx.db, orgOf(ctx), accountIdParam(ctx));

@@ -3,7 +3,7 @@
 // cancelled when warmup stops. A job keeps today's and tomorrow's plans filled.
 import type { Queryable, Row } from '../../db/types.js';
 import { defineJobs } from '../jobs.js';
-import { addDays, localParts, weekdayOf, zonedToUtc } from './time.js';
+import { addDays, localParts, weekdayOf, zonedToUtc } from '../time.js';
 
 /**
  * The daily sending limit in force: warmup_current_limit, capped by a v1 maxSendingLimit below v2's
