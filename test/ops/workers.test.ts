@@ -147,6 +147,26 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     expect(pids.has(child.pid!)).toBe(false);
   }, 90_000);
 
+  it('a worker that crashes is restarted under the same worker id, and counted', async () => {
+    const before = (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as { workers: { worker: number; pid: number }[] };
+    const victim = before.workers.find((w) => w.worker === 2)!;
+    process.kill(victim.pid, 'SIGKILL');
+    const deadline = Date.now() + 30_000;
+    let after = before;
+    while (Date.now() < deadline) {
+      const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
+      after = (await res.json()) as typeof before;
+      if (res.status === 200 && after.workers.find((w) => w.worker === 2)!.pid !== victim.pid) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(after.workers.find((w) => w.worker === 2)!.pid).not.toBe(victim.pid);
+    expect(after.workers.find((w) => w.worker === 1)!.pid).toBe(before.workers.find((w) => w.worker === 1)!.pid);
+    const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+    expect(text).toContain('keygate_worker_restarts_total{worker="2"} 1\n');
+    expect(text).toContain('keygate_worker_restarts_total{worker="1"} 0\n');
+    expect((await get(K.wsAdmin, '10.32.0.1')).status).toBe(200);
+  }, 60_000);
+
   it('SIGTERM: readiness 503 at once, every worker finishes its in-flight requests, exit 0', async () => {
     upstreamDelayMs = 800;
     const inFlight = Array.from({ length: 6 }, (_, i) => get(K.wsAdmin, `10.31.0.${i}`));
