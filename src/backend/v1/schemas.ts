@@ -169,6 +169,89 @@ export const dashboard = z.looseObject({
   avgSetupScore: z.number(),
 });
 
+export const warmupSettingsV1 = z.looseObject({
+  emailAccountId: z.number().int(),
+  strategy: z.enum(STRATEGIES),
+  timeZone: z.string(),
+  warmupStatus: z.string(),
+  warmupLanguage: z.string(),
+  upcomingContentConfig: z.looseObject({ industry: z.string(), topics: z.array(z.string()) }),
+  googleVolumePercentage: z.number(),
+  microsoftVolumePercentage: z.number(),
+  othersVolumePercentage: z.number(),
+  maxSendingLimit: z.number(),
+  warmUpInitialSendingLimit: z.number(),
+  increaseEmailsByNumber: z.number(),
+  replyRate: z.number(),
+  dailySendingLimit: z.number(),
+  dailyReceivingLimit: z.number(),
+});
+
+/** Today's warmup activity (Get Warmup Status and Warmup Activity History are the same route). */
+export const warmupStatus = z.looseObject({
+  emailAccountId: z.number().int(),
+  date: z.string(),
+  current: z.string(),
+  strategy: z.string(),
+  dailySendingLimit: z.number(),
+  sent: z.number(),
+  received: z.number(),
+  replied: z.number(),
+  spam: z.number(),
+  undelivered: z.number(),
+  warmupScore: z.number(),
+  outreachReadinessStatus: z.string(),
+});
+
+/** A check that has not run is omitted, not false (spec). */
+const listing = z.looseObject({ listed: z.number().int(), notListed: z.number().int() });
+export const setupScore = z.looseObject({
+  emailAccountId: z.number().int(),
+  emailAccountScore: z.number(),
+  spf: z.boolean().optional(),
+  dkim: z.boolean().optional(),
+  dmarc: z.boolean().optional(),
+  mx: z.boolean().optional(),
+  ipBlacklist: listing.optional(),
+  domainBlacklist: listing.optional(),
+  updatedAt: z.string(),
+  manualLastRefreshedAt: z.string().optional(),
+});
+
+export const dnsHealth = z.looseObject({
+  emailAccountId: z.number().int(),
+  spf: z.string(),
+  dkim: z.string(),
+  dmarc: z.string(),
+  mx: z.string(),
+  cachedAt: z.string(),
+});
+
+const espScore = z.looseObject({ deliverabilityRate: z.number(), sentCount: z.number().int(), inboxCount: z.number().int(), spamCount: z.number().int() });
+export const deliverabilityScore = z.looseObject({
+  emailAccountId: z.number().int(),
+  totalDeliverabilityRate: z.number(),
+  totalSentCount: z.number().int(),
+  totalInboxCount: z.number().int(),
+  totalSpamInboxCount: z.number().int(),
+  gmail: espScore.optional(),
+  outlook: espScore.optional(),
+  other: espScore.optional(),
+});
+
+const reportDay = z.looseObject({
+  date: z.string(),
+  sent: z.number().int(),
+  inbox: z.number().int(),
+  received: z.number().int(),
+  spam: z.number().int(),
+  other: z.number().int(),
+  undelivered: z.number().int(),
+  replied: z.number().int(),
+  deliverabilityRate: z.number(),
+});
+export const report = z.looseObject({ emailAccountId: z.number().int(), from: z.string(), to: z.string(), days: z.array(reportDay) });
+
 const ACC = '/v1/email-accounts';
 
 /** The routes of this interface and their schemas (read by the API description, src/openapi/). */
@@ -199,19 +282,19 @@ export const schemas: SchemaRegistry = {
   [`GET ${ACC}/{emailAccountId}/status`]: { response: accountStatus },
   [`POST ${ACC}/{emailAccountId}/disconnect`]: { body: emptyBody.optional(), response: accountStatus },
   [`DELETE ${ACC}/{emailAccountId}`]: { response: z.looseObject({ emailAccountId: z.number().int(), deleted: z.literal(true) }) },
-  'GET /v1/warmup-settings/{emailAccountId}': {},
+  'GET /v1/warmup-settings/{emailAccountId}': { response: warmupSettingsV1 },
   'PATCH /v1/warmup-settings/{emailAccountId}': { body: patchBody },
-  'GET /v1/warmup-status/{emailAccountId}': {},
-  'GET /v1/warmup-activity/{emailAccountId}': {},
+  'GET /v1/warmup-status/{emailAccountId}': { response: warmupStatus },
+  'GET /v1/warmup-activity/{emailAccountId}': { response: warmupStatus },
   'POST /v1/warmup/{emailAccountId}/start': { body: emptyBody.optional() },
   'POST /v1/warmup/{emailAccountId}/stop': { body: emptyBody.optional() },
   'POST /v1/warmup/bulk': { body: bulkWarmupBody },
-  'GET /v1/setup-score/{emailAccountId}': {},
-  'POST /v1/setup-score/{emailAccountId}/refresh': { body: emptyBody.optional() },
-  'GET /v1/dns-health/{emailAccountId}': {},
-  'POST /v1/deliverability-score/{emailAccountId}': { body: deliverabilityBody },
+  'GET /v1/setup-score/{emailAccountId}': { response: setupScore },
+  'POST /v1/setup-score/{emailAccountId}/refresh': { body: emptyBody.optional(), response: setupScore },
+  'GET /v1/dns-health/{emailAccountId}': { response: dnsHealth },
+  'POST /v1/deliverability-score/{emailAccountId}': { body: deliverabilityBody, response: deliverabilityScore },
   'GET /v1/reports/export': { query: rangeQuery, envelope: 'csv' },
-  'POST /v1/reports/bulk': { body: bulkReportBody },
-  'GET /v1/reports/{emailAccountId}': { query: rangeQuery },
+  'POST /v1/reports/bulk': { body: bulkReportBody, response: z.looseObject({ reports: z.array(z.union([report, notFoundItem])) }) },
+  'GET /v1/reports/{emailAccountId}': { query: rangeQuery, response: report },
   'GET /v1/dashboard': { response: dashboard },
 };

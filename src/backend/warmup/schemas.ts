@@ -13,12 +13,29 @@ export const verificationSchema = z.object({ result: z.enum(['passed', 'failed']
 /** The warmup actions take no fields; an object with fields is refused like any unknown field. */
 export const actionBody = z.object({}).strict();
 
+/** The spec's warmup settings (GET and PATCH answer them); `warmupLevel` no longer exists. */
+export const warmupSettings = z.looseObject({
+  accountId: z.number().int(),
+  warmupMaxLimit: z.number().int(),
+  warmupCurrentLimit: z.number().int(),
+  warmupMinLimit: z.number().int(),
+  // null: no cap (unlimited, not zero).
+  maxWarmupPerAccount: z.number().int().nullable(),
+  replyRateMode: z.string(),
+  replyRateCustom: z.boolean(),
+  replyRate: z.number(),
+  replyRateMin: z.number(),
+  replyRateMax: z.number(),
+  threadTendencyMin: z.number(),
+  threadTendencyMax: z.number(),
+});
+
 const ACC = '/v2/workspaces/{workspaceId}/accounts/{accountId}';
 
 /** The routes of this domain and their schemas (read by the API description, src/openapi/). */
 export const schemas: SchemaRegistry = {
-  [`GET ${ACC}/warmup/settings`]: {},
-  [`PATCH ${ACC}/warmup/settings`]: { body: patchSettingsSchema },
+  [`GET ${ACC}/warmup/settings`]: { response: warmupSettings },
+  [`PATCH ${ACC}/warmup/settings`]: { body: patchSettingsSchema, response: warmupSettings },
   [`POST ${ACC}/warmup/enable`]: { body: actionBody.optional() },
   [`POST ${ACC}/warmup/pause`]: { body: actionBody.optional() },
   [`POST ${ACC}/warmup/resume`]: { body: actionBody.optional() },
