@@ -1,6 +1,10 @@
-// Background jobs of the backend domains (token refresh, pending limits taking effect). Each domain
-// that has one exports `jobs(svc)`; they run on unref'd intervals and can be run by hand in tests.
+// Background jobs of the backend domains (token refresh, pending limits taking effect, ...). Each domain
+// that has any exports `jobs(svc)` from its jobs.ts, listed here; they run on unref'd intervals and can
+// be run by hand in tests.
 import type { BackendServices } from './services.js';
+import { jobs as accountJobs } from './accounts/jobs.js';
+import { jobs as oauthJobs } from './oauth/jobs.js';
+import { jobs as warmupJobs } from './warmup/jobs.js';
 
 export interface Job {
   name: string;
@@ -8,21 +12,16 @@ export interface Job {
   run(): Promise<void>;
 }
 
-const registry: ((svc: BackendServices) => Job[])[] = [];
-
-/** Domains call this at import time to contribute their jobs. */
-export function defineJobs(make: (svc: BackendServices) => Job[]): void {
-  registry.push(make);
-}
+const DOMAIN_JOBS = [warmupJobs, oauthJobs, accountJobs];
 
 export function jobsOf(svc: BackendServices): Job[] {
-  return registry.flatMap((m) => m(svc));
+  return DOMAIN_JOBS.flatMap((jobsOfDomain) => jobsOfDomain(svc));
 }
 
 export function startJobs(svc: BackendServices): () => void {
   const timers = jobsOf(svc).map((job) => {
     let running = false;
-    const t = setInterval(() => {
+    const timer = setInterval(() => {
       if (running) return;
       running = true;
       job
@@ -30,8 +29,8 @@ export function startJobs(svc: BackendServices): () => void {
         .catch((err) => svc.log.error({ err: (err as Error).message, job: job.name }, 'job failed'))
         .finally(() => (running = false));
     }, job.intervalMs);
-    t.unref();
-    return t;
+    timer.unref();
+    return timer;
   });
   return () => timers.forEach(clearInterval);
 }

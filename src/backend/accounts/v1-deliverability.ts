@@ -5,7 +5,6 @@ import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { defineJobs } from '../jobs.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
 import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
 import { daysBetween } from '../time.js';
@@ -104,7 +103,7 @@ export async function computeSetupScore(svc: BackendServices, a: Row): Promise<S
   return r;
 }
 
-async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
+export async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
   const rows = await q.query(
     `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
         updated_at, manual_last_refreshed_at)
@@ -130,24 +129,9 @@ function setupView(r: Row) {
   return out;
 }
 
-/** Cache rows older than this are recomputed by the job below, so GET stays current without a manual refresh. */
+/** Cache rows older than this are recomputed by the accounts job (jobs.ts), so GET stays current without a manual refresh. */
 export const SETUP_SCORE_MAX_AGE_MS = 24 * 3600_000;
 
-defineJobs((svc) => [
-  {
-    name: 'v1.refresh-setup-scores',
-    intervalMs: 60 * 60_000,
-    async run() {
-      const now = svc.clock.now();
-      const stale = await svc.db.query(
-        `SELECT a.* FROM v1_setup_scores s JOIN accounts a ON a.id = s.account_id
-          WHERE s.updated_at < $1 ORDER BY s.updated_at LIMIT 200`,
-        [new Date(now - SETUP_SCORE_MAX_AGE_MS)],
-      );
-      for (const a of stale) await storeSetupScore(svc.db, a.id, await computeSetupScore(svc, a), svc.clock.now(), false);
-    },
-  },
-]);
 
 /** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
 export function checkRange(from: string, to: string, names: [string, string]): void {

@@ -1,13 +1,11 @@
 // Partner OAuth of /v2 (spec, partner OAuth route; CONTRACT section 6): connect a Google or Microsoft
 // mailbox with an access token the partner holds, and make consent links. The token refresh runs as a
-// background job; the automatic start of warming is the warmup domain's (auto_warmup).
+// background job (jobs.ts); the automatic start of warming is the warmup domain's (auto_warmup).
 import { ApiError } from '../../http/errors.js';
-import { defineJobs } from '../jobs.js';
 import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { assertPartnerConfigured, connectPartnerMailbox } from './connect.js';
 import { acceptableRedirect, consentConfig, consentUrl } from './consent.js';
-import { refreshTokens } from './refresh.js';
 import { connectBody, consentBody } from './schemas.js';
 
 /**
@@ -64,7 +62,3 @@ export function register(router: Router, _svc: BackendServices): void {
     return { data: { provider: b.provider, redirectUri, ...link } };
   });
 }
-
-defineJobs((svc) => [
-  { name: 'oauth-token-refresh', intervalMs: 60_000, run: async () => void (await refreshTokens(svc)) },
-]);

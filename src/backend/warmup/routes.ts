@@ -2,14 +2,12 @@
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { defineJobs } from '../jobs.js';
 import { requireInternal } from '../internal/auth.js';
 import { accountRecord, getAccount, getAccountById } from '../accounts/store.js';
 import { bandsFrom } from './bands.js';
 import { patchSettings, patchSettingsSchema, readSettings } from './settings.js';
-import { autoStartDue, pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';
+import { pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';
 import { activityQuerySchema, DEPRECATION_HEADERS, listActivity } from './activity.js';
-import { applyDueLimits } from './limits.js';
 import { actionBody, verificationSchema } from './schemas.js';
 
 const ACC = '/v2/workspaces/{workspaceId}/accounts/{accountId}';
@@ -66,24 +64,3 @@ export function register(router: Router, svc: BackendServices): void {
   });
 }
 
-defineJobs((svc) => [
-  {
-    // A lowered max takes effect at the mailbox's next local midnight.
-    name: 'warmup.apply-pending-limits',
-    intervalMs: 60_000,
-    async run() {
-      const ids = await applyDueLimits(svc.db, new Date(svc.clock.now()));
-      if (ids.length) svc.log.info({ accounts: ids.length }, 'pending warmup limits applied');
-    },
-  },
-  {
-    // Starts remembered once the warming cap has room again; partner-OAuth mailboxes once DNS passes.
-    name: 'warmup.auto-start',
-    intervalMs: 5 * 60_000,
-    async run() {
-      const results = Object.values(await autoStartDue(svc));
-      const started = results.filter((r) => r === 'started').length;
-      if (started) svc.log.info({ started }, 'warmup started automatically');
-    },
-  },
-]);

@@ -2,7 +2,6 @@
 // window in the mailbox's local wall-clock time, moved when the time zone or a window changes,
 // cancelled when warmup stops. A job keeps today's and tomorrow's plans filled.
 import type { Queryable, Row } from '../../db/types.js';
-import { defineJobs } from '../jobs.js';
 import { addDays, localParts, weekdayOf, zonedToUtc } from '../time.js';
 
 /**
@@ -111,30 +110,3 @@ export async function replanDays(q: Queryable, a: Row, days: number[], now: numb
   for (const d of dates) await planDay(q, a, d, ws[weekdayOf(d)], now);
 }
 
-defineJobs((svc) => [
-  {
-    name: 'v1.plan-warmup-sends',
-    intervalMs: 15 * 60_000,
-    async run() {
-      const now = svc.clock.now();
-      // Mailboxes that stopped warming (whichever interface stopped them) lose their pending sends.
-      await svc.db.query(
-        `UPDATE v1_scheduled_sends s SET status = 'cancelled' FROM accounts a
-          WHERE a.id = s.account_id AND s.status = 'pending' AND a.status <> 'warming'`,
-      );
-      const warming = await svc.db.query(
-        `SELECT a.*, s.max_below_floor FROM accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL
-           LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
-      );
-      const windows = await windowsOf(svc.db, warming.map((a) => a.id));
-      for (const a of warming) {
-        try {
-          await svc.db.tx((q) => planAhead(q, a, now, windows.get(a.id)));
-        } catch (err) {
-          // One mailbox's failure does not stop the others' plans.
-          svc.log.error({ err: (err as Error).message, emailAccountId: a.id }, 'planning warmup sends failed');
-        }
-      }
-    },
-  },
-]);

@@ -1,0 +1,56 @@
+// The warmup domain's jobs: pending lowered limits taking effect, remembered starts, and the planned
+// warmup sends of warming mailboxes (kept filled for today and tomorrow).
+import type { Job } from '../jobs.js';
+import type { BackendServices } from '../services.js';
+import { autoStartDue } from './lifecycle.js';
+import { applyDueLimits } from './limits.js';
+import { planAhead, windowsOf } from './schedule.js';
+
+export function jobs(svc: BackendServices): Job[] {
+  return [
+    {
+      // A lowered max takes effect at the mailbox's next local midnight.
+      name: 'warmup.apply-pending-limits',
+      intervalMs: 60_000,
+      async run() {
+        const ids = await applyDueLimits(svc.db, new Date(svc.clock.now()));
+        if (ids.length) svc.log.info({ accounts: ids.length }, 'pending warmup limits applied');
+      },
+    },
+    {
+      // Starts remembered once the warming cap has room again; partner-OAuth mailboxes once DNS passes.
+      name: 'warmup.auto-start',
+      intervalMs: 5 * 60_000,
+      async run() {
+        const results = Object.values(await autoStartDue(svc));
+        const started = results.filter((r) => r === 'started').length;
+        if (started) svc.log.info({ started }, 'warmup started automatically');
+      },
+    },
+    {
+      name: 'v1.plan-warmup-sends',
+      intervalMs: 15 * 60_000,
+      async run() {
+        const now = svc.clock.now();
+        // Mailboxes that stopped warming (whichever interface stopped them) lose their pending sends.
+        await svc.db.query(
+          `UPDATE v1_scheduled_sends s SET status = 'cancelled' FROM accounts a
+            WHERE a.id = s.account_id AND s.status = 'pending' AND a.status <> 'warming'`,
+        );
+        const warming = await svc.db.query(
+          `SELECT a.*, s.max_below_floor FROM accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL
+             LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
+        );
+        const windows = await windowsOf(svc.db, warming.map((a) => a.id));
+        for (const a of warming) {
+          try {
+            await svc.db.tx((q) => planAhead(q, a, now, windows.get(a.id)));
+          } catch (err) {
+            // One mailbox's failure does not stop the others' plans.
+            svc.log.error({ err: (err as Error).message, emailAccountId: a.id }, 'planning warmup sends failed');
+          }
+        }
+      },
+    },
+  ];
+}
