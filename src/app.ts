@@ -23,6 +23,7 @@ import { BodyBudget } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
+import { openApiRoute } from './gateway/openapi.js';
 import { TrustedProxies } from './gateway/client-ip.js';
 import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
@@ -221,6 +222,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
+      openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
     });
     gatewaySrv = gateway.server;
     const admin = createAdminServer({

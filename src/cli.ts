@@ -19,7 +19,7 @@ const DEMO_SEED = dataFile('config/demo-seed.json');
 
 /** Relative data-file paths are found from any working directory (src/cli/paths.ts). */
 function withDataFiles(s: Settings): Settings {
-  return { ...s, PLANS_FILE: dataFile(s.PLANS_FILE), ROUTES_FILE: dataFile(s.ROUTES_FILE), WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE) };
+  return { ...s, PLANS_FILE: dataFile(s.PLANS_FILE), ROUTES_FILE: dataFile(s.ROUTES_FILE), WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE), OPENAPI_DIR: dataFile(s.OPENAPI_DIR) };
 }
 
 async function main() {

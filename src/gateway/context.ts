@@ -35,6 +35,8 @@ export interface GatewayDeps {
   bodyBudget: BodyBudget;
   accessLog: boolean;
   cors: Cors;
+  /** The API description served at `path` (GET /v2/openapi.json, /v1/openapi.json), or null. */
+  openApi: (path: string) => Buffer | null;
 }
 
 export interface RequestContext {

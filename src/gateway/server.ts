@@ -109,6 +109,14 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
+  // The API description: before any step, without a key and spending nothing (a client reads it
+  // before it holds a key).
+  const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
+  if (doc) {
+    ctx.trace.route = ctx.path;
+    ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': doc.length, 'cache-control': 'public, max-age=300' });
+    return void ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
+  }
   try {
     await (ctx.api === 'v2' ? v2(deps, ctx) : v1(deps, ctx));
   } catch (err) {
