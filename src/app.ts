@@ -8,7 +8,7 @@ import type { Settings } from './config/settings.js';
 import { loadPlans, type Plans } from './config/plans.js';
 import { loadRoutes, type Routes } from './config/routes.js';
 import { openDb, migrate, type Db } from './db/index.js';
-import { applySeed, parseSeed } from './db/seed.js';
+import { applySeed, parseSeed } from './access/seed.js';
 import { getPepper } from './access/pepper.js';
 import { PrincipalCache } from './access/cache.js';
 import { createMemoryStores } from './limits/memory.js';

@@ -7,7 +7,7 @@ import { readJson } from './config/plans.js';
 import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
 import { migrate } from './db/index.js';
-import { applySeed, parseSeed } from './db/seed.js';
+import { applySeed, parseSeed } from './access/seed.js';
 import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
 import { openDatabase } from './cli/context.js';
 import { dataFile } from './cli/paths.js';

@@ -18,7 +18,7 @@ import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { ALL_SCOPES, seedWith } from '../fixtures/seed.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
-import { applySeed, parseSeed } from '../../src/db/seed.js';
+import { applySeed, parseSeed } from '../../src/access/seed.js';
 import { jobsOf } from '../../src/backend/jobs.js';
 import { accountCredentials, resealCredentials } from '../../src/backend/credentials/accounts.js';
 import { CredentialError } from '../../src/backend/credentials/cipher.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
-import { parseSeed } from '../../src/db/seed.js';
+import { parseSeed } from '../../src/access/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 
 const RAW_WORDING = /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;

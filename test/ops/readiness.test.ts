@@ -26,7 +26,7 @@ describe.runIf(Boolean(PG))('readiness while PostgreSQL is away', () => {
     u.host = `127.0.0.1:${proxy.port}`;
     db = await openTestDb({ url: u.toString(), queryTimeoutMs: 300 });
     const { seedWith } = await import('../fixtures/seed.js');
-    const { applySeed, parseSeed } = await import('../../src/db/seed.js');
+    const { applySeed, parseSeed } = await import('../../src/access/seed.js');
     await applySeed(db, parseSeed(seedWith()));
     rec = await startRecorder();
     s = await startStack({ db, mode: 'gateway', upstreamUrl: rec.url, seed: undefined });

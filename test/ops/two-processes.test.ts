@@ -8,7 +8,7 @@ import { freePort } from '../helpers/redis-server.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/db/seed.js';
+import { applySeed, parseSeed } from '../../src/access/seed.js';
 import type { Db } from '../../src/db/index.js';
 
 // Separate processes can share only real servers: PostgreSQL and Redis (CI sets both).

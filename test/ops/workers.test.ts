@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/db/seed.js';
+import { applySeed, parseSeed } from '../../src/access/seed.js';
 import { mergeMetrics } from '../../src/ops/cluster.js';
 import type { Db } from '../../src/db/index.js';
 

@@ -1,12 +1,12 @@
 // The seed loader of CONTRACT section 2: strict (an unknown field is an error that names it), applied
 // in one transaction (a bad seed changes nothing), idempotent by id.
 import { z } from 'zod';
-import type { Db, Queryable } from './types.js';
+import type { Db, Queryable } from '../db/types.js';
 import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
 import { PLAN_IDS } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
-import { hashSecret, hintOf, keyTypeOf } from '../access/secrets.js';
-import { getPepper } from '../access/pepper.js';
+import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
+import { getPepper } from './pepper.js';
 
 const id = z.number().int().positive();
 const role = z.enum(ROLES);
