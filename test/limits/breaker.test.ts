@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
-import { createResilientStores, StoreUnavailableError, type ResilientStores } from '../../src/limits/resilient.js';
+import { createResilientStores, MIN_SILENCE_MS, StoreUnavailableError, type ResilientStores } from '../../src/limits/resilient.js';
 import type { CounterRef, HitResult, LimitStores } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
@@ -37,7 +37,7 @@ function breaker(mode: 'open' | 'closed'): ResilientStores {
   return createResilientStores({
     primary, fallback, mode, events, connection,
     log: createLogger('silent'),
-    replyTimeoutMs: 50,
+    replyTimeoutMs: 300,
     now: () => wall,
     loopClock: loop,
   });
@@ -72,9 +72,9 @@ describe('a busy event loop is not a Redis outage', () => {
     primary.limiter.hit = () => reply.promise;
     const stores = breaker('closed');
     const call = stores.limiter.hit(key, ip);
-    // Half a second of stalls, and 40 ms of free time in all: the reply may not have been read yet.
-    for (let n = 0; n < 5; n++) blocked(100);
-    freeTime(40);
+    // Two seconds of stalls, and 290 ms of free time in all: the reply may not have been read yet.
+    for (let n = 0; n < 20; n++) blocked(100);
+    freeTime(290);
     const answer = { key: { limit: 20, used: 3, remaining: 17, reset: 60 }, ip: { limit: 100, used: 3, remaining: 97, reset: 60 }, allowed: true };
     reply.resolve(answer);
     expect(await call).toBe(answer);
@@ -90,7 +90,7 @@ describe('a busy event loop is not a Redis outage', () => {
     const stores = breaker('open');
     const calls = replies.map(() => stores.versions.get(1));
     for (const reply of replies) {
-      freeTime(40); // each reply takes 40 ms of free time; all of them together 400 ms
+      freeTime(250); // each reply takes 250 ms of free time; all of them together 2.5 s
       reply.resolve(7);
       await settle();
     }
@@ -106,7 +106,7 @@ describe('an unreachable Redis', () => {
     const stores = breaker('open');
     await fallback.cooldown.recordFailure('192.0.2.9');
     const waiting = stores.cooldown.check('192.0.2.9');
-    freeTime(40);
+    freeTime(290);
     expect(stores.degraded()).toBe(false);
     freeTime(20);
     expect(stores.degraded()).toBe(true);
@@ -124,7 +124,7 @@ describe('an unreachable Redis', () => {
     primary.limiter.peek = () => new Promise(() => {});
     const stores = breaker('closed');
     const waiting = stores.limiter.peek([key]);
-    freeTime(60);
+    freeTime(310);
     await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(events.degradedCall.mock.calls).toEqual([['closed'], ['closed']]);
@@ -205,6 +205,18 @@ describe('an unreachable Redis', () => {
     await stores.limiter.hitOne(key);
     await stores.limiter.hitOne(key);
     expect(stores.degraded()).toBe(false);
+  });
+});
+
+describe('the silence that counts', () => {
+  it('is never under MIN_SILENCE_MS, whatever REDIS_COMMAND_TIMEOUT_MS says', async () => {
+    primary.limiter.peek = () => new Promise(() => {});
+    const stores = createResilientStores({ primary, fallback, mode: 'open', events, connection, log: createLogger('silent'), replyTimeoutMs: 50, now: () => wall, loopClock: loop });
+    void stores.limiter.peek([key]);
+    freeTime(MIN_SILENCE_MS - 10);
+    expect(stores.degraded()).toBe(false);
+    freeTime(20);
+    expect(stores.degraded()).toBe(true);
   });
 });
 
