@@ -6,73 +6,66 @@ import { idParam, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
 import { resolveCapabilities } from './capabilities.js';
+import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
 
 /** The per-IP layer is flat for every plan (spec, Limits, layer 2). */
 const IP_LIMIT_PER_MINUTE = 100;
 
 async function organization(ctx: Ctx) {
   const orgId = ctx.identity!.organizationId;
-  const rows = await ctx.db.query(`SELECT id, name, plan, api_access, paused, warmup_cap FROM organizations WHERE id = $1`, [orgId]);
-  if (!rows.length) throw new ApiError('not_found', `No organization ${orgId}.`);
-  return rows[0];
+  const found = await findOrganization(ctx.db, orgId);
+  if (!found) throw new ApiError('not_found', `No organization ${orgId}.`);
+  return found;
 }
 
-function planView(ctx: Ctx, o: Record<string, any>) {
-  const { id, plan } = planOf(ctx.svc.plans(), o.plan);
+function planView(ctx: Ctx, organization: Record<string, any>) {
+  const { id, plan } = planOf(ctx.svc.plans(), organization.plan);
   return {
     // null when the organization has no plan: the Free budgets apply (spec, Limits rule 1).
-    id: o.plan as string | null,
+    id: organization.plan as string | null,
     effectivePlan: id,
-    label: o.plan ? plan.label : 'No plan',
-    apiAccess: o.api_access,
+    label: organization.plan ? plan.label : 'No plan',
+    apiAccess: organization.api_access,
     budgets: { read: plan.read, write: plan.write, bulk: plan.bulk, windowSeconds: 60, ipPerMinute: IP_LIMIT_PER_MINUTE },
     maxWarmupPerAccount: plan.maxWarmupPerAccount,
     warmingMailboxCap: plan.warmingMailboxCap,
     entitlements: plan.entitlements,
-    orgLimit: o.warmup_cap as number | null,
+    orgLimit: organization.warmup_cap as number | null,
   };
 }
 
 export function register(router: Router, _svc: BackendServices): void {
   router.get('/v2/workspaces/{workspaceId}/billing/plan', async (ctx) => {
     idParam(ctx, 'workspaceId');
-    const o = await organization(ctx);
-    return { data: { organizationId: o.id, ...planView(ctx, o) } };
+    const org = await organization(ctx);
+    return { data: { organizationId: org.id, ...planView(ctx, org) } };
   });
 
   router.get('/v2/workspaces/{workspaceId}/billing/usage', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
-    const o = await organization(ctx);
-    const p = planView(ctx, o);
-    const [m] = await ctx.db.query(
-      `SELECT count(*) FILTER (WHERE a.status <> 'disconnected')::int AS connected,
-              count(*) FILTER (WHERE a.status = 'warming')::int AS warming,
-              count(*) FILTER (WHERE a.status <> 'disconnected' AND a.workspace_id = $2)::int AS ws_connected,
-              count(*) FILTER (WHERE a.status = 'warming' AND a.workspace_id = $2)::int AS ws_warming
-         FROM accounts a JOIN workspaces w ON w.id = a.workspace_id
-        WHERE w.organization_id = $1 AND w.deleted_at IS NULL`,
-      [o.id, wid],
-    );
-    const budgets = quotasView(await readOrgBudget(ctx.db, o.id, false));
-    const ws = budgets.workspaces.find((w) => w.workspaceId === wid);
+    const org = await organization(ctx);
+    const plan = planView(ctx, org);
+    const counts = await mailboxCounts(ctx.db, org.id, wid);
+    const budgets = quotasView(await readOrgBudget(ctx.db, org.id, false));
+    const workspaceBudget = budgets.workspaces.find((workspace) => workspace.workspaceId === wid);
     return {
       data: {
-        organizationId: o.id,
-        plan: p.id,
-        effectivePlan: p.effectivePlan,
+        organizationId: org.id,
+        plan: plan.id,
+        effectivePlan: plan.effectivePlan,
         mailboxes: {
-          connected: m.connected,
-          warming: m.warming,
-          warmingCap: p.warmingMailboxCap,
-          warmingAvailable: p.warmingMailboxCap === null ? null : Math.max(0, p.warmingMailboxCap - m.warming),
-          maxWarmupPerAccount: p.maxWarmupPerAccount,
+          connected: counts.connected,
+          warming: counts.warming,
+          warmingCap: plan.warmingMailboxCap,
+          warmingAvailable: plan.warmingMailboxCap === null ? null : Math.max(0, plan.warmingMailboxCap - counts.warming),
+          maxWarmupPerAccount: plan.maxWarmupPerAccount,
         },
         warmupBudgets: { orgLimit: budgets.orgLimit, allocated: budgets.allocated, available: budgets.available, workspaces: budgets.workspaces.length },
         workspace: {
           workspaceId: wid,
-          connected: m.ws_connected,
-          warming: m.ws_warming,
-          dailyWarmupBudget: ws?.dailyWarmupBudget ?? null,
+          connected: counts.ws_connected,
+          warming: counts.ws_warming,
+          dailyWarmupBudget: workspaceBudget?.dailyWarmupBudget ?? null,
         },
       },
     };
@@ -81,13 +74,9 @@ export function register(router: Router, _svc: BackendServices): void {
   router.get('/v2/workspaces/{workspaceId}/billing/capabilities', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const id = ctx.identity!;
-    const o = await organization(ctx);
-    let orgRole: 'OWNER' | 'MEMBER' | null = null;
-    if (id.keyType === 'personal' && id.userId !== null) {
-      const u = await ctx.db.query(`SELECT org_role FROM users WHERE id = $1 AND organization_id = $2`, [id.userId, o.id]);
-      orgRole = u[0]?.org_role ?? null;
-    }
-    const p = planView(ctx, o);
+    const org = await organization(ctx);
+    const orgRole = id.keyType === 'personal' && id.userId !== null ? await orgRoleOf(ctx.db, id.userId, org.id) : null;
+    const plan = planView(ctx, org);
     return {
       data: {
         keyId: id.keyId,
@@ -96,11 +85,11 @@ export function register(router: Router, _svc: BackendServices): void {
         // The role the key acts at in this workspace: a workspace key's stamped role, or the user's live membership role.
         role: id.role,
         orgRole,
-        plan: p.id,
-        effectivePlan: p.effectivePlan,
+        plan: plan.id,
+        effectivePlan: plan.effectivePlan,
         scopes: resolveCapabilities({ keyType: id.keyType, role: id.role, orgRole, scopes: id.scopes }),
-        entitlements: p.entitlements,
-        rateLimits: p.budgets,
+        entitlements: plan.entitlements,
+        rateLimits: plan.budgets,
       },
     };
   });

@@ -7,16 +7,17 @@ import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
 import { applyPlanCap } from '../warmup/index.js';
 import { orgPatch } from './schemas.js';
+import { lockOrganization, softDeleteWorkspace, updateOrganization } from './queries.js';
 
-function orgView(o: Record<string, any>) {
+function orgView(org: Record<string, any>) {
   return {
-    id: o.id,
-    name: o.name,
-    plan: o.plan,
-    apiAccess: o.api_access,
-    paused: o.paused,
-    warmupCap: o.warmup_cap,
-    partnerCallback: o.partner_callback_url ? { url: o.partner_callback_url, verified: o.partner_callback_verified } : null,
+    id: org.id,
+    name: org.name,
+    plan: org.plan,
+    apiAccess: org.api_access,
+    paused: org.paused,
+    warmupCap: org.warmup_cap,
+    partnerCallback: org.partner_callback_url ? { url: org.partner_callback_url, verified: org.partner_callback_verified } : null,
   };
 }
 
@@ -24,45 +25,36 @@ export function register(router: Router, _svc: BackendServices): void {
   router.patch('/internal/organizations/{organizationId}', async (ctx) => {
     requireInternal(ctx);
     const id = idParam(ctx, 'organizationId');
-    const b = parse(orgPatch, ctx.body ?? {});
+    const patch = parse(orgPatch, ctx.body ?? {});
     const result = await ctx.db.tx(async (q) => {
-      const cur = await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [id]);
-      if (!cur.length) throw new ApiError('not_found', `No organization ${id}.`);
-      const o = cur[0];
-      const rows = await q.query(
-        `UPDATE organizations SET plan = $2, api_access = $3, paused = $4, warmup_cap = $5,
-           partner_callback_url = $6, partner_callback_verified = $7 WHERE id = $1 RETURNING *`,
-        [
-          id,
-          b.plan !== undefined ? b.plan : o.plan,
-          b.apiAccess ?? o.api_access,
-          b.paused ?? o.paused,
-          b.warmupCap !== undefined ? b.warmupCap : o.warmup_cap,
-          b.partnerCallback !== undefined ? (b.partnerCallback?.url ?? null) : o.partner_callback_url,
-          b.partnerCallback !== undefined ? (b.partnerCallback?.verified ?? false) : o.partner_callback_verified,
-        ],
-      );
+      const current = await lockOrganization(q, id);
+      if (!current) throw new ApiError('not_found', `No organization ${id}.`);
+      const updated = await updateOrganization(q, id, {
+        plan: patch.plan !== undefined ? patch.plan : current.plan,
+        apiAccess: patch.apiAccess ?? current.api_access,
+        paused: patch.paused ?? current.paused,
+        warmupCap: patch.warmupCap !== undefined ? patch.warmupCap : current.warmup_cap,
+        partnerCallbackUrl: patch.partnerCallback !== undefined ? (patch.partnerCallback?.url ?? null) : current.partner_callback_url,
+        partnerCallbackVerified: patch.partnerCallback !== undefined ? (patch.partnerCallback?.verified ?? false) : current.partner_callback_verified,
+      });
       // A plan change lowers every mailbox above the new plan's cap at once (spec, States).
       let lowered = 0;
-      if (b.plan !== undefined && b.plan !== o.plan) {
-        lowered = await applyPlanCap(q, id, planOf(ctx.svc.plans(), b.plan).plan.maxWarmupPerAccount);
+      if (patch.plan !== undefined && patch.plan !== current.plan) {
+        lowered = await applyPlanCap(q, id, planOf(ctx.svc.plans(), patch.plan).plan.maxWarmupPerAccount);
       }
-      return { org: rows[0], lowered };
+      return { org: updated, lowered };
     });
     await ctx.svc.accessChanged(id);
-    ctx.svc.log.info({ organizationId: id, fields: Object.keys(b) }, 'organization updated');
+    ctx.svc.log.info({ organizationId: id, fields: Object.keys(patch) }, 'organization updated');
     return { data: { ...orgView(result.org), mailboxesLowered: result.lowered } };
   });
 
   router.delete('/internal/workspaces/{workspaceId}', async (ctx) => {
     requireInternal(ctx);
     const id = idParam(ctx, 'workspaceId');
-    const rows = await ctx.db.query(
-      `UPDATE workspaces SET deleted_at = coalesce(deleted_at, $2) WHERE id = $1 RETURNING id, organization_id, name, deleted_at`,
-      [id, new Date(ctx.svc.clock.now())],
-    );
-    if (!rows.length) throw new ApiError('not_found', `No workspace ${id}.`);
-    await ctx.svc.accessChanged(rows[0].organization_id);
-    return { data: { id, organizationId: rows[0].organization_id, name: rows[0].name, deletedAt: rows[0].deleted_at } };
+    const deleted = await softDeleteWorkspace(ctx.db, id, new Date(ctx.svc.clock.now()));
+    if (!deleted) throw new ApiError('not_found', `No workspace ${id}.`);
+    await ctx.svc.accessChanged(deleted.organization_id);
+    return { data: { id, organizationId: deleted.organization_id, name: deleted.name, deletedAt: deleted.deleted_at } };
   });
 }

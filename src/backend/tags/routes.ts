@@ -1,10 +1,10 @@
-// Tags of /v2 (issue 3): list (Envelope A, spec: "A tag list response is an array of tags inside
-// Envelope A"), create, and set an account's tags.
+// Tags of /v2 (CONTRACT section 6): list (Envelope A, spec: "A tag list response is an array of tags
+// inside Envelope A"), create, and set an account's tags.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { getAccount } from '../accounts/store.js';
-import { assertTagsExist, listTags, replaceAccountTags } from './store.js';
+import { assertTagsExist, findTagByName, insertTag, listTags, replaceAccountTags } from './queries.js';
 import { createSchema, setTagsSchema } from './schemas.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
@@ -18,16 +18,12 @@ export function register(router: Router, _svc: BackendServices): void {
   router.post(`${WS}/tags`, async (ctx) => {
     const ws = idParam(ctx, 'workspaceId');
     const { name } = parse(createSchema, ctx.body);
-    // Names are unique per workspace regardless of case (index tags_name_key on lower(name)).
-    const rows = await ctx.db.query(
-      `INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING RETURNING id, name`,
-      [ws, name],
-    );
-    if (!rows.length) {
-      const [existing] = await ctx.db.query(`SELECT id, name FROM tags WHERE workspace_id = $1 AND lower(name) = lower($2)`, [ws, name]);
+    const created = await insertTag(ctx.db, ws, name);
+    if (!created) {
+      const existing = await findTagByName(ctx.db, ws, name);
       throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, { field: 'name', tagId: existing?.id ?? null });
     }
-    return { status: 201, data: { id: rows[0].id, name: rows[0].name } };
+    return { status: 201, data: { id: created.id, name: created.name } };
   });
 
   router.put(`${WS}/accounts/{accountId}/tags`, async (ctx) => {

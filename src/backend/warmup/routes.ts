@@ -1,4 +1,5 @@
-// Warmup routes of /v2 (issue 3), the mailbox checker's internal route, and the warmup jobs.
+// Warmup routes of /v2 (CONTRACT section 6) and the mailbox checker's internal route (CONTRACT
+// section 7); the warmup jobs are in jobs.ts.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';

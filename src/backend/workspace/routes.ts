@@ -6,6 +6,7 @@ import { idParam, parse, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { inviteBody, renameBody, reroleBody } from './schemas.js';
 import { inviteMember, listMembers, removeMember, reroleMember } from './members.js';
+import { countMembersAndAccounts, findLiveWorkspace, renameWorkspace } from './queries.js';
 
 export function register(router: Router, _svc: BackendServices): void {
   router.get('/v2/workspaces/{workspaceId}', async (ctx) => {
@@ -17,12 +18,8 @@ export function register(router: Router, _svc: BackendServices): void {
   // unknown field (400 invalid_request naming it).
   router.patch('/v2/workspaces/{workspaceId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
-    const b = parse(renameBody, ctx.body ?? {});
-    const rows = await ctx.db.query(
-      `UPDATE workspaces SET name = $2 WHERE id = $1 AND organization_id = $3 AND deleted_at IS NULL RETURNING id`,
-      [wid, b.name, org(ctx)],
-    );
-    if (!rows.length) throw new ApiError('not_found', `No workspace ${wid}.`);
+    const { name } = parse(renameBody, ctx.body ?? {});
+    if (!(await renameWorkspace(ctx.db, wid, org(ctx), name))) throw new ApiError('not_found', `No workspace ${wid}.`);
     return { data: await readWorkspace(ctx, wid) };
   });
 
@@ -34,18 +31,18 @@ export function register(router: Router, _svc: BackendServices): void {
 
   router.post('/v2/workspaces/{workspaceId}/members', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
-    const b = parse(inviteBody, ctx.body ?? {});
-    const r = await inviteMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, b);
+    const invite = parse(inviteBody, ctx.body ?? {});
+    const invited = await inviteMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, invite);
     await ctx.svc.accessChanged(org(ctx));
-    ctx.svc.log.info({ workspaceId: wid, userId: r.member.userId, role: r.member.role, userCreated: r.userCreated }, 'member invited');
-    return { status: 201, data: { ...r.member, userCreated: r.userCreated } };
+    ctx.svc.log.info({ workspaceId: wid, userId: invited.member.userId, role: invited.member.role, userCreated: invited.userCreated }, 'member invited');
+    return { status: 201, data: { ...invited.member, userCreated: invited.userCreated } };
   });
 
   router.patch('/v2/workspaces/{workspaceId}/members/{userId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const uid = idParam(ctx, 'userId');
-    const b = parse(reroleBody, ctx.body ?? {});
-    const member = await reroleMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, uid, b.role);
+    const { role } = parse(reroleBody, ctx.body ?? {});
+    const member = await reroleMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, uid, role);
     // Re-roles apply to the very next request on every gateway (spec, Authentication rule 2).
     await ctx.svc.accessChanged(org(ctx));
     return { data: member };
@@ -65,31 +62,23 @@ function org(ctx: Ctx): number {
 }
 
 async function liveWorkspace(ctx: Ctx, wid: number) {
-  const rows = await ctx.db.query(
-    `SELECT id, organization_id, name, daily_warmup_budget, created_at FROM workspaces
-      WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`,
-    [wid, org(ctx)],
-  );
-  if (!rows.length) throw new ApiError('not_found', `No workspace ${wid}.`);
-  return rows[0];
+  const workspace = await findLiveWorkspace(ctx.db, wid, org(ctx));
+  if (!workspace) throw new ApiError('not_found', `No workspace ${wid}.`);
+  return workspace;
 }
 
 async function readWorkspace(ctx: Ctx, wid: number) {
-  const w = await liveWorkspace(ctx, wid);
-  const [counts] = await ctx.db.query(
-    `SELECT (SELECT count(*)::int FROM memberships WHERE workspace_id = $1) AS members,
-            (SELECT count(*)::int FROM accounts WHERE workspace_id = $1) AS accounts`,
-    [wid],
-  );
+  const workspace = await liveWorkspace(ctx, wid);
+  const counts = await countMembersAndAccounts(ctx.db, wid);
   return {
-    id: w.id,
-    organizationId: w.organization_id,
-    name: w.name,
-    dailyWarmupBudget: w.daily_warmup_budget,
+    id: workspace.id,
+    organizationId: workspace.organization_id,
+    name: workspace.name,
+    dailyWarmupBudget: workspace.daily_warmup_budget,
     // The role the calling key acts at in this workspace (membership role or stamped key role).
     role: ctx.identity?.role ?? null,
     memberCount: counts.members,
     accountCount: counts.accounts,
-    createdAt: new Date(w.created_at).toISOString(),
+    createdAt: new Date(workspace.created_at).toISOString(),
   };
 }
