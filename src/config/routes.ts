@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
 import { readJson } from './plans.js';
-import { BoundedMemo } from './memo.js';
+import { LRUCache } from 'lru-cache';
 
 export const ROLES = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'] as const;
 export type Role = (typeof ROLES)[number];
@@ -112,14 +112,17 @@ export class RouteTable {
   }
 
   /** Answers of match(), remembered per method and path: clients repeat their paths. */
-  private memo = new BoundedMemo<string, RouteMatch | null>(10_000);
+  private memo = new LRUCache<string, RouteMatch | false>({ max: 10_000 });
 
   /**
    * Match a canonical path (no query). HEAD matches the GET route. The match is shared by every
    * request for the same method and path: callers must not modify it.
    */
   match(method: string, path: string): RouteMatch | null {
-    return this.memo.get(method + ' ' + path, () => this.walkMatch(method, path));
+    const key = method + ' ' + path;
+    let match = this.memo.get(key);
+    if (match === undefined) this.memo.set(key, (match = this.walkMatch(method, path) ?? false));
+    return match || null;
   }
 
   private walkMatch(method: string, path: string): RouteMatch | null {

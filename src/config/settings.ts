@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue, reasonOf } from './errors.js';
-import { TrustedProxies } from '../gateway/client-ip.js';
+import { parseCidr } from './cidr.js';
 import { parseCredentialKeys } from './credential-keys.js';
 import { parseJwtKeys } from '../http/identity-jwt.js';
 
@@ -29,7 +29,7 @@ export const settingsSchema = z
     TRUST_PROXY: csv
       .superRefine((cidrs, ctx) => {
         try {
-          new TrustedProxies(cidrs);
+          cidrs.forEach(parseCidr);
         } catch (err) {
           ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^TRUST_PROXY: /, '') });
         }

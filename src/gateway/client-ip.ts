@@ -2,7 +2,8 @@
 // right-most X-Forwarded-For address that is not itself trusted. A malformed header falls back to
 // the socket address.
 import { BlockList, isIP } from 'node:net';
-import { BoundedMemo } from '../config/memo.js';
+import { LRUCache } from 'lru-cache';
+import { parseCidr } from '../config/cidr.js';
 import { plainAddress } from '../limits/address.js';
 
 /** The 32-bit value of a dotted-quad IPv4 address as net.isIP accepts it (no leading zeros), or -1. */
@@ -41,24 +42,17 @@ export class TrustedProxies {
 
   constructor(cidrs: string[]) {
     for (const c of cidrs) {
-      const [addr, bits] = c.split('/');
-      const family = isIP(addr);
-      if (!family) throw new Error(`TRUST_PROXY: ${JSON.stringify(c)} is not an address or CIDR`);
-      const max = family === 4 ? 32 : 128;
-      const prefix = bits === undefined ? max : Number(bits);
-      if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (bits !== undefined && !/^\d+$/.test(bits))) {
-        throw new Error(`TRUST_PROXY: ${JSON.stringify(c)} has an invalid prefix length`);
-      }
+      const { address, family, prefix } = parseCidr(c);
       if (family === 4) {
         const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-        this.v4.push([(ipv4Value(addr) & mask) >>> 0, mask]);
-      } else this.list.addSubnet(addr, prefix, 'ipv6');
+        this.v4.push([(ipv4Value(address) & mask) >>> 0, mask]);
+      } else this.list.addSubnet(address, prefix, 'ipv6');
     }
     this.empty = cidrs.length === 0;
   }
 
   /** Answers per IPv6 address are remembered: BlockList.check allocates on every call. */
-  private seen = new BoundedMemo<string, boolean>(10_000);
+  private seen = new LRUCache<string, boolean>({ max: 10_000 });
 
   has(ip: string): boolean {
     // An IPv4-mapped IPv6 address meets the IPv4 subnets, as BlockList would match it.
@@ -67,7 +61,9 @@ export class TrustedProxies {
       for (const [net, mask] of this.v4) if (((v4 & mask) >>> 0) === net) return true;
       return false;
     }
-    return this.seen.get(ip, (a) => isIP(a) === 6 && this.list.check(a, 'ipv6'));
+    let trusted = this.seen.get(ip);
+    if (trusted === undefined) this.seen.set(ip, (trusted = isIP(ip) === 6 && this.list.check(ip, 'ipv6')));
+    return trusted;
   }
 }
 
