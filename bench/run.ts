@@ -1,4 +1,4 @@
-// `npm run bench`: the benchmark suite of issue 6 (see bench/README.md). Settings from the environment:
+// `npm run bench`: the benchmark suite (see bench/README.md). Settings from the environment:
 //   BENCH_SUITE        backend (default): the scenarios below, in front of the reference backend;
 //                      hop: the trivial-upstream comparison of bench/hop.ts (keygate, bare http-proxy-3,
 //                      the peers of bench/peers/, nginx), BENCH_TARGETS its subset

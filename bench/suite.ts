@@ -1,4 +1,4 @@
-// The benchmark suite of issue 6: starts everything on loopback, runs each scenario for a bounded time
+// The benchmark suite (bench/README.md): starts everything on loopback, runs each scenario for a bounded time
 // after a warm-up, stops everything it started, and returns the measurements and the targets.
 import { mkdirSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, platform, release } from 'node:os';
@@ -565,7 +565,7 @@ const round = (v: number, d: number) => Math.round(v * 10 ** d) / 10 ** d;
 const round3 = (v: number) => round(v, 3);
 export const fmt = (v: number, d: number) => v.toFixed(d);
 
-/** The targets of issue 6, each with what was measured (null when a scenario it needs did not run). */
+/** The targets of bench/README.md, each with what was measured (null when a scenario it needs did not run). */
 export function targets(rs: ScenarioResult[]): Target[] {
   const get = (n: ScenarioName) => rs.find((r) => r.name === n && !r.skipped);
   const bare = get('bare-proxy');

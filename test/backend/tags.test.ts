@@ -1,4 +1,4 @@
-// Tags domain of /v2 (issue 3), through the gateway.
+// Tags domain of /v2, through the gateway.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';

@@ -1,4 +1,4 @@
-// Warmup domain of /v2 (issue 3), through the gateway; the plan cap, the jobs and the partner-OAuth
+// Warmup domain of /v2, through the gateway; the plan cap, the jobs and the partner-OAuth
 // automatic start are driven directly.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, fetchRes, type Stack } from '../helpers/stack.js';

@@ -1,4 +1,4 @@
-// Issue 6: Redis round trips per request. With a cached principal on a standalone Redis, an accepted
+// Redis round trips per request (README, Performance). With a cached principal on a standalone Redis, an accepted
 // request and a request rejected by the limit each cost exactly one round trip (the gate script).
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

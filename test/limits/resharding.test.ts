@@ -1,4 +1,4 @@
-// Issue 5: counters stay exact while Redis Cluster moves their slot to another primary. Each stage of
+// Redis Cluster (README, Operations): counters stay exact while Redis Cluster moves their slot to another primary. Each stage of
 // a slot migration is visited on purpose: served by the old owner, ASK redirects once the key has
 // moved, MOVED once the slot has a new owner; the client (ioredis) follows every one.
 import { randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Issue 5, PostgreSQL failures: while the database is away, a cached principal keeps serving only
+// PostgreSQL failures (README, Operations): while the database is away, a cached principal keeps serving only
 // while its exactness is still proven by the access version; anything else is 503
 // access_store_unavailable, and no request hangs past the query timeout.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
