@@ -62,9 +62,9 @@ function copyResponseHeaders(upstream: IncomingMessage, res: ServerResponse, own
   }
 }
 
-export function createForwarder(o: ForwarderOptions): Forwarder {
-  const base = new URL(o.upstream);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: o.maxSockets, maxFreeSockets: 64, keepAliveMsecs: 30_000, scheduling: 'lifo' });
+export function createForwarder(options: ForwarderOptions): Forwarder {
+  const base = new URL(options.upstream);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: 64, keepAliveMsecs: 30_000, scheduling: 'lifo' });
   const basePath = base.pathname === '/' ? '' : base.pathname.replace(/\/$/, '');
 
   return {
@@ -94,7 +94,7 @@ export function createForwarder(o: ForwarderOptions): Forwarder {
       const timer = setTimeout(() => {
         timedOut = true;
         upstreamReq.destroy(new Error('upstream timeout'));
-      }, o.timeoutMs);
+      }, options.timeoutMs);
 
       upstreamReq.on('response', (upstreamRes) => {
         headReceived = true;
@@ -104,11 +104,11 @@ export function createForwarder(o: ForwarderOptions): Forwarder {
           upstreamReq.destroy();
           return end();
         }
-        o.observe?.((performance.now() - started) / 1000);
-        copyResponseHeaders(upstreamRes, res, o.ownCors === true);
+        options.observe?.((performance.now() - started) / 1000);
+        copyResponseHeaders(upstreamRes, res, options.ownCors === true);
         res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage);
         // While the body streams, a silent upstream is bounded by the same timeout, between chunks.
-        upstreamReq.setTimeout(o.timeoutMs, () => upstreamReq.destroy(new Error('upstream idle')));
+        upstreamReq.setTimeout(options.timeoutMs, () => upstreamReq.destroy(new Error('upstream idle')));
         upstreamRes.on('error', () => res.destroy());
         upstreamRes.on('close', () => {
           // A reset after the head: the status line is gone, so the only clean answer is to close.

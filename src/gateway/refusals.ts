@@ -47,15 +47,15 @@ export function sendJson(ctx: RequestContext, status: number, body: unknown, hea
 }
 
 /** Answer a refusal in the envelope of the request's interface. */
-export function refuse(ctx: RequestContext, r: Refusal): void {
-  const headers = r.retryAfter !== undefined ? { 'Retry-After': r.retryAfter } : undefined;
+export function refuse(ctx: RequestContext, refusal: Refusal): void {
+  const headers = refusal.retryAfter !== undefined ? { 'Retry-After': refusal.retryAfter } : undefined;
   if (ctx.api === 'v1') {
-    const code = V1_CODE[r.code] ?? (r.code as CodeV1);
+    const code = V1_CODE[refusal.code] ?? (refusal.code as CodeV1);
     ctx.trace.code = code;
-    return sendJson(ctx, V1_ERRORS[code] ?? 500, v1Error(code, r.message ?? V1_MESSAGE[code] ?? code, r.details), headers);
+    return sendJson(ctx, V1_ERRORS[code] ?? 500, v1Error(code, refusal.message ?? V1_MESSAGE[code] ?? code, refusal.details), headers);
   }
-  ctx.trace.code = r.code;
-  if (isCodeA(r.code)) return sendJson(ctx, ENVELOPE_A[r.code].status, envelopeA(r.code, r.message), headers);
-  const code = r.code as CodeB;
-  sendJson(ctx, ENVELOPE_B[code], envelopeB(code, r.message ?? code, ctx.requestId, r.details, r.retryAfter), headers);
+  ctx.trace.code = refusal.code;
+  if (isCodeA(refusal.code)) return sendJson(ctx, ENVELOPE_A[refusal.code].status, envelopeA(refusal.code, refusal.message), headers);
+  const code = refusal.code as CodeB;
+  sendJson(ctx, ENVELOPE_B[code], envelopeB(code, refusal.message ?? code, ctx.requestId, refusal.details, refusal.retryAfter), headers);
 }

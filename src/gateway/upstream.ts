@@ -39,27 +39,27 @@ const DROPPED = new Set([
 
 // The identity header does not change per request for one principal and grant: encode it once.
 const identities = new WeakMap<Principal, Map<string, string>>();
-function identityHeader(p: Principal, grant: Granted | null): string {
-  let byGrant = identities.get(p);
-  if (!byGrant) identities.set(p, (byGrant = new Map()));
+function identityHeader(principal: Principal, grant: Granted | null): string {
+  let byGrant = identities.get(principal);
+  if (!byGrant) identities.set(principal, (byGrant = new Map()));
   const k = grant ? `${grant.workspaceId}|${grant.role}` : '';
   let v = byGrant.get(k);
-  if (v === undefined) byGrant.set(k, (v = encodeIdentity(identityOf(p, grant))));
+  if (v === undefined) byGrant.set(k, (v = encodeIdentity(identityOf(principal, grant))));
   return v;
 }
 
-export function cleanHeaders(h: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const named = connectionOptions(h.connection);
+export function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const named = connectionOptions(headers.connection);
   // A fresh object rather than `delete`s on the parsed one (a deleted property makes a slow dictionary).
   const out: OutgoingHttpHeaders = {};
-  for (const k in h) {
+  for (const k in headers) {
     if (DROPPED.has(k) || k.startsWith('x-gateway-') || k.includes('_') || named?.has(k)) continue;
-    out[k] = h[k];
+    out[k] = headers[k];
   }
   return out;
 }
 
-export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, p: Principal, grant: Granted | null, body: ReadBody | null): void {
+export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null, body: ReadBody | null): void {
   const h = ctx.req.headers;
   const out = cleanHeaders(h);
   const now = deps.clock.now();
@@ -73,7 +73,7 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, p: Pri
     out['content-length'] = '0';
   }
   if (deps.identityHmac) {
-    const identity = identityHeader(p, grant);
+    const identity = identityHeader(principal, grant);
     const ts = String(now);
     out['x-gateway-identity'] = identity;
     out['x-gateway-timestamp'] = ts;
@@ -81,7 +81,7 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, p: Pri
   }
   if (deps.identityJwt) {
     const jwt = deps.identityJwt;
-    const token = jwt.sign({ identity: identityOf(p, grant), method: ctx.method, target: ctx.target, requestId: ctx.requestId, contentDigest: digest }, now);
+    const token = jwt.sign({ identity: identityOf(principal, grant), method: ctx.method, target: ctx.target, requestId: ctx.requestId, contentDigest: digest }, now);
     out[jwt.header] = jwt.headerValue(token);
   }
   const xff = h['x-forwarded-for'];
@@ -98,10 +98,10 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, p: Pri
 }
 
 /** Read the body (only now: the request is authorized and within its limits), then forward. */
-export async function forwardWithBody(deps: GatewayDeps, ctx: RequestContext, p: Principal, grant: Granted | null): Promise<void> {
-  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, p, grant, null);
+export async function forwardWithBody(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null): Promise<void> {
+  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
   const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget });
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
-  forwardAuthorized(deps, ctx, p, grant, body);
+  forwardAuthorized(deps, ctx, principal, grant, body);
 }

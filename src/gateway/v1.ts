@@ -20,9 +20,9 @@ const V1_KEYS = ['partner'] as const;
 
 export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // Before a key is resolved the headers show an untouched bucket (README, decisions).
-  const unkeyed = (r: Refusal) => {
+  const unkeyed = (refusal: Refusal) => {
     setV1Headers(ctx.res, V1_LIMIT, null, deps.clock.now());
-    refuse(ctx, r);
+    refuse(ctx, refusal);
   };
   // 1. canonical path and framing
   const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
@@ -47,10 +47,10 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   return forwardWithBody(deps, ctx, principal, null);
 }
 
-function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decision: Decision; counters: CounterPlan } {
-  const counter = partnerCounter(p);
+function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
+  const counter = partnerCounter(principal);
   const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal }, counters: { peek: [counter] } });
-  const orgRefusal = organizationGuard(p);
+  const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
   const match = routeGuard(deps.routes().v1, ctx.method, ctx.path);
   if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
@@ -60,6 +60,6 @@ function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decisio
 }
 
 /** GET /v1/rate-limit: the key's one layer, read without spending. */
-function rateLimitStatus(ctx: RequestContext, s: LayerState) {
-  sendJson(ctx, 200, { limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset, windowSeconds: 60 });
+function rateLimitStatus(ctx: RequestContext, state: LayerState) {
+  sendJson(ctx, 200, { limit: state.limit, used: state.used, remaining: state.remaining, reset: state.reset, windowSeconds: 60 });
 }

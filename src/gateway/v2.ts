@@ -64,42 +64,42 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
 }
 
 /** Steps 5 to 10, and the counters step 11 will spend, or read for the headers of a refusal. */
-function decide(deps: GatewayDeps, ctx: RequestContext, p: Principal): { decision: Decision; counters: CounterPlan } {
+function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
   const plans = deps.plans();
   const ip = ipCounter(ctx.ip);
   // Step 7 comes after 5 and 6, but the headers of a 5 or 6 refusal name the route's bucket.
   const match = routeGuard(deps.routes().v2, ctx.method, ctx.path);
   const bucket = match?.route.bucket ?? bucketOf(ctx.method);
   if (match) ctx.trace.route = match.route.path;
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: [keyCounter(p, bucket, plans), ip] } });
+  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: [keyCounter(principal, bucket, plans), ip] } });
   // 5, 6
-  const orgRefusal = organizationGuard(p);
+  const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
   // 7
   if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
   // 8, 9, 10
-  const grant = permissionGuard(p, match);
+  const grant = permissionGuard(principal, match);
   if ('code' in grant) return refused(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
-  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [...BUCKETS.map((b) => keyCounter(p, b, plans)), ip] } };
-  return { decision: { kind: 'forward', bucket, grant }, counters: { spend: [keyCounter(p, bucket, plans), ip] } };
+  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip] } };
+  return { decision: { kind: 'forward', bucket, grant }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
-async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, r: Refusal): Promise<void> {
+async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, refusal: Refusal): Promise<void> {
   const [ip] = await deps.stores.limiter.peek([ipCounter(ctx.ip)]);
   setV2Headers(ctx.res, null, ip, deps.clock.now());
-  refuse(ctx, r);
+  refuse(ctx, refusal);
 }
 
 /** GET {wid}/rate-limit: the plan, each bucket and the address layer, read without spending. */
-function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, p: Principal, states: LayerState[]) {
+function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, principal: Principal, states: LayerState[]) {
   const ip = states[BUCKETS.length];
   setV2Headers(ctx.res, states[0], ip, deps.clock.now(), 'read');
   const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
   sendJson(ctx, 200, {
     data: {
-      plan: planOf(deps.plans(), p.plan).id,
+      plan: planOf(deps.plans(), principal.plan).id,
       windowSeconds: 60,
       buckets: Object.fromEntries(BUCKETS.map((b, i) => [b, layer(states[i])])),
       ip: layer(ip),

@@ -3,7 +3,7 @@ import { organizationDenial } from '../../access/authorize.js';
 import type { Principal } from '../../access/principal.js';
 import type { Refusal } from '../refusals.js';
 
-export function organizationGuard(p: Principal): Refusal | null {
-  const code = organizationDenial(p);
+export function organizationGuard(principal: Principal): Refusal | null {
+  const code = organizationDenial(principal);
   return code ? { code } : null;
 }

@@ -5,7 +5,7 @@ import type { Principal } from '../../access/principal.js';
 import type { Refusal } from '../refusals.js';
 import type { RouteMatch } from './route.js';
 
-export function permissionGuard(p: Principal, match: RouteMatch): Refusal | Granted {
-  const grant = authorizeRoute(p, match.route, match.params);
+export function permissionGuard(principal: Principal, match: RouteMatch): Refusal | Granted {
+  const grant = authorizeRoute(principal, match.route, match.params);
   return typeof grant === 'string' ? { code: grant } : grant;
 }

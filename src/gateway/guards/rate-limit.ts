@@ -14,14 +14,14 @@ export const V1_LIMIT = 20;
 export const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
 const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
 
-export function keyCounter(p: Principal, bucket: Bucket, plans: Plans): CounterRef {
-  return { id: `k:${p.keyId}:${bucket}`, limit: planOf(plans, p.plan).plan[bucket] };
+export function keyCounter(principal: Principal, bucket: Bucket, plans: Plans): CounterRef {
+  return { id: `k:${principal.keyId}:${bucket}`, limit: planOf(plans, principal.plan).plan[bucket] };
 }
 // Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
 export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
-export const partnerCounter = (p: Principal): CounterRef => ({ id: `v1:${p.keyId}`, limit: V1_LIMIT });
+export const partnerCounter = (principal: Principal): CounterRef => ({ id: `v1:${principal.keyId}`, limit: V1_LIMIT });
 
-const over = (s: LayerState) => s.used > s.limit;
+const over = (state: LayerState) => state.used > state.limit;
 
 /** /v2: the spent key and address layers; a refusal names the bucket, or the address when only it is over. */
 export function rateLimitGuard(key: LayerState, ip: LayerState, bucket: Bucket, address: string, nowMs: number): Refusal | null {
