@@ -100,6 +100,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
     log,
     workerEnv,
     onStopped: async () => backend?.close(settings.DRAIN_TIMEOUT_MS),
+    onReload: () => backend?.reload(),
   }).catch(async (err) => {
     await backend?.close(0).catch(() => {});
     throw err;

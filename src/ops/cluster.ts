@@ -47,6 +47,8 @@ export interface PrimaryOptions {
   workerEnv?: Record<string, string>;
   /** After the last worker exits on a signal: all-in-one closes its backend here. */
   onStopped?: () => Promise<void>;
+  /** SIGHUP, besides passing it to every worker: all-in-one reloads its backend's plans and routes. */
+  onReload?: () => void;
 }
 
 interface Slot {
@@ -97,7 +99,10 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
     startFailed = (code) => reject(Object.assign(new Error(`a worker exited with code ${code} while starting`), { exitCode: code }));
   });
 
-  const fork = (slot: Slot) => {
+  const fork = async (slot: Slot) => {
+    // A fresh private port each time: the crashed worker's may have been taken since.
+    slot.adminPort = await freePort(adminHost);
+    if (stopping) return;
     const w = cluster.fork({ ...o.workerEnv, KEYGATE_WORKER_ID: String(slot.id), ADMIN_PORT: String(slot.adminPort) });
     slot.worker = w;
     slot.ready = false;
@@ -127,7 +132,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
       const delay = Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
       slot.restarts++;
       log.error({ worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay }, 'worker exited; restarting it');
-      setTimeout(() => !stopping && fork(slot), delay).unref();
+      setTimeout(() => !stopping && void fork(slot), delay).unref();
     });
   };
 
@@ -166,13 +171,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGHUP', () => {
+    o.onReload?.();
     for (const s of slots) s.worker?.process.kill('SIGHUP');
   });
 
-  for (let id = 1; id <= o.count; id++) {
-    slots.push({ id, adminPort: await freePort(adminHost), worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
-  }
-  for (const s of slots) fork(s);
+  for (let id = 1; id <= o.count; id++) slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
+  for (const s of slots) await fork(s);
   try {
     await started;
   } catch (err) {
