@@ -231,18 +231,12 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
     });
     const signer = (path: string) => {
       const identity = encodeIdentity(identityFor(WS));
-      let at = 0;
-      let fixed: Record<string, string> = {};
+      let sent = 0;
+      // A fresh signature per request: the backend accepts each signature once (replays are refused).
       return () => {
-        const now = Date.now();
-        // The backend accepts a signature for 60 s; a fresh one every 5 s keeps the generator cheap.
-        if (now - at > 5_000) {
-          at = now;
-          const ts = String(now);
-          const rid = `bench-${ts}`;
-          fixed = { 'x-request-id': rid, 'x-gateway-identity': identity, 'x-gateway-timestamp': ts, 'x-gateway-signature': sign(gatewaySecret, ts, rid, 'GET', path, identity) };
-        }
-        return { ...fixed, 'x-forwarded-for': nextIp() };
+        const ts = String(Date.now());
+        const rid = `bench-${ts}-${sent++}`;
+        return { 'x-request-id': rid, 'x-gateway-identity': identity, 'x-gateway-timestamp': ts, 'x-gateway-signature': sign(gatewaySecret, ts, rid, 'GET', path, identity), 'x-forwarded-for': nextIp() };
       };
     };
     const fill = (p: string, wid: number) => p.replace('{wid}', String(wid)).replace('{account}', String(ACCOUNT));
