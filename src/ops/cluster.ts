@@ -156,8 +156,10 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
     void allExited
       .then(async () => {
         clearTimeout(killTimer);
-        await new Promise((r) => admin.close(r));
+        // A scraper's keep-alive connection would hold close() open: closed along with it.
+        const closed = new Promise((r) => admin.close(r));
         admin.closeAllConnections();
+        await closed;
         await o.onStopped?.();
         const failed = exitCodes.some((c) => c !== 0);
         log.info({ exitCodes }, failed ? 'stopped; a worker did not drain cleanly' : 'stopped');
