@@ -179,8 +179,8 @@ export function register(router: Router): void {
   router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const b = parse(deliverabilityBody, ctx.body ?? {});
-    checkRange(b.startDate, b.endDate, ['startDate', 'endDate']);
+    const body = parse(deliverabilityBody, ctx.body ?? {});
+    checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
     await loadAccount(ctx.db, org, id);
     // ESP of the recipient: google -> gmail, microsoft -> outlook, anything else -> other.
     const rows = await ctx.db.query(
@@ -189,13 +189,13 @@ export function register(router: Router): void {
               count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
               count(*) FILTER (WHERE outcome = 'spam')::int AS spam
          FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4 GROUP BY 1`,
-      [id, dayStart(b.startDate), dayAfter(b.endDate), new Date(ctx.svc.clock.now())],
+      [id, dayStart(body.startDate), dayAfter(body.endDate), new Date(ctx.svc.clock.now())],
     );
     const by = new Map(rows.map((r) => [r.esp as string, r]));
     const out: Record<string, unknown> = { emailAccountId: id };
     let sent = 0, inbox = 0, spam = 0;
     const per: Record<string, unknown> = {};
-    for (const esp of b.esps) {
+    for (const esp of body.esps) {
       const r = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
       sent += r.sent;
       inbox += r.inbox;

@@ -38,20 +38,20 @@ function uniqueNames(names: string[]): string[] {
 export function register(router: Router): void {
   router.get('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
-    const f = parse(listQuery, queryObject(ctx.query, ['tags']));
+    const filters = parse(listQuery, queryObject(ctx.query, ['tags']));
     await settle(ctx.db, ctx.svc.clock.now());
     const where: string[] = [];
     const params: unknown[] = [org];
-    if (f.search !== undefined && f.search.trim() !== '') {
-      params.push(`%${escapeLike(f.search.trim().toLowerCase())}%`);
+    if (filters.search !== undefined && filters.search.trim() !== '') {
+      params.push(`%${escapeLike(filters.search.trim().toLowerCase())}%`);
       where.push(`(lower(a.email_address) LIKE $${params.length} OR lower(a.from_name) LIKE $${params.length})`);
     }
-    if (f.status) {
-      params.push(statusesFor(f.status));
+    if (filters.status) {
+      params.push(statusesFor(filters.status));
       where.push(`a.status = ANY($${params.length}::text[])`);
     }
-    if (f.tags?.length) {
-      params.push(f.tags.map((t) => t.toLowerCase()));
+    if (filters.tags?.length) {
+      params.push(filters.tags.map((t) => t.toLowerCase()));
       where.push(`EXISTS (SELECT 1 FROM account_tags at JOIN tags t ON t.id = at.tag_id
                    WHERE at.account_id = a.id AND lower(t.name) = ANY($${params.length}::text[]))`);
     }
@@ -59,34 +59,34 @@ export function register(router: Router): void {
     const [{ total }] = await ctx.db.query(`SELECT count(*)::int AS total FROM ${ORG_ACCOUNTS} ${cond}`, params);
     const rows = await ctx.db.query(
       `SELECT a.* FROM ${ORG_ACCOUNTS} ${cond}
-        ORDER BY ${SORT_COLUMNS[f.sort]} ${f.sortBy}, a.id ${f.sortBy}
-        LIMIT ${f.limit} OFFSET ${(f.page - 1) * f.limit}`,
+        ORDER BY ${SORT_COLUMNS[filters.sort]} ${filters.sortBy}, a.id ${filters.sortBy}
+        LIMIT ${filters.limit} OFFSET ${(filters.page - 1) * filters.limit}`,
       params,
     );
     return {
       data: {
         items: await accountItems(ctx.db, rows, ctx.svc.clock.now()),
         total,
-        page: f.page,
-        limit: f.limit,
-        totalPages: Math.ceil(total / f.limit),
+        page: filters.page,
+        limit: filters.limit,
+        totalPages: Math.ceil(total / filters.limit),
       },
     };
   });
 
   router.post('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(connectBody, ctx.body ?? {});
+    const body = parse(connectBody, ctx.body ?? {});
     const row = await ctx.db.tx(async (q) => {
       let workspaceId: number | null = null;
       let providerWorkspaceId: number | null = null;
-      if (b.workspaceId !== null) {
+      if (body.workspaceId !== null) {
         const pw = await q.query(
           `SELECT p.id, p.workspace_id FROM provider_workspaces p LEFT JOIN workspaces w ON w.id = p.workspace_id
             WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
-          [Number(b.workspaceId), org],
+          [Number(body.workspaceId), org],
         );
-        if (!pw.length) throw new ApiError('not_found', `Workspace ${b.workspaceId} not found.`, { workspaceId: b.workspaceId });
+        if (!pw.length) throw new ApiError('not_found', `Workspace ${body.workspaceId} not found.`, { workspaceId: body.workspaceId });
         providerWorkspaceId = pw[0].id;
         workspaceId = pw[0].workspace_id;
       }
@@ -96,17 +96,17 @@ export function register(router: Router): void {
         if (!ws.length) throw new ApiError('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
         workspaceId = ws[0].id as number;
       }
-      const dup = await q.query(`SELECT 1 FROM accounts WHERE lower(email_address) = lower($1)`, [b.fromEmail]);
-      if (dup.length) throw new ApiError('conflict', `${b.fromEmail} is already connected.`, { field: 'fromEmail' });
+      const dup = await q.query(`SELECT 1 FROM accounts WHERE lower(email_address) = lower($1)`, [body.fromEmail]);
+      if (dup.length) throw new ApiError('conflict', `${body.fromEmail} is already connected.`, { field: 'fromEmail' });
       const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
       const now = new Date(ctx.svc.clock.now());
       // The passwords are stored sealed, apart from the settings (src/backend/credentials/).
-      const m = sealMailbox(ctx.svc.credentials, b.smtp, b.imap);
+      const m = sealMailbox(ctx.svc.credentials, body.smtp, body.imap);
       const inserted = await q.query(
         `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
            time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, provider_workspace_id, last_connected_at, created_at, updated_at)
          VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $11, $11) RETURNING *`,
-        [workspaceId, b.fromEmail, b.fromName, Math.min(DEFAULT_MAX_LIMIT, cap ?? DEFAULT_MAX_LIMIT), b.timeZone ?? 'UTC',
+        [workspaceId, body.fromEmail, body.fromName, Math.min(DEFAULT_MAX_LIMIT, cap ?? DEFAULT_MAX_LIMIT), body.timeZone ?? 'UTC',
           m.smtp, m.imap, m.smtpPasswordSealed, m.imapPasswordSealed, providerWorkspaceId, now],
       );
       return inserted[0];
@@ -124,28 +124,28 @@ export function register(router: Router): void {
 
   router.post('/v1/email-accounts/bulk-status', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(bulkStatusBody, ctx.body ?? {});
+    const body = parse(bulkStatusBody, ctx.body ?? {});
     await settle(ctx.db, ctx.svc.clock.now());
-    const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
+    const found = await loadAccounts(ctx.db, org, body.emailAccountIds);
     const statuses = await accountStatuses(ctx.db, [...found.values()], ctx.svc.clock.now());
     const byId = new Map(statuses.map((s) => [s.emailAccountId, s]));
     // In the order of the input ids; an id that is not the organization's gets errorCode not_found.
-    const results = b.emailAccountIds.map((id) => byId.get(id) ?? { emailAccountId: id, errorCode: 'not_found' });
+    const results = body.emailAccountIds.map((id) => byId.get(id) ?? { emailAccountId: id, errorCode: 'not_found' });
     return { data: { results } };
   });
 
   router.post('/v1/email-accounts/bulk-delete', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(bulkDeleteBody, ctx.body ?? {});
+    const body = parse(bulkDeleteBody, ctx.body ?? {});
     const deleted = await ctx.db.tx(async (q) => {
-      const found = await loadAccounts(q, org, b.emailAccountIds, true);
+      const found = await loadAccounts(q, org, body.emailAccountIds, true);
       if (found.size) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [[...found.keys()]]);
       return found;
     });
     ctx.svc.log.info({ organizationId: org, deleted: [...deleted.keys()] }, 'v1 mailboxes deleted');
     return {
       data: {
-        results: b.emailAccountIds.map((id) =>
+        results: body.emailAccountIds.map((id) =>
           deleted.has(id) ? { emailAccountId: id, deleted: true } : { emailAccountId: id, deleted: false, errorCode: 'not_found' },
         ),
       },
@@ -154,11 +154,11 @@ export function register(router: Router): void {
 
   router.post('/v1/email-accounts/tags/assign', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(tagsBody, ctx.body ?? {});
-    const names = uniqueNames(b.tags);
+    const body = parse(tagsBody, ctx.body ?? {});
+    const names = uniqueNames(body.tags);
     const lower = names.map((n) => n.toLowerCase());
     const accounts = await ctx.db.tx(async (q) => {
-      const accounts = await requireAll(q, org, b.emailAccountIds, true);
+      const accounts = await requireAll(q, org, body.emailAccountIds, true);
       // Additive; an unknown name is created in the account's workspace (spec, rule 1).
       for (const ws of new Set(accounts.map((a) => a.workspace_id as number))) {
         for (const n of names) {
@@ -170,9 +170,9 @@ export function register(router: Router): void {
          SELECT a.id, t.id FROM accounts a JOIN tags t ON t.workspace_id = a.workspace_id AND lower(t.name) = ANY($2::text[])
           WHERE a.id = ANY($1::int[])
          ON CONFLICT DO NOTHING`,
-        [b.emailAccountIds, lower],
+        [body.emailAccountIds, lower],
       );
-      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [b.emailAccountIds]);
+      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [body.emailAccountIds]);
       return accounts;
     });
     return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };
@@ -180,17 +180,17 @@ export function register(router: Router): void {
 
   router.post('/v1/email-accounts/tags/unassign', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(tagsBody, ctx.body ?? {});
-    const lower = uniqueNames(b.tags).map((n) => n.toLowerCase());
+    const body = parse(tagsBody, ctx.body ?? {});
+    const lower = uniqueNames(body.tags).map((n) => n.toLowerCase());
     const accounts = await ctx.db.tx(async (q) => {
-      const accounts = await requireAll(q, org, b.emailAccountIds, true);
+      const accounts = await requireAll(q, org, body.emailAccountIds, true);
       // Only the listed names; unknown or unassigned names are ignored (spec, rule 1).
       await q.query(
         `DELETE FROM account_tags at USING tags t
           WHERE t.id = at.tag_id AND at.account_id = ANY($1::int[]) AND lower(t.name) = ANY($2::text[])`,
-        [b.emailAccountIds, lower],
+        [body.emailAccountIds, lower],
       );
-      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [b.emailAccountIds]);
+      await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [body.emailAccountIds]);
       return accounts;
     });
     return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };

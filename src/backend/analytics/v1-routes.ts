@@ -82,13 +82,13 @@ export function register(router: Router): void {
 
   router.post('/v1/reports/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(bulkReportBody, ctx.body ?? {});
-    checkRange(b.from, b.to, ['from', 'to']);
-    const found = await loadAccounts(ctx.db, org, b.emailAccountIds);
-    const days = await reportDays(ctx.db, [...found.keys()], b.from, b.to, ctx.svc.clock.now());
+    const body = parse(bulkReportBody, ctx.body ?? {});
+    checkRange(body.from, body.to, ['from', 'to']);
+    const found = await loadAccounts(ctx.db, org, body.emailAccountIds);
+    const days = await reportDays(ctx.db, [...found.keys()], body.from, body.to, ctx.svc.clock.now());
     // In input order; an id that is not the organization's gets errorCode not_found.
-    const reports = b.emailAccountIds.map((id) =>
-      found.has(id) ? { emailAccountId: id, from: b.from, to: b.to, days: days.get(id) } : { emailAccountId: id, errorCode: 'not_found' },
+    const reports = body.emailAccountIds.map((id) =>
+      found.has(id) ? { emailAccountId: id, from: body.from, to: body.to, days: days.get(id) } : { emailAccountId: id, errorCode: 'not_found' },
     );
     return { data: { reports } };
   });

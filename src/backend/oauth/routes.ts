@@ -41,24 +41,24 @@ export function register(router: Router, _svc: BackendServices): void {
 
   router.post('/v2/workspaces/{workspaceId}/accounts/oauth-url', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
-    const b = parse(consentBody, ctx.body ?? {});
+    const body = parse(consentBody, ctx.body ?? {});
     const cfg = consentConfig(ctx.svc.config);
-    const redirectUri = b.redirectUri ?? cfg.redirectUri;
+    const redirectUri = body.redirectUri ?? cfg.redirectUri;
     if (!redirectUri) throw new ApiError('invalid_request', 'redirectUri: required (no default redirect URI is configured).', { field: 'redirectUri' });
     if (!acceptableRedirect(redirectUri)) {
       throw new ApiError('invalid_request', 'redirectUri: must be an https URL (or http on a loopback host) without credentials or fragment.', { field: 'redirectUri' });
     }
-    const clientId = cfg.clientId[b.provider];
-    if (!clientId) throw new ApiError('service_unavailable', `Consent links for ${b.provider} are not configured on this server.`, { provider: b.provider });
+    const clientId = cfg.clientId[body.provider];
+    if (!clientId) throw new ApiError('service_unavailable', `Consent links for ${body.provider} are not configured on this server.`, { provider: body.provider });
     const link = consentUrl(ctx.svc, {
       organizationId: ctx.identity!.organizationId,
       workspaceId: wid,
       keyId: ctx.identity!.keyId,
-      provider: b.provider,
+      provider: body.provider,
       redirectUri,
       clientId,
-      loginHint: b.loginHint,
+      loginHint: body.loginHint,
     });
-    return { data: { provider: b.provider, redirectUri, ...link } };
+    return { data: { provider: body.provider, redirectUri, ...link } };
   });
 }

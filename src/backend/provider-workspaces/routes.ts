@@ -6,7 +6,7 @@ import { ApiError } from '../../http/errors.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { ProviderClient } from './client.js';
-import { ProviderWorkspaces, defaultWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
+import { ProviderWorkspaces, defaultWorkspace, organizationOfWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
 import { emptyBody, noQuery, previewQuery, registerBody } from './schemas.js';
 
 function previewFilters(ctx: Ctx) {
@@ -72,9 +72,9 @@ export function register(router: Router, svc: BackendServices): void {
   router.post(base, async (ctx) => {
     const body = parse(registerBody, ctx.body);
     const workspaceId = idParam(ctx, 'workspaceId');
-    const ws = await ctx.db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
-    if (!ws.length) throw new ApiError('not_found', `No workspace ${workspaceId}.`);
-    const row = await pws.register(body, { organizationId: ws[0].organization_id, workspaceId });
+    const organizationId = await organizationOfWorkspace(ctx.db, workspaceId);
+    if (organizationId === null) throw new ApiError('not_found', `No workspace ${workspaceId}.`);
+    const row = await pws.register(body, { organizationId, workspaceId });
     return { status: 201, data: toRecord(row) };
   });
 

@@ -134,6 +134,12 @@ export interface RegisterInput {
   tenantId?: string | null;
 }
 
+/** The organization of a live workspace, or null. */
+export async function organizationOfWorkspace(q: Queryable, workspaceId: number): Promise<number | null> {
+  const rows = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
+  return rows[0]?.organization_id ?? null;
+}
+
 /** Which workspace an organization-level (/v1) registration imports into. */
 export async function defaultWorkspace(q: Queryable, organizationId: number): Promise<number | null> {
   const rows = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);

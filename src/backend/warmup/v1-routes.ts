@@ -273,17 +273,17 @@ export function register(router: Router): void {
   // Each account is its own transaction: results say per account what happened, in input order.
   router.post('/v1/warmup/bulk', async (ctx) => {
     const org = orgOf(ctx);
-    const b = parse(bulkWarmupBody, ctx.body ?? {});
+    const body = parse(bulkWarmupBody, ctx.body ?? {});
     const results = [];
-    for (const id of b.emailAccountIds) {
+    for (const id of body.emailAccountIds) {
       try {
-        const a = b.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
+        const a = body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
         results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(a) });
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         results.push({ emailAccountId: id, success: false, errorCode: err.code, message: err.message, ...(err.details.reason ? { reason: err.details.reason } : {}) });
       }
     }
-    return { data: { action: b.action, results } };
+    return { data: { action: body.action, results } };
   });
 }
