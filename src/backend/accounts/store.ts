@@ -2,7 +2,7 @@
 // (`smtp - 'password'`), so no read path ever holds them.
 import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/index.js';
-import { bandsFrom } from '../warmup/bands.js';
+import { bandsFrom } from '../warmup/index.js';
 import type { BackendServices } from '../services.js';
 
 /** warmupMinLimit: fixed at 5 for every mailbox (spec, Warmup settings). */

@@ -7,7 +7,7 @@ import {
   ORG_ACCOUNTS, accountIdParam, accountItems, accountStatuses, loadAccount, loadAccounts, notFound, orgOf,
   settle, statusesFor,
 } from './v1-views.js';
-import { cancelPendingSends } from '../warmup/schedule.js';
+import { cancelPendingSends } from '../warmup/index.js';
 import { sealMailbox } from '../credentials/accounts.js';
 import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from '../v1/schemas.js';
 

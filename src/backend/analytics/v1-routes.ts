@@ -3,8 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { ORG_ACCOUNTS, accountIdParam, loadAccount, loadAccounts, orgOf } from '../accounts/v1-views.js';
-import { checkRange, rate } from '../accounts/v1-deliverability.js';
+import { ORG_ACCOUNTS, accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../accounts/index.js';
 import { dateRange } from '../time.js';
 import { bulkReportBody, rangeQuery } from '../v1/schemas.js';
 

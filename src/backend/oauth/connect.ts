@@ -5,7 +5,7 @@ import { planOf } from '../../config/plans.js';
 import type { Row } from '../../db/types.js';
 import type { BackendServices } from '../services.js';
 import { profileAddresses, type OAuthProvider } from './profile.js';
-import { partnerOauthConnected, type AutoStartResult } from '../warmup/lifecycle.js';
+import { partnerOauthConnected, type AutoStartResult } from '../warmup/index.js';
 
 /** The access token must outlive the request by more than this (spec: "more than five minutes ahead"). */
 export const MIN_TOKEN_LIFETIME_MS = 5 * 60_000;

@@ -6,7 +6,7 @@
 // token makes it active again and hands it back to the warmup domain's automatic start).
 import { z } from 'zod';
 import type { BackendServices } from '../services.js';
-import { partnerOauthConnected } from '../warmup/lifecycle.js';
+import { partnerOauthConnected } from '../warmup/index.js';
 
 /** Refresh this long before expiry. */
 export const REFRESH_AHEAD_MS = 15 * 60_000;

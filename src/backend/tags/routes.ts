@@ -3,7 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { getAccount } from '../accounts/store.js';
+import { getAccount } from '../accounts/index.js';
 import { assertTagsExist, findTagByName, insertTag, listTags, replaceAccountTags } from './queries.js';
 import { createSchema, setTagsSchema } from './schemas.js';
 

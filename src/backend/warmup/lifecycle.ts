@@ -4,8 +4,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
-import { getAccount, getAccountById } from '../accounts/store.js';
-import { dnsPasses, liveDns } from '../accounts/dns.js';
+import { dnsPasses, getAccount, getAccountById, liveDns } from '../accounts/index.js';
 import { capacityError, capacityLeft, orgOfAccount, orgOfWorkspace } from './org.js';
 
 type StartOutcome =

@@ -4,7 +4,7 @@ import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from '../internal/auth.js';
-import { accountRecord, getAccount, getAccountById } from '../accounts/store.js';
+import { accountRecord, getAccount, getAccountById } from '../accounts/index.js';
 import { bandsFrom } from './bands.js';
 import { patchSettings, patchSettingsSchema, readSettings } from './settings.js';
 import { pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';

@@ -7,7 +7,7 @@ import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router, type Ctx } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/v1-views.js';
+import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
 import { bulkWarmupBody, emptyBody, patchBody } from '../v1/schemas.js';
