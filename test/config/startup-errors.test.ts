@@ -1,6 +1,9 @@
 // Start-up errors as an operator meets them: the real program in a child process stops with one line
 // that names the setting (or the file's field), exit code 2, as the README promises, in our words:
-// no zod message, no errno text.
+// no zod message, no errno text. Each kind of error keeps at least one real child process; the other
+// cases of a kind whose message comes from one function before anything opens (a setting, a data
+// file) call that function in process, as src/cli.ts does, and check the line its catch would print.
+// The child processes are independent (ephemeral ports, in-memory databases): they run concurrently.
 import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,6 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
+import { ConfigError } from '../../src/config/errors.js';
+import { readJson } from '../../src/config/plans.js';
+import { loadRoutes } from '../../src/config/routes.js';
 import { parseSeed } from '../../src/access/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 
@@ -18,25 +24,39 @@ interface Run {
   stderr: string;
 }
 
+/** The settings every run starts from: PGlite in memory, ephemeral ports. */
+const BASE_SETTINGS = {
+  DATA_DIR: 'memory://',
+  HOST: '127.0.0.1',
+  PORT: '0',
+  ADMIN_PORT: '0',
+  BACKEND_PORT: '0',
+  LOG_LEVEL: 'warn',
+};
+
 /** `keygate start` (or another mode) with only the given settings: PGlite in memory, ephemeral ports. */
 function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATA_DIR: 'memory://',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    ADMIN_PORT: '0',
-    BACKEND_PORT: '0',
-    LOG_LEVEL: 'warn',
-    ...settings,
-  };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...BASE_SETTINGS, ...settings };
   return new Promise((resolve) => {
     const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', mode], { env, timeout: 60_000 }, (err, _stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
     );
     child.stdin?.end();
   });
+}
+
+/**
+ * The start's first steps in process, as `keygate start` runs them (src/cli.ts: loadSettings, then the
+ * data files), and what its catch prints for the error: `keygate: <message>`, exit code 2 for a
+ * ConfigError, 1 otherwise. The child-process cases of the same kind prove that wiring.
+ */
+function startInProcess(settings: Record<string, string>, readFiles: (s: ReturnType<typeof loadSettings>) => unknown = () => {}): Run {
+  try {
+    readFiles(loadSettings({ ...BASE_SETTINGS, ...settings }, 'start'));
+  } catch (err) {
+    return { code: err instanceof ConfigError ? 2 : 1, stderr: `keygate: ${(err as Error).message}\n` };
+  }
+  return { code: 0, stderr: '' };
 }
 
 function expectOneLine(r: Run, line: RegExp) {
@@ -54,7 +74,7 @@ function file(name: string, content: unknown): string {
   return path;
 }
 
-describe('a listener that cannot open names its setting', () => {
+describe.concurrent('a listener that cannot open names its setting', () => {
   let taken: net.Server;
   let port = 0;
   beforeAll(async () => {
@@ -77,7 +97,7 @@ describe('a listener that cannot open names its setting', () => {
   }, 60_000);
 });
 
-describe('a dependency that cannot be reached names its setting', () => {
+describe.concurrent('a dependency that cannot be reached names its setting', () => {
   it('DATABASE_URL refused (its password never printed)', async () => {
     const port = await freePort();
     const r = await start({ DATABASE_URL: `postgres://keygate:hunter2secret@127.0.0.1:${port}/keygate` });
@@ -94,53 +114,64 @@ describe('a dependency that cannot be reached names its setting', () => {
   }, 60_000);
 });
 
-describe('an invalid setting or data file names the setting or the field', () => {
+describe.concurrent('an invalid setting or data file names the setting or the field', () => {
   const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
   const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 
-  it.each([
+  const settingCases: [Record<string, string>, RegExp][] = [
     [{ TRUST_PROXY: '10.0.0.0/8,10.1.0.0/33' }, /^keygate: setting TRUST_PROXY: "10\.1\.0\.0\/33" has an invalid prefix length$/],
     [{ TRUST_PROXY: 'proxy.internal' }, /^keygate: setting TRUST_PROXY: "proxy\.internal" is not an address or CIDR$/],
     [{ PORT: 'eighty' }, /^keygate: setting PORT: must be a number$/],
     [{ ADMIN_PORT: '70000' }, /^keygate: setting ADMIN_PORT: must be at most 65535$/],
     [{ LOG_LEVEL: 'loud' }, /^keygate: setting LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent$/],
     [{ CONFIG_FILE: '/nonexistent/keygate.json' }, /^keygate: setting CONFIG_FILE: cannot read \/nonexistent\/keygate\.json \(no such file or directory\)$/],
-  ])('%o', async (settings, line) => {
-    expectOneLine(await start(settings as Record<string, string>), line);
+  ];
+
+  it.each(settingCases)('%o (in process)', (settings, line) => {
+    expectOneLine(startInProcess(settings), line);
+  });
+
+  // The real program for two of them: a schema error and a file loadSettings cannot read.
+  it.concurrent.each(settingCases.filter(([s]) => s.PORT || s.CONFIG_FILE))('%o (the program)', async (settings, line) => {
+    expectOneLine(await start(settings), line);
   }, 60_000);
 
-  it('an unknown field in the seed file', async () => {
+  it.concurrent('an unknown field in the seed file', async () => {
     const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
     expectOneLine(await start({ SEED_FILE: seed }), new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`));
   }, 60_000);
 
-  it('a seed row the database refuses names its field, not the constraint', async () => {
+  it.concurrent('a seed row the database refuses names its field, not the constraint', async () => {
     const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
     expectOneLine(await start({ SEED_FILE: seed }), /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/);
   }, 60_000);
 
-  it('a seed file that is not JSON: the place, never the text around it (a seed holds secrets)', async () => {
+  // As src/cli.ts reads SEED_FILE before it opens anything.
+  const readSeed = (s: ReturnType<typeof loadSettings>) => parseSeed(readJson(s.SEED_FILE!, 'SEED_FILE'), s.SEED_FILE);
+
+  it('a seed file that is not JSON: the place, never the text around it (a seed holds secrets)', () => {
     const seed = file('broken.json', '{"apiKeys": [{"secret": svc_ws_SuperSecret000000000000000000000001}]}');
-    const r = await start({ SEED_FILE: seed });
+    const r = startInProcess({ SEED_FILE: seed }, readSeed);
     expectOneLine(r, new RegExp(`^keygate: setting SEED_FILE: ${seed}: invalid JSON`));
     expect(r.stderr).not.toContain('SuperSecret');
-  }, 60_000);
+  });
 
-  it('a missing seed file', async () => {
-    expectOneLine(await start({ SEED_FILE: join(dir, 'absent.json') }), /^keygate: setting SEED_FILE: .*absent\.json: cannot read \(no such file or directory\)$/);
-  }, 60_000);
+  it('a missing seed file', () => {
+    expectOneLine(startInProcess({ SEED_FILE: join(dir, 'absent.json') }, readSeed), /^keygate: setting SEED_FILE: .*absent\.json: cannot read \(no such file or directory\)$/);
+  });
 
-  it('an unknown field in the plans file', async () => {
+  it.concurrent('an unknown field in the plans file', async () => {
     const p = structuredClone(plans);
     p.growth.colour = 'red';
     expectOneLine(await start({ PLANS_FILE: file('plans.json', p) }), /^keygate: .*plans\.json growth\.colour: unknown field$/);
   }, 60_000);
 
-  it('an unknown field in the routes file', async () => {
+  // The plans file's case above runs the program; the routes file is read the same way, by startApp.
+  it('an unknown field in the routes file', () => {
     const r = structuredClone(routes);
     r.v2[0].owner = 'nobody';
-    expectOneLine(await start({ ROUTES_FILE: file('routes.json', r) }), /^keygate: .*routes\.json v2\.0\.owner: unknown field$/);
-  }, 60_000);
+    expectOneLine(startInProcess({ ROUTES_FILE: file('routes.json', r) }, (s) => loadRoutes(s.ROUTES_FILE)), /^keygate: .*routes\.json v2\.0\.owner: unknown field$/);
+  });
 });
 
 describe('the wording of schema errors (no zod text)', () => {
