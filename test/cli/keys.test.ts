@@ -4,7 +4,10 @@
 // is dropped by the access-version bump, as after the backend's own routes).
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ConfigError } from '../../src/config/errors.js';
+import { loadSettings } from '../../src/config/settings.js';
+import { runAdminCommand } from '../../src/cli/index.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith } from '../fixtures/seed.js';
@@ -31,10 +34,32 @@ export function bareEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * A command in process, as src/cli.ts runs it (runAdminCommand with the settings of `migrate`), and
+ * what the entry's catch prints: `keygate: <message>` on stderr, exit code 2 for a ConfigError, 1
+ * otherwise. Whatever the command writes itself is captured. The child-process cases below prove that
+ * wiring for the real program.
+ */
+async function keygateInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
+  try {
+    await runAdminCommand(loadSettings(env, 'migrate'), args);
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    return { code: error instanceof ConfigError ? 2 : 1, stdout, stderr: stderr + `keygate: ${(error as Error).message}\n` };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
 describe('arguments: one line naming the command and the option, exit code 2, before any database is opened', () => {
   // No DATABASE_URL and a DATA_DIR that cannot be created: only argument checking can answer.
   const env = bareEnv({ DATA_DIR: '/proc/keygate-never' });
-  it.each([
+  const argumentCases: [string[], RegExp][] = [
     [['keys', 'create', '--name', 'ci'], /^keygate: keys create: --type is required$/],
     [['keys', 'create', '--type', 'robot', '--name', 'ci'], /^keygate: keys create: --type must be one of workspace, personal, partner \(got "robot"\)$/],
     [['keys', 'create', '--type', 'workspace', '--name', 'ci'], /^keygate: keys create: --workspace is required$/],
@@ -53,16 +78,24 @@ describe('arguments: one line naming the command and the option, exit code 2, be
     [['orgs', 'plan', '1', 'gold'], /^keygate: orgs plan: <plan> must be one of free, trial, .*, none \(got "gold"\)$/],
     [['orgs', 'pause'], /^keygate: orgs pause: missing <orgId>$/],
     [['sessions', 'create', '--user', '10', '--ttl', 'forever'], /^keygate: sessions create: --ttl must be/],
-    [['frobnicate'], /^keygate: unknown command "frobnicate"/],
-  ])('%j', async (args, line) => {
-    const r = await keygate(args, env);
+  ];
+  const expectRefused = (r: Run, line: RegExp) => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(r.stderr.trimEnd()).toMatch(line);
+  };
+
+  it.each(argumentCases)('%j (in process)', async (args, line) => {
+    expectRefused(await keygateInProcess(args, env), line);
+  });
+
+  // The real program: one argument error of a command, and a command src/cli.ts itself does not know.
+  it.concurrent.each([argumentCases[0], [['frobnicate'], /^keygate: unknown command "frobnicate"/] as [string[], RegExp]])('%j (the program)', async (args, line) => {
+    expectRefused(await keygate(args, env), line);
   }, 60_000);
 
-  it('--help prints the usage and exits 0', async () => {
+  it.concurrent('--help prints the usage and exits 0', async () => {
     const r = await keygate(['keys', '--help'], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('keys create --type workspace --workspace <id> --name <name>');
