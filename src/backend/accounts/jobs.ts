@@ -2,7 +2,8 @@
 // GET /v1/setup-score stays current without a manual refresh.
 import type { Job } from '../jobs.js';
 import type { BackendServices } from '../services.js';
-import { SETUP_SCORE_MAX_AGE_MS, computeSetupScore, storeSetupScore } from './v1-deliverability.js';
+import { SETUP_SCORE_MAX_AGE_MS, computeSetupScore } from './v1-deliverability.js';
+import { staleSetupScoreAccounts, storeSetupScore } from './queries.js';
 
 export function jobs(svc: BackendServices): Job[] {
   return [
@@ -11,11 +12,7 @@ export function jobs(svc: BackendServices): Job[] {
       intervalMs: 60 * 60_000,
       async run() {
         const now = svc.clock.now();
-        const stale = await svc.db.query(
-          `SELECT a.* FROM v1_setup_scores s JOIN accounts a ON a.id = s.account_id
-            WHERE s.updated_at < $1 ORDER BY s.updated_at LIMIT 200`,
-          [new Date(now - SETUP_SCORE_MAX_AGE_MS)],
-        );
+        const stale = await staleSetupScoreAccounts(svc.db, new Date(now - SETUP_SCORE_MAX_AGE_MS));
         for (const a of stale) await storeSetupScore(svc.db, a.id, await computeSetupScore(svc, a), svc.clock.now(), false);
       },
     },

@@ -1,8 +1,9 @@
-// The SQL of the /v2 account routes. Every query is scoped by the path workspace. Account loading
+// The SQL of the account routes (/v2, and the /v1 setup and deliverability scores). Every query is scoped by the path workspace. Account loading
 // and the record views are in store.ts.
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/accounts.js';
 import { ACCOUNT_COLUMNS } from './store.js';
+import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {
   status?: string;
@@ -99,4 +100,46 @@ export async function disconnectAccount(db: Queryable, workspaceId: number, acco
     [accountId, workspaceId, now],
   );
   return rows.length > 0;
+}
+
+/** Stores an account's setup score (a manual refresh also stamps manual_last_refreshed_at). */
+export async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
+  const rows = await q.query(
+    `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
+        updated_at, manual_last_refreshed_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN $11::timestamptz END)
+     ON CONFLICT (account_id) DO UPDATE SET score = $2, spf = $3, dkim = $4, dmarc = $5, mx = $6, ip_listed = $7, ip_not_listed = $8,
+        domain_listed = $9, domain_not_listed = $10, updated_at = $11,
+        manual_last_refreshed_at = CASE WHEN $12::boolean THEN $11::timestamptz ELSE v1_setup_scores.manual_last_refreshed_at END
+     RETURNING *`,
+    [id, c.score, c.spf, c.dkim, c.dmarc, c.mx, c.ip?.listed ?? null, c.ip?.notListed ?? null, c.domain?.listed ?? null,
+      c.domain?.notListed ?? null, new Date(now), manual],
+  );
+  return rows[0];
+}
+
+export async function cachedSetupScore(db: Queryable, accountId: number): Promise<Row | null> {
+  const rows = await db.query(`SELECT * FROM v1_setup_scores WHERE account_id = $1`, [accountId]);
+  return rows[0] ?? null;
+}
+
+/** The accounts whose cached setup score was stored before `before`, oldest first, at most 200. */
+export async function staleSetupScoreAccounts(db: Queryable, before: Date): Promise<Row[]> {
+  return db.query(
+    `SELECT a.* FROM v1_setup_scores s JOIN accounts a ON a.id = s.account_id
+      WHERE s.updated_at < $1 ORDER BY s.updated_at LIMIT 200`,
+    [before],
+  );
+}
+
+/** An account's warmup messages of [from, to) sent up to `now`, by the recipient's ESP: google -> gmail, microsoft -> outlook, anything else -> other. */
+export async function deliverabilityByEsp(db: Queryable, accountId: number, from: Date, to: Date, now: Date) {
+  return db.query<{ esp: string; sent: number; inbox: number; spam: number }>(
+    `SELECT CASE recipient_esp WHEN 'google' THEN 'gmail' WHEN 'microsoft' THEN 'outlook' ELSE 'other' END AS esp,
+            count(*)::int AS sent,
+            count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
+            count(*) FILTER (WHERE outcome = 'spam')::int AS spam
+       FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4 GROUP BY 1`,
+    [accountId, from, to, now],
+  );
 }

@@ -2,13 +2,14 @@
 // deliverability score of a date range by recipient ESP.
 import { isIP } from 'node:net';
 import { ApiError } from '../../http/errors.js';
-import type { Queryable, Row } from '../../db/types.js';
+import type { Row } from '../../db/types.js';
 import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
 import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
 import { daysBetween } from '../time.js';
 import { deliverabilityBody, emptyBody } from '../v1/schemas.js';
+import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
 export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.uribl.com'];
@@ -103,20 +104,6 @@ export async function computeSetupScore(svc: BackendServices, a: Row): Promise<S
   return r;
 }
 
-export async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
-  const rows = await q.query(
-    `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
-        updated_at, manual_last_refreshed_at)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN $11::timestamptz END)
-     ON CONFLICT (account_id) DO UPDATE SET score = $2, spf = $3, dkim = $4, dmarc = $5, mx = $6, ip_listed = $7, ip_not_listed = $8,
-        domain_listed = $9, domain_not_listed = $10, updated_at = $11,
-        manual_last_refreshed_at = CASE WHEN $12::boolean THEN $11::timestamptz ELSE v1_setup_scores.manual_last_refreshed_at END
-     RETURNING *`,
-    [id, c.score, c.spf, c.dkim, c.dmarc, c.mx, c.ip?.listed ?? null, c.ip?.notListed ?? null, c.domain?.listed ?? null,
-      c.domain?.notListed ?? null, new Date(now), manual],
-  );
-  return rows[0];
-}
 
 /** The setup-score response: a check that has not run is omitted, not false. */
 function setupView(r: Row) {
@@ -149,8 +136,8 @@ const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_0
 export function register(router: Router): void {
   router.get('/v1/setup-score/{emailAccountId}', async (ctx) => {
     const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const cached = await ctx.db.query(`SELECT * FROM v1_setup_scores WHERE account_id = $1`, [a.id]);
-    if (cached.length) return { data: setupView(cached[0]) };
+    const cached = await cachedSetupScore(ctx.db, a.id);
+    if (cached) return { data: setupView(cached) };
     // Read-through on the first read: the cache is filled once, later GETs serve it.
     const checks = await computeSetupScore(ctx.svc, a);
     return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), false)) };
@@ -182,15 +169,7 @@ export function register(router: Router): void {
     const body = parse(deliverabilityBody, ctx.body ?? {});
     checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
     await loadAccount(ctx.db, org, id);
-    // ESP of the recipient: google -> gmail, microsoft -> outlook, anything else -> other.
-    const rows = await ctx.db.query(
-      `SELECT CASE recipient_esp WHEN 'google' THEN 'gmail' WHEN 'microsoft' THEN 'outlook' ELSE 'other' END AS esp,
-              count(*)::int AS sent,
-              count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
-              count(*) FILTER (WHERE outcome = 'spam')::int AS spam
-         FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4 GROUP BY 1`,
-      [id, dayStart(body.startDate), dayAfter(body.endDate), new Date(ctx.svc.clock.now())],
-    );
+    const rows = await deliverabilityByEsp(ctx.db, id, dayStart(body.startDate), dayAfter(body.endDate), new Date(ctx.svc.clock.now()));
     const by = new Map(rows.map((r) => [r.esp as string, r]));
     const out: Record<string, unknown> = { emailAccountId: id };
     let sent = 0, inbox = 0, spam = 0;

@@ -13,6 +13,7 @@
 // Every message has exactly one outcome, so deliverabilityRate + spamRate + bounceRate = 100 (up to
 // rounding) when sent > 0. With no sends every count and rate is 0 (never a 404, never null).
 import type { Queryable } from '../../db/index.js';
+import { ORG_ACCOUNTS } from '../accounts/index.js';
 
 export const WINDOW_DAYS = 30;
 
@@ -255,4 +256,43 @@ export async function accountStats(q: Queryable, workspaceId: number, accountId:
       deliverabilityRate: e.deliverability_rate,
     })),
   };
+}
+
+// The /v1 reports and dashboard (analytics/v1-routes.ts): whole UTC days, scoped by the partner key's
+// organization.
+
+/** Per account and UTC day of [from, to], messages sent up to `now`, by outcome. */
+export async function reportRows(q: Queryable, accountIds: number[], from: string, to: string, now: number) {
+  if (!accountIds.length) return [];
+  return q.query<{ account_id: number; d: string; sent: number; inbox: number; spam: number; bounced: number; replied: number }>(
+    `SELECT account_id, to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS d,
+            count(*)::int AS sent,
+            count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
+            count(*) FILTER (WHERE outcome = 'spam')::int AS spam,
+            count(*) FILTER (WHERE outcome = 'bounced')::int AS bounced,
+            count(*) FILTER (WHERE replied)::int AS replied
+       FROM warmup_messages
+      WHERE account_id = ANY($1::int[]) AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4
+      GROUP BY 1, 2`,
+    [accountIds, new Date(`${from}T00:00:00Z`), new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000), new Date(now)],
+  );
+}
+
+/** Every account of the organization's live workspaces: id and address, by id. */
+export async function organizationAccounts(q: Queryable, organizationId: number) {
+  return q.query<{ id: number; email_address: string }>(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [organizationId]);
+}
+
+/** The organization's accounts by state, and the mean cached setup score (null when none has one). */
+export async function dashboardCounts(q: Queryable, organizationId: number) {
+  const [counts] = await q.query<{ total: number; warming: number; paused: number; errors: number; avg_score: number | null }>(
+    `SELECT count(*)::int AS total,
+            count(*) FILTER (WHERE a.status = 'warming')::int AS warming,
+            count(*) FILTER (WHERE a.status IN ('paused', 'disconnected'))::int AS paused,
+            count(*) FILTER (WHERE a.status IN ('error', 'auth-expired'))::int AS errors,
+            avg(s.score)::float8 AS avg_score
+       FROM ${ORG_ACCOUNTS} LEFT JOIN v1_setup_scores s ON s.account_id = a.id`,
+    [organizationId],
+  );
+  return counts;
 }

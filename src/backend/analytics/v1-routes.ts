@@ -3,9 +3,10 @@
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { ORG_ACCOUNTS, accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../accounts/index.js';
+import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../accounts/index.js';
 import { dateRange } from '../time.js';
 import { bulkReportBody, rangeQuery } from '../v1/schemas.js';
+import { dashboardCounts, organizationAccounts, reportRows } from './queries.js';
 
 export interface ReportDay {
   date: string;
@@ -25,47 +26,34 @@ export interface ReportDay {
  * (inbox, spam, bounced) never show, so it is 0; undelivered = bounced.
  */
 export async function reportDays(q: Queryable, ids: number[], from: string, to: string, now: number): Promise<Map<number, ReportDay[]>> {
-  const rows = ids.length
-    ? await q.query(
-        `SELECT account_id, to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS d,
-                count(*)::int AS sent,
-                count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
-                count(*) FILTER (WHERE outcome = 'spam')::int AS spam,
-                count(*) FILTER (WHERE outcome = 'bounced')::int AS bounced,
-                count(*) FILTER (WHERE replied)::int AS replied
-           FROM warmup_messages
-          WHERE account_id = ANY($1::int[]) AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4
-          GROUP BY 1, 2`,
-        [ids, new Date(`${from}T00:00:00Z`), new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000), new Date(now)],
-      )
-    : [];
-  const agg = new Map(rows.map((r) => [`${r.account_id}/${r.d}`, r]));
+  const rows = await reportRows(q, ids, from, to, now);
+  const byAccountAndDay = new Map(rows.map((row) => [`${row.account_id}/${row.d}`, row]));
   const days = dateRange(from, to);
   return new Map(
     ids.map((id) => [
       id,
-      days.map((d) => {
-        const r = agg.get(`${id}/${d}`) ?? { sent: 0, inbox: 0, spam: 0, bounced: 0, replied: 0 };
+      days.map((date) => {
+        const counts = byAccountAndDay.get(`${id}/${date}`) ?? { sent: 0, inbox: 0, spam: 0, bounced: 0, replied: 0 };
         const other = 0;
         return {
-          date: d,
-          sent: r.sent,
-          inbox: r.inbox,
-          received: r.inbox + r.spam + other,
-          spam: r.spam,
+          date,
+          sent: counts.sent,
+          inbox: counts.inbox,
+          received: counts.inbox + counts.spam + other,
+          spam: counts.spam,
           other,
-          undelivered: r.bounced,
-          replied: r.replied,
-          deliverabilityRate: rate(r.inbox, r.sent),
+          undelivered: counts.bounced,
+          replied: counts.replied,
+          deliverabilityRate: rate(counts.inbox, counts.sent),
         };
       }),
     ]),
   );
 }
 
-const csvField = (v: unknown) => {
-  const s = String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+const csvField = (value: unknown) => {
+  const text = String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
 export function register(router: Router): void {
@@ -94,42 +82,34 @@ export function register(router: Router): void {
 
   router.get('/v1/reports/export', async (ctx) => {
     const org = orgOf(ctx);
-    const r = parse(rangeQuery, queryObject(ctx.query));
-    checkRange(r.from, r.to, ['from', 'to']);
-    const accounts = await ctx.db.query(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [org]);
-    const days = await reportDays(ctx.db, accounts.map((a) => a.id), r.from, r.to, ctx.svc.clock.now());
-    const cols = ['emailAccountId', 'fromEmail', 'date', 'sent', 'inbox', 'received', 'spam', 'other', 'undelivered', 'replied', 'deliverabilityRate'];
-    const lines = [cols.join(',')];
-    for (const a of accounts) {
-      for (const d of days.get(a.id)!) {
-        lines.push([a.id, a.email_address, d.date, d.sent, d.inbox, d.received, d.spam, d.other, d.undelivered, d.replied, d.deliverabilityRate].map(csvField).join(','));
+    const range = parse(rangeQuery, queryObject(ctx.query));
+    checkRange(range.from, range.to, ['from', 'to']);
+    const accounts = await organizationAccounts(ctx.db, org);
+    const days = await reportDays(ctx.db, accounts.map((account) => account.id), range.from, range.to, ctx.svc.clock.now());
+    const columns = ['emailAccountId', 'fromEmail', 'date', 'sent', 'inbox', 'received', 'spam', 'other', 'undelivered', 'replied', 'deliverabilityRate'];
+    const lines = [columns.join(',')];
+    for (const account of accounts) {
+      for (const day of days.get(account.id)!) {
+        lines.push([account.id, account.email_address, day.date, day.sent, day.inbox, day.received, day.spam, day.other, day.undelivered, day.replied, day.deliverabilityRate].map(csvField).join(','));
       }
     }
     return {
       raw: { contentType: 'text/csv; charset=utf-8', body: lines.join('\r\n') + '\r\n' },
-      headers: { 'content-disposition': `attachment; filename="warmup-report-${r.from}-to-${r.to}.csv"` },
+      headers: { 'content-disposition': `attachment; filename="warmup-report-${range.from}-to-${range.to}.csv"` },
     };
   });
 
   router.get('/v1/dashboard', async (ctx) => {
     const org = orgOf(ctx);
-    const [d] = await ctx.db.query(
-      `SELECT count(*)::int AS total,
-              count(*) FILTER (WHERE a.status = 'warming')::int AS warming,
-              count(*) FILTER (WHERE a.status IN ('paused', 'disconnected'))::int AS paused,
-              count(*) FILTER (WHERE a.status IN ('error', 'auth-expired'))::int AS errors,
-              avg(s.score)::float8 AS avg_score
-         FROM ${ORG_ACCOUNTS} LEFT JOIN v1_setup_scores s ON s.account_id = a.id`,
-      [org],
-    );
+    const counts = await dashboardCounts(ctx.db, org);
     return {
       data: {
-        totalAccounts: d.total,
-        activeWarmups: d.warming,
-        pausedWarmups: d.paused,
-        accountsWithErrors: d.errors,
+        totalAccounts: counts.total,
+        activeWarmups: counts.warming,
+        pausedWarmups: counts.paused,
+        accountsWithErrors: counts.errors,
         // The mean cached setup score of the accounts that have one; 0 when none has.
-        avgSetupScore: d.avg_score == null ? 0 : Math.round(d.avg_score * 10) / 10,
+        avgSetupScore: counts.avg_score == null ? 0 : Math.round(counts.avg_score * 10) / 10,
       },
     };
   });
