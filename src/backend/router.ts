@@ -153,10 +153,10 @@ export function idParam(ctx: Ctx, name: string): number {
 export const MAX_ID = PG_INT_MAX;
 
 /** Query parameters as a plain object (repeated keys become arrays), for zod. */
-export function queryObject(q: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {
+export function queryObject(query: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const name of new Set(q.keys())) {
-    const values = q.getAll(name);
+  for (const name of new Set(query.keys())) {
+    const values = query.getAll(name);
     out[name] = arrays.includes(name) ? values : values[values.length - 1];
   }
   return out;

@@ -85,10 +85,10 @@ function databaseError(err: unknown): ApiError | null {
 
 async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router, replays: ReplayGuard) {
   const rawUrl = req.url ?? '/';
-  const qIndex = rawUrl.indexOf('?');
-  const path = qIndex === -1 ? rawUrl : rawUrl.slice(0, qIndex);
-  const hdrId = req.headers['x-request-id'];
-  const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
+  const queryStart = rawUrl.indexOf('?');
+  const path = queryStart === -1 ? rawUrl : rawUrl.slice(0, queryStart);
+  const sentRequestId = req.headers['x-request-id'];
+  const requestId = typeof sentRequestId === 'string' && REQUEST_ID.test(sentRequestId) ? sentRequestId : randomUUID();
   res.setHeader('x-request-id', requestId);
   // The envelope of every error below: the route's, or for a path no route has, the interface's.
   let envelope = envelopeFor(path);
@@ -103,7 +103,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
         identity: req.headers['x-gateway-identity'] as string | undefined,
         timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
         signature: req.headers['x-gateway-signature'] as string | undefined,
-        requestId: hdrId as string | undefined,
+        requestId: sentRequestId as string | undefined,
         contentDigest: req.headers['content-digest'] as string | undefined,
       },
       req.method ?? 'GET',
@@ -151,7 +151,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     req,
     method: req.method ?? 'GET',
     path,
-    query: new URLSearchParams(qIndex === -1 ? '' : rawUrl.slice(qIndex + 1)),
+    query: new URLSearchParams(queryStart === -1 ? '' : rawUrl.slice(queryStart + 1)),
     params: match.params,
     identity,
     requestId,
