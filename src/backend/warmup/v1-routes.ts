@@ -7,24 +7,22 @@ import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router, type Ctx } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { ORG_ACCOUNTS, accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/index.js';
+import { accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
 import { bulkWarmupBody, emptyBody, patchBody } from '../v1/schemas.js';
+import {
+  accountWithV1Settings, lockAccountWithFloor, updateAccountColumns, updateV1Settings, upsertTimeSlot, v1StrategyOf, warmupCounts,
+} from './queries.js';
 
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
 const V2_FLOOR = 5;
 const DEFAULT_CONTENT = { industry: 'general', topics: [] as string[] };
 
 async function settingsRow(q: Queryable, orgId: number, id: number): Promise<Row> {
-  const rows = await q.query(
-    `SELECT a.*, s.strategy, s.max_below_floor, s.initial_limit, s.increase_by, s.language, s.content_industry, s.content_topics,
-            s.google_volume, s.microsoft_volume, s.others_volume
-       FROM ${ORG_ACCOUNTS} LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.id = $2`,
-    [orgId, id],
-  );
-  if (!rows.length) throw notFound(id);
-  return rows[0];
+  const account = await accountWithV1Settings(q, orgId, id);
+  if (!account) throw notFound(id);
+  return account;
 }
 
 /** The GET (and PATCH) response; a missing v1_warmup_settings row means the defaults. */
@@ -65,29 +63,21 @@ export async function warmupStatusView(q: Queryable, a: Row, now: number) {
   const date = localParts(now, a.time_zone).date;
   const start = zonedToUtc(date, 0, a.time_zone);
   const end = Math.min(zonedToUtc(addDays(date, 1), 0, a.time_zone), now + 1);
-  const [c] = await q.query(
-    `SELECT count(*)::int AS sent,
-            count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
-            count(*) FILTER (WHERE outcome = 'spam')::int AS spam,
-            count(*) FILTER (WHERE outcome = 'bounced')::int AS bounced,
-            count(*) FILTER (WHERE replied)::int AS replied
-       FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3`,
-    [a.id, new Date(start), new Date(end)],
-  );
-  const s = (await q.query(`SELECT strategy, max_below_floor FROM v1_warmup_settings WHERE account_id = $1`, [a.id]))[0];
+  const counts = await warmupCounts(q, a.id, new Date(start), new Date(end));
+  const v1Settings = await v1StrategyOf(q, a.id);
   const scores = (await scoresOf(q, [a], now)).get(a.id)!;
   return {
     emailAccountId: a.id,
     date,
     current: warmupStatusOf(a),
-    strategy: s?.strategy ?? 'progressive',
-    dailySendingLimit: dailyLimitOf({ ...a, max_below_floor: s?.max_below_floor ?? null }),
-    sent: c.sent,
+    strategy: v1Settings?.strategy ?? 'progressive',
+    dailySendingLimit: dailyLimitOf({ ...a, max_below_floor: v1Settings?.max_below_floor ?? null }),
+    sent: counts.sent,
     // received: warmup sends that reached a recipient mailbox (inbox or spam); undelivered: bounced.
-    received: c.inbox + c.spam,
-    replied: c.replied,
-    spam: c.spam,
-    undelivered: c.bounced,
+    received: counts.inbox + counts.spam,
+    replied: counts.replied,
+    spam: counts.spam,
+    undelivered: counts.bounced,
     warmupScore: scores.warmupScore,
     outreachReadinessStatus: scores.outreachReadinessStatus,
     workspaceId: a.provider_workspace_id == null ? null : String(a.provider_workspace_id),
@@ -125,12 +115,9 @@ export async function startWarmup(svc: BackendServices, orgId: number, id: numbe
     throw err instanceof ApiError ? v1ErrorOf(err, id) : err;
   }
   return svc.db.tx(async (q) => {
-    const rows = await q.query(
-      `SELECT a.*, s.max_below_floor FROM accounts a LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.id = $1 FOR UPDATE OF a`,
-      [id],
-    );
-    if (rows[0]?.status === 'warming') await planAhead(q, rows[0], svc.clock.now());
-    return rows[0];
+    const account = await lockAccountWithFloor(q, id);
+    if (account?.status === 'warming') await planAhead(q, account, svc.clock.now());
+    return account!;
   });
 }
 
@@ -184,57 +171,39 @@ export function register(router: Router): void {
       // accepts 0..100: a v1 max of 0..4 sets the shared column to the floor of 5 and is kept in
       // v1_warmup_settings.max_below_floor, which caps the daily limit in force (see dailyLimitOf).
       // A v1 change applies at once and replaces a lowered max still waiting for local midnight.
-      const set: string[] = [];
-      const params: unknown[] = [id];
-      const add = (col: string, v: unknown) => {
-        params.push(v);
-        set.push(`${col} = $${params.length}`);
-      };
+      const accountColumns: Record<string, unknown> = {};
       if (b.maxSendingLimit !== undefined) {
         const shared = Math.max(V2_FLOOR, b.maxSendingLimit);
-        add('warmup_max_limit', shared);
-        add('warmup_current_limit', Math.max(V2_FLOOR, Math.min(a.warmup_current_limit, shared)));
-        set.push('pending_max_limit = NULL', 'pending_effective_at = NULL');
+        accountColumns.warmup_max_limit = shared;
+        accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(a.warmup_current_limit, shared));
+        accountColumns.pending_max_limit = null;
+        accountColumns.pending_effective_at = null;
       }
-      if (b.replyRate !== undefined) add('reply_rate_custom', b.replyRate);
-      if (b.timeZone !== undefined) add('time_zone', b.timeZone);
-      if (set.length) await q.query(`UPDATE accounts SET ${set.join(', ')}, updated_at = now() WHERE id = $1`, params);
+      if (b.replyRate !== undefined) accountColumns.reply_rate_custom = b.replyRate;
+      if (b.timeZone !== undefined) accountColumns.time_zone = b.timeZone;
+      await updateAccountColumns(q, id, accountColumns);
 
       // v1-only columns.
-      const v1: string[] = [];
-      const p1: unknown[] = [id];
-      const add1 = (col: string, v: unknown) => {
-        p1.push(v);
-        v1.push(`${col} = $${p1.length}`);
-      };
-      if (b.strategy !== undefined) add1('strategy', b.strategy);
-      if (b.maxSendingLimit !== undefined) add1('max_below_floor', b.maxSendingLimit < V2_FLOOR ? b.maxSendingLimit : null);
-      if (b.warmUpInitialSendingLimit !== undefined) add1('initial_limit', b.warmUpInitialSendingLimit);
-      if (b.increaseEmailsByNumber !== undefined) add1('increase_by', b.increaseEmailsByNumber);
-      if (b.warmupLanguage !== undefined) add1('language', b.warmupLanguage);
+      const v1Columns: Record<string, unknown> = {};
+      if (b.strategy !== undefined) v1Columns.strategy = b.strategy;
+      if (b.maxSendingLimit !== undefined) v1Columns.max_below_floor = b.maxSendingLimit < V2_FLOOR ? b.maxSendingLimit : null;
+      if (b.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = b.warmUpInitialSendingLimit;
+      if (b.increaseEmailsByNumber !== undefined) v1Columns.increase_by = b.increaseEmailsByNumber;
+      if (b.warmupLanguage !== undefined) v1Columns.language = b.warmupLanguage;
       if (b.upcomingContentConfig !== undefined) {
-        add1('content_industry', b.upcomingContentConfig.industry);
-        add1('content_topics', b.upcomingContentConfig.topics);
+        v1Columns.content_industry = b.upcomingContentConfig.industry;
+        v1Columns.content_topics = b.upcomingContentConfig.topics;
       }
       if (b.googleVolume !== undefined) {
-        add1('google_volume', b.googleVolume);
-        add1('microsoft_volume', b.microsoftVolume);
-        add1('others_volume', b.othersVolume);
+        v1Columns.google_volume = b.googleVolume;
+        v1Columns.microsoft_volume = b.microsoftVolume;
+        v1Columns.others_volume = b.othersVolume;
       }
-      if (v1.length) {
-        await q.query(`INSERT INTO v1_warmup_settings (account_id) VALUES ($1) ON CONFLICT (account_id) DO NOTHING`, [id]);
-        await q.query(`UPDATE v1_warmup_settings SET ${v1.join(', ')}, updated_at = now() WHERE account_id = $1`, p1);
-      }
+      await updateV1Settings(q, id, v1Columns);
 
       // Windows: only the days sent change; the others keep theirs.
-      if (b.timeSlots) {
-        for (const s of b.timeSlots) {
-          await q.query(
-            `INSERT INTO v1_time_slots (account_id, day, from_minute, to_minute) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (account_id, day) DO UPDATE SET from_minute = $3, to_minute = $4`,
-            [id, DAYS.indexOf(s.day), s.fromHour * 60 + s.fromMinute, s.toHour * 60 + s.toMinute],
-          );
-        }
+      for (const slot of b.timeSlots ?? []) {
+        await upsertTimeSlot(q, id, DAYS.indexOf(slot.day), slot.fromHour * 60 + slot.fromMinute, slot.toHour * 60 + slot.toMinute);
       }
       // A new zone keeps every pending send at its local wall-clock time, read in the new zone.
       if (b.timeZone !== undefined && b.timeZone !== a.time_zone) await shiftPendingSends(q, id, b.timeZone, now);
