@@ -1,8 +1,9 @@
-// The SQL of the account routes (/v2, and the /v1 setup and deliverability scores). Every query is scoped by the path workspace. Account loading
+// The SQL of the account routes of /v2 and /v1 (v1-routes.ts, the setup and deliverability scores). Every query is scoped by the path workspace. Account loading
 // and the record views are in store.ts.
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/accounts.js';
 import { ACCOUNT_COLUMNS } from './store.js';
+import { ORG_ACCOUNTS } from './v1-views.js';
 import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {
@@ -15,7 +16,7 @@ export interface AccountFilter {
   search?: string;
 }
 
-function escapeLike(text: string): string {
+export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (special) => '\\' + special);
 }
 
@@ -142,4 +143,125 @@ export async function deliverabilityByEsp(db: Queryable, accountId: number, from
        FROM warmup_messages WHERE account_id = $1 AND sent_at >= $2 AND sent_at < $3 AND sent_at <= $4 GROUP BY 1`,
     [accountId, from, to, now],
   );
+}
+
+// /v1 email accounts (v1-routes.ts): scoped by the partner key's organization.
+
+const SORT_COLUMNS = { createdAt: 'a.created_at', fromEmail: 'lower(a.email_address)', fromName: 'lower(a.from_name)' } as const;
+
+export interface OrgAccountFilter {
+  /** Matched in the lower-cased address or sender name. */
+  search?: string;
+  statuses?: string[];
+  /** Tag names, lower case: an account with any of them matches. */
+  tags?: string[];
+  sort: keyof typeof SORT_COLUMNS;
+  sortBy: 'ASC' | 'DESC';
+  limit: number;
+  page: number;
+}
+
+/** One page of the organization's accounts matching the filter, and how many match in all. */
+export async function listOrganizationAccounts(db: Queryable, organizationId: number, filter: OrgAccountFilter) {
+  const where: string[] = [];
+  const params: unknown[] = [organizationId];
+  if (filter.search !== undefined) {
+    params.push(`%${escapeLike(filter.search)}%`);
+    where.push(`(lower(a.email_address) LIKE $${params.length} OR lower(a.from_name) LIKE $${params.length})`);
+  }
+  if (filter.statuses) {
+    params.push(filter.statuses);
+    where.push(`a.status = ANY($${params.length}::text[])`);
+  }
+  if (filter.tags?.length) {
+    params.push(filter.tags);
+    where.push(`EXISTS (SELECT 1 FROM account_tags at JOIN tags t ON t.id = at.tag_id
+                 WHERE at.account_id = a.id AND lower(t.name) = ANY($${params.length}::text[]))`);
+  }
+  const condition = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const [{ total }] = await db.query(`SELECT count(*)::int AS total FROM ${ORG_ACCOUNTS} ${condition}`, params);
+  const rows = await db.query(
+    `SELECT a.* FROM ${ORG_ACCOUNTS} ${condition}
+      ORDER BY ${SORT_COLUMNS[filter.sort]} ${filter.sortBy}, a.id ${filter.sortBy}
+      LIMIT ${filter.limit} OFFSET ${(filter.page - 1) * filter.limit}`,
+    params,
+  );
+  return { rows, total: total as number };
+}
+
+/** A provider workspace of the organization whose workspace, if any, is live; null otherwise. */
+export async function providerWorkspaceOf(q: Queryable, providerWorkspaceId: number, organizationId: number): Promise<{ id: number; workspace_id: number | null } | null> {
+  const rows = await q.query(
+    `SELECT p.id, p.workspace_id FROM provider_workspaces p LEFT JOIN workspaces w ON w.id = p.workspace_id
+      WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
+    [providerWorkspaceId, organizationId],
+  );
+  return (rows[0] as { id: number; workspace_id: number | null } | undefined) ?? null;
+}
+
+/** The organization's oldest live workspace, or null. */
+export async function oldestLiveWorkspace(q: Queryable, organizationId: number): Promise<number | null> {
+  const rows = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+  return rows[0]?.id ?? null;
+}
+
+/** A new SMTP/IMAP mailbox connected through /v1 (active, its check pending), as stored. */
+export async function insertPartnerMailbox(q: Queryable, workspaceId: number, providerWorkspaceId: number | null, mailbox: NewMailbox): Promise<Row> {
+  const { sealed } = mailbox;
+  const rows = await q.query(
+    `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
+       time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, provider_workspace_id, last_connected_at, created_at, updated_at)
+     VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $11, $11) RETURNING *`,
+    [workspaceId, mailbox.emailAddress, mailbox.fromName, mailbox.warmupMaxLimit, mailbox.timeZone,
+      sealed.smtp, sealed.imap, sealed.smtpPasswordSealed, sealed.imapPasswordSealed, providerWorkspaceId, mailbox.now],
+  );
+  return rows[0];
+}
+
+export async function deleteAccountsByIds(q: Queryable, accountIds: number[]): Promise<void> {
+  if (accountIds.length) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [accountIds]);
+}
+
+/**
+ * Adds the named tags to the accounts: a name unknown in an account's workspace is created there
+ * first. The accounts' updated_at moves.
+ */
+export async function assignTagNames(q: Queryable, accounts: { id: number; workspace_id: number }[], names: string[]): Promise<void> {
+  for (const workspaceId of new Set(accounts.map((account) => account.workspace_id))) {
+    for (const name of names) {
+      await q.query(`INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`, [workspaceId, name]);
+    }
+  }
+  const accountIds = accounts.map((account) => account.id);
+  await q.query(
+    `INSERT INTO account_tags (account_id, tag_id)
+     SELECT a.id, t.id FROM accounts a JOIN tags t ON t.workspace_id = a.workspace_id AND lower(t.name) = ANY($2::text[])
+      WHERE a.id = ANY($1::int[])
+     ON CONFLICT DO NOTHING`,
+    [accountIds, names.map((name) => name.toLowerCase())],
+  );
+  await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
+}
+
+/** Removes the named tags (lower case) from the accounts; the accounts' updated_at moves. */
+export async function unassignTagNames(q: Queryable, accountIds: number[], lowerNames: string[]): Promise<void> {
+  await q.query(
+    `DELETE FROM account_tags at USING tags t
+      WHERE t.id = at.tag_id AND at.account_id = ANY($1::int[]) AND lower(t.name) = ANY($2::text[])`,
+    [accountIds, lowerNames],
+  );
+  await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
+}
+
+/** As /v2's disconnect: warmup stops and no start is pending; the account and its history stay. */
+export async function disconnectAccountById(q: Queryable, accountId: number, now: Date): Promise<Row> {
+  const rows = await q.query(
+    `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false, updated_at = $2 WHERE id = $1 RETURNING *`,
+    [accountId, now],
+  );
+  return rows[0];
+}
+
+export async function deleteAccountById(q: Queryable, accountId: number): Promise<void> {
+  await q.query(`DELETE FROM accounts WHERE id = $1`, [accountId]);
 }
