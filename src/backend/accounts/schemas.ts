@@ -1,9 +1,12 @@
 // Request schemas of the accounts domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
-import { STATUSES } from './store.js';
 import { isTimeZone } from '../time.js';
 import { pgId } from '../validation.js';
 import type { SchemaRegistry } from '../schemas.js';
+
+// Here rather than in store.ts: schemas import nothing heavier than zod, so any module may read them
+// without an import cycle (store.ts -> warmup -> accounts -> v1 schemas -> these).
+export const STATUSES = ['active', 'warming', 'paused', 'error', 'auth-expired', 'disconnected'] as const;
 
 /** An SMTP or IMAP server (accounts.smtp, accounts.imap); shared with the /v1 connect. */
 export const connection = z

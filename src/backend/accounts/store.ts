@@ -8,7 +8,7 @@ import type { BackendServices } from '../services.js';
 /** warmupMinLimit: fixed at 5 for every mailbox (spec, Warmup settings). */
 export const WARMUP_MIN_LIMIT = 5;
 
-export const STATUSES = ['active', 'warming', 'paused', 'error', 'auth-expired', 'disconnected'] as const;
+export { STATUSES } from './schemas.js';
 
 /** The columns of an account read, with its tags; `a` is the accounts alias. */
 export const ACCOUNT_COLUMNS = `a.id, a.workspace_id, a.email_address, a.from_name, a.provider, a.status, a.verification,
