@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 
-const src = readFileSync(new URL('../../src/limits/redis.ts', import.meta.url), 'utf8');
+const src = readFileSync(new URL('../../src/limits/redis-gate.ts', import.meta.url), 'utf8');
 const at = src.indexOf('const GATE_LUA = `') + 'const GATE_LUA = `'.length;
 const GATE = src.slice(at, src.indexOf('`;', at));
 const variants = { shipped: GATE, 'string replies': GATE.replace('res[#res + 1] = n\n', 'res[#res + 1] = tostring(n)\n') };

@@ -11,6 +11,7 @@ import {
   systemClock,
   windowStart,
   hitOf,
+  layerState,
   type Clock,
   type CounterRef,
   type HitResult,
@@ -80,10 +81,6 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
   // The sweep only frees memory; it must never keep the process (or a test run) alive.
   timer?.unref();
 
-  function state(limit: number, used: number, start: number): LayerState {
-    return { limit, used, remaining: Math.max(0, limit - used), reset: (start + WINDOW_MS) / 1000 };
-  }
-
   /** Spend one token; an entry from an earlier window is over, so it is replaced when touched. */
   function spend(ref: CounterRef, start: number): LayerState {
     let c = counters.get(ref.id);
@@ -92,12 +89,12 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       counters.set(ref.id, c);
     }
     c.used += 1;
-    return state(ref.limit, c.used, start);
+    return layerState(ref.limit, c.used, start);
   }
 
   function read(ref: CounterRef, start: number): LayerState {
     const c = counters.get(ref.id);
-    return state(ref.limit, c !== undefined && c.windowStart === start ? c.used : 0, start);
+    return layerState(ref.limit, c !== undefined && c.windowStart === start ? c.used : 0, start);
   }
 
   function cooldownLeft(ip: string, now: number): number {

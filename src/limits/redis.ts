@@ -11,6 +11,7 @@
 
 import { Cluster, Redis } from 'ioredis';
 import { addressKey } from './address.js';
+import { cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -19,6 +20,7 @@ import {
   systemClock,
   windowStart,
   hitOf,
+  layerState,
   type Clock,
   type CounterRef,
   type HitResult,
@@ -27,13 +29,6 @@ import {
   type GateRequest,
   type GateResult,
 } from './types.js';
-
-interface QueuedGate {
-  req: GateRequest;
-  refs: CounterRef[];
-  resolve(r: GateResult): void;
-  reject(err: unknown): void;
-}
 
 export type RedisConnection = Redis | Cluster;
 
@@ -133,66 +128,12 @@ end
 return 0
 `;
 
-// The gate (standalone Redis only: its keys span slots), for a batch of requests in one script: every
-// gate call made while the event loop polls is sent together when it is done, or as soon as 16 are
-// waiting (one write, one reply, one script run for many requests under load). Each request is still
-// decided on its own, in arrival order, so two requests for one counter see each other's spend exactly
-// as if sent apart.
-// The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
-// counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
-// by its number of counters ('s2'). KEYS per request: the IP's cooldown, the organization's access
-// version, its counters. Nothing is spent unless the cooldown is clear and the version matches.
-// Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...} (counts are integers
-// when spent, strings when peeked: no string is built for a spend).
-const GATE_LUA = `
-local now, ttl = tonumber(ARGV[1]), ARGV[2]
-local out = {}
-local k = 1
-for r = 1, (#ARGV - 2) / 2 do
-  local ver, op = tonumber(ARGV[2 * r + 1]), ARGV[2 * r + 2]
-  local spend, nc = string.sub(op, 1, 1) == 's', tonumber(string.sub(op, 2))
-  local res
-  local cd = redis.call('GET', KEYS[k])
-  if cd and tonumber(cd) > now then
-    res = {'c', cd}
-  else
-    local v = redis.call('GET', KEYS[k + 1]) or '0'
-    if tonumber(v) ~= ver then
-      res = {'v', v}
-    else
-      res = {'s'}
-      for i = k + 2, k + 1 + nc do
-        if spend then
-          local n = redis.call('INCR', KEYS[i])
-          if n == 1 then redis.call('PEXPIRE', KEYS[i], ttl) end
-          res[#res + 1] = n
-        else
-          res[#res + 1] = redis.call('GET', KEYS[i]) or '0'
-        end
-      end
-    end
-  end
-  k = k + 2 + nc
-  out[r] = res
-end
-return out
-`;
-
-/**
- * Requests per gate script at most. A full batch is sent at once rather than at the end of the turn,
- * so Redis works on it while the gateway parses the rest of a burst: under a burst of 50 requests the
- * first ones do not wait for the last to be parsed. It also bounds the time one script holds Redis.
- */
-const GATE_BATCH_MAX = 16;
-
 // ioredis adds methods named after the definitions; these names are unlikely to clash with
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
-const GATE_CMD = 'keygateGate';
 
 interface ScriptCommands {
-  keygateGate(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(string | number)[][]>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   keygateRecordFailure(
     failuresKey: string,
@@ -218,7 +159,6 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
-  redis.defineCommand(GATE_CMD, { lua: GATE_LUA });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
 
@@ -226,16 +166,6 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
   const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
   const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
-
-  function state(limit: number, used: number, start: number): LayerState {
-    return { limit, used, remaining: Math.max(0, limit - used), reset: (start + WINDOW_MS) / 1000 };
-  }
-
-  function secondsLeft(end: string | null, now: number): number {
-    if (end === null) return 0;
-    const left = Math.ceil((Number(end) - now) / 1000);
-    return left > 0 ? left : 0;
-  }
 
   /**
    * GET several keys: one pipelined round trip on standalone; on a Cluster the keys live in different
@@ -253,47 +183,14 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     });
   }
 
-  // Gate calls waiting for the end of this event-loop turn or a full batch (see GATE_LUA).
-  let queued: QueuedGate[] = [];
-  function flushGates() {
-    if (queued.length === 0) return;
-    const batch = queued;
-    queued = [];
-    void sendGates(batch);
-  }
-  async function sendGates(batch: QueuedGate[]) {
-    const now = clock.now();
-    const start = windowStart(now);
-    let replies: (string | number)[][];
-    try {
-      const keys: string[] = [];
-      const args: (string | number)[] = [now, start + WINDOW_MS - now + TTL_SLACK_MS];
-      for (const g of batch) {
-        keys.push(cooldownKey(g.req.ip), versionKey(g.req.orgId));
-        for (const r of g.refs) keys.push(counterKey(r.id, start));
-        args.push(g.req.version, (g.req.spend ? 's' : 'p') + g.refs.length);
-      }
-      replies = await scripts.keygateGate(keys.length, ...keys, ...args);
-    } catch (err) {
-      for (const g of batch) g.reject(err);
-      return;
-    }
-    // A reply that cannot be read fails its own call, never leaves it waiting.
-    for (let n = 0; n < batch.length; n++) {
-      try {
-        batch[n].resolve(gateResult(batch[n], replies[n], now, start));
-      } catch (err) {
-        batch[n].reject(err);
-      }
-    }
-  }
-  function gateResult(g: QueuedGate, out: (string | number)[], now: number, start: number): GateResult {
-    if (out[0] === 'c') return { kind: 'cooldown', seconds: secondsLeft(String(out[1]), now) || 1 };
-    if (out[0] === 'v') return { kind: 'stale' };
-    const states = g.refs.map((r, n) => state(r.limit, Number(out[n + 1]), start));
-    if (!g.req.spend) return { kind: 'peeked', states };
-    return { kind: 'spent', hit: hitOf(states[0], states[1]) };
-  }
+  const standaloneGate = cluster
+    ? undefined
+    : createGateBatcher({
+        redis: redis as Redis,
+        clock,
+        keys: { counter: counterKey, cooldown: cooldownKey, version: versionKey },
+        ttlSlackMs: TTL_SLACK_MS,
+      });
 
   /** A Cluster's gate: the keys live in different slots, so the preflight's two GETs, then the spend or the reads. */
   async function clusterGate(req: GateRequest, refs: CounterRef[]): Promise<GateResult> {
@@ -310,7 +207,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
         const now = clock.now();
         const start = windowStart(now);
         const [used] = await scripts.keygateLimitHit(1, counterKey(ref.id, start), start + WINDOW_MS - now + TTL_SLACK_MS);
-        return state(ref.limit, Number(used), start);
+        return layerState(ref.limit, Number(used), start);
       },
       async hit(key: CounterRef, ip: CounterRef): Promise<HitResult> {
         // One clock reading for both layers, so they can never land in different windows.
@@ -334,19 +231,19 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
           kUsed = Number(k);
           iUsed = Number(i);
         }
-        return hitOf(state(key.limit, kUsed, start), state(ip.limit, iUsed, start));
+        return hitOf(layerState(key.limit, kUsed, start), layerState(ip.limit, iUsed, start));
       },
 
       async peek(refs: CounterRef[]): Promise<LayerState[]> {
         const start = windowStart(clock.now());
         const values = await getMany(refs.map((r) => counterKey(r.id, start)));
-        return refs.map((r, n) => state(r.limit, Number(values[n] ?? 0), start));
+        return refs.map((r, n) => layerState(r.limit, Number(values[n] ?? 0), start));
       },
     },
 
     cooldown: {
       async check(ip) {
-        return secondsLeft(await redis.get(cooldownKey(ip)), clock.now());
+        return cooldownSecondsLeft(await redis.get(cooldownKey(ip)), clock.now());
       },
       async recordFailure(ip) {
         const now = clock.now();
@@ -375,20 +272,14 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
       const keys = orgId === null ? [cooldownKey(ip)] : [cooldownKey(ip), versionKey(orgId)];
       const [cooldown, version] = await getMany(keys);
       return {
-        cooldown: secondsLeft(cooldown ?? null, clock.now()),
+        cooldown: cooldownSecondsLeft(cooldown ?? null, clock.now()),
         version: orgId === null ? null : Number(version ?? 0),
       };
     },
 
     // Not async: the standalone path hands back the batch's promise itself, with no wrapper to settle.
     gate(req) {
-      const refs = req.spend ?? req.peek ?? [];
-      if (cluster) return clusterGate(req, refs);
-      return new Promise<GateResult>((resolve, reject) => {
-        queued.push({ req, refs, resolve, reject });
-        if (queued.length === 1) setImmediate(flushGates);
-        else if (queued.length >= GATE_BATCH_MAX) flushGates();
-      });
+      return standaloneGate !== undefined ? standaloneGate(req) : clusterGate(req, req.spend ?? req.peek ?? []);
     },
 
     async ready() {

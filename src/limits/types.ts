@@ -18,6 +18,11 @@ export interface LayerState {
   reset: number;
 }
 
+/** A layer's state from its counter's count in the window that starts at `windowStartMs`. */
+export function layerState(limit: number, used: number, windowStartMs: number): LayerState {
+  return { limit, used, remaining: Math.max(0, limit - used), reset: (windowStartMs + WINDOW_MS) / 1000 };
+}
+
 /** A counter to spend from: `id` names the counter (e.g. `k:1000:read` or `ip:1.2.3.4`), `limit` its budget. */
 export interface CounterRef {
   id: string;
