@@ -16,6 +16,7 @@ import { readJson } from '../../src/config/plans.js';
 import { loadRoutes } from '../../src/config/routes.js';
 import { parseSeed } from '../../src/access/seed.js';
 import { freePort } from '../helpers/redis-server.js';
+import { openTestDb } from '../helpers/db.js';
 
 const RAW_WORDING = /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
 
@@ -59,6 +60,22 @@ function startInProcess(settings: Record<string, string>, readFiles: (s: ReturnT
   return { code: 0, stderr: '' };
 }
 
+/**
+ * The database of a child whose case is not about the database: with DATABASE_URL, a schema of its own
+ * copied from the run's template (reached through libpq's PGOPTIONS, which pg reads too), already
+ * migrated; else PGlite in memory, whose initdb costs each child some 3 s of CPU.
+ */
+const schemas: Awaited<ReturnType<typeof openTestDb>>[] = [];
+async function aDatabase(): Promise<Record<string, string>> {
+  if (!process.env.DATABASE_URL) return {};
+  const db = await openTestDb();
+  schemas.push(db);
+  return { DATABASE_URL: process.env.DATABASE_URL, PGOPTIONS: `-c search_path=${db.schema}` };
+}
+afterAll(async () => {
+  for (const db of schemas) await db.drop();
+});
+
 function expectOneLine(r: Run, line: RegExp) {
   expect(r.code, r.stderr).toBe(2);
   const lines = r.stderr.trimEnd().split('\n');
@@ -85,15 +102,15 @@ describe.concurrent('a listener that cannot open names its setting', () => {
   afterAll(() => new Promise<void>((r) => taken.close(() => r())));
 
   it.each(['PORT', 'ADMIN_PORT', 'BACKEND_PORT'])('%s in use', async (setting) => {
-    expectOneLine(await start({ [setting]: String(port) }), new RegExp(`^keygate: setting ${setting}: 127\\.0\\.0\\.1:${port} is already in use$`));
+    expectOneLine(await start({ ...(await aDatabase()), [setting]: String(port) }), new RegExp(`^keygate: setting ${setting}: 127\\.0\\.0\\.1:${port} is already in use$`));
   }, 60_000);
 
   it('a HOST that is no address and no known host name', async () => {
-    expectOneLine(await start({ HOST: 'no-such-host.invalid' }), /^keygate: setting HOST: "no-such-host\.invalid" is not an address or a known host name$/);
+    expectOneLine(await start({ ...(await aDatabase()), HOST: 'no-such-host.invalid' }), /^keygate: setting HOST: "no-such-host\.invalid" is not an address or a known host name$/);
   }, 60_000);
 
   it('a HOST address this machine does not have', async () => {
-    expectOneLine(await start({ HOST: '192.0.2.1' }), /^keygate: setting HOST: 192\.0\.2\.1 is not an address of this machine$/);
+    expectOneLine(await start({ ...(await aDatabase()), HOST: '192.0.2.1' }), /^keygate: setting HOST: 192\.0\.2\.1 is not an address of this machine$/);
   }, 60_000);
 });
 
@@ -110,7 +127,7 @@ describe.concurrent('a dependency that cannot be reached names its setting', () 
   }, 60_000);
 
   it('REDIS_URL whose host does not resolve (a Redis that is merely down starts degraded instead)', async () => {
-    expectOneLine(await start({ REDIS_URL: 'redis://cache.invalid:6379' }), /^keygate: setting REDIS_URL: cannot connect to cache\.invalid:6379 \((host not found|host name lookup failed)\)$/);
+    expectOneLine(await start({ ...(await aDatabase()), REDIS_URL: 'redis://cache.invalid:6379' }), /^keygate: setting REDIS_URL: cannot connect to cache\.invalid:6379 \((host not found|host name lookup failed)\)$/);
   }, 60_000);
 });
 
@@ -143,7 +160,7 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
 
   it.concurrent('a seed row the database refuses names its field, not the constraint', async () => {
     const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
-    expectOneLine(await start({ SEED_FILE: seed }), /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/);
+    expectOneLine(await start({ ...(await aDatabase()), SEED_FILE: seed }), /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/);
   }, 60_000);
 
   // As src/cli.ts reads SEED_FILE before it opens anything.
@@ -163,7 +180,7 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
   it.concurrent('an unknown field in the plans file', async () => {
     const p = structuredClone(plans);
     p.growth.colour = 'red';
-    expectOneLine(await start({ PLANS_FILE: file('plans.json', p) }), /^keygate: .*plans\.json growth\.colour: unknown field$/);
+    expectOneLine(await start({ ...(await aDatabase()), PLANS_FILE: file('plans.json', p) }), /^keygate: .*plans\.json growth\.colour: unknown field$/);
   }, 60_000);
 
   // The plans file's case above runs the program; the routes file is read the same way, by startApp.
