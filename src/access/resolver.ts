@@ -39,11 +39,7 @@ export interface AccessResolver {
 
 export function createAccessResolver(cache: PrincipalCache, stores: LimitStores, events: ResolverEvents): AccessResolver {
   async function count(plan: CounterPlan): Promise<LayerState[]> {
-    if ('peek' in plan) return stores.limiter.peek(plan.peek);
-    const [first, second] = plan.spend;
-    if (second === undefined) return [await stores.limiter.hitOne(first)];
-    const hit = await stores.limiter.hit(first, second);
-    return [hit.key, hit.ip];
+    return 'peek' in plan ? stores.limiter.spend(plan.peek, 0) : stores.limiter.spend(plan.spend, 1);
   }
 
   async function invalid(ip: string): Promise<Resolution<never>> {

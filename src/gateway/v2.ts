@@ -87,7 +87,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
 async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, refusal: Refusal): Promise<void> {
-  const [ip] = await deps.stores.limiter.peek([ipCounter(ctx.ip)]);
+  const [ip] = await deps.stores.limiter.spend([ipCounter(ctx.ip)], 0);
   setV2Headers(ctx.res, null, ip, deps.clock.now());
   refuse(ctx, refusal);
 }

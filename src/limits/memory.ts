@@ -14,7 +14,6 @@ import {
   layerState,
   type Clock,
   type CounterRef,
-  type HitResult,
   type LayerState,
   type LimitStores,
 } from './types.js';
@@ -108,13 +107,12 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     return Math.ceil((end - now) / 1000);
   }
 
-  function hitBoth(key: CounterRef, ip: CounterRef): HitResult {
-    // One clock reading for both layers, so they can never land in different windows.
+  function spendAll(refs: CounterRef[], cost: 0 | 1): LayerState[] {
+    // One clock reading for every layer, so they can never land in different windows.
     const start = windowStart(clock.now());
+    if (cost === 0) return refs.map((ref) => read(ref, start));
     maybeSweep();
-    const k = spend(key, start);
-    const i = spend(ip, start);
-    return hitOf(k, i);
+    return refs.map((ref) => spend(ref, start));
   }
 
   return {
@@ -123,22 +121,12 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       const seconds = cooldownLeft(req.ip, now);
       if (seconds > 0) return { kind: 'cooldown', seconds };
       if ((versions.get(req.orgId) ?? 0) !== req.version) return { kind: 'stale' };
-      if (req.spend) return { kind: 'spent', hit: hitBoth(req.spend[0], req.spend[1]) };
-      const start = windowStart(now);
-      return { kind: 'peeked', states: (req.peek ?? []).map((r) => read(r, start)) };
+      if (req.spend) return { kind: 'spent', hit: hitOf(...(spendAll(req.spend, 1) as [LayerState, LayerState])) };
+      return { kind: 'peeked', states: spendAll(req.peek ?? [], 0) };
     },
     limiter: {
-      async hit(key, ip): Promise<HitResult> {
-        return hitBoth(key, ip);
-      },
-      async hitOne(ref) {
-        const start = windowStart(clock.now());
-        maybeSweep();
-        return spend(ref, start);
-      },
-      async peek(refs) {
-        const start = windowStart(clock.now());
-        return refs.map((r) => read(r, start));
+      async spend(refs, cost) {
+        return spendAll(refs, cost);
       },
     },
 

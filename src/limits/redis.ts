@@ -19,11 +19,10 @@ import {
   WINDOW_MS,
   systemClock,
   windowStart,
-  hitOf,
+  spendPair,
   layerState,
   type Clock,
   type CounterRef,
-  type HitResult,
   type LayerState,
   type LimitStores,
   type GateRequest,
@@ -88,7 +87,7 @@ export interface RedisStoreOptions {
 /** Extra TTL past the window's end, so an instance whose clock runs a little behind still finds its counter. */
 const TTL_SLACK_MS = 5_000;
 
-// Spend one token from each key; the key is created with its TTL in the same atomic step, so no
+// Spend one token from each key (RateLimiter.spend with cost 1); the key is created with its TTL in the same atomic step, so no
 // counter can outlive its window (no read-then-write: the returned count is the one this hit made).
 // ARGV[1]: TTL in ms.
 const HIT_LUA = `
@@ -197,47 +196,30 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     const pre = await stores.preflight(req.ip, req.orgId);
     if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
     if (pre.version !== req.version) return { kind: 'stale' };
-    if (req.spend) return { kind: 'spent', hit: await stores.limiter.hit(req.spend[0], req.spend[1]) };
-    return { kind: 'peeked', states: await stores.limiter.peek(refs) };
+    if (req.spend) return { kind: 'spent', hit: await spendPair(stores.limiter, req.spend[0], req.spend[1]) };
+    return { kind: 'peeked', states: await stores.limiter.spend(refs, 0) };
   }
 
   const stores: LimitStores = {
     limiter: {
-      async hitOne(ref: CounterRef): Promise<LayerState> {
+      async spend(refs: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
+        if (refs.length === 0) return [];
+        // One clock reading for every layer, so they can never land in different windows.
         const now = clock.now();
         const start = windowStart(now);
-        const [used] = await scripts.keygateLimitHit(1, counterKey(ref.id, start), start + WINDOW_MS - now + TTL_SLACK_MS);
-        return layerState(ref.limit, Number(used), start);
-      },
-      async hit(key: CounterRef, ip: CounterRef): Promise<HitResult> {
-        // One clock reading for both layers, so they can never land in different windows.
-        const now = clock.now();
-        const start = windowStart(now);
-        const ttl = start + WINDOW_MS - now + TTL_SLACK_MS;
-        const kKey = counterKey(key.id, start);
-        const iKey = counterKey(ip.id, start);
-        let kUsed: number;
-        let iUsed: number;
-        if (cluster) {
-          // Different hash tags, different slots: one single-key script each, sent concurrently.
-          const [[k], [i]] = await Promise.all([
-            scripts.keygateLimitHit(1, kKey, ttl),
-            scripts.keygateLimitHit(1, iKey, ttl),
-          ]);
-          kUsed = Number(k);
-          iUsed = Number(i);
+        const keys = refs.map((ref) => counterKey(ref.id, start));
+        let counts: (number | string | null)[];
+        if (cost === 0) {
+          counts = await getMany(keys);
         } else {
-          const [k, i] = await scripts.keygateLimitHit(2, kKey, iKey, ttl);
-          kUsed = Number(k);
-          iUsed = Number(i);
+          const ttl = start + WINDOW_MS - now + TTL_SLACK_MS;
+          // On a Cluster the counters have different hash tags, so different slots: one single-key
+          // script each, sent concurrently. On a standalone Redis, one script for all.
+          counts = cluster
+            ? (await Promise.all(keys.map((key) => scripts.keygateLimitHit(1, key, ttl)))).map(([used]) => used)
+            : await scripts.keygateLimitHit(keys.length, ...keys, ttl);
         }
-        return hitOf(layerState(key.limit, kUsed, start), layerState(ip.limit, iUsed, start));
-      },
-
-      async peek(refs: CounterRef[]): Promise<LayerState[]> {
-        const start = windowStart(clock.now());
-        const values = await getMany(refs.map((r) => counterKey(r.id, start)));
-        return refs.map((r, n) => layerState(r.limit, Number(values[n] ?? 0), start));
+        return refs.map((ref, n) => layerState(ref.limit, Number(counts[n] ?? 0), start));
       },
     },
 

@@ -9,7 +9,7 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-/** One layer's state in the current fixed window, after (hit) or without (peek) spending. */
+/** One layer's state in the current fixed window, after spending (cost 1) or without (cost 0). */
 export interface LayerState {
   limit: number;
   used: number;
@@ -41,16 +41,26 @@ export function hitOf(key: LayerState, ip: LayerState): HitResult {
   return { key, ip, allowed: key.used <= key.limit && ip.used <= ip.limit };
 }
 
+/**
+ * Fixed-window counters. `spend` spends `cost` tokens in each counter, atomically per counter (no
+ * read-then-write: each state is the count this spend made), whether or not the request is then
+ * accepted; cost 0 reads the counters without spending. States come back in the counters' order, all
+ * from one clock reading, so the layers of one request never land in different windows.
+ */
 export interface RateLimiter {
-  /**
-   * Spend one token in the key's bucket counter and one in the IP counter, atomically per counter
-   * (no read-then-write), whether or not the request is then accepted.
-   */
-  hit(key: CounterRef, ip: CounterRef): Promise<HitResult>;
-  /** Spend one token in a single counter (the /v1 interface has one layer). */
-  hitOne(counter: CounterRef): Promise<LayerState>;
-  /** Read the current state of counters without spending anything. */
-  peek(counters: CounterRef[]): Promise<LayerState[]>;
+  spend(counters: CounterRef[], cost: 0 | 1): Promise<LayerState[]>;
+}
+
+/** Spend one token in the key's bucket counter and one in the IP counter (the /v2 interface's two layers). */
+export async function spendPair(limiter: RateLimiter, key: CounterRef, ip: CounterRef): Promise<HitResult> {
+  const [keyState, ipState] = await limiter.spend([key, ip], 1);
+  return hitOf(keyState, ipState);
+}
+
+/** Spend one token in a single counter (the /v1 interface has one layer). */
+export async function spendOne(limiter: RateLimiter, counter: CounterRef): Promise<LayerState> {
+  const [state] = await limiter.spend([counter], 1);
+  return state;
 }
 
 /**

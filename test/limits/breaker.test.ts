@@ -6,7 +6,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
 import { createResilientStores, MIN_SILENCE_MS, StoreUnavailableError, type ResilientStores } from '../../src/limits/resilient.js';
-import type { CounterRef, HitResult, LimitStores } from '../../src/limits/types.js';
+import { spendOne, spendPair, type CounterRef, type LayerState, type LimitStores } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
 const key: CounterRef = { id: 'k:1:read', limit: 20 };
@@ -68,14 +68,14 @@ beforeEach(() => {
 
 describe('a busy event loop is not a Redis outage', () => {
   it('a reply late only because the loop was blocked is awaited, and answers', async () => {
-    const reply = pendingReply<HitResult>();
-    primary.limiter.hit = () => reply.promise;
+    const reply = pendingReply<LayerState[]>();
+    primary.limiter.spend = () => reply.promise;
     const stores = breaker('closed');
-    const call = stores.limiter.hit(key, ip);
+    const call = stores.limiter.spend([key, ip], 1);
     // Two seconds of stalls, and 290 ms of free time in all: the reply may not have been read yet.
     for (let n = 0; n < 20; n++) blocked(100);
     freeTime(290);
-    const answer = { key: { limit: 20, used: 3, remaining: 17, reset: 60 }, ip: { limit: 100, used: 3, remaining: 97, reset: 60 }, allowed: true };
+    const answer = [{ limit: 20, used: 3, remaining: 17, reset: 60 }, { limit: 100, used: 3, remaining: 97, reset: 60 }];
     reply.resolve(answer);
     expect(await call).toBe(answer);
     expect(stores.degraded()).toBe(false);
@@ -121,9 +121,9 @@ describe('an unreachable Redis', () => {
   });
 
   it('closed mode refuses instead, waiting calls included', async () => {
-    primary.limiter.peek = () => new Promise(() => {});
+    primary.limiter.spend = () => new Promise(() => {});
     const stores = breaker('closed');
-    const waiting = stores.limiter.peek([key]);
+    const waiting = stores.limiter.spend([key], 0);
     freeTime(310);
     await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(StoreUnavailableError);
@@ -153,66 +153,66 @@ describe('an unreachable Redis', () => {
     primary.ready = async () => answers;
     const stores = breaker('open');
     connection.emit('close');
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
     await settle();
     expect(stores.degraded()).toBe(true);
     wall += 1_000;
-    await stores.limiter.hitOne(key); // starts a probe that fails
+    await spendOne(stores.limiter, key); // starts a probe that fails
     await settle();
     expect(stores.degraded()).toBe(true);
     answers = true;
-    await stores.limiter.hitOne(key); // too soon for the next probe
+    await spendOne(stores.limiter, key); // too soon for the next probe
     await settle();
     expect(stores.degraded()).toBe(true);
     wall += 1_000;
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
     await settle();
     expect(stores.degraded()).toBe(false);
-    expect((await stores.limiter.hitOne(key)).used).toBe(1); // Redis's counter again, not the fallback's 4
+    expect((await spendOne(stores.limiter, key)).used).toBe(1); // Redis's counter again, not the fallback's 4
   });
 
   it('calls that keep failing open it after the failure span, not after a few quick errors', async () => {
-    primary.limiter.hitOne = async () => {
+    primary.limiter.spend = async () => {
       throw new Error('ERR something');
     };
     const stores = breaker('open');
     // Each failed call is answered by the fallback, whatever the breaker decides.
-    for (let n = 0; n < 5; n++) expect((await stores.limiter.hitOne(key)).used).toBe(n + 1);
+    for (let n = 0; n < 5; n++) expect((await spendOne(stores.limiter, key)).used).toBe(n + 1);
     expect(stores.degraded()).toBe(false);
     wall += 499;
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
     expect(stores.degraded()).toBe(false);
     wall += 1;
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
     expect(stores.degraded()).toBe(true);
   });
 
   it('a success between failures starts the span again', async () => {
     let fail = true;
-    primary.limiter.hitOne = async (c) => {
+    primary.limiter.spend = async (counters, cost) => {
       if (fail) throw new Error('ERR something');
-      return fallback.limiter.hitOne(c);
+      return fallback.limiter.spend(counters, cost);
     };
     const stores = breaker('open');
-    await stores.limiter.hitOne(key);
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
+    await spendOne(stores.limiter, key);
     wall += 400;
     fail = false;
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
     fail = true;
     wall += 400;
-    await stores.limiter.hitOne(key);
-    await stores.limiter.hitOne(key);
-    await stores.limiter.hitOne(key);
+    await spendOne(stores.limiter, key);
+    await spendOne(stores.limiter, key);
+    await spendOne(stores.limiter, key);
     expect(stores.degraded()).toBe(false);
   });
 });
 
 describe('the silence that counts', () => {
   it('is never under MIN_SILENCE_MS, whatever REDIS_COMMAND_TIMEOUT_MS says', async () => {
-    primary.limiter.peek = () => new Promise(() => {});
+    primary.limiter.spend = () => new Promise(() => {});
     const stores = createResilientStores({ primary, fallback, mode: 'open', events, connection, log: createLogger('silent'), replyTimeoutMs: 50, now: () => wall, loopClock: loop });
-    void stores.limiter.peek([key]);
+    void stores.limiter.spend([key], 0);
     freeTime(MIN_SILENCE_MS - 10);
     expect(stores.degraded()).toBe(false);
     freeTime(20);
@@ -223,9 +223,9 @@ describe('the silence that counts', () => {
 describe('one generic wrapper', () => {
   it('guards every method of the limiter and the cooldown, passing arguments and results through', async () => {
     const stores = breaker('closed');
-    expect(await stores.limiter.hit(key, ip)).toMatchObject({ allowed: true, key: { used: 1 }, ip: { used: 1 } });
-    expect(await stores.limiter.hitOne(key)).toMatchObject({ used: 2 });
-    expect((await stores.limiter.peek([key, ip])).map((s) => s.used)).toEqual([2, 1]);
+    expect(await spendPair(stores.limiter, key, ip)).toMatchObject({ allowed: true, key: { used: 1 }, ip: { used: 1 } });
+    expect(await spendOne(stores.limiter, key)).toMatchObject({ used: 2 });
+    expect((await stores.limiter.spend([key, ip], 0)).map((s) => s.used)).toEqual([2, 1]);
     for (let n = 0; n < 5; n++) expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(0);
     expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(900);
     expect(await stores.cooldown.check('192.0.2.5')).toBe(900);

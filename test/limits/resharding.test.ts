@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
-import { windowStart } from '../../src/limits/types.js';
+import { spendOne, windowStart } from '../../src/limits/types.js';
 
 // Provided by the `cluster` project (vitest.config.ts); the main project has no cluster to reshard.
 const NODES = inject('redisClusterNodes');
@@ -24,7 +24,7 @@ describe.runIf(Boolean(NODES))('resharding', () => {
     let hits = 0;
     const hitSome = async (n: number) => {
       for (let i = 0; i < n; i++) {
-        const s = await stores.limiter.hitOne(counter);
+        const s = await spendOne(stores.limiter, counter);
         hits++;
         expect(s.used).toBe(hits); // exact, in order, through every redirect
       }

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'v
 import { Redis, type Cluster } from 'ioredis';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
-import type { Clock, CounterRef, LimitStores } from '../../src/limits/types.js';
+import { spendPair, type Clock, type CounterRef, type LimitStores } from '../../src/limits/types.js';
 
 /** A clock the test moves by hand. */
 interface FakeClock extends Clock {
@@ -53,11 +53,11 @@ function storeSuite(name: string, factory: Factory): void {
     describe('rate limiter', () => {
       it('allows up to the limit and rejects the next hit, still spending it', async () => {
         for (let n = 1; n <= 20; n++) {
-          const r = await stores.limiter.hit(key(), ip());
+          const r = await spendPair(stores.limiter, key(), ip());
           expect(r.allowed).toBe(true);
           expect(r.key).toEqual({ limit: 20, used: n, remaining: 20 - n, reset: MINUTE / 1000 + 60 });
         }
-        const r = await stores.limiter.hit(key(), ip());
+        const r = await spendPair(stores.limiter, key(), ip());
         expect(r.allowed).toBe(false);
         expect(r.key).toEqual({ limit: 20, used: 21, remaining: 0, reset: MINUTE / 1000 + 60 });
         expect(r.ip).toEqual({ limit: 100, used: 21, remaining: 79, reset: MINUTE / 1000 + 60 });
@@ -65,32 +65,32 @@ function storeSuite(name: string, factory: Factory): void {
 
       it('rejects when only the IP layer is over, and spends both counters anyway', async () => {
         const small = ip(2);
-        await stores.limiter.hit(key(), small);
-        await stores.limiter.hit(key(), small);
-        const r = await stores.limiter.hit(key(), small);
+        await spendPair(stores.limiter, key(), small);
+        await spendPair(stores.limiter, key(), small);
+        const r = await spendPair(stores.limiter, key(), small);
         expect(r.allowed).toBe(false);
         expect(r.key.used).toBe(3);
         expect(r.key.remaining).toBe(17);
         expect(r.ip).toMatchObject({ used: 3, remaining: 0 });
-        const [k, i] = await stores.limiter.peek([key(), small]);
+        const [k, i] = await stores.limiter.spend([key(), small], 0);
         expect(k!.used).toBe(3);
         expect(i!.used).toBe(3);
       });
 
       it('reports reset as the next minute boundary in unix seconds, at both ends of a window', async () => {
         clock.set(MINUTE);
-        expect((await stores.limiter.hit(key(), ip())).key.reset).toBe(MINUTE / 1000 + 60);
+        expect((await spendPair(stores.limiter, key(), ip())).key.reset).toBe(MINUTE / 1000 + 60);
         clock.set(MINUTE + 59_999);
-        const r = await stores.limiter.hit(key(), ip());
+        const r = await spendPair(stores.limiter, key(), ip());
         expect(r.key.reset).toBe(MINUTE / 1000 + 60);
         expect(r.ip.reset).toBe(MINUTE / 1000 + 60);
         expect(r.key.used).toBe(2);
       });
 
       it('starts the next window fresh', async () => {
-        for (let n = 0; n < 21; n++) await stores.limiter.hit(key(), ip());
+        for (let n = 0; n < 21; n++) await spendPair(stores.limiter, key(), ip());
         clock.set(MINUTE + 60_000);
-        const r = await stores.limiter.hit(key(), ip());
+        const r = await spendPair(stores.limiter, key(), ip());
         expect(r.allowed).toBe(true);
         expect(r.key).toEqual({ limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 120 });
         expect(r.ip.used).toBe(1);
@@ -100,37 +100,37 @@ function storeSuite(name: string, factory: Factory): void {
         const write: CounterRef = { id: 'k:1000:write', limit: 5 };
         const otherKey: CounterRef = { id: 'k:1001:read', limit: 20 };
         const otherIp = ip(100, '198.51.100.1');
-        await stores.limiter.hit(key(), ip());
-        await stores.limiter.hit(key(), ip());
-        await stores.limiter.hit(write, ip());
-        await stores.limiter.hit(otherKey, otherIp);
-        const states = await stores.limiter.peek([key(), write, otherKey, ip(), otherIp]);
+        await spendPair(stores.limiter, key(), ip());
+        await spendPair(stores.limiter, key(), ip());
+        await spendPair(stores.limiter, write, ip());
+        await spendPair(stores.limiter, otherKey, otherIp);
+        const states = await stores.limiter.spend([key(), write, otherKey, ip(), otherIp], 0);
         expect(states.map((s) => s.used)).toEqual([2, 1, 1, 3, 1]);
       });
 
       it('peek reads without spending, including counters never hit', async () => {
-        await stores.limiter.hit(key(), ip());
+        await spendPair(stores.limiter, key(), ip());
         const fresh: CounterRef = { id: 'k:9999:bulk', limit: 3 };
         for (let n = 0; n < 3; n++) {
-          const [k, i, f] = await stores.limiter.peek([key(), ip(), fresh]);
+          const [k, i, f] = await stores.limiter.spend([key(), ip(), fresh], 0);
           expect(k).toEqual({ limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 });
           expect(i!.used).toBe(1);
           expect(f).toEqual({ limit: 3, used: 0, remaining: 3, reset: MINUTE / 1000 + 60 });
         }
-        expect(await stores.limiter.peek([])).toEqual([]);
-        expect((await stores.limiter.hit(key(), ip())).key.used).toBe(2);
+        expect(await stores.limiter.spend([], 0)).toEqual([]);
+        expect((await spendPair(stores.limiter, key(), ip())).key.used).toBe(2);
       });
 
       it('counts concurrent hits exactly', async () => {
         const results = await Promise.all(
-          Array.from({ length: 200 }, () => stores.limiter.hit(key(), ip(150))),
+          Array.from({ length: 200 }, () => spendPair(stores.limiter, key(), ip(150))),
         );
         // Each hit saw a distinct count: no two read the same value before writing.
         expect(results.map((r) => r.key.used).sort((a, b) => a - b)).toEqual(
           Array.from({ length: 200 }, (_, n) => n + 1),
         );
         expect(results.filter((r) => r.allowed)).toHaveLength(20);
-        const [k, i] = await stores.limiter.peek([key(), ip(150)]);
+        const [k, i] = await stores.limiter.spend([key(), ip(150)], 0);
         expect(k!.used).toBe(200);
         expect(i).toMatchObject({ used: 200, remaining: 0 });
       });
@@ -255,11 +255,11 @@ function storeSuite(name: string, factory: Factory): void {
           hit: { allowed: true, key: { limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 }, ip: { limit: 100, used: 1, remaining: 99, reset: MINUTE / 1000 + 60 } },
         });
         // The counters the gate spent are the ones every other path reads (the same key names).
-        expect((await stores.limiter.peek([key(), ip()])).map((s) => s.used)).toEqual([1, 1]);
+        expect((await stores.limiter.spend([key(), ip()], 0)).map((s) => s.used)).toEqual([1, 1]);
         // An IPv6 client: its counter and its cooldown are found the same way.
         const v6 = '2001:db8::7';
         expect(await stores.gate(req(0, { ip: v6 }))).toMatchObject({ kind: 'spent', hit: { ip: { used: 1 } } });
-        expect((await stores.limiter.peek([ip(100, v6)]))[0].used).toBe(1);
+        expect((await stores.limiter.spend([ip(100, v6)], 0))[0].used).toBe(1);
         for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure(v6);
         expect(await stores.gate(req(0, { ip: v6 }))).toEqual({ kind: 'cooldown', seconds: 900 });
       });
@@ -269,15 +269,15 @@ function storeSuite(name: string, factory: Factory): void {
         expect(await stores.gate(req(0))).toEqual({ kind: 'stale' });
         for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.50');
         expect(await stores.gate(req(1, { ip: '192.0.2.50' }))).toEqual({ kind: 'cooldown', seconds: 900 });
-        const [k, i] = await stores.limiter.peek([key(), ip(100, '192.0.2.50')]);
+        const [k, i] = await stores.limiter.spend([key(), ip(100, '192.0.2.50')], 0);
         expect([k.used, i.used]).toEqual([0, 0]);
       });
 
       it('peeks without spending', async () => {
-        await stores.limiter.hit(key(), ip());
+        await spendPair(stores.limiter, key(), ip());
         const g = await stores.gate({ ip: '203.0.113.7', orgId: 77, version: 0, peek: [ip(), key()] });
         expect(g).toMatchObject({ kind: 'peeked', states: [{ used: 1 }, { used: 1 }] });
-        expect((await stores.limiter.peek([key()]))[0].used).toBe(1);
+        expect((await stores.limiter.spend([key()], 0))[0].used).toBe(1);
       });
 
       it('decides concurrent calls one by one: exactly the limit is allowed, stale and cooling ones spend nothing', async () => {
@@ -294,7 +294,7 @@ function storeSuite(name: string, factory: Factory): void {
         expect(spent.map((h) => h!.key.used).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
         expect(out[30]).toEqual({ kind: 'stale' });
         expect(out[31]).toMatchObject({ kind: 'cooldown' });
-        expect((await stores.limiter.peek([key()]))[0].used).toBe(30);
+        expect((await stores.limiter.spend([key()], 0))[0].used).toBe(30);
       });
     });
 
@@ -324,17 +324,17 @@ describe('memory store housekeeping', () => {
     const clock = fakeClock(T0);
     const stores = createMemoryStores({ clock, sweepThreshold: 11, sweepIntervalMs: 0 });
     const ipRef = { id: 'ip:a', limit: 5 };
-    for (let n = 0; n < 9; n++) await stores.limiter.hit({ id: `k:${n}:read`, limit: 5 }, ipRef);
+    for (let n = 0; n < 9; n++) await spendPair(stores.limiter, { id: `k:${n}:read`, limit: 5 }, ipRef);
     await stores.cooldown.recordFailure('192.0.2.40');
     expect(stores.entries()).toBe(11);
     clock.advance(60_000);
     // This hit finds 11 entries, sweeps the ten counters of the last window, then adds two.
-    await stores.limiter.hit({ id: 'k:100:read', limit: 5 }, { id: 'ip:b', limit: 5 });
+    await spendPair(stores.limiter, { id: 'k:100:read', limit: 5 }, { id: 'ip:b', limit: 5 });
     expect(stores.entries()).toBe(3);
     // The failure window (15 min) outlives a rate-limit window; once it is over it goes too. The 8th
     // hit finds 11 entries again and sweeps the failure and last window's two counters.
     clock.advance(15 * 60_000);
-    for (let n = 0; n < 8; n++) await stores.limiter.hit({ id: `k:${n}:write`, limit: 5 }, ipRef);
+    for (let n = 0; n < 8; n++) await spendPair(stores.limiter, { id: `k:${n}:write`, limit: 5 }, ipRef);
     expect(stores.entries()).toBe(9);
     await stores.close();
   });
@@ -342,7 +342,7 @@ describe('memory store housekeeping', () => {
   it('sweeps on a timer that does not keep the process alive', async () => {
     const clock = fakeClock(T0);
     const stores = createMemoryStores({ clock, sweepIntervalMs: 5 });
-    await stores.limiter.hit({ id: 'k:1:read', limit: 5 }, { id: 'ip:a', limit: 5 });
+    await spendPair(stores.limiter, { id: 'k:1:read', limit: 5 }, { id: 'ip:a', limit: 5 });
     await stores.cooldown.recordFailure('192.0.2.41');
     expect(stores.entries()).toBe(3);
     clock.advance(15 * 60_000);
@@ -378,7 +378,7 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const p = `${prefix}keys:`;
     const stores = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock });
     try {
-      await stores.limiter.hit({ id: 'k:1000:read', limit: 20 }, { id: 'ip:203.0.113.7', limit: 100 });
+      await spendPair(stores.limiter, { id: 'k:1000:read', limit: 20 }, { id: 'ip:203.0.113.7', limit: 100 });
       for (let n = 0; n < 4; n++) await stores.cooldown.recordFailure('192.0.2.30');
       for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('192.0.2.31');
       await stores.versions.bump(42);
@@ -502,7 +502,7 @@ describe.runIf(Boolean(CLUSTER))('redis cluster', () => {
     try {
       // Many keys and IPs land on all three primaries; every hit still answers (no CROSSSLOT).
       for (let i = 0; i < 30; i++) {
-        const r = await stores.limiter.hit({ id: `k:${i}:read`, limit: 20 }, { id: `ip:198.51.100.${i}`, limit: 100 });
+        const r = await spendPair(stores.limiter, { id: `k:${i}:read`, limit: 20 }, { id: `ip:198.51.100.${i}`, limit: 100 });
         expect(r.allowed).toBe(true);
       }
       const slot = (k: string) => admin.cluster('KEYSLOT', k) as Promise<number>;
