@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
-import type { Preflight, AccessVersions } from '../limits/types.js';
+import type { Preflight, AccessVersions } from './versions.js';
 import { hashSecret, type KeyType } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
 import { StoreUnavailableError } from '../limits/resilient.js';
@@ -33,7 +33,7 @@ export type Lookup =
 export interface PrincipalCacheOptions {
   db: Db;
   pepper: string;
-  preflight: Preflight['preflight'];
+  preflight: Preflight;
   versions: AccessVersions;
   max?: number;
   ttlMs?: number;

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { MinRole } from '../config/routes.js';
-import type { Clock, AccessVersions } from '../limits/types.js';
+import type { Clock } from '../limits/types.js';
+import type { AccessVersions } from '../access/versions.js';
 import type { CredentialCipher } from './credentials/cipher.js';
 
 export interface BackendConfig {

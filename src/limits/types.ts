@@ -1,4 +1,5 @@
-// The rate-limit, failed-authentication and access-version stores behind one set of interfaces.
+// The rate-limit and failed-authentication stores, and the access versions' storage, behind one set
+// of interfaces.
 // Implementations: memory (single instance) and Redis (shared by every gateway instance).
 // See ../shared/design/CONTRACT.md section 3.
 
@@ -80,23 +81,6 @@ export interface FailureCooldown {
 }
 
 /**
- * A per-organization access version. Every writer of access data bumps it after its commit; the gateway
- * keeps a cached principal only while the version it was resolved at is still current.
- */
-export interface AccessVersions {
-  get(orgId: number): Promise<number>;
-  bump(orgId: number): Promise<number>;
-}
-
-/**
- * The round trip the gateway makes before resolving a key: the IP's cooldown and, when the key's
- * principal is cached, its organization's access version. Redis answers both in one round trip.
- */
-export interface Preflight {
-  preflight(ip: string, orgId: number | null): Promise<{ cooldown: number; version: number | null }>;
-}
-
-/**
  * The gateway's one round trip for a cached principal: the IP's cooldown, the organization's access
  * version, then, only when the cooldown is clear and the version is the expected one, either spend
  * one token in each `spend` counter or read the `peek` counters. On a standalone Redis this is one
@@ -123,8 +107,13 @@ export interface LimitStores {
   gate(req: GateRequest): Promise<GateResult>;
   limiter: RateLimiter;
   cooldown: FailureCooldown;
-  versions: AccessVersions;
-  preflight: Preflight['preflight'];
+  // The access versions and the preflight are access/'s interfaces (AccessVersions and Preflight in
+  // src/access/versions.ts), declared here by shape only: limits/ sits below access/ and does not
+  // import it; structural typing checks the fit where the stores are handed to the principal cache.
+  /** A per-organization version that only grows (no TTL, never swept: it must never reset to 0). */
+  versions: { get(orgId: number): Promise<number>; bump(orgId: number): Promise<number> };
+  /** The IP's cooldown and, when `orgId` is given, its organization's version, in one round trip. */
+  preflight(ip: string, orgId: number | null): Promise<{ cooldown: number; version: number | null }>;
   /** Resolves once the store answers (Redis PING); used by /readyz. */
   ready(): Promise<boolean>;
   close(): Promise<void>;
