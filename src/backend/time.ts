@@ -31,23 +31,23 @@ export function isTimeZone(name: string): boolean {
 
 const fmtCache = new Map<string, Intl.DateTimeFormat>();
 function fmt(tz: string): Intl.DateTimeFormat {
-  let f = fmtCache.get(tz);
-  if (!f) {
+  let formatter = fmtCache.get(tz);
+  if (!formatter) {
     const make = (timeZone: string) =>
       new Intl.DateTimeFormat('en-US', {
         timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
         hour: '2-digit', minute: '2-digit', second: '2-digit', weekday: 'long',
       });
     try {
-      f = make(tz);
+      formatter = make(tz);
     } catch {
       // A zone the runtime does not know (stored before validation, e.g. by a seed) reads as UTC
       // rather than failing every local-time computation of the mailbox.
-      f = make('UTC');
+      formatter = make('UTC');
     }
-    fmtCache.set(tz, f);
+    fmtCache.set(tz, formatter);
   }
-  return f;
+  return formatter;
 }
 
 export interface LocalParts {
@@ -59,20 +59,20 @@ export interface LocalParts {
   minute: number;
 }
 
-export function localParts(t: number, tz: string): LocalParts {
-  const p = Object.fromEntries(fmt(tz).formatToParts(new Date(t)).map((x) => [x.type, x.value]));
+export function localParts(instant: number, tz: string): LocalParts {
+  const parts = Object.fromEntries(fmt(tz).formatToParts(new Date(instant)).map((x) => [x.type, x.value]));
   return {
-    date: `${p.year}-${p.month}-${p.day}`,
-    day: DAYS.indexOf(p.weekday.toLowerCase() as Day),
-    minute: Number(p.hour) * 60 + Number(p.minute),
+    date: `${parts.year}-${parts.month}-${parts.day}`,
+    day: DAYS.indexOf(parts.weekday.toLowerCase() as Day),
+    minute: Number(parts.hour) * 60 + Number(parts.minute),
   };
 }
 
 /** The zone's offset from UTC at instant t, in ms (local = utc + offset). */
-function offsetAt(t: number, tz: string): number {
-  const p = Object.fromEntries(fmt(tz).formatToParts(new Date(t)).map((x) => [x.type, x.value]));
-  const asUtc = Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
-  return asUtc - (t - (t % 1000));
+function offsetAt(instant: number, tz: string): number {
+  const parts = Object.fromEntries(fmt(tz).formatToParts(new Date(instant)).map((x) => [x.type, x.value]));
+  const asUtc = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
+  return asUtc - (instant - (instant % 1000));
 }
 
 /**
@@ -80,41 +80,41 @@ function offsetAt(t: number, tz: string): number {
  * DST jump resolves to the instant after the jump; a repeated one to its first occurrence.
  */
 export function zonedToUtc(date: string, minute: number, tz: string): number {
-  const [y, m, d] = date.split('-').map(Number);
-  const wall = Date.UTC(y, m - 1, d, Math.floor(minute / 60), minute % 60);
-  let t = wall - offsetAt(wall, tz);
-  const o2 = offsetAt(t, tz);
-  if (wall - o2 !== t) {
+  const [year, month, dayOfMonth] = date.split('-').map(Number);
+  const wall = Date.UTC(year, month - 1, dayOfMonth, Math.floor(minute / 60), minute % 60);
+  let instant = wall - offsetAt(wall, tz);
+  const o2 = offsetAt(instant, tz);
+  if (wall - o2 !== instant) {
     const t2 = wall - o2;
     // t2 maps back exactly unless the wall time falls in a DST gap: then take the later instant.
-    t = offsetAt(t2, tz) === o2 ? t2 : Math.max(t, t2);
+    instant = offsetAt(t2, tz) === o2 ? t2 : Math.max(instant, t2);
   }
-  return t;
+  return instant;
 }
 
-/** The calendar date `n` days after `date` (YYYY-MM-DD). */
-export function addDays(date: string, n: number): string {
-  const [y, m, d] = date.split('-').map(Number);
-  return new Date(Date.UTC(y, m - 1, d + n)).toISOString().slice(0, 10);
+/** The calendar date `days` days after `date` (YYYY-MM-DD). */
+export function addDays(date: string, days: number): string {
+  const [year, month, dayOfMonth] = date.split('-').map(Number);
+  return new Date(Date.UTC(year, month - 1, dayOfMonth + days)).toISOString().slice(0, 10);
 }
 
 /** Weekday (0 = monday) of a calendar date. */
 export function weekdayOf(date: string): number {
-  const [y, m, d] = date.split('-').map(Number);
-  return (new Date(Date.UTC(y, m - 1, d)).getUTCDay() + 6) % 7;
+  const [year, month, dayOfMonth] = date.split('-').map(Number);
+  return (new Date(Date.UTC(year, month - 1, dayOfMonth)).getUTCDay() + 6) % 7;
 }
 
 /** A strict YYYY-MM-DD that names a real date. */
-export function isDate(s: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
-  const t = Date.parse(`${s}T00:00:00Z`);
-  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === s;
+export function isDate(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const instant = Date.parse(`${text}T00:00:00Z`);
+  return !Number.isNaN(instant) && new Date(instant).toISOString().slice(0, 10) === text;
 }
 
 /** Every date from `from` to `to` inclusive. */
 export function dateRange(from: string, to: string): string[] {
   const out: string[] = [];
-  for (let d = from; d <= to; d = addDays(d, 1)) out.push(d);
+  for (let date = from; date <= to; date = addDays(date, 1)) out.push(date);
   return out;
 }
 

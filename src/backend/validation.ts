@@ -18,8 +18,8 @@ export const pgId = z.number().int().positive().max(PG_INT_MAX, `must be an id f
  */
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-export function isStorableText(s: string): boolean {
-  return !UNSTORABLE.test(s);
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
 }
 
 /**
@@ -30,23 +30,23 @@ export function isStorableText(s: string): boolean {
  */
 export function unstorableTextAt(value: unknown): { field: string; inName: boolean } | null {
   interface Node { v: unknown; key: string; parent: Node | null }
-  const pathOf = (n: Node | null, last?: string) => {
+  const pathOf = (node: Node | null, last?: string) => {
     const keys = last === undefined ? [] : [last];
-    for (let p = n; p && p.parent; p = p.parent) keys.push(p.key);
+    for (let ancestor = node; ancestor && ancestor.parent; ancestor = ancestor.parent) keys.push(ancestor.key);
     return keys.reverse().join('.');
   };
   const stack: Node[] = [{ v: value, key: '', parent: null }];
   while (stack.length) {
-    const n = stack.pop()!;
-    const v = n.v;
-    if (typeof v === 'string') {
-      if (!isStorableText(v)) return { field: pathOf(n), inName: false };
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], key: String(i), parent: n });
-    } else if (v !== null && typeof v === 'object') {
-      const keys = Object.keys(v);
-      for (const k of keys) if (!isStorableText(k)) return { field: pathOf(n, k), inName: true };
-      for (let i = keys.length - 1; i >= 0; i--) stack.push({ v: (v as Record<string, unknown>)[keys[i]], key: keys[i], parent: n });
+    const node = stack.pop()!;
+    const nodeValue = node.v;
+    if (typeof nodeValue === 'string') {
+      if (!isStorableText(nodeValue)) return { field: pathOf(node), inName: false };
+    } else if (Array.isArray(nodeValue)) {
+      for (let index = nodeValue.length - 1; index >= 0; index--) stack.push({ v: nodeValue[index], key: String(index), parent: node });
+    } else if (nodeValue !== null && typeof nodeValue === 'object') {
+      const keys = Object.keys(nodeValue);
+      for (const key of keys) if (!isStorableText(key)) return { field: pathOf(node, key), inName: true };
+      for (let index = keys.length - 1; index >= 0; index--) stack.push({ v: (nodeValue as Record<string, unknown>)[keys[index]], key: keys[index], parent: node });
     }
   }
   return null;

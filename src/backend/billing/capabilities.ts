@@ -28,13 +28,13 @@ export interface Caller {
 }
 
 /** Whether a held scope is usable by this caller in the path workspace (the gateway's steps 9 and 10). */
-export function resolveCapabilities(c: Caller) {
-  const held = new Set(c.scopes);
-  return Object.entries(SCOPE_GRANTS).map(([scope, g]) => {
-    const roleOk = g.minimumRole === 'ORG_OWNER' ? c.keyType === 'personal' && c.orgRole === 'OWNER' : roleRank(c.role) >= roleRank(g.minimumRole);
+export function resolveCapabilities(caller: Caller) {
+  const held = new Set(caller.scopes);
+  return Object.entries(SCOPE_GRANTS).map(([scope, grants]) => {
+    const roleOk = grants.minimumRole === 'ORG_OWNER' ? caller.keyType === 'personal' && caller.orgRole === 'OWNER' : roleRank(caller.role) >= roleRank(grants.minimumRole);
     let reason: string | null = null;
     if (!held.has(scope)) reason = 'scope not held by the key';
-    else if (!roleOk) reason = g.minimumRole === 'ORG_OWNER' ? 'needs a personal key of an organization owner' : `needs role ${g.minimumRole} or above`;
-    return { scope, held: held.has(scope), minimumRole: g.minimumRole, allowed: reason === null, reason, grants: g.grants };
+    else if (!roleOk) reason = grants.minimumRole === 'ORG_OWNER' ? 'needs a personal key of an organization owner' : `needs role ${grants.minimumRole} or above`;
+    return { scope, held: held.has(scope), minimumRole: grants.minimumRole, allowed: reason === null, reason, grants: grants.grants };
   });
 }

@@ -68,9 +68,9 @@ export async function accountCredentials(svc: CredentialServices, accountId: num
   }
 }
 
-async function markAltered(svc: CredentialServices, q: Queryable, accountId: number, err: CredentialError): Promise<void> {
+async function markAltered(svc: CredentialServices, db: Queryable, accountId: number, err: CredentialError): Promise<void> {
   svc.log.warn({ accountId, field: err.field }, 'a stored credential failed its integrity check: the mailbox is marked error');
-  await q.query(
+  await db.query(
     `UPDATE accounts SET status = CASE WHEN status = 'disconnected' THEN status ELSE 'error' END, connection_error = $2, updated_at = $3 WHERE id = $1`,
     [accountId, `${err.message.replace(/\.$/, '')}; reconnect the mailbox.`, new Date(svc.clock.now())],
   );
@@ -97,8 +97,8 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
   const report: ResealReport = { sealed: 0, resealed: 0, altered: [], unknownKeys: {} };
   const stale = FIELDS.map((f) => `split_part(${COLUMN[f]}, '.', 2) <> $2`).join(' OR ');
   for (let after = 0; ; ) {
-    const last = await svc.db.tx(async (q) => {
-      const rows = await q.query(
+    const last = await svc.db.tx(async (tx) => {
+      const rows = await tx.query(
         `SELECT id, ${FIELDS.map((f) => COLUMN[f]).join(', ')}, credentials_plaintext FROM accounts
           WHERE id > $1 AND (credentials_plaintext IS NOT NULL OR ${stale})
           ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
@@ -106,10 +106,10 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
       );
       for (const row of rows) {
         const next: (string | null)[] = [];
-        for (const field of FIELDS) next.push(await resealed(svc, q, row, field, report));
+        for (const field of FIELDS) next.push(await resealed(svc, tx, row, field, report));
         // Values under a key that is not in the ring (or altered) stay as they are: nothing to write.
         if (row.credentials_plaintext === null && next.every((v, i) => v === row[COLUMN[FIELDS[i]]])) continue;
-        await q.query(
+        await tx.query(
           `UPDATE accounts SET ${FIELDS.map((f, i) => `${COLUMN[f]} = $${i + 2}`).join(', ')}, credentials_plaintext = NULL WHERE id = $1`,
           [row.id, ...next],
         );
@@ -134,7 +134,7 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
 
 
 /** The value `field` of `row` should hold: sealed from plaintext, moved to the current key, or as it is. */
-async function resealed(svc: CredentialServices, q: Queryable, row: Row, field: CredentialField, report: ResealReport): Promise<string | null> {
+async function resealed(svc: CredentialServices, db: Queryable, row: Row, field: CredentialField, report: ResealReport): Promise<string | null> {
   const cipher = svc.credentials;
   const plain = (row.credentials_plaintext as Partial<Record<CredentialField, unknown>> | null)?.[field];
   if (typeof plain === 'string') {
@@ -154,7 +154,7 @@ async function resealed(svc: CredentialServices, q: Queryable, row: Row, field: 
       report.unknownKeys[id] = (report.unknownKeys[id] ?? 0) + 1;
     } else {
       report.altered.push(row.id);
-      await markAltered(svc, q, row.id, err);
+      await markAltered(svc, db, row.id, err);
     }
     // Left as found: readable again once its key is back, or evidence of what was altered.
     return sealed;
@@ -166,23 +166,23 @@ async function resealed(svc: CredentialServices, q: Queryable, row: Row, field: 
  * backend`), else the key file in DATA_DIR, or a key of this process for a `memory://` database.
  * Then every stored value is brought under the current key before the backend answers a request.
  */
-export async function openCredentials(o: { db: Db; log: Logger; clock: Clock; keys?: string; dataDir: string }): Promise<CredentialCipher> {
+export async function openCredentials(options: { db: Db; log: Logger; clock: Clock; keys?: string; dataDir: string }): Promise<CredentialCipher> {
   let keyring: CredentialKeyring;
   let source: string;
-  if (o.keys) {
+  if (options.keys) {
     try {
-      keyring = parseCredentialKeys(o.keys);
+      keyring = parseCredentialKeys(options.keys);
     } catch (err) {
       throw new ConfigError(`setting CREDENTIAL_KEYS: ${(err as Error).message}`);
     }
     source = 'CREDENTIAL_KEYS';
   } else {
-    const local = localCredentialKeys(o.dataDir);
+    const local = localCredentialKeys(options.dataDir);
     keyring = local.keyring;
     source = local.source === 'memory' ? 'a key of this process (DATA_DIR is memory://)' : `${local.source === 'created' ? 'created ' : ''}key file ${local.file}`;
   }
   const credentials = new CredentialCipher(keyring);
-  o.log.info({ credentialKeyId: credentials.currentKeyId, keyIds: credentials.keyIds, source }, 'credential keys loaded');
-  await resealCredentials({ db: o.db, log: o.log, clock: o.clock, credentials });
+  options.log.info({ credentialKeyId: credentials.currentKeyId, keyIds: credentials.keyIds, source }, 'credential keys loaded');
+  await resealCredentials({ db: options.db, log: options.log, clock: options.clock, credentials });
   return credentials;
 }

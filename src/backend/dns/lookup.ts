@@ -20,14 +20,14 @@ export function domainOf(email: string): string {
 
 /** A resolver bound to `server` (host:port) or the system's; short timeouts so a check never hangs. */
 export function makeResolver(server?: string): Resolver {
-  const r = new Resolver({ timeout: 1500, tries: 1 });
-  if (server) r.setServers([server]);
-  return r;
+  const resolver = new Resolver({ timeout: 1500, tries: 1 });
+  if (server) resolver.setServers([server]);
+  return resolver;
 }
 
-async function txt(r: Resolver, name: string): Promise<string[] | null> {
+async function txt(resolver: Resolver, name: string): Promise<string[] | null> {
   try {
-    return (await r.resolveTxt(name)).map((chunks) => chunks.join(''));
+    return (await resolver.resolveTxt(name)).map((chunks) => chunks.join(''));
   } catch (err) {
     if (NOT_FOUND.has((err as NodeJS.ErrnoException).code ?? '')) return null;
     throw err;
@@ -41,11 +41,11 @@ async function txt(r: Resolver, name: string): Promise<string[] | null> {
  * decides whether a check ran).
  */
 export async function checkDomain(domain: string, server?: string, selectors = ['default', 'google', 'selector1', 'k1']): Promise<DomainChecks> {
-  const r = makeResolver(server);
+  const resolver = makeResolver(server);
   const [spfTxt, dmarcTxt, mx] = await Promise.all([
-    txt(r, domain),
-    txt(r, `_dmarc.${domain}`),
-    r.resolveMx(domain).catch((err) => {
+    txt(resolver, domain),
+    txt(resolver, `_dmarc.${domain}`),
+    resolver.resolveMx(domain).catch((err) => {
       if (NOT_FOUND.has((err as NodeJS.ErrnoException).code ?? '')) return [];
       throw err;
     }),
@@ -56,7 +56,7 @@ export async function checkDomain(domain: string, server?: string, selectors = [
   const dmarc: CheckResult = !dmarcRec ? 'missing' : /;\s*p=(none|quarantine|reject)/i.test(dmarcRec) ? 'pass' : 'fail';
   let dkim: CheckResult = 'missing';
   for (const sel of selectors) {
-    const rec = (await txt(r, `${sel}._domainkey.${domain}`))?.find((t) => /v=DKIM1/i.test(t) || /p=/.test(t));
+    const rec = (await txt(resolver, `${sel}._domainkey.${domain}`))?.find((t) => /v=DKIM1/i.test(t) || /p=/.test(t));
     if (rec) {
       dkim = /p=[A-Za-z0-9+/=]{16,}/.test(rec) ? 'pass' : 'fail';
       break;

@@ -4,8 +4,8 @@ import type { Ctx } from '../router.js';
 
 /** `/internal/*` routes: `Authorization: Bearer <INTERNAL_TOKEN>` (CONTRACT section 7). */
 export function requireInternal(ctx: Ctx): void {
-  const h = ctx.req.headers.authorization;
-  const m = h ? /^Bearer (.+)$/.exec(h) : null;
-  if (!m) throw new ApiError('unauthenticated', 'Missing internal bearer token.');
-  if (!safeEqual(m[1], ctx.svc.config.internalToken)) throw new ApiError('forbidden', 'Invalid internal token.');
+  const header = ctx.req.headers.authorization;
+  const match = header ? /^Bearer (.+)$/.exec(header) : null;
+  if (!match) throw new ApiError('unauthenticated', 'Missing internal bearer token.');
+  if (!safeEqual(match[1], ctx.svc.config.internalToken)) throw new ApiError('forbidden', 'Invalid internal token.');
 }

@@ -3,8 +3,8 @@
 import type { Queryable, Row } from '../../db/types.js';
 
 /** The organization row, locked until the transaction ends (a plan change and its cap serialize). */
-export async function lockOrganization(q: Queryable, organizationId: number): Promise<Row | null> {
-  const rows = await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [organizationId]);
+export async function lockOrganization(db: Queryable, organizationId: number): Promise<Row | null> {
+  const rows = await db.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [organizationId]);
   return rows[0] ?? null;
 }
 
@@ -17,8 +17,8 @@ export interface OrganizationFields {
   partnerCallbackVerified: boolean;
 }
 
-export async function updateOrganization(q: Queryable, organizationId: number, fields: OrganizationFields): Promise<Row> {
-  const rows = await q.query(
+export async function updateOrganization(db: Queryable, organizationId: number, fields: OrganizationFields): Promise<Row> {
+  const rows = await db.query(
     `UPDATE organizations SET plan = $2, api_access = $3, paused = $4, warmup_cap = $5,
        partner_callback_url = $6, partner_callback_verified = $7 WHERE id = $1 RETURNING *`,
     [organizationId, fields.plan, fields.apiAccess, fields.paused, fields.warmupCap, fields.partnerCallbackUrl, fields.partnerCallbackVerified],

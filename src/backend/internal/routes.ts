@@ -26,10 +26,10 @@ export function register(router: Router, _svc: BackendServices): void {
     requireInternal(ctx);
     const id = idParam(ctx, 'organizationId');
     const patch = parse(orgPatch, ctx.body ?? {});
-    const result = await ctx.db.tx(async (q) => {
-      const current = await lockOrganization(q, id);
+    const result = await ctx.db.tx(async (tx) => {
+      const current = await lockOrganization(tx, id);
       if (!current) throw new ApiError('not_found', `No organization ${id}.`);
-      const updated = await updateOrganization(q, id, {
+      const updated = await updateOrganization(tx, id, {
         plan: patch.plan !== undefined ? patch.plan : current.plan,
         apiAccess: patch.apiAccess ?? current.api_access,
         paused: patch.paused ?? current.paused,
@@ -40,7 +40,7 @@ export function register(router: Router, _svc: BackendServices): void {
       // A plan change lowers every mailbox above the new plan's cap at once (spec, States).
       let lowered = 0;
       if (patch.plan !== undefined && patch.plan !== current.plan) {
-        lowered = await applyPlanCap(q, id, planOf(ctx.svc.plans(), patch.plan).plan.maxWarmupPerAccount);
+        lowered = await applyPlanCap(tx, id, planOf(ctx.svc.plans(), patch.plan).plan.maxWarmupPerAccount);
       }
       return { org: updated, lowered };
     });
