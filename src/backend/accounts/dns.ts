@@ -28,20 +28,20 @@ export async function liveDns(svc: BackendServices, accountId: number, emailAddr
 }
 
 /** DNS "passes" for the automatic start of partner-OAuth mailboxes: SPF, DKIM, DMARC and MX all pass. */
-export function dnsPasses(c: DomainChecks): boolean {
-  return c.spf === 'pass' && c.dkim === 'pass' && c.dmarc === 'pass' && c.mx === 'pass';
+export function dnsPasses(checks: DomainChecks): boolean {
+  return checks.spf === 'pass' && checks.dkim === 'pass' && checks.dmarc === 'pass' && checks.mx === 'pass';
 }
 
 /** Points of the setup score (sum 100): each DNS check that passes, and the send-and-receive check. */
 export const SETUP_SCORE_WEIGHTS = { spf: 20, dkim: 20, dmarc: 15, mx: 15, verification: 30 } as const;
 
-export function setupScore(c: DomainChecks, verification: string): number {
-  const w = SETUP_SCORE_WEIGHTS;
+export function setupScore(checks: DomainChecks, verification: string): number {
+  const weights = SETUP_SCORE_WEIGHTS;
   return (
-    (c.spf === 'pass' ? w.spf : 0) +
-    (c.dkim === 'pass' ? w.dkim : 0) +
-    (c.dmarc === 'pass' ? w.dmarc : 0) +
-    (c.mx === 'pass' ? w.mx : 0) +
-    (verification === 'passed' ? w.verification : 0)
+    (checks.spf === 'pass' ? weights.spf : 0) +
+    (checks.dkim === 'pass' ? weights.dkim : 0) +
+    (checks.dmarc === 'pass' ? weights.dmarc : 0) +
+    (checks.mx === 'pass' ? weights.mx : 0) +
+    (verification === 'passed' ? weights.verification : 0)
   );
 }

@@ -80,8 +80,8 @@ export async function accountsByIds(db: Queryable, workspaceId: number, accountI
 }
 
 /** The ids among `accountIds` of the workspace's accounts, locked until the transaction ends, in id order. */
-export async function lockAccountIds(q: Queryable, workspaceId: number, accountIds: number[]): Promise<number[]> {
-  const rows = await q.query(`SELECT id FROM accounts WHERE workspace_id = $1 AND id = ANY($2::int[]) ORDER BY id FOR UPDATE`, [workspaceId, accountIds]);
+export async function lockAccountIds(db: Queryable, workspaceId: number, accountIds: number[]): Promise<number[]> {
+  const rows = await db.query(`SELECT id FROM accounts WHERE workspace_id = $1 AND id = ANY($2::int[]) ORDER BY id FOR UPDATE`, [workspaceId, accountIds]);
   return rows.map((row) => row.id as number);
 }
 
@@ -104,8 +104,8 @@ export async function disconnectAccount(db: Queryable, workspaceId: number, acco
 }
 
 /** Stores an account's setup score (a manual refresh also stamps manual_last_refreshed_at). */
-export async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, now: number, manual: boolean): Promise<Row> {
-  const rows = await q.query(
+export async function storeSetupScore(db: Queryable, id: number, checks: SetupChecks, now: number, manual: boolean): Promise<Row> {
+  const rows = await db.query(
     `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
         updated_at, manual_last_refreshed_at)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN $11::timestamptz END)
@@ -113,8 +113,8 @@ export async function storeSetupScore(q: Queryable, id: number, c: SetupChecks, 
         domain_listed = $9, domain_not_listed = $10, updated_at = $11,
         manual_last_refreshed_at = CASE WHEN $12::boolean THEN $11::timestamptz ELSE v1_setup_scores.manual_last_refreshed_at END
      RETURNING *`,
-    [id, c.score, c.spf, c.dkim, c.dmarc, c.mx, c.ip?.listed ?? null, c.ip?.notListed ?? null, c.domain?.listed ?? null,
-      c.domain?.notListed ?? null, new Date(now), manual],
+    [id, checks.score, checks.spf, checks.dkim, checks.dmarc, checks.mx, checks.ip?.listed ?? null, checks.ip?.notListed ?? null, checks.domain?.listed ?? null,
+      checks.domain?.notListed ?? null, new Date(now), manual],
   );
   return rows[0];
 }
@@ -190,8 +190,8 @@ export async function listOrganizationAccounts(db: Queryable, organizationId: nu
 }
 
 /** A provider workspace of the organization whose workspace, if any, is live; null otherwise. */
-export async function providerWorkspaceOf(q: Queryable, providerWorkspaceId: number, organizationId: number): Promise<{ id: number; workspace_id: number | null } | null> {
-  const rows = await q.query(
+export async function providerWorkspaceOf(db: Queryable, providerWorkspaceId: number, organizationId: number): Promise<{ id: number; workspace_id: number | null } | null> {
+  const rows = await db.query(
     `SELECT p.id, p.workspace_id FROM provider_workspaces p LEFT JOIN workspaces w ON w.id = p.workspace_id
       WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
     [providerWorkspaceId, organizationId],
@@ -200,15 +200,15 @@ export async function providerWorkspaceOf(q: Queryable, providerWorkspaceId: num
 }
 
 /** The organization's oldest live workspace, or null. */
-export async function oldestLiveWorkspace(q: Queryable, organizationId: number): Promise<number | null> {
-  const rows = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+export async function oldestLiveWorkspace(db: Queryable, organizationId: number): Promise<number | null> {
+  const rows = await db.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
   return rows[0]?.id ?? null;
 }
 
 /** A new SMTP/IMAP mailbox connected through /v1 (active, its check pending), as stored. */
-export async function insertPartnerMailbox(q: Queryable, workspaceId: number, providerWorkspaceId: number | null, mailbox: NewMailbox): Promise<Row> {
+export async function insertPartnerMailbox(db: Queryable, workspaceId: number, providerWorkspaceId: number | null, mailbox: NewMailbox): Promise<Row> {
   const { sealed } = mailbox;
-  const rows = await q.query(
+  const rows = await db.query(
     `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
        time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, provider_workspace_id, last_connected_at, created_at, updated_at)
      VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $11, $11) RETURNING *`,
@@ -218,50 +218,50 @@ export async function insertPartnerMailbox(q: Queryable, workspaceId: number, pr
   return rows[0];
 }
 
-export async function deleteAccountsByIds(q: Queryable, accountIds: number[]): Promise<void> {
-  if (accountIds.length) await q.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [accountIds]);
+export async function deleteAccountsByIds(db: Queryable, accountIds: number[]): Promise<void> {
+  if (accountIds.length) await db.query(`DELETE FROM accounts WHERE id = ANY($1::int[])`, [accountIds]);
 }
 
 /**
  * Adds the named tags to the accounts: a name unknown in an account's workspace is created there
  * first. The accounts' updated_at moves.
  */
-export async function assignTagNames(q: Queryable, accounts: { id: number; workspace_id: number }[], names: string[]): Promise<void> {
+export async function assignTagNames(db: Queryable, accounts: { id: number; workspace_id: number }[], names: string[]): Promise<void> {
   for (const workspaceId of new Set(accounts.map((account) => account.workspace_id))) {
     for (const name of names) {
-      await q.query(`INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`, [workspaceId, name]);
+      await db.query(`INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`, [workspaceId, name]);
     }
   }
   const accountIds = accounts.map((account) => account.id);
-  await q.query(
+  await db.query(
     `INSERT INTO account_tags (account_id, tag_id)
      SELECT a.id, t.id FROM accounts a JOIN tags t ON t.workspace_id = a.workspace_id AND lower(t.name) = ANY($2::text[])
       WHERE a.id = ANY($1::int[])
      ON CONFLICT DO NOTHING`,
     [accountIds, names.map((name) => name.toLowerCase())],
   );
-  await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
+  await db.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
 }
 
 /** Removes the named tags (lower case) from the accounts; the accounts' updated_at moves. */
-export async function unassignTagNames(q: Queryable, accountIds: number[], lowerNames: string[]): Promise<void> {
-  await q.query(
+export async function unassignTagNames(db: Queryable, accountIds: number[], lowerNames: string[]): Promise<void> {
+  await db.query(
     `DELETE FROM account_tags at USING tags t
       WHERE t.id = at.tag_id AND at.account_id = ANY($1::int[]) AND lower(t.name) = ANY($2::text[])`,
     [accountIds, lowerNames],
   );
-  await q.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
+  await db.query(`UPDATE accounts SET updated_at = now() WHERE id = ANY($1::int[])`, [accountIds]);
 }
 
 /** As /v2's disconnect: warmup stops and no start is pending; the account and its history stay. */
-export async function disconnectAccountById(q: Queryable, accountId: number, now: Date): Promise<Row> {
-  const rows = await q.query(
+export async function disconnectAccountById(db: Queryable, accountId: number, now: Date): Promise<Row> {
+  const rows = await db.query(
     `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false, updated_at = $2 WHERE id = $1 RETURNING *`,
     [accountId, now],
   );
   return rows[0];
 }
 
-export async function deleteAccountById(q: Queryable, accountId: number): Promise<void> {
-  await q.query(`DELETE FROM accounts WHERE id = $1`, [accountId]);
+export async function deleteAccountById(db: Queryable, accountId: number): Promise<void> {
+  await db.query(`DELETE FROM accounts WHERE id = $1`, [accountId]);
 }

@@ -85,11 +85,11 @@ export function register(router: Router, _svc: BackendServices): void {
   router.post(`${WS}/accounts/bulk/tags`, async (ctx) => {
     const ws = idParam(ctx, 'workspaceId');
     const { accountIds, tagIds } = parse(bulkTagsSchema, ctx.body);
-    const results = await ctx.db.tx(async (q) => {
+    const results = await ctx.db.tx(async (tx) => {
       // Unknown tag ids refuse the whole request; unknown accounts are answered per item.
-      const tags = await assertTagsExist(q, ws, tagIds);
+      const tags = await assertTagsExist(tx, ws, tagIds);
       const done = new Map<number, unknown>();
-      for (const id of await lockAccountIds(q, ws, accountIds)) done.set(id, { accountId: id, tags: await replaceAccountTags(q, id, tags) });
+      for (const id of await lockAccountIds(tx, ws, accountIds)) done.set(id, { accountId: id, tags: await replaceAccountTags(tx, id, tags) });
       return accountIds.map((id) => done.get(id) ?? notInWorkspace(id));
     });
     return { data: results };

@@ -51,8 +51,8 @@ export const listQuerySchema = z
     search: z.string().min(1).max(200).optional(),
   })
   .strict()
-  .superRefine((v, ctx) => {
-    if (v.maxLimitMin !== undefined && v.maxLimitMax !== undefined && v.maxLimitMin > v.maxLimitMax) {
+  .superRefine((body, ctx) => {
+    if (body.maxLimitMin !== undefined && body.maxLimitMax !== undefined && body.maxLimitMin > body.maxLimitMax) {
       ctx.addIssue({ code: 'custom', path: ['maxLimitMin'], message: 'must not exceed maxLimitMax' });
     }
   });

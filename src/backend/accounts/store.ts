@@ -48,9 +48,9 @@ export function replyRateView(svc: BackendServices, row: Row): ReplyRateView {
   };
 }
 
-function connection(c: unknown) {
-  if (!c || typeof c !== 'object') return null;
-  const { host, port, username, secure } = c as Record<string, unknown>;
+function connection(value: unknown) {
+  if (!value || typeof value !== 'object') return null;
+  const { host, port, username, secure } = value as Record<string, unknown>;
   return { host, port, username, secure };
 }
 
@@ -90,12 +90,12 @@ export function accountRecord(svc: BackendServices, row: Row) {
  * A lowered max whose local midnight has passed is in force even if the job has not run yet: reads
  * and writes settle the workspace's due limits first (cheap: a partial index on due rows).
  */
-export async function settleDueLimits(q: Queryable, now: Date, where: { workspaceId?: number; accountId?: number } = {}): Promise<number[]> {
+export async function settleDueLimits(db: Queryable, now: Date, where: { workspaceId?: number; accountId?: number } = {}): Promise<number[]> {
   const conds = ['pending_effective_at IS NOT NULL', 'pending_effective_at <= $1'];
   const params: unknown[] = [now];
   if (where.workspaceId !== undefined) conds.push(`workspace_id = $${params.push(where.workspaceId)}`);
   if (where.accountId !== undefined) conds.push(`id = $${params.push(where.accountId)}`);
-  const rows = await q.query(
+  const rows = await db.query(
     `UPDATE accounts SET warmup_max_limit = pending_max_limit,
        warmup_current_limit = LEAST(warmup_current_limit, pending_max_limit),
        pending_max_limit = NULL, pending_effective_at = NULL, updated_at = $1
@@ -106,8 +106,8 @@ export async function settleDueLimits(q: Queryable, now: Date, where: { workspac
 }
 
 /** One account of the workspace, or 404 (an account of another workspace is not found). */
-export async function getAccount(q: Queryable, workspaceId: number, accountId: number, lock = false): Promise<Row> {
-  const rows = await q.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1 AND a.workspace_id = $2 ${lock ? 'FOR UPDATE OF a' : ''}`, [
+export async function getAccount(db: Queryable, workspaceId: number, accountId: number, lock = false): Promise<Row> {
+  const rows = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1 AND a.workspace_id = $2 ${lock ? 'FOR UPDATE OF a' : ''}`, [
     accountId,
     workspaceId,
   ]);
@@ -116,7 +116,7 @@ export async function getAccount(q: Queryable, workspaceId: number, accountId: n
 }
 
 /** An account by id alone (internal routes), or null. */
-export async function getAccountById(q: Queryable, accountId: number, lock = false): Promise<Row | null> {
-  const rows = await q.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1 ${lock ? 'FOR UPDATE OF a' : ''}`, [accountId]);
+export async function getAccountById(db: Queryable, accountId: number, lock = false): Promise<Row | null> {
+  const rows = await db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = $1 ${lock ? 'FOR UPDATE OF a' : ''}`, [accountId]);
   return rows[0] ?? null;
 }

@@ -44,8 +44,8 @@ async function blocklist(resolver: ReturnType<typeof makeResolver>, name: string
 }
 
 /** The IPv4 address the mailbox sends from, when known: the SMTP host of an SMTP mailbox. */
-async function sendingIp(resolver: ReturnType<typeof makeResolver>, a: Row): Promise<string | null> {
-  const host = a.smtp?.host;
+async function sendingIp(resolver: ReturnType<typeof makeResolver>, account: Row): Promise<string | null> {
+  const host = account.smtp?.host;
   if (typeof host !== 'string') return null;
   if (isIP(host) === 4) return host;
   try {
@@ -65,21 +65,21 @@ export interface SetupChecks {
   score: number;
 }
 
-export async function computeSetupScore(svc: BackendServices, a: Row): Promise<SetupChecks> {
-  const domain = domainOf(a.email_address);
+export async function computeSetupScore(svc: BackendServices, account: Row): Promise<SetupChecks> {
+  const domain = domainOf(account.email_address);
   const resolver = makeResolver(svc.config.dnsResolver);
   let checks: DomainChecks | null = null;
   try {
     checks = await checkDomain(domain, svc.config.dnsResolver);
   } catch (err) {
-    svc.log.warn({ err: (err as Error).message, emailAccountId: a.id }, 'setup-score DNS checks did not run');
+    svc.log.warn({ err: (err as Error).message, emailAccountId: account.id }, 'setup-score DNS checks did not run');
   }
-  const ip = await sendingIp(resolver, a);
+  const ip = await sendingIp(resolver, account);
   const [domainListing, ipListing] = await Promise.all([
     blocklist(resolver, domain, DOMAIN_BLOCKLISTS),
     ip ? blocklist(resolver, ip.split('.').reverse().join('.'), IP_BLOCKLISTS) : Promise.resolve(null),
   ]);
-  const r: SetupChecks = {
+  const result: SetupChecks = {
     spf: checks ? checks.spf === 'pass' : null,
     dkim: checks ? checks.dkim === 'pass' : null,
     dmarc: checks ? checks.dmarc === 'pass' : null,
@@ -90,29 +90,29 @@ export async function computeSetupScore(svc: BackendServices, a: Row): Promise<S
   };
   let earned = 0;
   let possible = 0;
-  for (const k of ['spf', 'dkim', 'dmarc', 'mx'] as const) {
-    if (r[k] === null) continue;
-    possible += WEIGHTS[k];
-    if (r[k]) earned += WEIGHTS[k];
+  for (const check of ['spf', 'dkim', 'dmarc', 'mx'] as const) {
+    if (result[check] === null) continue;
+    possible += WEIGHTS[check];
+    if (result[check]) earned += WEIGHTS[check];
   }
-  for (const [k, l] of [['domainBlacklist', r.domain], ['ipBlacklist', r.ip]] as const) {
-    if (!l) continue;
-    possible += WEIGHTS[k];
-    earned += (WEIGHTS[k] * l.notListed) / (l.listed + l.notListed);
+  for (const [field, listed] of [['domainBlacklist', result.domain], ['ipBlacklist', result.ip]] as const) {
+    if (!listed) continue;
+    possible += WEIGHTS[field];
+    earned += (WEIGHTS[field] * listed.notListed) / (listed.listed + listed.notListed);
   }
-  r.score = possible ? Math.round((100 * earned) / possible) : 0;
-  return r;
+  result.score = possible ? Math.round((100 * earned) / possible) : 0;
+  return result;
 }
 
 
 /** The setup-score response: a check that has not run is omitted, not false. */
-function setupView(r: Row) {
-  const out: Record<string, unknown> = { emailAccountId: r.account_id, emailAccountScore: r.score };
-  for (const k of ['spf', 'dkim', 'dmarc', 'mx'] as const) if (r[k] !== null) out[k] = r[k];
-  if (r.ip_listed !== null) out.ipBlacklist = { listed: r.ip_listed, notListed: r.ip_not_listed };
-  if (r.domain_listed !== null) out.domainBlacklist = { listed: r.domain_listed, notListed: r.domain_not_listed };
-  out.updatedAt = new Date(r.updated_at).toISOString();
-  if (r.manual_last_refreshed_at) out.manualLastRefreshedAt = new Date(r.manual_last_refreshed_at).toISOString();
+function setupView(row: Row) {
+  const out: Record<string, unknown> = { emailAccountId: row.account_id, emailAccountScore: row.score };
+  for (const check of ['spf', 'dkim', 'dmarc', 'mx'] as const) if (row[check] !== null) out[check] = row[check];
+  if (row.ip_listed !== null) out.ipBlacklist = { listed: row.ip_listed, notListed: row.ip_not_listed };
+  if (row.domain_listed !== null) out.domainBlacklist = { listed: row.domain_listed, notListed: row.domain_not_listed };
+  out.updatedAt = new Date(row.updated_at).toISOString();
+  if (row.manual_last_refreshed_at) out.manualLastRefreshedAt = new Date(row.manual_last_refreshed_at).toISOString();
   return out;
 }
 
@@ -135,32 +135,32 @@ const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_0
 /** The /v1 routes of an account's setup score, DNS health and deliverability score (v1 spec). */
 export function register(router: Router): void {
   router.get('/v1/setup-score/{emailAccountId}', async (ctx) => {
-    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const cached = await cachedSetupScore(ctx.db, a.id);
+    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const cached = await cachedSetupScore(ctx.db, account.id);
     if (cached) return { data: setupView(cached) };
     // Read-through on the first read: the cache is filled once, later GETs serve it.
-    const checks = await computeSetupScore(ctx.svc, a);
-    return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), false)) };
+    const checks = await computeSetupScore(ctx.svc, account);
+    return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), false)) };
   });
 
   router.post('/v1/setup-score/{emailAccountId}/refresh', async (ctx) => {
     if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const checks = await computeSetupScore(ctx.svc, a);
-    return { data: setupView(await storeSetupScore(ctx.db, a.id, checks, ctx.svc.clock.now(), true)) };
+    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const checks = await computeSetupScore(ctx.svc, account);
+    return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), true)) };
   });
 
   router.get('/v1/dns-health/{emailAccountId}', async (ctx) => {
-    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const domain = domainOf(a.email_address);
-    let c: DomainChecks;
+    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    const domain = domainOf(account.email_address);
+    let checks: DomainChecks;
     try {
-      c = await checkDomain(domain, ctx.svc.config.dnsResolver);
+      checks = await checkDomain(domain, ctx.svc.config.dnsResolver);
     } catch (err) {
       throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
     }
     // A live lookup: cachedAt is when it ran.
-    return { data: { emailAccountId: a.id, domain, spf: c.spf, dkim: c.dkim, dmarc: c.dmarc, mx: c.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
+    return { data: { emailAccountId: account.id, domain, spf: checks.spf, dkim: checks.dkim, dmarc: checks.dmarc, mx: checks.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
   });
 
   router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
@@ -175,11 +175,11 @@ export function register(router: Router): void {
     let sent = 0, inbox = 0, spam = 0;
     const per: Record<string, unknown> = {};
     for (const esp of body.esps) {
-      const r = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
-      sent += r.sent;
-      inbox += r.inbox;
-      spam += r.spam;
-      per[esp] = { deliverabilityRate: rate(r.inbox, r.sent), sentCount: r.sent, inboxCount: r.inbox, spamCount: r.spam };
+      const counts = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
+      sent += counts.sent;
+      inbox += counts.inbox;
+      spam += counts.spam;
+      per[esp] = { deliverabilityRate: rate(counts.inbox, counts.sent), sentCount: counts.sent, inboxCount: counts.inbox, spamCount: counts.spam };
     }
     Object.assign(out, { totalDeliverabilityRate: rate(inbox, sent), totalSentCount: sent, totalInboxCount: inbox, totalSpamInboxCount: spam }, per);
     return { data: out };

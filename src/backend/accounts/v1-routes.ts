@@ -18,8 +18,8 @@ import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tags
 const DEFAULT_MAX_LIMIT = 40;
 
 /** All ids must be the organization's (tag routes are all-or-nothing): 404 naming the missing ones. */
-async function requireAll(q: Queryable, orgId: number, ids: number[], lock: boolean): Promise<Row[]> {
-  const found = await loadAccounts(q, orgId, ids, lock);
+async function requireAll(db: Queryable, orgId: number, ids: number[], lock: boolean): Promise<Row[]> {
+  const found = await loadAccounts(db, orgId, ids, lock);
   const missing = ids.filter((id) => !found.has(id));
   if (missing.length === 1) throw notFound(missing[0]);
   if (missing.length) throw new ApiError('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
@@ -60,23 +60,23 @@ export function register(router: Router): void {
   router.post('/v1/email-accounts', async (ctx) => {
     const org = orgOf(ctx);
     const body = parse(connectBody, ctx.body ?? {});
-    const row = await ctx.db.tx(async (q) => {
+    const row = await ctx.db.tx(async (tx) => {
       let workspaceId: number | null = null;
       let providerWorkspaceId: number | null = null;
       if (body.workspaceId !== null) {
-        const providerWorkspace = await providerWorkspaceOf(q, Number(body.workspaceId), org);
+        const providerWorkspace = await providerWorkspaceOf(tx, Number(body.workspaceId), org);
         if (!providerWorkspace) throw new ApiError('not_found', `Workspace ${body.workspaceId} not found.`, { workspaceId: body.workspaceId });
         providerWorkspaceId = providerWorkspace.id;
         workspaceId = providerWorkspace.workspace_id;
       }
       if (workspaceId === null) {
         // The partner key belongs to the organization, not a workspace: new mailboxes go to its oldest live workspace.
-        workspaceId = await oldestLiveWorkspace(q, org);
+        workspaceId = await oldestLiveWorkspace(tx, org);
         if (workspaceId === null) throw new ApiError('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
       }
-      if (await addressInUse(q, body.fromEmail)) throw new ApiError('conflict', `${body.fromEmail} is already connected.`, { field: 'fromEmail' });
+      if (await addressInUse(tx, body.fromEmail)) throw new ApiError('conflict', `${body.fromEmail} is already connected.`, { field: 'fromEmail' });
       const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
-      return insertPartnerMailbox(q, workspaceId, providerWorkspaceId, {
+      return insertPartnerMailbox(tx, workspaceId, providerWorkspaceId, {
         emailAddress: body.fromEmail,
         fromName: body.fromName,
         warmupMaxLimit: Math.min(DEFAULT_MAX_LIMIT, cap ?? DEFAULT_MAX_LIMIT),
@@ -112,9 +112,9 @@ export function register(router: Router): void {
   router.post('/v1/email-accounts/bulk-delete', async (ctx) => {
     const org = orgOf(ctx);
     const body = parse(bulkDeleteBody, ctx.body ?? {});
-    const deleted = await ctx.db.tx(async (q) => {
-      const found = await loadAccounts(q, org, body.emailAccountIds, true);
-      await deleteAccountsByIds(q, [...found.keys()]);
+    const deleted = await ctx.db.tx(async (tx) => {
+      const found = await loadAccounts(tx, org, body.emailAccountIds, true);
+      await deleteAccountsByIds(tx, [...found.keys()]);
       return found;
     });
     ctx.svc.log.info({ organizationId: org, deleted: [...deleted.keys()] }, 'v1 mailboxes deleted');
@@ -131,10 +131,10 @@ export function register(router: Router): void {
     const org = orgOf(ctx);
     const body = parse(tagsBody, ctx.body ?? {});
     const names = uniqueNames(body.tags);
-    const accounts = await ctx.db.tx(async (q) => {
-      const accounts = await requireAll(q, org, body.emailAccountIds, true);
+    const accounts = await ctx.db.tx(async (tx) => {
+      const accounts = await requireAll(tx, org, body.emailAccountIds, true);
       // Additive; an unknown name is created in the account's workspace (spec, rule 1).
-      await assignTagNames(q, accounts as { id: number; workspace_id: number }[], names);
+      await assignTagNames(tx, accounts as { id: number; workspace_id: number }[], names);
       return accounts;
     });
     return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };
@@ -144,10 +144,10 @@ export function register(router: Router): void {
     const org = orgOf(ctx);
     const body = parse(tagsBody, ctx.body ?? {});
     const lowerNames = uniqueNames(body.tags).map((name) => name.toLowerCase());
-    const accounts = await ctx.db.tx(async (q) => {
-      const accounts = await requireAll(q, org, body.emailAccountIds, true);
+    const accounts = await ctx.db.tx(async (tx) => {
+      const accounts = await requireAll(tx, org, body.emailAccountIds, true);
       // Only the listed names; unknown or unassigned names are ignored (spec, rule 1).
-      await unassignTagNames(q, body.emailAccountIds, lowerNames);
+      await unassignTagNames(tx, body.emailAccountIds, lowerNames);
       return accounts;
     });
     return { data: await accountItems(ctx.db, accounts, ctx.svc.clock.now()) };
@@ -164,11 +164,11 @@ export function register(router: Router): void {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
     if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const row = await ctx.db.tx(async (q) => {
-      await loadAccount(q, org, id, true);
+    const row = await ctx.db.tx(async (tx) => {
+      await loadAccount(tx, org, id, true);
       // As /v2's disconnect: warmup stops and no start is pending; the account and its history stay (delete removes them).
-      const disconnected = await disconnectAccountById(q, id, new Date(ctx.svc.clock.now()));
-      await cancelPendingSends(q, [id]);
+      const disconnected = await disconnectAccountById(tx, id, new Date(ctx.svc.clock.now()));
+      await cancelPendingSends(tx, [id]);
       return disconnected;
     });
     const [status] = await accountStatuses(ctx.db, [row], ctx.svc.clock.now());
@@ -178,9 +178,9 @@ export function register(router: Router): void {
   router.delete('/v1/email-accounts/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    await ctx.db.tx(async (q) => {
-      await loadAccount(q, org, id, true);
-      await deleteAccountById(q, id);
+    await ctx.db.tx(async (tx) => {
+      await loadAccount(tx, org, id, true);
+      await deleteAccountById(tx, id);
     });
     ctx.svc.log.info({ organizationId: org, emailAccountId: id }, 'v1 mailbox deleted');
     return { data: { emailAccountId: id, deleted: true } };

@@ -38,21 +38,21 @@ export function notFound(id: number): ApiError {
  * A lowered max (v2) waiting for the mailbox's local midnight is in force once that has passed, even
  * before the warmup job runs: /v1 reads settle due limits first, as /v2 reads do.
  */
-export async function settle(q: Queryable, now: number, accountId?: number): Promise<void> {
-  await settleDueLimits(q, new Date(now), accountId === undefined ? {} : { accountId });
+export async function settle(db: Queryable, now: number, accountId?: number): Promise<void> {
+  await settleDueLimits(db, new Date(now), accountId === undefined ? {} : { accountId });
 }
 
 /** The account row, or 404 not_found when it is not one of the organization's. `lock` takes FOR UPDATE. */
-export async function loadAccount(q: Queryable, orgId: number, id: number, lock = false): Promise<Row> {
-  const rows = await q.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = $2${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, id]);
+export async function loadAccount(db: Queryable, orgId: number, id: number, lock = false): Promise<Row> {
+  const rows = await db.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = $2${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, id]);
   if (!rows.length) throw notFound(id);
   return rows[0];
 }
 
 /** The subset of `ids` that are the organization's, as a map id -> row. */
-export async function loadAccounts(q: Queryable, orgId: number, ids: number[], lock = false): Promise<Map<number, Row>> {
+export async function loadAccounts(db: Queryable, orgId: number, ids: number[], lock = false): Promise<Map<number, Row>> {
   if (!ids.length) return new Map();
-  const rows = await q.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = ANY($2::int[]) ORDER BY a.id${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, ids]);
+  const rows = await db.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = ANY($2::int[]) ORDER BY a.id${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, ids]);
   return new Map(rows.map((r) => [r.id as number, r]));
 }
 
@@ -85,8 +85,8 @@ export function statusesFor(filter: string): string[] {
   return filter === 'paused' ? ['paused', 'disconnected'] : [filter];
 }
 
-export function authStatusOf(a: Row): string {
-  switch (a.status) {
+export function authStatusOf(account: Row): string {
+  switch (account.status) {
     case 'auth-expired':
       return 'expired';
     case 'error':
@@ -99,10 +99,10 @@ export function authStatusOf(a: Row): string {
 }
 
 /** warmupStatus and warmup-status `current`: active (warming), pending (asked for, check running), paused, inactive. */
-export function warmupStatusOf(a: Row): string {
-  if (a.status === 'warming') return 'active';
-  if (a.warmup_requested && a.verification === 'pending' && !['error', 'auth-expired', 'disconnected'].includes(a.status)) return 'pending';
-  if (a.status === 'paused') return 'paused';
+export function warmupStatusOf(account: Row): string {
+  if (account.status === 'warming') return 'active';
+  if (account.warmup_requested && account.verification === 'pending' && !['error', 'auth-expired', 'disconnected'].includes(account.status)) return 'pending';
+  if (account.status === 'paused') return 'paused';
   return 'inactive';
 }
 
@@ -116,26 +116,26 @@ export interface Scores {
  * sends. outreachReadinessStatus: readyForOutreach (connected, score >= 85 over >= 50 sends),
  * needsAttention (error, auth-expired, disconnected), warmingUp (warmup running or asked for), notReady.
  */
-export async function scoresOf(q: Queryable, accounts: Row[], now: number): Promise<Map<number, Scores>> {
+export async function scoresOf(db: Queryable, accounts: Row[], now: number): Promise<Map<number, Scores>> {
   const out = new Map<number, Scores>();
   if (!accounts.length) return out;
   const since = new Date(now - SCORE_WINDOW_DAYS * 86_400_000);
-  const rows = await q.query(
+  const rows = await db.query(
     `SELECT account_id, count(*)::int AS sent, count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox
        FROM warmup_messages WHERE account_id = ANY($1::int[]) AND sent_at > $2 AND sent_at <= $3 GROUP BY account_id`,
     [accounts.map((a) => a.id), since, new Date(now)],
   );
   const agg = new Map(rows.map((r) => [r.account_id as number, r]));
-  for (const a of accounts) {
-    const r = agg.get(a.id);
-    const sent = r?.sent ?? 0;
-    const score = sent ? Math.round((100 * r!.inbox) / sent) : 0;
+  for (const account of accounts) {
+    const aggregate = agg.get(account.id);
+    const sent = aggregate?.sent ?? 0;
+    const score = sent ? Math.round((100 * aggregate!.inbox) / sent) : 0;
     let readiness: string;
-    if (['error', 'auth-expired', 'disconnected'].includes(a.status)) readiness = 'needsAttention';
+    if (['error', 'auth-expired', 'disconnected'].includes(account.status)) readiness = 'needsAttention';
     else if (score >= READY_SCORE && sent >= READY_MIN_SENT) readiness = 'readyForOutreach';
-    else if (a.status === 'warming' || a.warmup_requested) readiness = 'warmingUp';
+    else if (account.status === 'warming' || account.warmup_requested) readiness = 'warmingUp';
     else readiness = 'notReady';
-    out.set(a.id, { warmupScore: score, outreachReadinessStatus: readiness });
+    out.set(account.id, { warmupScore: score, outreachReadinessStatus: readiness });
   }
   return out;
 }
@@ -144,52 +144,52 @@ const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : nul
 const wsId = (a: Row) => (a.provider_workspace_id == null ? null : String(a.provider_workspace_id));
 
 /** Account items (list, tag assign and unassign), in the order of `accounts`. */
-export async function accountItems(q: Queryable, accounts: Row[], now: number) {
+export async function accountItems(db: Queryable, accounts: Row[], now: number) {
   if (!accounts.length) return [];
   const ids = accounts.map((a) => a.id);
   const [scores, tagRows] = await Promise.all([
-    scoresOf(q, accounts, now),
-    q.query(
+    scoresOf(db, accounts, now),
+    db.query(
       `SELECT at.account_id, t.name FROM account_tags at JOIN tags t ON t.id = at.tag_id
         WHERE at.account_id = ANY($1::int[]) ORDER BY lower(t.name), t.id`,
       [ids],
     ),
   ]);
   const tags = new Map<number, string[]>();
-  for (const r of tagRows) tags.set(r.account_id, [...(tags.get(r.account_id) ?? []), r.name]);
-  return accounts.map((a) => ({
-    id: a.id,
-    fromEmail: a.email_address,
-    fromName: a.from_name,
-    type: typeOf(a.provider),
-    status: v1Status(a.status),
-    createdAt: iso(a.created_at),
-    warmupScore: scores.get(a.id)!.warmupScore,
-    outreachReadinessStatus: scores.get(a.id)!.outreachReadinessStatus,
-    workspaceId: wsId(a),
-    tags: tags.get(a.id) ?? [],
+  for (const row of tagRows) tags.set(row.account_id, [...(tags.get(row.account_id) ?? []), row.name]);
+  return accounts.map((account) => ({
+    id: account.id,
+    fromEmail: account.email_address,
+    fromName: account.from_name,
+    type: typeOf(account.provider),
+    status: v1Status(account.status),
+    createdAt: iso(account.created_at),
+    warmupScore: scores.get(account.id)!.warmupScore,
+    outreachReadinessStatus: scores.get(account.id)!.outreachReadinessStatus,
+    workspaceId: wsId(account),
+    tags: tags.get(account.id) ?? [],
   }));
 }
 
 /** Account status objects (single and bulk), in the order of `accounts`. healthScore is the cached setup score. */
-export async function accountStatuses(q: Queryable, accounts: Row[], now: number) {
+export async function accountStatuses(db: Queryable, accounts: Row[], now: number) {
   if (!accounts.length) return [];
   const [scores, cached] = await Promise.all([
-    scoresOf(q, accounts, now),
-    q.query(`SELECT account_id, score FROM v1_setup_scores WHERE account_id = ANY($1::int[])`, [accounts.map((a) => a.id)]),
+    scoresOf(db, accounts, now),
+    db.query(`SELECT account_id, score FROM v1_setup_scores WHERE account_id = ANY($1::int[])`, [accounts.map((a) => a.id)]),
   ]);
   const health = new Map(cached.map((r) => [r.account_id as number, r.score as number]));
-  return accounts.map((a) => ({
-    emailAccountId: a.id,
-    fromEmail: a.email_address,
-    type: typeOf(a.provider),
-    authStatus: authStatusOf(a),
-    warmupStatus: warmupStatusOf(a),
-    healthScore: health.get(a.id) ?? null,
-    warmupScore: scores.get(a.id)!.warmupScore,
-    outreachReadinessStatus: scores.get(a.id)!.outreachReadinessStatus,
-    connectionError: a.connection_error ?? null,
-    lastConnectedAt: iso(a.last_connected_at),
-    workspaceId: wsId(a),
+  return accounts.map((account) => ({
+    emailAccountId: account.id,
+    fromEmail: account.email_address,
+    type: typeOf(account.provider),
+    authStatus: authStatusOf(account),
+    warmupStatus: warmupStatusOf(account),
+    healthScore: health.get(account.id) ?? null,
+    warmupScore: scores.get(account.id)!.warmupScore,
+    outreachReadinessStatus: scores.get(account.id)!.outreachReadinessStatus,
+    connectionError: account.connection_error ?? null,
+    lastConnectedAt: iso(account.last_connected_at),
+    workspaceId: wsId(account),
   }));
 }
