@@ -26,8 +26,8 @@ export function windowAt(nowMs: number): Window {
   return { start: new Date(nowMs - WINDOW_DAYS * 86_400_000).toISOString(), end: new Date(nowMs).toISOString() };
 }
 
-export function windowJson(w: Window) {
-  return { windowStart: w.start, windowEnd: w.end, windowDays: WINDOW_DAYS };
+export function windowJson(period: Window) {
+  return { windowStart: period.start, windowEnd: period.end, windowDays: WINDOW_DAYS };
 }
 
 /** Rate in percent, 2 decimals, 0 when nothing was sent. */
@@ -85,14 +85,14 @@ interface AccountRow {
   reply_rate: number;
 }
 
-function record(r: AccountRow): DeliverabilityRecord {
+function record(row: AccountRow): DeliverabilityRecord {
   return {
-    accountId: r.id,
-    emailAddress: r.email_address,
-    deliverabilityRate: r.deliverability_rate,
-    bounceRate: r.bounce_rate,
-    spamRate: r.spam_rate,
-    sent: r.sent,
+    accountId: row.id,
+    emailAddress: row.email_address,
+    deliverabilityRate: row.deliverability_rate,
+    bounceRate: row.bounce_rate,
+    spamRate: row.spam_rate,
+    sent: row.sent,
   };
 }
 
@@ -100,13 +100,13 @@ function record(r: AccountRow): DeliverabilityRecord {
  * One deliverability record per account of the workspace, by account id. The per-account route
  * calls this same function with the account's id, so its row is the workspace row (spec).
  */
-export async function deliverability(q: Queryable, workspaceId: number, w: Window, accountId: number | null = null) {
-  const rows = await q.query<AccountRow>(`${PER_ACCOUNT} ORDER BY id`, [workspaceId, w.start, w.end, accountId]);
+export async function deliverability(db: Queryable, workspaceId: number, period: Window, accountId: number | null = null) {
+  const rows = await db.query<AccountRow>(`${PER_ACCOUNT} ORDER BY id`, [workspaceId, period.start, period.end, accountId]);
   return rows.map(record);
 }
 
-export async function overview(q: Queryable, workspaceId: number, w: Window) {
-  const [t] = await q.query(
+export async function overview(db: Queryable, workspaceId: number, period: Window) {
+  const [totals] = await db.query(
     `WITH m AS (${COUNTS}),
      s AS (
        SELECT coalesce(sum(sent), 0)::int AS sent, coalesce(sum(inbox), 0)::int AS inbox, coalesce(sum(spam), 0)::int AS spam,
@@ -125,24 +125,24 @@ export async function overview(q: Queryable, workspaceId: number, w: Window) {
             ${rate('inbox')} AS deliverability_rate, ${rate('bounced')} AS bounce_rate,
             ${rate('spam')} AS spam_rate, ${rate('replied')} AS reply_rate
        FROM s, a`,
-    [workspaceId, w.start, w.end, null],
+    [workspaceId, period.start, period.end, null],
   );
   return {
-    ...windowJson(w),
-    totalAccounts: t.total,
-    warmingAccounts: t.warming,
-    pausedAccounts: t.paused,
-    accountsWithErrors: t.with_errors,
-    accountsWithSends: t.accounts_with_sends,
-    sent: t.sent,
-    inbox: t.inbox,
-    spam: t.spam,
-    bounced: t.bounced,
-    replied: t.replied,
-    deliverabilityRate: t.deliverability_rate,
-    bounceRate: t.bounce_rate,
-    spamRate: t.spam_rate,
-    replyRate: t.reply_rate,
+    ...windowJson(period),
+    totalAccounts: totals.total,
+    warmingAccounts: totals.warming,
+    pausedAccounts: totals.paused,
+    accountsWithErrors: totals.with_errors,
+    accountsWithSends: totals.accounts_with_sends,
+    sent: totals.sent,
+    inbox: totals.inbox,
+    spam: totals.spam,
+    bounced: totals.bounced,
+    replied: totals.replied,
+    deliverabilityRate: totals.deliverability_rate,
+    bounceRate: totals.bounce_rate,
+    spamRate: totals.spam_rate,
+    replyRate: totals.reply_rate,
   };
 }
 
@@ -151,8 +151,8 @@ export async function overview(q: Queryable, workspaceId: number, w: Window) {
  * the first and the last are partial days). Only messages inside the window count, so the buckets
  * add up to the overview's totals.
  */
-export async function trends(q: Queryable, workspaceId: number, w: Window) {
-  const rows = await q.query(
+export async function trends(db: Queryable, workspaceId: number, period: Window) {
+  const rows = await db.query(
     `WITH msgs AS (
        SELECT (wm.sent_at AT TIME ZONE 'UTC')::date AS day, wm.outcome, wm.replied
          FROM warmup_messages wm JOIN accounts a ON a.id = wm.account_id
@@ -175,21 +175,21 @@ export async function trends(q: Queryable, workspaceId: number, w: Window) {
             ${rate('inbox')} AS deliverability_rate, ${rate('bounced')} AS bounce_rate,
             ${rate('spam')} AS spam_rate, ${rate('replied')} AS reply_rate
        FROM c ORDER BY day`,
-    [workspaceId, w.start, w.end],
+    [workspaceId, period.start, period.end],
   );
   return {
-    ...windowJson(w),
-    days: rows.map((r) => ({
-      date: r.date,
-      sent: r.sent,
-      inbox: r.inbox,
-      spam: r.spam,
-      bounced: r.bounced,
-      replied: r.replied,
-      deliverabilityRate: r.deliverability_rate,
-      bounceRate: r.bounce_rate,
-      spamRate: r.spam_rate,
-      replyRate: r.reply_rate,
+    ...windowJson(period),
+    days: rows.map((row) => ({
+      date: row.date,
+      sent: row.sent,
+      inbox: row.inbox,
+      spam: row.spam,
+      bounced: row.bounced,
+      replied: row.replied,
+      deliverabilityRate: row.deliverability_rate,
+      bounceRate: row.bounce_rate,
+      spamRate: row.spam_rate,
+      replyRate: row.reply_rate,
     })),
   };
 }
@@ -198,31 +198,31 @@ export async function trends(q: Queryable, workspaceId: number, w: Window) {
  * Accounts that sent in the window, ranked by deliverabilityRate (highest first), then by sent
  * (more first), then by account id. Ranks are 1..n without ties.
  */
-export async function leaderboard(q: Queryable, workspaceId: number, w: Window, limit: number) {
-  const rows = await q.query<AccountRow & { rank: number }>(
+export async function leaderboard(db: Queryable, workspaceId: number, period: Window, limit: number) {
+  const rows = await db.query<AccountRow & { rank: number }>(
     `SELECT row_number() OVER (ORDER BY deliverability_rate DESC, sent DESC, id)::int AS rank, *
        FROM (${PER_ACCOUNT}) r
       WHERE sent > 0
       ORDER BY rank
       LIMIT $5`,
-    [workspaceId, w.start, w.end, null, limit],
+    [workspaceId, period.start, period.end, null, limit],
   );
-  return rows.map((r) => ({
-    rank: r.rank,
-    ...record(r),
-    inbox: r.inbox,
-    spam: r.spam,
-    bounced: r.bounced,
-    replied: r.replied,
-    replyRate: r.reply_rate,
+  return rows.map((row) => ({
+    rank: row.rank,
+    ...record(row),
+    inbox: row.inbox,
+    spam: row.spam,
+    bounced: row.bounced,
+    replied: row.replied,
+    replyRate: row.reply_rate,
   }));
 }
 
 /** One account's stats (null when the account is not in the workspace): its deliverability record plus the raw counts and a split by recipient ESP. */
-export async function accountStats(q: Queryable, workspaceId: number, accountId: number, w: Window) {
-  const [r] = await q.query<AccountRow>(PER_ACCOUNT, [workspaceId, w.start, w.end, accountId]);
-  if (!r) return null;
-  const esp = await q.query(
+export async function accountStats(db: Queryable, workspaceId: number, accountId: number, period: Window) {
+  const [row] = await db.query<AccountRow>(PER_ACCOUNT, [workspaceId, period.start, period.end, accountId]);
+  if (!row) return null;
+  const esp = await db.query(
     `SELECT recipient_esp AS esp, sent, inbox, spam, bounced, replied,
             ${rate('inbox')} AS deliverability_rate
        FROM (
@@ -236,24 +236,24 @@ export async function accountStats(q: Queryable, workspaceId: number, accountId:
           GROUP BY wm.recipient_esp
        ) e
       ORDER BY esp`,
-    [accountId, workspaceId, w.start, w.end],
+    [accountId, workspaceId, period.start, period.end],
   );
   return {
-    ...record(r),
-    ...windowJson(w),
-    inbox: r.inbox,
-    spam: r.spam,
-    bounced: r.bounced,
-    replied: r.replied,
-    replyRate: r.reply_rate,
-    byRecipientEsp: esp.map((e) => ({
-      esp: e.esp,
-      sent: e.sent,
-      inbox: e.inbox,
-      spam: e.spam,
-      bounced: e.bounced,
-      replied: e.replied,
-      deliverabilityRate: e.deliverability_rate,
+    ...record(row),
+    ...windowJson(period),
+    inbox: row.inbox,
+    spam: row.spam,
+    bounced: row.bounced,
+    replied: row.replied,
+    replyRate: row.reply_rate,
+    byRecipientEsp: esp.map((espRow) => ({
+      esp: espRow.esp,
+      sent: espRow.sent,
+      inbox: espRow.inbox,
+      spam: espRow.spam,
+      bounced: espRow.bounced,
+      replied: espRow.replied,
+      deliverabilityRate: espRow.deliverability_rate,
     })),
   };
 }
@@ -262,9 +262,9 @@ export async function accountStats(q: Queryable, workspaceId: number, accountId:
 // organization.
 
 /** Per account and UTC day of [from, to], messages sent up to `now`, by outcome. */
-export async function reportRows(q: Queryable, accountIds: number[], from: string, to: string, now: number) {
+export async function reportRows(db: Queryable, accountIds: number[], from: string, to: string, now: number) {
   if (!accountIds.length) return [];
-  return q.query<{ account_id: number; d: string; sent: number; inbox: number; spam: number; bounced: number; replied: number }>(
+  return db.query<{ account_id: number; d: string; sent: number; inbox: number; spam: number; bounced: number; replied: number }>(
     `SELECT account_id, to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS d,
             count(*)::int AS sent,
             count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
@@ -279,13 +279,13 @@ export async function reportRows(q: Queryable, accountIds: number[], from: strin
 }
 
 /** Every account of the organization's live workspaces: id and address, by id. */
-export async function organizationAccounts(q: Queryable, organizationId: number) {
-  return q.query<{ id: number; email_address: string }>(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [organizationId]);
+export async function organizationAccounts(db: Queryable, organizationId: number) {
+  return db.query<{ id: number; email_address: string }>(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [organizationId]);
 }
 
 /** The organization's accounts by state, and the mean cached setup score (null when none has one). */
-export async function dashboardCounts(q: Queryable, organizationId: number) {
-  const [counts] = await q.query<{ total: number; warming: number; paused: number; errors: number; avg_score: number | null }>(
+export async function dashboardCounts(db: Queryable, organizationId: number) {
+  const [counts] = await db.query<{ total: number; warming: number; paused: number; errors: number; avg_score: number | null }>(
     `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE a.status = 'warming')::int AS warming,
             count(*) FILTER (WHERE a.status IN ('paused', 'disconnected'))::int AS paused,

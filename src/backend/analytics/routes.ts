@@ -33,25 +33,25 @@ export function register(router: Router, svc: BackendServices): void {
   });
 
   router.get(`${base}/analytics/leaderboard`, async (ctx) => {
-    const q = parse(leaderboardQuery, queryObject(ctx.query));
-    const w = win();
-    return { data: await leaderboard(ctx.db, idParam(ctx, 'workspaceId'), w, q.limit ?? 10), meta: windowJson(w) };
+    const query = parse(leaderboardQuery, queryObject(ctx.query));
+    const period = win();
+    return { data: await leaderboard(ctx.db, idParam(ctx, 'workspaceId'), period, query.limit ?? 10), meta: windowJson(period) };
   });
 
   router.get(`${base}/analytics/deliverability`, async (ctx) => {
     parse(noQuery, queryObject(ctx.query));
-    const w = win();
-    return { data: await deliverability(ctx.db, idParam(ctx, 'workspaceId'), w), meta: windowJson(w) };
+    const period = win();
+    return { data: await deliverability(ctx.db, idParam(ctx, 'workspaceId'), period), meta: windowJson(period) };
   });
 
   router.get(`${base}/accounts/{accountId}/deliverability`, async (ctx) => {
     parse(noQuery, queryObject(ctx.query));
     const workspaceId = idParam(ctx, 'workspaceId');
     const accountId = accountIdOf(ctx);
-    const w = win();
-    const [row] = await deliverability(ctx.db, workspaceId, w, accountId);
+    const period = win();
+    const [row] = await deliverability(ctx.db, workspaceId, period, accountId);
     if (!row) throw notFound(accountId);
-    return { data: row, meta: windowJson(w) };
+    return { data: row, meta: windowJson(period) };
   });
 
   router.get(`${base}/accounts/{accountId}/stats`, async (ctx) => {

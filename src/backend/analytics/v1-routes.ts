@@ -25,8 +25,8 @@ export interface ReportDay {
  * mailbox (inbox + spam + other); other = delivered to another folder, which the recorded outcomes
  * (inbox, spam, bounced) never show, so it is 0; undelivered = bounced.
  */
-export async function reportDays(q: Queryable, ids: number[], from: string, to: string, now: number): Promise<Map<number, ReportDay[]>> {
-  const rows = await reportRows(q, ids, from, to, now);
+export async function reportDays(db: Queryable, ids: number[], from: string, to: string, now: number): Promise<Map<number, ReportDay[]>> {
+  const rows = await reportRows(db, ids, from, to, now);
   const byAccountAndDay = new Map(rows.map((row) => [`${row.account_id}/${row.d}`, row]));
   const days = dateRange(from, to);
   return new Map(
@@ -60,11 +60,11 @@ export function register(router: Router): void {
   router.get('/v1/reports/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const r = parse(rangeQuery, queryObject(ctx.query));
-    checkRange(r.from, r.to, ['from', 'to']);
+    const range = parse(rangeQuery, queryObject(ctx.query));
+    checkRange(range.from, range.to, ['from', 'to']);
     await loadAccount(ctx.db, org, id);
-    const days = await reportDays(ctx.db, [id], r.from, r.to, ctx.svc.clock.now());
-    return { data: { emailAccountId: id, from: r.from, to: r.to, days: days.get(id) } };
+    const days = await reportDays(ctx.db, [id], range.from, range.to, ctx.svc.clock.now());
+    return { data: { emailAccountId: id, from: range.from, to: range.to, days: days.get(id) } };
   });
 
   router.post('/v1/reports/bulk', async (ctx) => {

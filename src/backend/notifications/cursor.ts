@@ -47,32 +47,32 @@ export class CursorCodec {
   }
 
   encode(pos: CursorPosition, nowMs: number): string {
-    const p: Payload = { v: 1, w: pos.workspaceId, u: pos.unreadOnly, i: pos.afterId, o: pos.offset, t: nowMs };
-    const text = Buffer.from(JSON.stringify(p)).toString('base64url');
+    const payload: Payload = { v: 1, w: pos.workspaceId, u: pos.unreadOnly, i: pos.afterId, o: pos.offset, t: nowMs };
+    const text = Buffer.from(JSON.stringify(payload)).toString('base64url');
     return `${text}.${this.mac(text).toString('base64url')}`;
   }
 
   /** The position, or a reason why the cursor is refused. */
   decode(cursor: string, expect: { workspaceId: number; unreadOnly: boolean }, nowMs: number): CursorPosition | string {
-    const m = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
-    if (!m) return 'malformed cursor';
+    const cursorMatch = /^([A-Za-z0-9_-]{1,400})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
+    if (!cursorMatch) return 'malformed cursor';
     // Compare the text, not the decoded bytes: base64url decoding ignores the last character's spare
     // bits, and only the one canonical spelling of a cursor is accepted.
-    const given = Buffer.from(m[2]);
-    const want = Buffer.from(this.mac(m[1]).toString('base64url'));
+    const given = Buffer.from(cursorMatch[2]);
+    const want = Buffer.from(this.mac(cursorMatch[1]).toString('base64url'));
     if (given.length !== want.length || !timingSafeEqual(given, want)) return 'cursor signature does not match';
     let parsed: unknown;
     try {
-      parsed = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8'));
+      parsed = JSON.parse(Buffer.from(cursorMatch[1], 'base64url').toString('utf8'));
     } catch {
       return 'malformed cursor';
     }
-    const r = payloadSchema.safeParse(parsed);
-    if (!r.success) return 'malformed cursor';
-    const p = r.data;
-    if (p.w !== expect.workspaceId) return 'cursor was issued for another workspace';
-    if (p.u !== expect.unreadOnly) return 'cursor was issued for another unreadOnly filter';
-    if (p.t > nowMs + SKEW_MS || nowMs - p.t > CURSOR_TTL_MS) return 'cursor has expired; start again without a cursor';
-    return { workspaceId: p.w, unreadOnly: p.u, afterId: p.i, offset: p.o };
+    const validated = payloadSchema.safeParse(parsed);
+    if (!validated.success) return 'malformed cursor';
+    const payload = validated.data;
+    if (payload.w !== expect.workspaceId) return 'cursor was issued for another workspace';
+    if (payload.u !== expect.unreadOnly) return 'cursor was issued for another unreadOnly filter';
+    if (payload.t > nowMs + SKEW_MS || nowMs - payload.t > CURSOR_TTL_MS) return 'cursor has expired; start again without a cursor';
+    return { workspaceId: payload.w, unreadOnly: payload.u, afterId: payload.i, offset: payload.o };
   }
 }

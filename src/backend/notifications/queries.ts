@@ -17,24 +17,24 @@ export interface NotificationRow {
 const COLUMNS = `id, type, severity, category, title, body, email_account_id, read_at, created_at`;
 
 /** The Notification resource of the spec. */
-export function toNotification(r: NotificationRow) {
+export function toNotification(row: NotificationRow) {
   return {
-    id: r.id,
-    type: r.type,
-    severity: r.severity,
-    category: r.category,
-    title: r.title,
-    body: r.body,
-    emailAccountId: r.email_account_id,
-    readAt: r.read_at ? new Date(r.read_at).toISOString() : null,
-    createdAt: new Date(r.created_at).toISOString(),
-    isRead: r.read_at !== null,
+    id: row.id,
+    type: row.type,
+    severity: row.severity,
+    category: row.category,
+    title: row.title,
+    body: row.body,
+    emailAccountId: row.email_account_id,
+    readAt: row.read_at ? new Date(row.read_at).toISOString() : null,
+    createdAt: new Date(row.created_at).toISOString(),
+    isRead: row.read_at !== null,
   };
 }
 
 /** One page: up to `limit` rows with id < afterId (or the newest), plus whether more follow. */
-export async function listPage(q: Queryable, workspaceId: number, unreadOnly: boolean, afterId: number | null, limit: number) {
-  const rows = await q.query<NotificationRow>(
+export async function listPage(db: Queryable, workspaceId: number, unreadOnly: boolean, afterId: number | null, limit: number) {
+  const rows = await db.query<NotificationRow>(
     `SELECT ${COLUMNS} FROM notifications
       WHERE workspace_id = $1 AND ($2::boolean = false OR read_at IS NULL) AND ($3::int IS NULL OR id < $3)
       ORDER BY id DESC LIMIT $4`,
@@ -45,19 +45,19 @@ export async function listPage(q: Queryable, workspaceId: number, unreadOnly: bo
 }
 
 /** How many notifications match the filter, and how many of the workspace are unread. */
-export async function counts(q: Queryable, workspaceId: number, unreadOnly: boolean) {
-  const [c] = await q.query(
+export async function counts(db: Queryable, workspaceId: number, unreadOnly: boolean) {
+  const [totals] = await db.query(
     `SELECT (count(*) FILTER (WHERE $2::boolean = false OR read_at IS NULL))::int AS total,
             (count(*) FILTER (WHERE read_at IS NULL))::int AS unread
        FROM notifications WHERE workspace_id = $1`,
     [workspaceId, unreadOnly],
   );
-  return c as { total: number; unread: number };
+  return totals as { total: number; unread: number };
 }
 
 /** Mark one read; the first readAt is kept when it was read already. Null when not in the workspace. */
-export async function markRead(q: Queryable, workspaceId: number, id: number, at: Date) {
-  const rows = await q.query<NotificationRow>(
+export async function markRead(db: Queryable, workspaceId: number, id: number, at: Date) {
+  const rows = await db.query<NotificationRow>(
     `UPDATE notifications SET read_at = coalesce(read_at, $3::timestamptz)
       WHERE id = $1 AND workspace_id = $2
       RETURNING ${COLUMNS}`,
@@ -67,13 +67,13 @@ export async function markRead(q: Queryable, workspaceId: number, id: number, at
 }
 
 /** Mark every unread notification of the workspace read; returns how many changed. */
-export async function markAllRead(q: Queryable, workspaceId: number, at: Date): Promise<number> {
-  const [r] = await q.query<{ n: number }>(
+export async function markAllRead(db: Queryable, workspaceId: number, at: Date): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
     `WITH u AS (UPDATE notifications SET read_at = $2::timestamptz WHERE workspace_id = $1 AND read_at IS NULL RETURNING 1)
      SELECT count(*)::int AS n FROM u`,
     [workspaceId, at.toISOString()],
   );
-  return r.n;
+  return row.n;
 }
 
 export interface NewNotification {
@@ -87,11 +87,11 @@ export interface NewNotification {
 }
 
 /** Raise a notification (used by other domains, e.g. a finished provider sync). Returns its id. */
-export async function notify(q: Queryable, n: NewNotification, at: Date): Promise<number> {
-  const [r] = await q.query<{ id: number }>(
+export async function notify(db: Queryable, notification: NewNotification, at: Date): Promise<number> {
+  const [row] = await db.query<{ id: number }>(
     `INSERT INTO notifications (workspace_id, type, severity, category, title, body, email_account_id, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz) RETURNING id`,
-    [n.workspaceId, n.type, n.severity, n.category, n.title, n.body, n.emailAccountId ?? null, at.toISOString()],
+    [notification.workspaceId, notification.type, notification.severity, notification.category, notification.title, notification.body, notification.emailAccountId ?? null, at.toISOString()],
   );
-  return r.id;
+  return row.id;
 }

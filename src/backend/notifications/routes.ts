@@ -18,27 +18,27 @@ export function register(router: Router, svc: BackendServices): void {
 
   router.get(base, async (ctx) => {
     const workspaceId = idParam(ctx, 'workspaceId');
-    const q = parse(listQuery, queryObject(ctx.query));
-    const unreadOnly = q.unreadOnly === 'true';
-    const limit = q.limit ?? 50;
+    const query = parse(listQuery, queryObject(ctx.query));
+    const unreadOnly = query.unreadOnly === 'true';
+    const limit = query.limit ?? 50;
     const now = svc.clock.now();
     let afterId: number | null = null;
     let offset = 0;
-    if (q.cursor !== undefined) {
-      const pos = codec.decode(q.cursor, { workspaceId, unreadOnly }, now);
+    if (query.cursor !== undefined) {
+      const pos = codec.decode(query.cursor, { workspaceId, unreadOnly }, now);
       if (typeof pos === 'string') throw new ApiError('invalid_request', `cursor: ${pos}`, { field: 'cursor' });
       afterId = pos.afterId;
       offset = pos.offset;
     }
     const page = await listPage(ctx.db, workspaceId, unreadOnly, afterId, limit);
-    const c = await counts(ctx.db, workspaceId, unreadOnly);
+    const totals = await counts(ctx.db, workspaceId, unreadOnly);
     const last = page.rows[page.rows.length - 1];
     const nextCursor = page.hasMore && last ? codec.encode({ workspaceId, unreadOnly, afterId: last.id, offset: offset + page.rows.length }, now) : null;
-    const p = pagination(Math.floor(offset / limit) + 1, limit, c.total);
+    const pageMeta = pagination(Math.floor(offset / limit) + 1, limit, totals.total);
     return {
       data: page.rows.map(toNotification),
-      meta: { next_cursor: nextCursor, has_more: page.hasMore, limit, unread_count: c.unread },
-      pagination: { ...p, has_more: page.hasMore },
+      meta: { next_cursor: nextCursor, has_more: page.hasMore, limit, unread_count: totals.unread },
+      pagination: { ...pageMeta, has_more: page.hasMore },
     };
   });
 

@@ -30,10 +30,10 @@ export function register(router: Router, _svc: BackendServices): void {
     const ws = idParam(ctx, 'workspaceId');
     const accountId = idParam(ctx, 'accountId');
     const { tagIds } = parse(setTagsSchema, ctx.body);
-    const tags = await ctx.db.tx(async (q) => {
-      await getAccount(q, ws, accountId, true);
-      const ids = await assertTagsExist(q, ws, tagIds);
-      return replaceAccountTags(q, accountId, ids);
+    const tags = await ctx.db.tx(async (tx) => {
+      await getAccount(tx, ws, accountId, true);
+      const ids = await assertTagsExist(tx, ws, tagIds);
+      return replaceAccountTags(tx, accountId, ids);
     });
     return { data: { accountId, tags } };
   });
