@@ -35,29 +35,29 @@ export interface WarmupView {
   reason: 'verification_pending' | 'verification_failed' | 'dns_failed' | 'warming_capacity_reached' | 'paused' | null;
 }
 
-export function warmupView(a: Row, result: AutoStartResult | null): WarmupView {
-  if (a.status === 'warming' || result === 'started' || result === 'already_warming') return { state: 'warming', reason: null };
-  if (a.status === 'paused') return { state: 'off', reason: 'paused' };
+export function warmupView(account: Row, result: AutoStartResult | null): WarmupView {
+  if (account.status === 'warming' || result === 'started' || result === 'already_warming') return { state: 'warming', reason: null };
+  if (account.status === 'paused') return { state: 'off', reason: 'paused' };
   if (result === 'dns_failed' || result === 'warming_capacity_reached') return { state: 'waiting', reason: result };
-  if (a.status === 'active' && a.verification === 'pending') return { state: 'waiting', reason: 'verification_pending' };
-  if (a.status === 'active' && a.verification === 'failed') return { state: 'waiting', reason: 'verification_failed' };
+  if (account.status === 'active' && account.verification === 'pending') return { state: 'waiting', reason: 'verification_pending' };
+  if (account.status === 'active' && account.verification === 'failed') return { state: 'waiting', reason: 'verification_failed' };
   return { state: 'off', reason: null };
 }
 
-export function accountView(a: Row, warmup: WarmupView) {
+export function accountView(account: Row, warmup: WarmupView) {
   return {
-    id: a.id,
-    workspaceId: a.workspace_id,
-    emailAddress: a.email_address,
-    provider: a.provider,
-    status: a.status,
-    verification: a.verification,
+    id: account.id,
+    workspaceId: account.workspace_id,
+    emailAddress: account.email_address,
+    provider: account.provider,
+    status: account.status,
+    verification: account.verification,
     connectedVia: 'partner_oauth',
     // The token itself is never returned; its expiry is what a partner needs to plan refreshes.
-    tokenExpiresAt: new Date(a.oauth_expires_at).toISOString(),
-    warmupMaxLimit: a.warmup_max_limit,
+    tokenExpiresAt: new Date(account.oauth_expires_at).toISOString(),
+    warmupMaxLimit: account.warmup_max_limit,
     warmup,
-    createdAt: new Date(a.created_at).toISOString(),
+    createdAt: new Date(account.created_at).toISOString(),
   };
 }
 
@@ -67,11 +67,11 @@ export async function assertPartnerConfigured(svc: BackendServices, organization
     `SELECT id, plan, partner_callback_url, partner_callback_verified FROM organizations WHERE id = $1`,
     [organizationId],
   );
-  const o = rows[0];
-  if (!o || !o.partner_callback_url || !o.partner_callback_verified) {
+  const org = rows[0];
+  if (!org || !org.partner_callback_url || !org.partner_callback_verified) {
     throw new ApiError('partner_not_configured', 'The organization has no verified partner callback: register and verify a token-refresh endpoint first.');
   }
-  return o;
+  return org;
 }
 
 /** `org`: the row assertPartnerConfigured answered, when the caller already checked rule 1. */
@@ -90,10 +90,10 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
   const maxLimit = Math.min(DEFAULT_MAX_LIMIT, planOf(svc.plans(), org.plan).plan.maxWarmupPerAccount ?? DEFAULT_MAX_LIMIT);
   const at = new Date(now);
 
-  const result = await svc.db.tx(async (q) => {
-    const ws = await q.query(`SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [input.workspaceId, input.organizationId]);
+  const result = await svc.db.tx(async (tx) => {
+    const ws = await tx.query(`SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [input.workspaceId, input.organizationId]);
     if (!ws.length) throw new ApiError('not_found', `No workspace ${input.workspaceId}.`);
-    const existing = await q.query(`SELECT * FROM accounts WHERE lower(email_address) = $1 FOR UPDATE`, [email]);
+    const existing = await tx.query(`SELECT * FROM accounts WHERE lower(email_address) = $1 FOR UPDATE`, [email]);
     const cur = existing[0];
     if (cur) {
       // Rule 3: a mailbox belongs to exactly one workspace. Which one is not said (it may be another organization's).
@@ -102,7 +102,7 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
         throw new ApiError('conflict', 'This mailbox is already connected in this workspace by another method.', { field: 'emailAddress', accountId: cur.id });
       }
       // A reconnect with a fresh token: an expired or broken connection becomes active again.
-      const [row] = await q.query(
+      const [row] = await tx.query(
         `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3,
             status = CASE WHEN status IN ('auth-expired','error','disconnected') THEN 'active' ELSE status END,
             oauth_refresh_failures = 0, oauth_refresh_error = NULL, oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL,
@@ -112,7 +112,7 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
       );
       return { row, created: false };
     }
-    const [row] = await q.query(
+    const [row] = await tx.query(
       `INSERT INTO accounts (workspace_id, email_address, provider, status, verification, warmup_max_limit, warmup_current_limit,
           oauth_access_token_sealed, oauth_expires_at, oauth_source, last_connected_at, created_at, updated_at)
        VALUES ($1, $2, $3, 'active', 'pending', $4, 5, $5, $6, 'partner', $7, $7, $7) RETURNING *`,

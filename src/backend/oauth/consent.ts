@@ -59,8 +59,8 @@ function mac(pepper: string, payload: string): string {
   return createHmac('sha256', stateKey(pepper)).update(payload).digest('base64url');
 }
 
-export function signState(pepper: string, p: StatePayload): string {
-  const payload = Buffer.from(JSON.stringify(p)).toString('base64url');
+export function signState(pepper: string, state: StatePayload): string {
+  const payload = Buffer.from(JSON.stringify(state)).toString('base64url');
   return `${payload}.${mac(pepper, payload)}`;
 }
 
@@ -70,8 +70,8 @@ export function verifyState(pepper: string, state: string, now: number): StatePa
   if (!payload || !sig || extra !== undefined) return null;
   if (!safeEqual(mac(pepper, payload), sig)) return null;
   try {
-    const p = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as StatePayload;
-    return p.v === 1 && typeof p.e === 'number' && p.e > now ? p : null;
+    const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as StatePayload;
+    return decoded.v === 1 && typeof decoded.e === 'number' && decoded.e > now ? decoded : null;
   } catch {
     return null;
   }
@@ -82,36 +82,36 @@ export function codeVerifierFor(pepper: string, state: string): string {
   return createHmac('sha256', stateKey(pepper)).update(`pkce:${state}`).digest('base64url');
 }
 
-export function consentUrl(svc: BackendServices, a: { organizationId: number; workspaceId: number; keyId: number; provider: OAuthProvider; redirectUri: string; clientId: string; loginHint?: string }) {
+export function consentUrl(svc: BackendServices, request: { organizationId: number; workspaceId: number; keyId: number; provider: OAuthProvider; redirectUri: string; clientId: string; loginHint?: string }) {
   const expiresAt = svc.clock.now() + STATE_TTL_MS;
   const state = signState(svc.pepper, {
-    v: 1, o: a.organizationId, w: a.workspaceId, p: a.provider, r: a.redirectUri, k: a.keyId, e: expiresAt, n: randomBytes(12).toString('base64url'),
+    v: 1, o: request.organizationId, w: request.workspaceId, p: request.provider, r: request.redirectUri, k: request.keyId, e: expiresAt, n: randomBytes(12).toString('base64url'),
   });
   const challenge = createHash('sha256').update(codeVerifierFor(svc.pepper, state)).digest('base64url');
-  const spec = AUTHORIZE[a.provider];
-  const q = new URLSearchParams({
-    client_id: a.clientId,
-    redirect_uri: a.redirectUri,
+  const spec = AUTHORIZE[request.provider];
+  const params = new URLSearchParams({
+    client_id: request.clientId,
+    redirect_uri: request.redirectUri,
     response_type: 'code',
     scope: spec.scope,
     state,
     code_challenge: challenge,
     code_challenge_method: 'S256',
     ...spec.extra,
-    ...(a.loginHint ? { login_hint: a.loginHint } : {}),
+    ...(request.loginHint ? { login_hint: request.loginHint } : {}),
   });
-  return { url: `${spec.url}?${q.toString()}`, state, expiresAt: new Date(expiresAt).toISOString() };
+  return { url: `${spec.url}?${params.toString()}`, state, expiresAt: new Date(expiresAt).toISOString() };
 }
 
 /** A redirect URI must be https, or http on a loopback host (native apps and tests, RFC 8252 7.3). */
 export function acceptableRedirect(uri: string): boolean {
-  let u: URL;
+  let url: URL;
   try {
-    u = new URL(uri);
+    url = new URL(uri);
   } catch {
     return false;
   }
-  if (u.hash || u.username || u.password) return false;
-  if (u.protocol === 'https:') return true;
-  return u.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname);
+  if (url.hash || url.username || url.password) return false;
+  if (url.protocol === 'https:') return true;
+  return url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
 }

@@ -55,8 +55,8 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
     [now, new Date(now.getTime() + CLAIM_MS), new Date(now.getTime() + REFRESH_AHEAD_MS)],
   );
 
-  const refreshOne = async (a: (typeof claimed)[number]) => {
-    const ok = await callPartner(a.partner_callback_url, { accountId: a.id, emailAddress: a.email_address, provider: a.provider });
+  const refreshOne = async (account: (typeof claimed)[number]) => {
+    const ok = await callPartner(account.partner_callback_url, { accountId: account.id, emailAddress: account.email_address, provider: account.provider });
     if (ok.kind === 'ok' && Date.parse(ok.expiresAt) > svc.clock.now()) {
       const [after] = await svc.db.query(
         `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3, oauth_refresh_failures = 0, oauth_refresh_error = NULL,
@@ -65,23 +65,23 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
             connection_error = CASE WHEN status = 'auth-expired' THEN NULL ELSE connection_error END,
             updated_at = $4
           WHERE id = $1 RETURNING status`,
-        [a.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now())],
+        [account.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now())],
       );
       // A mailbox that had run out is active again: it warms again by itself once its checks pass.
-      if (after?.status === 'active' && a.status === 'auth-expired') await partnerOauthConnected(svc, a.id);
-      out.refreshed.push(a.id);
+      if (after?.status === 'active' && account.status === 'auth-expired') await partnerOauthConnected(svc, account.id);
+      out.refreshed.push(account.id);
       return;
     }
     const error = ok.kind === 'ok' ? 'the callback answered an expiresAt in the past' : ok.error;
-    const failures = a.oauth_refresh_failures + 1;
+    const failures = account.oauth_refresh_failures + 1;
     await svc.db.query(
       `UPDATE accounts SET oauth_refresh_failures = $2, oauth_refresh_error = $3, oauth_refresh_next_at = $4,
           oauth_refresh_claimed_until = NULL, updated_at = $5
         WHERE id = $1`,
-      [a.id, failures, error, new Date(svc.clock.now() + backoffMs(failures)), new Date(svc.clock.now())],
+      [account.id, failures, error, new Date(svc.clock.now() + backoffMs(failures)), new Date(svc.clock.now())],
     );
-    svc.log.warn({ accountId: a.id, failures, error }, 'partner token refresh failed');
-    out.failed.push(a.id);
+    svc.log.warn({ accountId: account.id, failures, error }, 'partner token refresh failed');
+    out.failed.push(account.id);
   };
   // A few callbacks at a time: a batch finishes well within the claim (BATCH / PARALLEL * timeout < CLAIM_MS).
   await inParallel(claimed, PARALLEL, refreshOne);
@@ -122,9 +122,9 @@ async function callPartner(url: string, body: { accountId: number; emailAddress:
   } catch {
     return { kind: 'error', error: 'callback answered something other than JSON' };
   }
-  const r = callbackAnswer.safeParse(json);
-  if (!r.success) return { kind: 'error', error: `callback answer invalid at ${r.error.issues[0].path.join('.') || '(body)'}` };
-  return { kind: 'ok', ...r.data };
+  const parsed = callbackAnswer.safeParse(json);
+  if (!parsed.success) return { kind: 'error', error: `callback answer invalid at ${parsed.error.issues[0].path.join('.') || '(body)'}` };
+  return { kind: 'ok', ...parsed.data };
 }
 
 /** Run `fn` over `items`, at most `limit` at once. */

@@ -30,13 +30,13 @@ export function register(router: Router, _svc: BackendServices): void {
     // Rule 1 answers every call, before the body is looked at.
     const org = await assertPartnerConfigured(ctx.svc, orgId);
     refuseRefreshTokens(ctx.body);
-    const b = parse(connectBody, ctx.body ?? {});
-    const r = await connectPartnerMailbox(
+    const input = parse(connectBody, ctx.body ?? {});
+    const connected = await connectPartnerMailbox(
       ctx.svc,
-      { organizationId: orgId, workspaceId: wid, provider: b.provider, emailAddress: b.emailAddress, accessToken: b.accessToken, expiresAt: new Date(b.expiresAt) },
+      { organizationId: orgId, workspaceId: wid, provider: input.provider, emailAddress: input.emailAddress, accessToken: input.accessToken, expiresAt: new Date(input.expiresAt) },
       org,
     );
-    return { status: r.created ? 201 : 200, data: r.account };
+    return { status: connected.created ? 201 : 200, data: connected.account };
   });
 
   router.post('/v2/workspaces/{workspaceId}/accounts/oauth-url', async (ctx) => {

@@ -97,32 +97,32 @@ export class ProviderClient {
   constructor(private cfg: ProviderClientConfig) {}
 
   /** Every mailbox of the tenant (deduplicated by address, in the provider's order). */
-  async listMailboxes(t: TenantRef): Promise<Mailbox[]> {
+  async listMailboxes(tenantRef: TenantRef): Promise<Mailbox[]> {
     const out = new Map<string, Mailbox>();
     const add = (email: string, name: string | null | undefined) => {
-      const e = email.trim().toLowerCase();
-      if (!EMAIL.safeParse(e).success || out.has(e)) return;
-      out.set(e, { email: e, displayName: (name ?? '').trim(), domain: e.slice(e.lastIndexOf('@') + 1) });
+      const normalized = email.trim().toLowerCase();
+      if (!EMAIL.safeParse(normalized).success || out.has(normalized)) return;
+      out.set(normalized, { email: normalized, displayName: (name ?? '').trim(), domain: normalized.slice(normalized.lastIndexOf('@') + 1) });
     };
     let token: string | undefined;
     for (let pages = 0; ; pages++) {
       if (out.size > MAX_MAILBOXES || pages > MAX_MAILBOXES / 10) throw new ProviderError('unavailable', 'the tenant has too many mailboxes to import at once');
-      if (t.provider === 'google') {
+      if (tenantRef.provider === 'google') {
         const url = new URL(`${trimBase(this.cfg.googleAdminUrl)}/admin/directory/v1/users`);
         url.searchParams.set('customer', 'my_customer');
         url.searchParams.set('maxResults', String(PAGE_SIZE));
         if (token) url.searchParams.set('pageToken', token);
-        const page = googlePage.safeParse(await this.get(url, { 'x-goog-delegated-user': t.adminEmail ?? '' }));
+        const page = googlePage.safeParse(await this.get(url, { 'x-goog-delegated-user': tenantRef.adminEmail ?? '' }));
         if (!page.success) throw new ProviderError('unavailable', 'the provider answered an unexpected body');
-        for (const u of page.data.users) if (!u.suspended) add(u.primaryEmail, u.name?.fullName);
+        for (const directoryUser of page.data.users) if (!directoryUser.suspended) add(directoryUser.primaryEmail, directoryUser.name?.fullName);
         token = page.data.nextPageToken;
       } else {
-        const url = new URL(`${trimBase(this.cfg.microsoftGraphUrl)}/v1.0/tenants/${encodeURIComponent(t.tenantId ?? '')}/users`);
+        const url = new URL(`${trimBase(this.cfg.microsoftGraphUrl)}/v1.0/tenants/${encodeURIComponent(tenantRef.tenantId ?? '')}/users`);
         url.searchParams.set('$top', String(PAGE_SIZE));
         if (token) url.searchParams.set('$skiptoken', token);
         const page = microsoftPage.safeParse(await this.get(url, {}));
         if (!page.success) throw new ProviderError('unavailable', 'the provider answered an unexpected body');
-        for (const u of page.data.value) if (u.accountEnabled !== false) add(u.mail || u.userPrincipalName || '', u.displayName);
+        for (const directoryUser of page.data.value) if (directoryUser.accountEnabled !== false) add(directoryUser.mail || directoryUser.userPrincipalName || '', directoryUser.displayName);
         token = page.data.skipToken;
       }
       if (!token) return [...out.values()];

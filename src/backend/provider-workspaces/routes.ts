@@ -16,8 +16,8 @@ function previewFilters(ctx: Ctx) {
 }
 
 /** The /v1 registration record (v1 spec: workspaceId as a string, provider, adminEmail, tenantId, status). */
-function v1Record(r: PwRow) {
-  const rec = toRecord(r);
+function v1Record(row: PwRow) {
+  const rec = toRecord(row);
   return {
     workspaceId: String(rec.id),
     provider: rec.provider,
@@ -32,18 +32,18 @@ function v1Record(r: PwRow) {
 }
 
 /** The /v1 sync record: `workspaceId` is the registration's id (as v1 names it), as a string. */
-function v1Sync(s: ReturnType<typeof toSync> | ReturnType<typeof notStarted>) {
+function v1Sync(sync: ReturnType<typeof toSync> | ReturnType<typeof notStarted>) {
   return {
-    syncId: s.id,
-    workspaceId: String(s.providerWorkspaceId),
-    importsIntoWorkspaceId: s.workspaceId,
-    status: s.status,
-    total: s.total,
-    imported: s.imported,
-    skipped: s.skipped,
-    error: s.error,
-    startedAt: s.startedAt,
-    finishedAt: s.finishedAt,
+    syncId: sync.id,
+    workspaceId: String(sync.providerWorkspaceId),
+    importsIntoWorkspaceId: sync.workspaceId,
+    status: sync.status,
+    total: sync.total,
+    imported: sync.imported,
+    skipped: sync.skipped,
+    error: sync.error,
+    startedAt: sync.startedAt,
+    finishedAt: sync.finishedAt,
   };
 }
 
@@ -79,8 +79,8 @@ export function register(router: Router, svc: BackendServices): void {
   });
 
   router.get(`${base}/{providerWorkspaceId}/preview`, async (ctx) => {
-    const f = previewFilters(ctx);
-    const out = await pws.preview(await v2Pw(ctx), f);
+    const filters = previewFilters(ctx);
+    const out = await pws.preview(await v2Pw(ctx), filters);
     return { data: out, pagination: pagination(out.page, out.limit, out.total) };
   });
 
@@ -121,8 +121,8 @@ export function register(router: Router, svc: BackendServices): void {
   });
 
   router.get('/v1/workspaces/{workspaceId:str}/preview', async (ctx) => {
-    const f = previewFilters(ctx);
-    return { data: await pws.preview(await v1Pw(ctx), f) };
+    const filters = previewFilters(ctx);
+    return { data: await pws.preview(await v1Pw(ctx), filters) };
   });
 
   router.post('/v1/workspaces/{workspaceId:str}/sync', async (ctx) => {

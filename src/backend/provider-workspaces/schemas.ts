@@ -9,14 +9,14 @@ export const registerBody = z
     tenantId: z.string().max(255).nullable().optional(),
   })
   .strict()
-  .superRefine((b, c) => {
+  .superRefine((body, ctx) => {
     // Required / forbidden by provider (v1 spec, POST /workspaces); a malformed value is 422 later.
-    if (b.provider === 'google') {
-      if (b.adminEmail == null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
-      if (b.tenantId != null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
+    if (body.provider === 'google') {
+      if (body.adminEmail == null) ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
+      if (body.tenantId != null) ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
     } else {
-      if (b.tenantId == null) c.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
-      if (b.adminEmail != null) c.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
+      if (body.tenantId == null) ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
+      if (body.adminEmail != null) ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
     }
   });
 

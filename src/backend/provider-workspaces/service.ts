@@ -62,33 +62,33 @@ const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 const COLS = `id, organization_id, workspace_id, provider, admin_email, tenant_id, status, domains, last_synced_at, created_at`;
 
 /** The Provider workspace resource of the spec (plus workspaceId, where its mailboxes are imported). */
-export function toRecord(r: PwRow) {
-  const domains = typeof r.domains === 'string' ? JSON.parse(r.domains) : r.domains;
+export function toRecord(row: PwRow) {
+  const domains = typeof row.domains === 'string' ? JSON.parse(row.domains) : row.domains;
   return {
-    id: r.id,
-    provider: r.provider,
-    adminEmail: r.admin_email,
-    tenantId: r.tenant_id,
-    status: r.status,
-    workspaceId: r.workspace_id,
-    lastSyncedAt: iso(r.last_synced_at),
+    id: row.id,
+    provider: row.provider,
+    adminEmail: row.admin_email,
+    tenantId: row.tenant_id,
+    status: row.status,
+    workspaceId: row.workspace_id,
+    lastSyncedAt: iso(row.last_synced_at),
     domains: domains as { domain: string; mailboxCount: number }[],
-    createdAt: iso(r.created_at)!,
+    createdAt: iso(row.created_at)!,
   };
 }
 
-export function toSync(s: SyncRow) {
+export function toSync(sync: SyncRow) {
   return {
-    id: s.id,
-    providerWorkspaceId: s.provider_workspace_id,
-    workspaceId: s.workspace_id,
-    status: s.status,
-    total: s.total,
-    imported: s.imported,
-    skipped: s.skipped,
-    error: s.error,
-    startedAt: iso(s.started_at),
-    finishedAt: iso(s.finished_at),
+    id: sync.id,
+    providerWorkspaceId: sync.provider_workspace_id,
+    workspaceId: sync.workspace_id,
+    status: sync.status,
+    total: sync.total,
+    imported: sync.imported,
+    skipped: sync.skipped,
+    error: sync.error,
+    startedAt: iso(sync.started_at),
+    finishedAt: iso(sync.finished_at),
   };
 }
 
@@ -113,9 +113,9 @@ const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
 
 function domainsOf(mailboxes: Mailbox[]) {
-  const m = new Map<string, number>();
-  for (const x of mailboxes) m.set(x.domain, (m.get(x.domain) ?? 0) + 1);
-  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
+  const countByDomain = new Map<string, number>();
+  for (const mailbox of mailboxes) countByDomain.set(mailbox.domain, (countByDomain.get(mailbox.domain) ?? 0) + 1);
+  return [...countByDomain.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
 }
 
 function providerFailure(err: unknown, pw: { provider: Provider }): ApiError {
@@ -135,20 +135,20 @@ export interface RegisterInput {
 }
 
 /** The organization of a live workspace, or null. */
-export async function organizationOfWorkspace(q: Queryable, workspaceId: number): Promise<number | null> {
-  const rows = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
+export async function organizationOfWorkspace(db: Queryable, workspaceId: number): Promise<number | null> {
+  const rows = await db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
   return rows[0]?.organization_id ?? null;
 }
 
 /** Which workspace an organization-level (/v1) registration imports into. */
-export async function defaultWorkspace(q: Queryable, organizationId: number): Promise<number | null> {
-  const rows = await q.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+export async function defaultWorkspace(db: Queryable, organizationId: number): Promise<number | null> {
+  const rows = await db.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
   return rows[0]?.id ?? null;
 }
 
 export class ProviderWorkspaces {
   constructor(
-    private db: Queryable & { tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> },
+    private db: Queryable & { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
     private client: ProviderClient,
     private plans: () => Plans,
   ) {}
@@ -214,9 +214,9 @@ export class ProviderWorkspaces {
     } catch (err) {
       const failure = providerFailure(err, pw);
       if (failure.code === 'unprocessable_entity') {
-        await this.db.tx(async (q) => {
-          await q.query(`UPDATE accounts SET provider_workspace_id = NULL WHERE provider_workspace_id = $1`, [pw.id]);
-          await q.query(`DELETE FROM provider_workspaces WHERE id = $1`, [pw.id]);
+        await this.db.tx(async (tx) => {
+          await tx.query(`UPDATE accounts SET provider_workspace_id = NULL WHERE provider_workspace_id = $1`, [pw.id]);
+          await tx.query(`DELETE FROM provider_workspaces WHERE id = $1`, [pw.id]);
         });
         failure.details.registrationDeleted = true;
         failure.message = `${failure.message} The registration was deleted; register the tenant again once this is fixed.`;
@@ -226,31 +226,31 @@ export class ProviderWorkspaces {
   }
 
   /** Mailboxes of the tenant not yet connected as accounts, filtered and paged. */
-  async preview(pw: PwRow, f: { search?: string; domains?: string[]; page: number; limit: number }) {
+  async preview(pw: PwRow, filters: { search?: string; domains?: string[]; page: number; limit: number }) {
     const mailboxes = await this.mailboxesOrForget(pw);
     await this.db.query(`UPDATE provider_workspaces SET domains = $2::jsonb WHERE id = $1`, [pw.id, JSON.stringify(domainsOf(mailboxes))]);
     const connected = await this.connectedSet(this.db, mailboxes.map((m) => m.email));
     const fresh = mailboxes.filter((m) => !connected.has(m.email));
-    const s = f.search?.trim().toLowerCase();
-    const searched = s ? fresh.filter((m) => m.email.includes(s) || m.displayName.toLowerCase().includes(s)) : fresh;
+    const needle = filters.search?.trim().toLowerCase();
+    const searched = needle ? fresh.filter((m) => m.email.includes(needle) || m.displayName.toLowerCase().includes(needle)) : fresh;
     const facet = new Map<string, number>();
-    for (const m of searched) facet.set(m.domain, (facet.get(m.domain) ?? 0) + 1);
-    const wanted = f.domains?.length ? new Set(f.domains.map((d) => d.toLowerCase())) : null;
+    for (const mailbox of searched) facet.set(mailbox.domain, (facet.get(mailbox.domain) ?? 0) + 1);
+    const wanted = filters.domains?.length ? new Set(filters.domains.map((d) => d.toLowerCase())) : null;
     const filtered = wanted ? searched.filter((m) => wanted.has(m.domain)) : searched;
-    const start = (f.page - 1) * f.limit;
+    const start = (filters.page - 1) * filters.limit;
     return {
-      newEmails: filtered.slice(start, start + f.limit).map((m) => ({ email: m.email, displayName: m.displayName, domain: m.domain })),
+      newEmails: filtered.slice(start, start + filters.limit).map((m) => ({ email: m.email, displayName: m.displayName, domain: m.domain })),
       total: filtered.length,
-      page: f.page,
-      limit: f.limit,
+      page: filters.page,
+      limit: filters.limit,
       connectedCount: connected.size,
       domains: [...facet.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, count]) => ({ domain, count })),
     };
   }
 
-  private async connectedSet(q: Queryable, emails: string[]): Promise<Set<string>> {
+  private async connectedSet(db: Queryable, emails: string[]): Promise<Set<string>> {
     if (!emails.length) return new Set();
-    const rows = await q.query<{ e: string }>(`SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`, [emails]);
+    const rows = await db.query<{ e: string }>(`SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`, [emails]);
     return new Set(rows.map((r) => r.e));
   }
 
@@ -268,33 +268,33 @@ export class ProviderWorkspaces {
     const nowMs = clock.now();
     const now = new Date(nowMs);
     const staleBefore = new Date(nowMs - 10 * 60_000).toISOString();
-    const start = await this.db.tx(async (q) => {
-      const [row] = await q.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 FOR UPDATE`, [pw.id]);
+    const start = await this.db.tx(async (tx) => {
+      const [row] = await tx.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 FOR UPDATE`, [pw.id]);
       if (!row) throw new ApiError('not_found', `No provider workspace ${pw.id}.`);
       let target = pinned ?? row.workspace_id;
       if (pinned === null) {
-        const live = target === null ? [] : await q.query(`SELECT 1 FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [target]);
-        if (!live.length) target = await defaultWorkspace(q, row.organization_id);
+        const live = target === null ? [] : await tx.query(`SELECT 1 FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [target]);
+        if (!live.length) target = await defaultWorkspace(tx, row.organization_id);
         if (target === null) throw new ApiError('conflict', 'The organization has no workspace to import mailboxes into.');
-        if (target !== row.workspace_id) await q.query(`UPDATE provider_workspaces SET workspace_id = $2 WHERE id = $1`, [row.id, target]);
+        if (target !== row.workspace_id) await tx.query(`UPDATE provider_workspaces SET workspace_id = $2 WHERE id = $1`, [row.id, target]);
       }
       // One sync at a time per tenant; a `running` one older than 10 minutes died with its process.
-      const running = await q.query(
+      const running = await tx.query(
         `SELECT id FROM provider_workspace_syncs WHERE provider_workspace_id = $1 AND status = 'running' AND started_at > $2::timestamptz`,
         [row.id, staleBefore],
       );
       if (running.length) throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: running[0].id });
-      await q.query(
+      await tx.query(
         `UPDATE provider_workspace_syncs SET status = 'failed', error = 'interrupted', finished_at = $2::timestamptz
           WHERE provider_workspace_id = $1 AND status = 'running'`,
         [row.id, now.toISOString()],
       );
-      const [s] = await q.query<SyncRow>(
+      const [syncRow] = await tx.query<SyncRow>(
         `INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, $2, 'running', $3::timestamptz) RETURNING *`,
         [row.id, target, now.toISOString()],
       );
-      const [org] = await q.query(`SELECT plan FROM organizations WHERE id = $1`, [row.organization_id]);
-      return { row, sync: s, target: target!, plan: (org?.plan ?? null) as string | null };
+      const [org] = await tx.query(`SELECT plan FROM organizations WHERE id = $1`, [row.organization_id]);
+      return { row, sync: syncRow, target: target!, plan: (org?.plan ?? null) as string | null };
     });
 
     let mailboxes: Mailbox[];
@@ -303,13 +303,13 @@ export class ProviderWorkspaces {
     } catch (err) {
       const failure = providerFailure(err, start.row);
       const finished = new Date(clock.now()).toISOString();
-      await this.db.tx(async (q) => {
-        await q.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [
+      await this.db.tx(async (tx) => {
+        await tx.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [
           start.sync.id,
           String(failure.details.reason ?? failure.code),
           finished,
         ]);
-        if (failure.code === 'unprocessable_entity') await q.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
+        if (failure.code === 'unprocessable_entity') await tx.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
       });
       failure.details.syncId = start.sync.id;
       throw failure;
@@ -319,8 +319,8 @@ export class ProviderWorkspaces {
     const cap = planOf(this.plans(), start.plan).plan.maxWarmupPerAccount;
     const maxLimit = cap === null ? 40 : Math.min(40, cap);
     const finished = new Date(clock.now()).toISOString();
-    const done = await this.db.tx(async (q) => {
-      const inserted = await q.query(
+    const done = await this.db.tx(async (tx) => {
+      const inserted = await tx.query(
         `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit,
                                provider_workspace_id, last_connected_at)
          SELECT $1, m.email, m.name, $2, 'active', 'pending', $3, $4, $5::timestamptz
@@ -329,19 +329,19 @@ export class ProviderWorkspaces {
         [start.target, start.row.provider, maxLimit, start.row.id, now.toISOString(), mailboxes.map((m) => m.email), mailboxes.map((m) => m.displayName)],
       );
       const imported = inserted.length;
-      const [s] = await q.query<SyncRow>(
+      const [sync] = await tx.query<SyncRow>(
         `UPDATE provider_workspace_syncs SET status = 'completed', total = $2, imported = $3, skipped = $4, finished_at = $5::timestamptz
           WHERE id = $1 RETURNING *`,
         [start.sync.id, mailboxes.length, imported, mailboxes.length - imported, finished],
       );
-      await q.query(`UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`, [
+      await tx.query(`UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`, [
         start.row.id,
         finished,
         JSON.stringify(domainsOf(mailboxes)),
       ]);
       const tenant = start.row.tenant_id ?? start.row.admin_email;
       await notify(
-        q,
+        tx,
         {
           workspaceId: start.target,
           type: 'provider_sync',
@@ -352,7 +352,7 @@ export class ProviderWorkspaces {
         },
         new Date(finished),
       );
-      return s;
+      return sync;
     });
     return toSync(done);
   }

@@ -21,8 +21,8 @@ export async function liveWorkspacesWithRole(db: Queryable, organizationId: numb
   );
 }
 
-export async function insertWorkspace(q: Queryable, organizationId: number, name: string, dailyWarmupBudget: number, now: Date): Promise<Row> {
-  const [workspace] = await q.query(
+export async function insertWorkspace(db: Queryable, organizationId: number, name: string, dailyWarmupBudget: number, now: Date): Promise<Row> {
+  const [workspace] = await db.query(
     `INSERT INTO workspaces (organization_id, name, daily_warmup_budget, created_at) VALUES ($1, $2, $3, $4) RETURNING *`,
     [organizationId, name, dailyWarmupBudget, now],
   );
@@ -33,12 +33,12 @@ export async function insertWorkspace(q: Queryable, organizationId: number, name
  * The creator and every owner of the organization become owners of a new workspace (spec, creation
  * rule 1); the members it then has, by user id.
  */
-export async function addOwners(q: Queryable, workspaceId: number, organizationId: number, creatorId: number): Promise<Row[]> {
-  await q.query(
+export async function addOwners(db: Queryable, workspaceId: number, organizationId: number, creatorId: number): Promise<Row[]> {
+  await db.query(
     `INSERT INTO memberships (workspace_id, user_id, role)
      SELECT $1, u.id, 'OWNER' FROM users u WHERE u.organization_id = $2 AND (u.org_role = 'OWNER' OR u.id = $3)
      ON CONFLICT (workspace_id, user_id) DO NOTHING`,
     [workspaceId, organizationId, creatorId],
   );
-  return q.query(`SELECT m.user_id, m.role FROM memberships m WHERE m.workspace_id = $1 ORDER BY m.user_id`, [workspaceId]);
+  return db.query(`SELECT m.user_id, m.role FROM memberships m WHERE m.workspace_id = $1 ORDER BY m.user_id`, [workspaceId]);
 }

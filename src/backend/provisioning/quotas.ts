@@ -10,26 +10,26 @@ export interface OrgBudget {
   workspaces: { workspaceId: number; name: string; dailyWarmupBudget: number }[];
 }
 
-export function allocatedOf(b: OrgBudget): number {
-  return b.workspaces.reduce((s, w) => s + w.dailyWarmupBudget, 0);
+export function allocatedOf(budget: OrgBudget): number {
+  return budget.workspaces.reduce((s, w) => s + w.dailyWarmupBudget, 0);
 }
 
-export function quotasView(b: OrgBudget) {
-  const allocated = allocatedOf(b);
+export function quotasView(budget: OrgBudget) {
+  const allocated = allocatedOf(budget);
   return {
-    orgLimit: b.orgLimit,
+    orgLimit: budget.orgLimit,
     allocated,
     // null with an unlimited cap; never negative (a cap lowered below the allocation shows 0).
-    available: b.orgLimit === null ? null : Math.max(0, b.orgLimit - allocated),
-    workspaces: b.workspaces,
+    available: budget.orgLimit === null ? null : Math.max(0, budget.orgLimit - allocated),
+    workspaces: budget.workspaces,
   };
 }
 
 /** Read the cap and the live workspaces; with `lock`, hold the organization row until the transaction ends. */
-export async function readOrgBudget(q: Queryable, organizationId: number, lock: boolean): Promise<OrgBudget> {
-  const orgs = await q.query(`SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [organizationId]);
+export async function readOrgBudget(db: Queryable, organizationId: number, lock: boolean): Promise<OrgBudget> {
+  const orgs = await db.query(`SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [organizationId]);
   if (!orgs.length) throw new ApiError('not_found', `No organization ${organizationId}.`);
-  const ws = await q.query(
+  const ws = await db.query(
     `SELECT id, name, daily_warmup_budget FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id`,
     [organizationId],
   );
@@ -43,21 +43,21 @@ export async function readOrgBudget(q: Queryable, organizationId: number, lock: 
  * Refuse an allocation whose new sum exceeds the cap. A request that does not raise the sum is always
  * accepted, so an organization whose cap was lowered below its allocation can still shrink budgets.
  */
-export function assertWithinCap(b: OrgBudget, newAllocated: number): void {
-  const allocated = allocatedOf(b);
-  if (b.orgLimit !== null && newAllocated > b.orgLimit && newAllocated > allocated) {
+export function assertWithinCap(budget: OrgBudget, newAllocated: number): void {
+  const allocated = allocatedOf(budget);
+  if (budget.orgLimit !== null && newAllocated > budget.orgLimit && newAllocated > allocated) {
     throw new ApiError(
       'quota_exceeds_org_limit',
-      `The budgets would total ${newAllocated}, over the organization's daily warmup cap of ${b.orgLimit}.`,
-      { orgLimit: b.orgLimit, allocated, requested: newAllocated },
+      `The budgets would total ${newAllocated}, over the organization's daily warmup cap of ${budget.orgLimit}.`,
+      { orgLimit: budget.orgLimit, allocated, requested: newAllocated },
     );
   }
 }
 
 /** Apply a set of budgets in the caller's transaction: one check across the whole request, then the writes. */
-export async function setBudgets(q: Queryable, organizationId: number, quotas: { workspaceId: number; dailyWarmupBudget: number }[]): Promise<OrgBudget> {
-  const b = await readOrgBudget(q, organizationId, true);
-  const live = new Map(b.workspaces.map((w) => [w.workspaceId, w]));
+export async function setBudgets(db: Queryable, organizationId: number, quotas: { workspaceId: number; dailyWarmupBudget: number }[]): Promise<OrgBudget> {
+  const budget = await readOrgBudget(db, organizationId, true);
+  const live = new Map(budget.workspaces.map((w) => [w.workspaceId, w]));
   const unknown = quotas.map((x) => x.workspaceId).filter((id) => !live.has(id));
   if (unknown.length) {
     throw new ApiError('invalid_request', `quotas: no live workspace of this organization with id ${unknown.join(', ')}.`, {
@@ -66,10 +66,10 @@ export async function setBudgets(q: Queryable, organizationId: number, quotas: {
     });
   }
   const next = new Map(quotas.map((x) => [x.workspaceId, x.dailyWarmupBudget]));
-  const newAllocated = b.workspaces.reduce((s, w) => s + (next.get(w.workspaceId) ?? w.dailyWarmupBudget), 0);
-  assertWithinCap(b, newAllocated);
-  for (const x of quotas) {
-    await q.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [x.workspaceId, organizationId, x.dailyWarmupBudget]);
+  const newAllocated = budget.workspaces.reduce((s, w) => s + (next.get(w.workspaceId) ?? w.dailyWarmupBudget), 0);
+  assertWithinCap(budget, newAllocated);
+  for (const quota of quotas) {
+    await db.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [quota.workspaceId, organizationId, quota.dailyWarmupBudget]);
   }
-  return { orgLimit: b.orgLimit, workspaces: b.workspaces.map((w) => ({ ...w, dailyWarmupBudget: next.get(w.workspaceId) ?? w.dailyWarmupBudget })) };
+  return { orgLimit: budget.orgLimit, workspaces: budget.workspaces.map((w) => ({ ...w, dailyWarmupBudget: next.get(w.workspaceId) ?? w.dailyWarmupBudget })) };
 }

@@ -9,14 +9,14 @@ import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } f
 import { createBody, quotasBody } from './schemas.js';
 import { addOwners, findLiveWorkspace, insertWorkspace, liveWorkspacesWithRole, orgRoleOf } from './queries.js';
 
-function element(w: Row, role: string | null) {
+function element(workspace: Row, role: string | null) {
   return {
-    id: w.id,
-    organizationId: w.organization_id,
-    name: w.name,
-    dailyWarmupBudget: w.daily_warmup_budget,
+    id: workspace.id,
+    organizationId: workspace.organization_id,
+    name: workspace.name,
+    dailyWarmupBudget: workspace.daily_warmup_budget,
     role,
-    createdAt: new Date(w.created_at).toISOString(),
+    createdAt: new Date(workspace.created_at).toISOString(),
   };
 }
 
@@ -51,13 +51,13 @@ export function register(router: Router, _svc: BackendServices): void {
     if (create.dailyWarmupBudget !== undefined && !ctx.identity!.scopes.includes('workspace:quota')) {
       throw new ApiError('forbidden', 'Setting dailyWarmupBudget also needs the workspace:quota scope.', { field: 'dailyWarmupBudget', scope: 'workspace:quota' });
     }
-    const created = await ctx.db.tx(async (q) => {
-      const budget = await readOrgBudget(q, orgId, true);
+    const created = await ctx.db.tx(async (tx) => {
+      const budget = await readOrgBudget(tx, orgId, true);
       const dailyWarmupBudget = create.dailyWarmupBudget ?? 0;
       assertWithinCap(budget, allocatedOf(budget) + dailyWarmupBudget);
-      const workspace = await insertWorkspace(q, orgId, create.name, dailyWarmupBudget, new Date(ctx.svc.clock.now()));
+      const workspace = await insertWorkspace(tx, orgId, create.name, dailyWarmupBudget, new Date(ctx.svc.clock.now()));
       // The creator is an organization owner (the gateway's step 10), so one statement adds both.
-      const members = await addOwners(q, workspace.id, orgId, userId);
+      const members = await addOwners(tx, workspace.id, orgId, userId);
       return { workspace, members };
     });
     // New memberships are access data: the creator's key may use the workspace on its next request.

@@ -14,11 +14,11 @@ export const quotasBody = z
       .array(z.object({ workspaceId: pgId, dailyWarmupBudget: budget }).strict())
       .min(1)
       .max(1000)
-      .superRefine((qs, c) => {
+      .superRefine((qs, ctx) => {
         const seen = new Set<number>();
-        qs.forEach((x, i) => {
-          if (seen.has(x.workspaceId)) c.addIssue({ code: 'custom', path: [i, 'workspaceId'], message: `workspace ${x.workspaceId} is listed twice` });
-          seen.add(x.workspaceId);
+        qs.forEach((quota, index) => {
+          if (seen.has(quota.workspaceId)) ctx.addIssue({ code: 'custom', path: [index, 'workspaceId'], message: `workspace ${quota.workspaceId} is listed twice` });
+          seen.add(quota.workspaceId);
         });
       }),
   })

@@ -97,16 +97,16 @@ export const patchBody = z
     othersVolume: int(1, 98).optional(),
   })
   .strict()
-  .superRefine((b, ctx) => {
-    if (Object.keys(b).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'at least one setting is required' });
+  .superRefine((body, ctx) => {
+    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'at least one setting is required' });
     // Enforced only when strategy is sent in the same request (spec, PATCH table).
-    if ((b.strategy === 'flat' || b.strategy === 'randomize') && b.increaseEmailsByNumber !== undefined && b.increaseEmailsByNumber !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['increaseEmailsByNumber'], message: `must be 0 when strategy is ${b.strategy}` });
+    if ((body.strategy === 'flat' || body.strategy === 'randomize') && body.increaseEmailsByNumber !== undefined && body.increaseEmailsByNumber !== 0) {
+      ctx.addIssue({ code: 'custom', path: ['increaseEmailsByNumber'], message: `must be 0 when strategy is ${body.strategy}` });
     }
-    const vols = [b.googleVolume, b.microsoftVolume, b.othersVolume];
+    const vols = [body.googleVolume, body.microsoftVolume, body.othersVolume];
     const sent = vols.filter((v) => v !== undefined).length;
     if (sent > 0 && sent < 3) {
-      const missing = (['googleVolume', 'microsoftVolume', 'othersVolume'] as const).find((k) => b[k] === undefined)!;
+      const missing = (['googleVolume', 'microsoftVolume', 'othersVolume'] as const).find((k) => body[k] === undefined)!;
       ctx.addIssue({ code: 'custom', path: [missing], message: 'googleVolume, microsoftVolume and othersVolume are sent together' });
     } else if (sent === 3 && vols.reduce((x, y) => x! + y!, 0) !== 100) {
       ctx.addIssue({ code: 'custom', path: ['googleVolume'], message: 'googleVolume + microsoftVolume + othersVolume must be exactly 100' });
