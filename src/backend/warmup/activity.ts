@@ -13,11 +13,11 @@ const MICROSOFT_FAMILY = new Set([
  * SMTP, otherwise the lower-cased brand of the provider.
  */
 export function senderEspOf(provider: string): string {
-  const p = provider.trim().toLowerCase();
-  if (GOOGLE_FAMILY.has(p)) return 'google';
-  if (MICROSOFT_FAMILY.has(p)) return 'microsoft';
-  if (p === 'smtp' || p === 'imap' || p === '') return 'other';
-  return p;
+  const normalized = provider.trim().toLowerCase();
+  if (GOOGLE_FAMILY.has(normalized)) return 'google';
+  if (MICROSOFT_FAMILY.has(normalized)) return 'microsoft';
+  if (normalized === 'smtp' || normalized === 'imap' || normalized === '') return 'other';
+  return normalized;
 }
 
 /** `provider` of activity items: deprecated 2026-09-28, removed 2026-12-27 (spec, Versioning rule 7). */
@@ -43,25 +43,25 @@ export const activityQuerySchema = z
   })
   .strict();
 
-export async function listActivity(q: Queryable, accountId: number, provider: string, page: number, perPage: number) {
-  const [{ n }] = await q.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [accountId]);
-  const rows = await q.query(
+export async function listActivity(db: Queryable, accountId: number, provider: string, page: number, perPage: number) {
+  const [{ n: total }] = await db.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [accountId]);
+  const rows = await db.query(
     `SELECT id, sent_at, recipient_esp, outcome, replied FROM warmup_messages WHERE account_id = $1
      ORDER BY sent_at DESC, id DESC LIMIT $2 OFFSET $3`,
     [accountId, perPage, (page - 1) * perPage],
   );
   const esp = senderEspOf(provider);
   return {
-    data: rows.map((r) => ({
-      id: Number(r.id),
+    data: rows.map((row) => ({
+      id: Number(row.id),
       accountId,
-      sentAt: new Date(r.sent_at).toISOString(),
+      sentAt: new Date(row.sent_at).toISOString(),
       senderEsp: esp,
       provider: esp,
-      recipientEsp: r.recipient_esp,
-      outcome: r.outcome,
-      replied: r.replied,
+      recipientEsp: row.recipient_esp,
+      outcome: row.outcome,
+      replied: row.replied,
     })),
-    pagination: pagination(page, perPage, n),
+    pagination: pagination(page, perPage, total),
   };
 }

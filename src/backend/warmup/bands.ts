@@ -26,15 +26,15 @@ export const bandsFileSchema = z
     bands: z.array(bandSchema).min(1),
   })
   .strict()
-  .superRefine((f, ctx) => {
+  .superRefine((file, ctx) => {
     // Every limit from 5 (warmupMinLimit) upward falls in exactly one band.
-    if (f.bands[0].fromLimit !== 5) ctx.addIssue({ code: 'custom', path: ['bands', 0, 'fromLimit'], message: 'the first band must start at 5' });
-    f.bands.forEach((b, i) => {
-      const last = i === f.bands.length - 1;
-      if (last && b.toLimit !== null) ctx.addIssue({ code: 'custom', path: ['bands', i, 'toLimit'], message: 'the last band must be open (null)' });
-      if (!last && b.toLimit === null) ctx.addIssue({ code: 'custom', path: ['bands', i, 'toLimit'], message: 'only the last band may be open' });
-      if (!last && b.toLimit !== null && f.bands[i + 1].fromLimit !== b.toLimit + 1) {
-        ctx.addIssue({ code: 'custom', path: ['bands', i + 1, 'fromLimit'], message: `must be ${b.toLimit + 1}, right after the previous band` });
+    if (file.bands[0].fromLimit !== 5) ctx.addIssue({ code: 'custom', path: ['bands', 0, 'fromLimit'], message: 'the first band must start at 5' });
+    file.bands.forEach((band, index) => {
+      const last = index === file.bands.length - 1;
+      if (last && band.toLimit !== null) ctx.addIssue({ code: 'custom', path: ['bands', index, 'toLimit'], message: 'the last band must be open (null)' });
+      if (!last && band.toLimit === null) ctx.addIssue({ code: 'custom', path: ['bands', index, 'toLimit'], message: 'only the last band may be open' });
+      if (!last && band.toLimit !== null && file.bands[index + 1].fromLimit !== band.toLimit + 1) {
+        ctx.addIssue({ code: 'custom', path: ['bands', index + 1, 'fromLimit'], message: `must be ${band.toLimit + 1}, right after the previous band` });
       }
     });
   });
@@ -46,25 +46,25 @@ export class Bands {
 
   /** The band in force for a current daily limit (limits below 5 fall in the first band). */
   forLimit(limit: number): Band {
-    for (const b of this.list) if (b.toLimit === null || limit <= b.toLimit) return b;
+    for (const band of this.list) if (band.toLimit === null || limit <= band.toLimit) return band;
     return this.list[this.list.length - 1];
   }
 }
 
 export function parseBands(raw: unknown, source = 'warmup-bands'): Bands {
-  const r = bandsFileSchema.safeParse(raw);
-  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0]));
-  return new Bands(r.data.bands);
+  const parsed = bandsFileSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(formatZodIssue(source, parsed.error.issues[0]));
+  return new Bands(parsed.data.bands);
 }
 
 const loaded = new Map<string, Bands>();
 
 /** The bands of `file`, read and validated on first use (the warmup domain loads them at start). */
 export function bandsFrom(file: string): Bands {
-  let b = loaded.get(file);
-  if (!b) {
-    b = parseBands(readJson(file), file);
-    loaded.set(file, b);
+  let bands = loaded.get(file);
+  if (!bands) {
+    bands = parseBands(readJson(file), file);
+    loaded.set(file, bands);
   }
-  return b;
+  return bands;
 }

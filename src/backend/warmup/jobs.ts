@@ -42,12 +42,12 @@ export function jobs(svc: BackendServices): Job[] {
              LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
         );
         const windows = await windowsOf(svc.db, warming.map((a) => a.id));
-        for (const a of warming) {
+        for (const account of warming) {
           try {
-            await svc.db.tx((q) => planAhead(q, a, now, windows.get(a.id)));
+            await svc.db.tx((q) => planAhead(q, account, now, windows.get(account.id)));
           } catch (err) {
             // One mailbox's failure does not stop the others' plans.
-            svc.log.error({ err: (err as Error).message, emailAccountId: a.id }, 'planning warmup sends failed');
+            svc.log.error({ err: (err as Error).message, emailAccountId: account.id }, 'planning warmup sends failed');
           }
         }
       },

@@ -21,20 +21,20 @@ type StartOutcome =
  */
 export async function startWarmup(svc: BackendServices, workspaceId: number, accountId: number, via: 'enable' | 'resume'): Promise<Row> {
   const now = new Date(svc.clock.now());
-  const out: StartOutcome = await svc.db.tx(async (q) => {
-    const org = await orgOfWorkspace(svc, q, workspaceId, 'update');
-    const acc = await getAccount(q, workspaceId, accountId, true);
+  const out: StartOutcome = await svc.db.tx(async (tx) => {
+    const org = await orgOfWorkspace(svc, tx, workspaceId, 'update');
+    const acc = await getAccount(tx, workspaceId, accountId, true);
     if (acc.status === 'warming') return { kind: 'ok' };
     const from = via === 'resume' ? ['paused'] : ['active', 'paused'];
     if (!from.includes(acc.status)) return { kind: 'status', status: acc.status };
     if (acc.verification === 'pending') {
-      await q.query(`UPDATE accounts SET warmup_requested = true, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await tx.query(`UPDATE accounts SET warmup_requested = true, updated_at = $2 WHERE id = $1`, [accountId, now]);
       return { kind: 'pending' };
     }
     if (acc.verification === 'failed') return { kind: 'failed' };
-    const c = await capacityLeft(q, org);
-    if (!c.ok) return { kind: 'full', error: capacityError(org, c.cap!, c.warming) };
-    await q.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
+    const capacity = await capacityLeft(tx, org);
+    if (!capacity.ok) return { kind: 'full', error: capacityError(org, capacity.cap!, capacity.warming) };
+    await tx.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
     return { kind: 'ok' };
   });
   switch (out.kind) {
@@ -64,12 +64,12 @@ export async function startWarmup(svc: BackendServices, workspaceId: number, acc
 /** Pause a warming mailbox, or withdraw a remembered enable request. Pausing a paused mailbox is a no-op. */
 export async function pauseWarmup(svc: BackendServices, workspaceId: number, accountId: number): Promise<Row> {
   const now = new Date(svc.clock.now());
-  await svc.db.tx(async (q) => {
-    const acc = await getAccount(q, workspaceId, accountId, true);
+  await svc.db.tx(async (tx) => {
+    const acc = await getAccount(tx, workspaceId, accountId, true);
     if (acc.status === 'warming') {
-      await q.query(`UPDATE accounts SET status = 'paused', warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await tx.query(`UPDATE accounts SET status = 'paused', warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
     } else if (acc.warmup_requested) {
-      await q.query(`UPDATE accounts SET warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await tx.query(`UPDATE accounts SET warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
     } else if (acc.status !== 'paused') {
       throw new ApiError('conflict', `Warmup is not running (account status ${acc.status}).`, { accountId, status: acc.status });
     }
@@ -79,11 +79,11 @@ export async function pauseWarmup(svc: BackendServices, workspaceId: number, acc
 
 export type AutoStartResult = 'started' | 'already_warming' | 'not_eligible' | 'dns_failed' | 'warming_capacity_reached' | 'not_found';
 
-function wantsStart(a: Row): 'explicit' | 'auto' | null {
-  if (a.verification !== 'passed') return null;
+function wantsStart(account: Row): 'explicit' | 'auto' | null {
+  if (account.verification !== 'passed') return null;
   // An enable/resume remembered while the check ran; or a partner-OAuth mailbox (DNS must pass too).
-  if (a.warmup_requested && (a.status === 'active' || a.status === 'paused')) return 'explicit';
-  if (a.auto_warmup && a.status === 'active') return 'auto';
+  if (account.warmup_requested && (account.status === 'active' || account.status === 'paused')) return 'explicit';
+  if (account.auto_warmup && account.status === 'active') return 'auto';
   return null;
 }
 
@@ -108,17 +108,17 @@ export async function tryAutoStart(svc: BackendServices, accountId: number): Pro
     }
   }
   const now = new Date(svc.clock.now());
-  return svc.db.tx(async (q): Promise<AutoStartResult> => {
-    const org = await orgOfAccount(svc, q, accountId, 'update');
-    const acc = org && (await getAccountById(q, accountId, true));
+  return svc.db.tx(async (tx): Promise<AutoStartResult> => {
+    const org = await orgOfAccount(svc, tx, accountId, 'update');
+    const acc = org && (await getAccountById(tx, accountId, true));
     if (!org || !acc) return 'not_found';
     if (acc.status === 'warming') return 'already_warming';
-    const w = wantsStart(acc);
-    if (!w) return 'not_eligible';
-    if (w === 'auto' && !dnsOk) return 'dns_failed';
-    const c = await capacityLeft(q, org);
-    if (!c.ok) return 'warming_capacity_reached';
-    await q.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
+    const wanted = wantsStart(acc);
+    if (!wanted) return 'not_eligible';
+    if (wanted === 'auto' && !dnsOk) return 'dns_failed';
+    const capacity = await capacityLeft(tx, org);
+    if (!capacity.ok) return 'warming_capacity_reached';
+    await tx.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
     return 'started';
   });
 }
@@ -129,10 +129,10 @@ export async function tryAutoStart(svc: BackendServices, accountId: number): Pro
  */
 export async function recordVerification(svc: BackendServices, accountId: number, result: 'passed' | 'failed'): Promise<{ autoStart: AutoStartResult | null } | null> {
   const now = new Date(svc.clock.now());
-  const found = await svc.db.tx(async (q) => {
-    const acc = await getAccountById(q, accountId, true);
+  const found = await svc.db.tx(async (tx) => {
+    const acc = await getAccountById(tx, accountId, true);
     if (!acc) return false;
-    await q.query(
+    await tx.query(
       `UPDATE accounts SET verification = $2, verification_checked_at = $3, updated_at = $3,
          warmup_requested = CASE WHEN $2 = 'failed' THEN false ELSE warmup_requested END
        WHERE id = $1`,
@@ -169,6 +169,6 @@ export async function autoStartDue(svc: BackendServices, limit = 100): Promise<R
     [limit, new Date(now - 3_600_000)],
   );
   const out: Record<number, AutoStartResult> = {};
-  for (const r of rows) out[r.id] = await tryAutoStart(svc, r.id);
+  for (const row of rows) out[row.id] = await tryAutoStart(svc, row.id);
   return out;
 }

@@ -4,14 +4,14 @@ import type { Queryable } from '../../db/index.js';
 import { settleDueLimits } from '../accounts/index.js';
 
 /** The first instant of the next local day in `timeZone` after `now` (PostgreSQL's tz database, DST-aware). */
-export async function nextLocalMidnight(q: Queryable, now: Date, timeZone: string): Promise<Date> {
-  const rows = await q.query(`SELECT (date_trunc('day', $1::timestamptz AT TIME ZONE $2) + interval '1 day') AT TIME ZONE $2 AS at`, [now, timeZone]);
+export async function nextLocalMidnight(db: Queryable, now: Date, timeZone: string): Promise<Date> {
+  const rows = await db.query(`SELECT (date_trunc('day', $1::timestamptz AT TIME ZONE $2) + interval '1 day') AT TIME ZONE $2 AS at`, [now, timeZone]);
   return rows[0].at as Date;
 }
 
 /** The job's work: every pending lowered max whose local midnight has come takes effect. */
-export async function applyDueLimits(q: Queryable, now: Date): Promise<number[]> {
-  return settleDueLimits(q, now);
+export async function applyDueLimits(db: Queryable, now: Date): Promise<number[]> {
+  return settleDueLimits(db, now);
 }
 
 /**
@@ -20,10 +20,10 @@ export async function applyDueLimits(q: Queryable, now: Date): Promise<number[]>
  * longer be below the new max is dropped. `cap` null (no cap) changes nothing. Returns how many
  * mailboxes changed.
  */
-export async function applyPlanCap(q: Queryable, orgId: number, cap: number | null): Promise<number> {
+export async function applyPlanCap(db: Queryable, orgId: number, cap: number | null): Promise<number> {
   if (cap === null) return 0;
   if (!Number.isInteger(cap) || cap < 5) throw new Error(`applyPlanCap: cap must be an integer >= 5 or null, got ${cap}`);
-  const rows = await q.query(
+  const rows = await db.query(
     `UPDATE accounts a SET
        warmup_max_limit = LEAST(a.warmup_max_limit, $2),
        warmup_current_limit = LEAST(a.warmup_current_limit, $2),

@@ -58,10 +58,10 @@ export function register(router: Router, svc: BackendServices): void {
     requireInternal(ctx);
     const body = parse(verificationSchema, ctx.body);
     const id = idParam(ctx, 'accountId');
-    const r = await recordVerification(ctx.svc, id, body.result);
-    if (!r) throw new ApiError('not_found', `No account ${id}.`, { accountId: id });
+    const verification = await recordVerification(ctx.svc, id, body.result);
+    if (!verification) throw new ApiError('not_found', `No account ${id}.`, { accountId: id });
     const row = await getAccountById(ctx.db, id);
-    return { data: { ...accountRecord(ctx.svc, row!), autoStart: r.autoStart } };
+    return { data: { ...accountRecord(ctx.svc, row!), autoStart: verification.autoStart } };
   });
 }
 

@@ -47,9 +47,9 @@ export const patchSettingsSchema = z
   })
   .partial()
   .strict()
-  .superRefine((b, ctx) => {
-    if (Object.keys(b).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'send at least one of warmupMaxLimit, replyRateMode, replyRate' });
-    if (b.replyRateMode === 'LEVEL' && b.replyRate !== undefined) {
+  .superRefine((body, ctx) => {
+    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'send at least one of warmupMaxLimit, replyRateMode, replyRate' });
+    if (body.replyRateMode === 'LEVEL' && body.replyRate !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['replyRate'], message: 'a custom replyRate cannot be sent with replyRateMode LEVEL' });
     }
   });
@@ -64,11 +64,11 @@ export async function readSettings(svc: BackendServices, workspaceId: number, ac
 
 export async function patchSettings(svc: BackendServices, workspaceId: number, accountId: number, body: PatchSettings) {
   const now = new Date(svc.clock.now());
-  return svc.db.tx(async (q) => {
+  return svc.db.tx(async (tx) => {
     // FOR SHARE on the organization: a concurrent plan change (which lowers maxima) waits for us, or we for it.
-    const org = await orgOfWorkspace(svc, q, workspaceId, 'share');
+    const org = await orgOfWorkspace(svc, tx, workspaceId, 'share');
     const cap = org.plan.maxWarmupPerAccount;
-    let acc = await getAccount(q, workspaceId, accountId, true);
+    let acc = await getAccount(tx, workspaceId, accountId, true);
     if (body.warmupMaxLimit !== undefined && cap !== null && body.warmupMaxLimit > cap) {
       throw new ApiError('invalid_request', `warmupMaxLimit: must be at most ${cap}, the plan's maxWarmupPerAccount`, {
         field: 'warmupMaxLimit',
@@ -83,20 +83,20 @@ export async function patchSettings(svc: BackendServices, workspaceId: number, a
         issues: [{ field: 'replyRate', message: 'required with replyRateMode CUSTOM' }],
       });
     }
-    if ((await settleDueLimits(q, now, { accountId })).length) acc = await getAccount(q, workspaceId, accountId, true);
+    if ((await settleDueLimits(tx, now, { accountId })).length) acc = await getAccount(tx, workspaceId, accountId, true);
 
     let max: number = acc.warmup_max_limit;
     let pending: number | null = acc.pending_max_limit;
     let pendingAt: Date | null = acc.pending_effective_at;
     if (body.warmupMaxLimit !== undefined) {
-      const n = body.warmupMaxLimit;
-      if (n < max) {
+      const maxLimit = body.warmupMaxLimit;
+      if (maxLimit < max) {
         // Lowered: takes effect at the mailbox's next local midnight (spec, States).
-        pending = n;
-        pendingAt = await nextLocalMidnight(q, now, acc.time_zone);
+        pending = maxLimit;
+        pendingAt = await nextLocalMidnight(tx, now, acc.time_zone);
       } else {
         // Raised (or unchanged): applies at once and cancels any pending lower value.
-        max = n;
+        max = maxLimit;
         pending = null;
         pendingAt = null;
       }
@@ -104,11 +104,11 @@ export async function patchSettings(svc: BackendServices, workspaceId: number, a
     let custom: number | null = acc.reply_rate_custom;
     if (body.replyRateMode === 'LEVEL') custom = null;
     if (body.replyRate !== undefined) custom = body.replyRate;
-    await q.query(
+    await tx.query(
       `UPDATE accounts SET warmup_max_limit = $2, pending_max_limit = $3, pending_effective_at = $4, reply_rate_custom = $5, updated_at = $6 WHERE id = $1`,
       [accountId, max, pending, pendingAt, custom, now],
     );
-    const row = await getAccount(q, workspaceId, accountId);
+    const row = await getAccount(tx, workspaceId, accountId);
     return settingsView(svc, row, cap);
   });
 }

@@ -19,59 +19,59 @@ import {
 const V2_FLOOR = 5;
 const DEFAULT_CONTENT = { industry: 'general', topics: [] as string[] };
 
-async function settingsRow(q: Queryable, orgId: number, id: number): Promise<Row> {
-  const account = await accountWithV1Settings(q, orgId, id);
+async function settingsRow(db: Queryable, orgId: number, id: number): Promise<Row> {
+  const account = await accountWithV1Settings(db, orgId, id);
   if (!account) throw notFound(id);
   return account;
 }
 
 /** The GET (and PATCH) response; a missing v1_warmup_settings row means the defaults. */
-async function settingsView(svc: BackendServices, q: Queryable, a: Row) {
-  const windows = (await windowsOf(q, [a.id])).get(a.id)!;
-  const maxSendingLimit = a.max_below_floor != null && a.warmup_max_limit === V2_FLOOR ? a.max_below_floor : a.warmup_max_limit;
-  const daily = dailyLimitOf(a);
+async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
+  const windows = (await windowsOf(db, [account.id])).get(account.id)!;
+  const maxSendingLimit = account.max_below_floor != null && account.warmup_max_limit === V2_FLOOR ? account.max_below_floor : account.warmup_max_limit;
+  const daily = dailyLimitOf(account);
   return {
-    emailAccountId: a.id,
-    strategy: a.strategy ?? 'progressive',
-    timeZone: a.time_zone,
-    warmupStatus: warmupStatusOf(a),
-    warmupLanguage: a.language ?? 'English',
-    upcomingContentConfig: a.content_industry != null ? { industry: a.content_industry, topics: a.content_topics ?? [] } : DEFAULT_CONTENT,
-    googleVolumePercentage: a.google_volume ?? 40,
-    microsoftVolumePercentage: a.microsoft_volume ?? 40,
-    othersVolumePercentage: a.others_volume ?? 20,
+    emailAccountId: account.id,
+    strategy: account.strategy ?? 'progressive',
+    timeZone: account.time_zone,
+    warmupStatus: warmupStatusOf(account),
+    warmupLanguage: account.language ?? 'English',
+    upcomingContentConfig: account.content_industry != null ? { industry: account.content_industry, topics: account.content_topics ?? [] } : DEFAULT_CONTENT,
+    googleVolumePercentage: account.google_volume ?? 40,
+    microsoftVolumePercentage: account.microsoft_volume ?? 40,
+    othersVolumePercentage: account.others_volume ?? 20,
     maxSendingLimit,
-    warmUpInitialSendingLimit: a.initial_limit ?? 5,
-    increaseEmailsByNumber: a.increase_by ?? 2,
+    warmUpInitialSendingLimit: account.initial_limit ?? 5,
+    increaseEmailsByNumber: account.increase_by ?? 2,
     // A custom rate, else (automatic mode) the top of the band of the current daily limit, as on /v2.
-    replyRate: a.reply_rate_custom ?? bandsFrom(svc.config.warmupBandsFile).forLimit(a.warmup_current_limit).replyRate.max,
+    replyRate: account.reply_rate_custom ?? bandsFrom(svc.config.warmupBandsFile).forLimit(account.warmup_current_limit).replyRate.max,
     dailySendingLimit: daily,
     // The warmup pool pairs every send with a receive, so a mailbox receives as many as it sends.
     dailyReceivingLimit: daily,
-    timeSlots: windows.map((w, i) => ({
-      day: DAYS[i],
-      fromHour: Math.floor(w.from / 60),
-      fromMinute: w.from % 60,
-      toHour: Math.floor(w.to / 60),
-      toMinute: w.to % 60,
+    timeSlots: windows.map((timeWindow, index) => ({
+      day: DAYS[index],
+      fromHour: Math.floor(timeWindow.from / 60),
+      fromMinute: timeWindow.from % 60,
+      toHour: Math.floor(timeWindow.to / 60),
+      toMinute: timeWindow.to % 60,
     })),
   };
 }
 
 /** Today's activity in the mailbox's local day (warmup status and warmup activity). */
-export async function warmupStatusView(q: Queryable, a: Row, now: number) {
-  const date = localParts(now, a.time_zone).date;
-  const start = zonedToUtc(date, 0, a.time_zone);
-  const end = Math.min(zonedToUtc(addDays(date, 1), 0, a.time_zone), now + 1);
-  const counts = await warmupCounts(q, a.id, new Date(start), new Date(end));
-  const v1Settings = await v1StrategyOf(q, a.id);
-  const scores = (await scoresOf(q, [a], now)).get(a.id)!;
+export async function warmupStatusView(db: Queryable, account: Row, now: number) {
+  const date = localParts(now, account.time_zone).date;
+  const start = zonedToUtc(date, 0, account.time_zone);
+  const end = Math.min(zonedToUtc(addDays(date, 1), 0, account.time_zone), now + 1);
+  const counts = await warmupCounts(db, account.id, new Date(start), new Date(end));
+  const v1Settings = await v1StrategyOf(db, account.id);
+  const scores = (await scoresOf(db, [account], now)).get(account.id)!;
   return {
-    emailAccountId: a.id,
+    emailAccountId: account.id,
     date,
-    current: warmupStatusOf(a),
+    current: warmupStatusOf(account),
     strategy: v1Settings?.strategy ?? 'progressive',
-    dailySendingLimit: dailyLimitOf({ ...a, max_below_floor: v1Settings?.max_below_floor ?? null }),
+    dailySendingLimit: dailyLimitOf({ ...account, max_below_floor: v1Settings?.max_below_floor ?? null }),
     sent: counts.sent,
     // received: warmup sends that reached a recipient mailbox (inbox or spam); undelivered: bounced.
     received: counts.inbox + counts.spam,
@@ -80,7 +80,7 @@ export async function warmupStatusView(q: Queryable, a: Row, now: number) {
     undelivered: counts.bounced,
     warmupScore: scores.warmupScore,
     outreachReadinessStatus: scores.outreachReadinessStatus,
-    workspaceId: a.provider_workspace_id == null ? null : String(a.provider_workspace_id),
+    workspaceId: account.provider_workspace_id == null ? null : String(account.provider_workspace_id),
   };
 }
 
@@ -108,24 +108,24 @@ function v1ErrorOf(err: ApiError, id: number): ApiError {
  * the plan's warming-mailbox cap holds), then plan the pending sends.
  */
 export async function startWarmup(svc: BackendServices, orgId: number, id: number): Promise<Row> {
-  const a = await loadAccount(svc.db, orgId, id);
+  const accountRow = await loadAccount(svc.db, orgId, id);
   try {
-    await lifecycle.startWarmup(svc, a.workspace_id, id, 'enable');
+    await lifecycle.startWarmup(svc, accountRow.workspace_id, id, 'enable');
   } catch (err) {
     throw err instanceof ApiError ? v1ErrorOf(err, id) : err;
   }
-  return svc.db.tx(async (q) => {
-    const account = await lockAccountWithFloor(q, id);
-    if (account?.status === 'warming') await planAhead(q, account, svc.clock.now());
+  return svc.db.tx(async (tx) => {
+    const account = await lockAccountWithFloor(tx, id);
+    if (account?.status === 'warming') await planAhead(tx, account, svc.clock.now());
     return account!;
   });
 }
 
 /** Stop warmup (v2's pause): a warming mailbox is paused, a remembered start withdrawn; idempotent. Pending sends are cancelled. */
 export async function stopWarmup(svc: BackendServices, orgId: number, id: number): Promise<Row> {
-  const a = await loadAccount(svc.db, orgId, id);
+  const account = await loadAccount(svc.db, orgId, id);
   try {
-    await lifecycle.pauseWarmup(svc, a.workspace_id, id);
+    await lifecycle.pauseWarmup(svc, account.workspace_id, id);
   } catch (err) {
     // Stopping a mailbox that is not warming changes nothing.
     if (!(err instanceof ApiError)) throw err;
@@ -142,8 +142,8 @@ function entitlementsOf(ctx: Ctx): string[] {
 export function register(router: Router): void {
   router.get('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
     await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
-    const a = await settingsRow(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    return { data: await settingsView(ctx.svc, ctx.db, a) };
+    const account = await settingsRow(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    return { data: await settingsView(ctx.svc, ctx.db, account) };
   });
 
   // The spec does not show the PATCH response: it is the updated settings, as GET returns them.
@@ -151,75 +151,75 @@ export function register(router: Router): void {
   router.patch('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
     const org = orgOf(ctx);
     const id = accountIdParam(ctx);
-    const b = parse(patchBody, ctx.body ?? {});
+    const body = parse(patchBody, ctx.body ?? {});
     const ent = entitlementsOf(ctx);
-    if (b.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
+    if (body.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
       throw new ApiError('entitlement_required', 'warmupLanguage needs the warmup-language entitlement of a higher plan.', { field: 'warmupLanguage', entitlement: 'warmup_language' });
     }
-    if (b.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
+    if (body.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
       throw new ApiError('entitlement_required', 'upcomingContentConfig needs the content-setting entitlement of a higher plan.', { field: 'upcomingContentConfig', entitlement: 'content_settings' });
     }
     // maxSendingLimit is the shared warmup_max_limit, so the plan's per-mailbox cap holds as on /v2.
     const cap = planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.maxWarmupPerAccount;
-    if (b.maxSendingLimit !== undefined && cap !== null && b.maxSendingLimit > cap) {
+    if (body.maxSendingLimit !== undefined && cap !== null && body.maxSendingLimit > cap) {
       throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, { field: 'maxSendingLimit', maxWarmupPerAccount: cap });
     }
     const now = ctx.svc.clock.now();
-    await ctx.db.tx(async (q) => {
-      const a = await loadAccount(q, org, id, true);
+    await ctx.db.tx(async (tx) => {
+      const account = await loadAccount(tx, org, id, true);
       // Shared columns. v2 keeps warmup_max_limit >= 5 (CHECK, warmupMinLimit fixed at 5) while v1
       // accepts 0..100: a v1 max of 0..4 sets the shared column to the floor of 5 and is kept in
       // v1_warmup_settings.max_below_floor, which caps the daily limit in force (see dailyLimitOf).
       // A v1 change applies at once and replaces a lowered max still waiting for local midnight.
       const accountColumns: Record<string, unknown> = {};
-      if (b.maxSendingLimit !== undefined) {
-        const shared = Math.max(V2_FLOOR, b.maxSendingLimit);
+      if (body.maxSendingLimit !== undefined) {
+        const shared = Math.max(V2_FLOOR, body.maxSendingLimit);
         accountColumns.warmup_max_limit = shared;
-        accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(a.warmup_current_limit, shared));
+        accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(account.warmup_current_limit, shared));
         accountColumns.pending_max_limit = null;
         accountColumns.pending_effective_at = null;
       }
-      if (b.replyRate !== undefined) accountColumns.reply_rate_custom = b.replyRate;
-      if (b.timeZone !== undefined) accountColumns.time_zone = b.timeZone;
-      await updateAccountColumns(q, id, accountColumns);
+      if (body.replyRate !== undefined) accountColumns.reply_rate_custom = body.replyRate;
+      if (body.timeZone !== undefined) accountColumns.time_zone = body.timeZone;
+      await updateAccountColumns(tx, id, accountColumns);
 
       // v1-only columns.
       const v1Columns: Record<string, unknown> = {};
-      if (b.strategy !== undefined) v1Columns.strategy = b.strategy;
-      if (b.maxSendingLimit !== undefined) v1Columns.max_below_floor = b.maxSendingLimit < V2_FLOOR ? b.maxSendingLimit : null;
-      if (b.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = b.warmUpInitialSendingLimit;
-      if (b.increaseEmailsByNumber !== undefined) v1Columns.increase_by = b.increaseEmailsByNumber;
-      if (b.warmupLanguage !== undefined) v1Columns.language = b.warmupLanguage;
-      if (b.upcomingContentConfig !== undefined) {
-        v1Columns.content_industry = b.upcomingContentConfig.industry;
-        v1Columns.content_topics = b.upcomingContentConfig.topics;
+      if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
+      if (body.maxSendingLimit !== undefined) v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
+      if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
+      if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
+      if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
+      if (body.upcomingContentConfig !== undefined) {
+        v1Columns.content_industry = body.upcomingContentConfig.industry;
+        v1Columns.content_topics = body.upcomingContentConfig.topics;
       }
-      if (b.googleVolume !== undefined) {
-        v1Columns.google_volume = b.googleVolume;
-        v1Columns.microsoft_volume = b.microsoftVolume;
-        v1Columns.others_volume = b.othersVolume;
+      if (body.googleVolume !== undefined) {
+        v1Columns.google_volume = body.googleVolume;
+        v1Columns.microsoft_volume = body.microsoftVolume;
+        v1Columns.others_volume = body.othersVolume;
       }
-      await updateV1Settings(q, id, v1Columns);
+      await updateV1Settings(tx, id, v1Columns);
 
       // Windows: only the days sent change; the others keep theirs.
-      for (const slot of b.timeSlots ?? []) {
-        await upsertTimeSlot(q, id, DAYS.indexOf(slot.day), slot.fromHour * 60 + slot.fromMinute, slot.toHour * 60 + slot.toMinute);
+      for (const slot of body.timeSlots ?? []) {
+        await upsertTimeSlot(tx, id, DAYS.indexOf(slot.day), slot.fromHour * 60 + slot.fromMinute, slot.toHour * 60 + slot.toMinute);
       }
       // A new zone keeps every pending send at its local wall-clock time, read in the new zone.
-      if (b.timeZone !== undefined && b.timeZone !== a.time_zone) await shiftPendingSends(q, id, b.timeZone, now);
-      if (b.timeSlots) {
-        const fresh = await settingsRow(q, org, id);
-        await replanDays(q, fresh, b.timeSlots.map((s) => DAYS.indexOf(s.day)), now);
+      if (body.timeZone !== undefined && body.timeZone !== account.time_zone) await shiftPendingSends(tx, id, body.timeZone, now);
+      if (body.timeSlots) {
+        const fresh = await settingsRow(tx, org, id);
+        await replanDays(tx, fresh, body.timeSlots.map((s) => DAYS.indexOf(s.day)), now);
       }
     });
-    ctx.svc.log.info({ organizationId: org, emailAccountId: id, fields: Object.keys(b) }, 'v1 warmup settings updated');
+    ctx.svc.log.info({ organizationId: org, emailAccountId: id, fields: Object.keys(body) }, 'v1 warmup settings updated');
     return { data: await settingsView(ctx.svc, ctx.db, await settingsRow(ctx.db, org, id)) };
   });
 
   const status = async (ctx: Ctx) => {
     await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
-    const a = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
+    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+    return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
   };
   // The spec's Get Warmup Status and Warmup Activity History are the same route and response.
   router.get('/v1/warmup-status/{emailAccountId}', status);
@@ -228,15 +228,15 @@ export function register(router: Router): void {
   router.post('/v1/warmup/{emailAccountId}/start', async (ctx) => {
     const org = orgOf(ctx);
     if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const a = await startWarmup(ctx.svc, org, accountIdParam(ctx));
-    return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
+    const account = await startWarmup(ctx.svc, org, accountIdParam(ctx));
+    return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
   });
 
   router.post('/v1/warmup/{emailAccountId}/stop', async (ctx) => {
     const org = orgOf(ctx);
     if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const a = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
-    return { data: await warmupStatusView(ctx.db, a, ctx.svc.clock.now()) };
+    const account = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
+    return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
   });
 
   // Each account is its own transaction: results say per account what happened, in input order.
@@ -246,8 +246,8 @@ export function register(router: Router): void {
     const results = [];
     for (const id of body.emailAccountIds) {
       try {
-        const a = body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
-        results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(a) });
+        const account = body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
+        results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(account) });
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         results.push({ emailAccountId: id, success: false, errorCode: err.code, message: err.message, ...(err.details.reason ? { reason: err.details.reason } : {}) });
