@@ -173,28 +173,35 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))('thro
   }, 120_000);
 
   it('a partner key works on /v1; a workspace key made for a member is capped by that member\'s role', async () => {
-    const partner = JSON.parse((await keygate(['keys', 'create', '--type', 'partner', '--org', '1', '--name', 'p', '--json'], env)).stdout);
+    // Three independent commands: run side by side.
+    const [partnerRun, cappedRun, above] = await Promise.all([
+      keygate(['keys', 'create', '--type', 'partner', '--org', '1', '--name', 'p', '--json'], env),
+      keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'v', '--created-by', '12', '--json'], env),
+      keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'v', '--created-by', '11', '--role', 'ADMIN'], env),
+    ]);
+    const partner = JSON.parse(partnerRun.stdout);
     expect(partner.secret).toMatch(/^svc_v1_/);
     expect((await s.request('GET', '/v1/rate-limit', { apiKey: partner.secret, ip: '10.77.1.1' })).status).toBe(200);
 
-    const capped = JSON.parse((await keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'v', '--created-by', '12', '--json'], env)).stdout);
+    const capped = JSON.parse(cappedRun.stdout);
     expect(capped).toMatchObject({ role: 'VIEWER', createdBy: 12 });
-    const above = await keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'v', '--created-by', '11', '--role', 'ADMIN'], env);
     expect(above.code).toBe(1);
     expect(above.stderr.trimEnd()).toBe('keygate: keys create: --role ADMIN is above the EDITOR role of user 11');
   }, 120_000);
 
   it('refuses what is not there with one line and exit code 1', async () => {
-    for (const [args, line] of [
+    const cases = [
       [['keys', 'revoke', '424242'], 'keygate: keys revoke: no key 424242'],
       [['keys', 'create', '--type', 'workspace', '--workspace', '999', '--name', 'x'], 'keygate: keys create: no workspace 999'],
       [['keys', 'create', '--type', 'personal', '--user', '10', '--name', 'x', '--scopes', 'nothing:here'], 'keygate: keys create: --scopes: unknown scope nothing:here (not in ROUTES_FILE)'],
       [['orgs', 'pause', '999'], 'keygate: orgs pause: no organization 999'],
-    ] as const) {
-      const r = await keygate([...args], env);
-      expect(r.stderr.trimEnd(), args.join(' ')).toBe(line);
-      expect(r.code).toBe(line.includes('unknown scope') ? 2 : 1);
-    }
+    ] as const;
+    // Refusals change nothing: run side by side.
+    const runs = await Promise.all(cases.map(([args]) => keygate([...args], env)));
+    cases.forEach(([args, line], n) => {
+      expect(runs[n].stderr.trimEnd(), args.join(' ')).toBe(line);
+      expect(runs[n].code).toBe(line.includes('unknown scope') ? 2 : 1);
+    });
   }, 120_000);
 
   it('orgs pause, resume and plan apply to the very next request', async () => {
