@@ -56,7 +56,8 @@ afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 
-describe('SIGTERM under keep-alive load', () => {
+// The two cases start programs of their own on ports of their own: they run side by side.
+describe.concurrent('SIGTERM under keep-alive load', () => {
   it('loses no answer: every request the upstream received is answered in full; later ones never reach it', async () => {
     // The recording upstream: which request numbers reached it.
     const reached = new Set<number>();
