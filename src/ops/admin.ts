@@ -20,17 +20,29 @@ export interface AdminOptions {
  * dependency outage would take every pod out of its Service at once, also for the traffic the gateway
  * can still serve (cached principals, the fallback limiter). Their health is in the body and metrics.
  */
+/**
+ * What every admin listener answers the same way (this process's and the WORKERS primary's): methods
+ * other than GET and HEAD (405) and /healthz. Returns the path to serve, or null when answered.
+ */
+export function adminPath(req: http.IncomingMessage, res: http.ServerResponse): string | null {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { 'content-type': 'text/plain' });
+    res.end('method not allowed\n');
+    return null;
+  }
+  if (path === '/healthz') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"status":"ok"}');
+    return null;
+  }
+  return path;
+}
+
 export function createAdminServer(o: AdminOptions): http.Server {
   return http.createServer(async (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { 'content-type': 'text/plain' });
-      return res.end('method not allowed\n');
-    }
-    if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end('{"status":"ok"}');
-    }
+    const path = adminPath(req, res);
+    if (path === null) return;
     if (path === '/readyz') {
       const ok = o.ready();
       const checks = await o.checks().catch(() => ({}));

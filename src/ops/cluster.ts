@@ -11,6 +11,7 @@ import net from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { listenError } from '../config/errors.js';
+import { adminPath } from './admin.js';
 
 /** WORKERS as a number of processes: `auto` is the cores this process may use. */
 export function workerCount(setting: string): number {
@@ -210,15 +211,8 @@ async function fromWorker(slot: Slot, path: string): Promise<{ status: number; t
  */
 function createClusterAdmin(slots: Slot[], stopping: () => boolean): http.Server {
   return http.createServer(async (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { 'content-type': 'text/plain' });
-      return res.end('method not allowed\n');
-    }
-    if (path === '/healthz') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      return res.end('{"status":"ok"}');
-    }
+    const path = adminPath(req, res);
+    if (path === null) return;
     if (path === '/readyz') {
       const answers = await Promise.all(slots.map((s) => fromWorker(s, '/readyz')));
       const workers = slots.map((s, i) => ({ worker: s.id, pid: s.worker?.process.pid ?? null, ready: answers[i]?.status === 200 }));
