@@ -9,13 +9,15 @@ const redisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }
 // load both cores for a while, so they run apart, in `npm run test:perf`.
 const PERF_FILES = ['test/bench/bench.test.ts', 'test/ops/tick-shape.test.ts'];
 
-// Files of `npm test` run at a time: vitest's default (cores - 1, so one on two cores) unless
-// KEYGATE_TEST_WORKERS says (4 measured 73 to 176 s against 218 s serially). KEYGATE_TEST_ISOLATE=0
-// runs a worker's files in one module graph instead of a fresh process per file: importing src/ again
-// for each of some 70 files is about a third of the run's CPU. Neither is the default yet: at load 10
-// to 15, two of six such runs each failed one timing-sensitive test (test/ops/db-outage.test.ts,
-// test/ops/redis-outage.test.ts) that passes alone.
-const MAIN_WORKERS = Number(process.env.KEYGATE_TEST_WORKERS) || undefined;
+// Files of `npm test` run at a time: most files wait on sockets and child processes, so 3 share the two
+// cores (KEYGATE_TEST_WORKERS overrides). A worker runs its files one after another in one module graph
+// (KEYGATE_TEST_ISOLATE=1 gives each file a fresh process again): importing src/ anew for each of some
+// 70 files was about a third of the run's CPU. Files share no state through modules: each builds its own
+// stack, schema, Redis prefix and ports; module-level memos are pure (route matches, path verdicts).
+// Measured on this 2-core machine: serially 218 s (load 1 to 4), 3 workers isolated 92 s, 3 workers
+// shared 72 to 73 s (load 5).
+const MAIN_WORKERS = Number(process.env.KEYGATE_TEST_WORKERS) || 3;
+const MAIN_ISOLATE = process.env.KEYGATE_TEST_ISOLATE === '1';
 
 const common = {
   // Each file gets its own database schema (copied from the template test/helpers/schema-template.ts
@@ -39,7 +41,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...PERF_FILES],
           maxWorkers: MAIN_WORKERS,
-          isolate: process.env.KEYGATE_TEST_ISOLATE !== '0',
+          isolate: MAIN_ISOLATE,
         },
       },
       // `npm run test:perf`: the short bench run and the V8 feedback check.

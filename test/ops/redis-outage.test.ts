@@ -108,7 +108,9 @@ describe.runIf(CAN)('Redis outage', () => {
     expect(await metric(open, 'keygate_degraded_transitions_total{to="shared"}')).toBe(down);
     expect(await metric(open, 'keygate_degraded_calls_total{mode="open"}')).toBeGreaterThan(0);
 
-    // Shared again: a hit lands in Redis, visible to the other instance.
+    // Shared again: a hit lands in Redis, visible to the other instance (once that one's probe, every
+    // second, has found Redis back too).
+    await until(async () => (await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.3' })).status === 200, 10_000);
     const a = await open.request('GET', '/v2/workspaces/101/tags', { key: K.wsOther, ip: '10.8.0.1' });
     expect(a.status).toBe(200);
     const b = await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.2' });
