@@ -9,16 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
+import { requestWhole, status, untilReady, type WholeAnswer } from '../helpers/program.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
-
-async function status(url: string): Promise<number> {
-  try {
-    return (await fetch(url)).status;
-  } catch {
-    return 0;
-  }
-}
 
 /** A plans file with budgets high enough that the load is forwarded, not refused with 429. */
 function roomyPlans(): string {
@@ -43,11 +36,7 @@ async function startProgram(command: string[], env: Record<string, string>): Pro
   });
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
-  const deadline = Date.now() + 60_000;
-  while ((await status(`http://127.0.0.1:${admin}/readyz`)) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out);
   return { child, out: () => out, port, admin };
 }
 
@@ -81,37 +70,16 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
 
     // 40 kept-alive connections, each sending requests back to back until the program is gone.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 40 });
-    const answered = new Map<number, { status: number; complete: boolean; connection?: string }>();
+    const answered = new Map<number, WholeAnswer>();
     let next = 0;
     let signalled = false;
     let afterSignal = 0;
     let stop = false;
     const one = (n: number) =>
-      new Promise<void>((resolve) => {
-        const req = http.request(
-          { host: '127.0.0.1', port: p.port, agent, path: `/v2/workspaces/100/accounts?n=${n}`, headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` } },
-          (res) => {
-            let body = '';
-            res.on('data', (c) => (body += c));
-            res.on('end', () => {
-              let complete = res.complete;
-              try {
-                JSON.parse(body);
-              } catch {
-                complete = false;
-              }
-              answered.set(n, { status: res.statusCode ?? 0, complete, connection: res.headers.connection });
-              resolve();
-            });
-            res.on('error', () => resolve());
-          },
-        );
-        req.on('error', () => {
-          stop = stop || signalled;
-          resolve();
-        });
-        req.end();
-      });
+      requestWhole({ host: '127.0.0.1', port: p.port, agent, path: `/v2/workspaces/100/accounts?n=${n}`, headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` } }).then(
+        (answer) => void answered.set(n, answer),
+        () => void (stop = stop || signalled),
+      );
     const worker = async () => {
       while (!stop) {
         const n = next++;

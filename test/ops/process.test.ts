@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
+import { requestWhole, status, untilReady } from '../helpers/program.js';
 
 const KEYS = ['svc_ws_DemoWorkspaceAdminKey0000000000000001', 'svc_ws_DemoWorkspaceViewerKey000000000000001', 'svc_pk_DemoOwnerPersonalKey0000000000000001'];
 let child: ChildProcess;
@@ -19,34 +20,12 @@ let reachedUpstream = 0;
 const dir = mkdtempSync(join(tmpdir(), 'kg-proc-'));
 const plansFile = join(dir, 'plans.json');
 
-/** One request on its own connection; resolves with the status and whether the body arrived whole. */
+/** One request on its own connection: its status and whether the body arrived whole, or the socket error. */
 function get(path: string, key: string): Promise<{ status: number; complete: boolean } | { error: string }> {
-  return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path, agent: false, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      let body = '';
-      res.on('data', (c) => (body += c));
-      res.on('end', () => {
-        let complete = res.complete;
-        try {
-          JSON.parse(body);
-        } catch {
-          complete = false;
-        }
-        resolve({ status: res.statusCode ?? 0, complete });
-      });
-      res.on('error', (e) => resolve({ error: e.message }));
-    });
-    req.on('error', (e) => resolve({ error: (e as NodeJS.ErrnoException).code ?? e.message }));
-    req.end();
-  });
-}
-
-async function status(url: string): Promise<number> {
-  try {
-    return (await fetch(url)).status;
-  } catch {
-    return 0;
-  }
+  return requestWhole({ host: '127.0.0.1', port, path, agent: false, headers: { authorization: `Bearer ${key}` } }).then(
+    ({ status: code, complete }) => ({ status: code, complete }),
+    (e: NodeJS.ErrnoException) => ({ error: e.code ?? e.message }),
+  );
 }
 
 beforeAll(async () => {
@@ -81,11 +60,7 @@ beforeAll(async () => {
   });
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
-  const deadline = Date.now() + 60_000;
-  while ((await status(`http://127.0.0.1:${admin}/readyz`)) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out);
 }, 90_000);
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill('SIGKILL');

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
+import { requestWhole } from '../helpers/program.js';
 import { seedWith, K } from '../fixtures/seed.js';
 import { applySeed, parseSeed } from '../../src/access/seed.js';
 import { mergeMetrics } from '../../src/ops/cluster.js';
@@ -102,23 +103,7 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
 
   /** One request on a connection of its own, so the primary hands the connections out in turn. */
   const get = (key: string, ip: string) =>
-    new Promise<{ status: number; complete: boolean }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port, path: '/v2/workspaces/100/tags', agent: false, headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip } }, (res) => {
-        let body = '';
-        res.on('data', (c) => (body += c));
-        res.on('end', () => {
-          let complete = res.complete;
-          try {
-            JSON.parse(body);
-          } catch {
-            complete = false;
-          }
-          resolve({ status: res.statusCode ?? 0, complete });
-        });
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    requestWhole({ host: '127.0.0.1', port, path: '/v2/workspaces/100/tags', agent: false, headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip } });
 
   /** keygate_requests_total by worker, from the primary's /metrics. */
   async function requestsByWorker(): Promise<Record<string, number>> {

@@ -1,0 +1,50 @@
+// The real program as a child process, seen from outside: its readiness, and whole answers.
+import type { ChildProcess } from 'node:child_process';
+import http from 'node:http';
+
+/** The HTTP status of `url`, or 0 when nothing answers. */
+export async function status(url: string): Promise<number> {
+  try {
+    return (await fetch(url)).status;
+  } catch {
+    return 0;
+  }
+}
+
+/** Wait until the program's /readyz answers 200; fails with its output if it exits or takes too long. */
+export async function untilReady(readyzUrl: string, child: ChildProcess, output: () => string, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while ((await status(readyzUrl)) !== 200) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface WholeAnswer {
+  status: number;
+  /** The body arrived in full and is JSON. */
+  complete: boolean;
+  connection?: string;
+}
+
+/** One request; resolves with its status and whether the body arrived whole, or rejects on a socket error. */
+export function requestWhole(options: http.RequestOptions): Promise<WholeAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(options, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => {
+        let complete = res.complete;
+        try {
+          JSON.parse(body);
+        } catch {
+          complete = false;
+        }
+        resolve({ status: res.statusCode ?? 0, complete, connection: res.headers.connection });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
