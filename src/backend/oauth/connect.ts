@@ -6,6 +6,7 @@ import type { Row } from '../../db/types.js';
 import type { BackendServices } from '../services.js';
 import { profileAddresses, type OAuthProvider } from './profile.js';
 import { partnerOauthConnected, type AutoStartResult } from '../warmup/index.js';
+import { findAccount, findPartnerOrganization, insertPartnerAccount, lockAccountByEmail, reconnectPartnerAccount, workspaceOfOrganizationExists } from './queries.js';
 
 /** The access token must outlive the request by more than this (spec: "more than five minutes ahead"). */
 export const MIN_TOKEN_LIFETIME_MS = 5 * 60_000;
@@ -63,11 +64,7 @@ export function accountView(account: Row, warmup: WarmupView) {
 
 /** Rule 1: every call is refused unless the organization registered and verified a partner callback. */
 export async function assertPartnerConfigured(svc: BackendServices, organizationId: number): Promise<Row> {
-  const rows = await svc.db.query(
-    `SELECT id, plan, partner_callback_url, partner_callback_verified FROM organizations WHERE id = $1`,
-    [organizationId],
-  );
-  const org = rows[0];
+  const org = await findPartnerOrganization(svc.db, organizationId);
   if (!org || !org.partner_callback_url || !org.partner_callback_verified) {
     throw new ApiError('partner_not_configured', 'The organization has no verified partner callback: register and verify a token-refresh endpoint first.');
   }
@@ -91,10 +88,8 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
   const at = new Date(now);
 
   const result = await svc.db.tx(async (tx) => {
-    const ws = await tx.query(`SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [input.workspaceId, input.organizationId]);
-    if (!ws.length) throw new ApiError('not_found', `No workspace ${input.workspaceId}.`);
-    const existing = await tx.query(`SELECT * FROM accounts WHERE lower(email_address) = $1 FOR UPDATE`, [email]);
-    const cur = existing[0];
+    if (!(await workspaceOfOrganizationExists(tx, input.workspaceId, input.organizationId))) throw new ApiError('not_found', `No workspace ${input.workspaceId}.`);
+    const cur = await lockAccountByEmail(tx, email);
     if (cur) {
       // Rule 3: a mailbox belongs to exactly one workspace. Which one is not said (it may be another organization's).
       if (cur.workspace_id !== input.workspaceId) throw new ApiError('conflict', 'This mailbox is already connected in another workspace.', { field: 'emailAddress' });
@@ -102,22 +97,18 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
         throw new ApiError('conflict', 'This mailbox is already connected in this workspace by another method.', { field: 'emailAddress', accountId: cur.id });
       }
       // A reconnect with a fresh token: an expired or broken connection becomes active again.
-      const [row] = await tx.query(
-        `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3,
-            status = CASE WHEN status IN ('auth-expired','error','disconnected') THEN 'active' ELSE status END,
-            oauth_refresh_failures = 0, oauth_refresh_error = NULL, oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL,
-            connection_error = NULL, last_connected_at = $4, updated_at = $4
-          WHERE id = $1 RETURNING *`,
-        [cur.id, svc.credentials.seal('oauth_access_token', input.accessToken), input.expiresAt, at],
-      );
+      const row = await reconnectPartnerAccount(tx, cur.id, svc.credentials.seal('oauth_access_token', input.accessToken), input.expiresAt, at);
       return { row, created: false };
     }
-    const [row] = await tx.query(
-      `INSERT INTO accounts (workspace_id, email_address, provider, status, verification, warmup_max_limit, warmup_current_limit,
-          oauth_access_token_sealed, oauth_expires_at, oauth_source, last_connected_at, created_at, updated_at)
-       VALUES ($1, $2, $3, 'active', 'pending', $4, 5, $5, $6, 'partner', $7, $7, $7) RETURNING *`,
-      [input.workspaceId, email, input.provider, maxLimit, svc.credentials.seal('oauth_access_token', input.accessToken), input.expiresAt, at],
-    );
+    const row = await insertPartnerAccount(tx, {
+      workspaceId: input.workspaceId,
+      email,
+      provider: input.provider,
+      maxLimit,
+      sealedToken: svc.credentials.seal('oauth_access_token', input.accessToken),
+      expiresAt: input.expiresAt,
+      at,
+    });
     return { row, created: true };
   });
 
@@ -125,7 +116,7 @@ export async function connectPartnerMailbox(svc: BackendServices, input: Connect
   // (the warmup domain's auto_warmup): a new one waits for its check; a reconnected one whose check
   // passed earlier may start at once. A warming or user-paused mailbox keeps its state.
   const auto = result.row.status === 'active' ? await partnerOauthConnected(svc, result.row.id) : null;
-  const [fresh] = await svc.db.query(`SELECT * FROM accounts WHERE id = $1`, [result.row.id]);
+  const fresh = (await findAccount(svc.db, result.row.id))!;
   const warmup = warmupView(fresh, auto);
   svc.log.info({ accountId: fresh.id, workspaceId: input.workspaceId, provider: input.provider, created: result.created, warmup: warmup.state }, 'partner mailbox connected');
   return { created: result.created, account: accountView(fresh, warmup) };

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { BackendServices } from '../services.js';
 import { partnerOauthConnected } from '../warmup/index.js';
+import { claimTokensToRefresh, expireLapsedPartnerTokens, recordRefreshFailure, storeRefreshedToken } from './queries.js';
 
 /** Refresh this long before expiry. */
 export const REFRESH_AHEAD_MS = 15 * 60_000;
@@ -36,37 +37,12 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
   const now = new Date(svc.clock.now());
   const out: RefreshRun = { refreshed: [], failed: [], expired: [] };
 
-  const claimed = await svc.db.query(
-    `UPDATE accounts a SET oauth_refresh_claimed_until = $2
-      FROM organizations o, workspaces w
-     WHERE a.id IN (
-             SELECT a2.id FROM accounts a2
-               JOIN workspaces w2 ON w2.id = a2.workspace_id AND w2.deleted_at IS NULL
-               JOIN organizations o2 ON o2.id = w2.organization_id
-              WHERE a2.oauth_source = 'partner' AND a2.status <> 'disconnected'
-                AND o2.partner_callback_verified AND o2.partner_callback_url IS NOT NULL
-                AND a2.oauth_expires_at <= $3
-                AND (a2.oauth_refresh_next_at IS NULL OR a2.oauth_refresh_next_at <= $1)
-                AND (a2.oauth_refresh_claimed_until IS NULL OR a2.oauth_refresh_claimed_until <= $1)
-              ORDER BY a2.oauth_expires_at LIMIT ${BATCH}
-              FOR UPDATE OF a2 SKIP LOCKED)
-       AND w.id = a.workspace_id AND o.id = w.organization_id
-     RETURNING a.id, a.email_address, a.provider, a.status, a.oauth_expires_at, a.oauth_refresh_failures, o.partner_callback_url`,
-    [now, new Date(now.getTime() + CLAIM_MS), new Date(now.getTime() + REFRESH_AHEAD_MS)],
-  );
+  const claimed = await claimTokensToRefresh(svc.db, now, new Date(now.getTime() + CLAIM_MS), new Date(now.getTime() + REFRESH_AHEAD_MS), BATCH);
 
   const refreshOne = async (account: (typeof claimed)[number]) => {
     const ok = await callPartner(account.partner_callback_url, { accountId: account.id, emailAddress: account.email_address, provider: account.provider });
     if (ok.kind === 'ok' && Date.parse(ok.expiresAt) > svc.clock.now()) {
-      const [after] = await svc.db.query(
-        `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3, oauth_refresh_failures = 0, oauth_refresh_error = NULL,
-            oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL, oauth_refreshed_at = $4,
-            status = CASE WHEN status = 'auth-expired' THEN 'active' ELSE status END,
-            connection_error = CASE WHEN status = 'auth-expired' THEN NULL ELSE connection_error END,
-            updated_at = $4
-          WHERE id = $1 RETURNING status`,
-        [account.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now())],
-      );
+      const after = await storeRefreshedToken(svc.db, account.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now()));
       // A mailbox that had run out is active again: it warms again by itself once its checks pass.
       if (after?.status === 'active' && account.status === 'auth-expired') await partnerOauthConnected(svc, account.id);
       out.refreshed.push(account.id);
@@ -74,12 +50,7 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
     }
     const error = ok.kind === 'ok' ? 'the callback answered an expiresAt in the past' : ok.error;
     const failures = account.oauth_refresh_failures + 1;
-    await svc.db.query(
-      `UPDATE accounts SET oauth_refresh_failures = $2, oauth_refresh_error = $3, oauth_refresh_next_at = $4,
-          oauth_refresh_claimed_until = NULL, updated_at = $5
-        WHERE id = $1`,
-      [account.id, failures, error, new Date(svc.clock.now() + backoffMs(failures)), new Date(svc.clock.now())],
-    );
+    await recordRefreshFailure(svc.db, account.id, failures, error, new Date(svc.clock.now() + backoffMs(failures)), new Date(svc.clock.now()));
     svc.log.warn({ accountId: account.id, failures, error }, 'partner token refresh failed');
     out.failed.push(account.id);
   };
@@ -87,13 +58,7 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
   await inParallel(claimed, PARALLEL, refreshOne);
 
   // A token that ran out without a successful refresh: the mailbox cannot send, so it stops warming.
-  const expired = await svc.db.query(
-    `UPDATE accounts SET status = 'auth-expired', connection_error = 'The access token expired and the partner callback gave no fresh one.',
-        updated_at = $1
-      WHERE oauth_source = 'partner' AND oauth_expires_at <= $1 AND status IN ('active','warming') RETURNING id`,
-    [now],
-  );
-  out.expired = expired.map((r) => r.id);
+  out.expired = await expireLapsedPartnerTokens(svc.db, now);
   return out;
 }
 
