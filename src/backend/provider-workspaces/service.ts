@@ -31,35 +31,36 @@ import { planOf } from '../../config/plans.js';
 import { ApiError } from '../../http/errors.js';
 import { notify } from '../notifications/queries.js';
 import { ProviderClient, ProviderError, type Mailbox, type Provider } from './client.js';
+import {
+  completeSync,
+  connectedEmails,
+  defaultWorkspace,
+  deleteProviderWorkspace,
+  failSync,
+  findProviderWorkspace,
+  findRegisteredTenant,
+  findRunningSync,
+  importMailboxAccounts,
+  insertProviderWorkspace,
+  insertRunningSync,
+  interruptRunningSyncs,
+  latestSyncRow,
+  listProviderWorkspaces,
+  lockProviderWorkspace,
+  markProviderWorkspaceError,
+  markProviderWorkspaceSynced,
+  organizationPlan,
+  setProviderWorkspaceDomains,
+  setProviderWorkspaceTarget,
+  workspaceIsLive,
+  type PwRow,
+  type SyncRow,
+} from './queries.js';
 
-export interface PwRow {
-  id: number;
-  organization_id: number;
-  workspace_id: number | null;
-  provider: Provider;
-  admin_email: string | null;
-  tenant_id: string | null;
-  status: string;
-  domains: { domain: string; mailboxCount: number }[] | string;
-  last_synced_at: Date | null;
-  created_at: Date;
-}
-
-export interface SyncRow {
-  id: number;
-  provider_workspace_id: number;
-  workspace_id: number;
-  status: 'running' | 'completed' | 'failed';
-  total: number;
-  imported: number;
-  skipped: number;
-  error: string | null;
-  started_at: Date;
-  finished_at: Date | null;
-}
+// The routes import these from here, with the rest of the domain's service.
+export { defaultWorkspace, organizationOfWorkspace, type PwRow, type SyncRow } from './queries.js';
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
-const COLS = `id, organization_id, workspace_id, provider, admin_email, tenant_id, status, domains, last_synced_at, created_at`;
 
 /** The Provider workspace resource of the spec (plus workspaceId, where its mailboxes are imported). */
 export function toRecord(row: PwRow) {
@@ -134,18 +135,6 @@ export interface RegisterInput {
   tenantId?: string | null;
 }
 
-/** The organization of a live workspace, or null. */
-export async function organizationOfWorkspace(db: Queryable, workspaceId: number): Promise<number | null> {
-  const rows = await db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
-  return rows[0]?.organization_id ?? null;
-}
-
-/** Which workspace an organization-level (/v1) registration imports into. */
-export async function defaultWorkspace(db: Queryable, organizationId: number): Promise<number | null> {
-  const rows = await db.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
-  return rows[0]?.id ?? null;
-}
-
 export class ProviderWorkspaces {
   constructor(
     private db: Queryable & { tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> },
@@ -154,20 +143,14 @@ export class ProviderWorkspaces {
   ) {}
 
   async list(filter: { workspaceId?: number; organizationId?: number }): Promise<PwRow[]> {
-    if (filter.workspaceId !== undefined) {
-      return this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE workspace_id = $1 ORDER BY id`, [filter.workspaceId]);
-    }
-    return this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE organization_id = $1 ORDER BY id`, [filter.organizationId]);
+    return listProviderWorkspaces(this.db, filter);
   }
 
   /** One registration, scoped to a workspace (/v2) or an organization (/v1); 404 otherwise. */
   async get(id: number, scope: { workspaceId?: number; organizationId?: number }): Promise<PwRow> {
-    const rows =
-      scope.workspaceId !== undefined
-        ? await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND workspace_id = $2`, [id, scope.workspaceId])
-        : await this.db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND organization_id = $2`, [id, scope.organizationId]);
-    if (!rows.length) throw new ApiError('not_found', `No provider workspace ${id}.`);
-    return rows[0];
+    const row = await findProviderWorkspace(this.db, id, scope);
+    if (!row) throw new ApiError('not_found', `No provider workspace ${id}.`);
+    return row;
   }
 
   /** Register a tenant after checking with the provider that delegation / consent is in place. */
@@ -185,26 +168,25 @@ export class ProviderWorkspaces {
       }
     }
     const key = tenantId ?? adminEmail;
-    const exists = await this.db.query(
-      `SELECT id FROM provider_workspaces WHERE organization_id = $1 AND provider = $2 AND lower(coalesce(tenant_id, admin_email)) = $3`,
-      [target.organizationId, provider, key],
-    );
-    if (exists.length) throw new ApiError('conflict', 'This tenant is already registered.', { providerWorkspaceId: exists[0].id });
+    const existingId = await findRegisteredTenant(this.db, target.organizationId, provider, key);
+    if (existingId !== null) throw new ApiError('conflict', 'This tenant is already registered.', { providerWorkspaceId: existingId });
     let mailboxes: Mailbox[];
     try {
       mailboxes = await this.client.listMailboxes({ provider, adminEmail, tenantId });
     } catch (err) {
       throw providerFailure(err, { provider });
     }
-    const rows = await this.db.query<PwRow>(
-      `INSERT INTO provider_workspaces (organization_id, workspace_id, provider, admin_email, tenant_id, status, domains)
-       VALUES ($1, $2, $3, $4, $5, 'created', $6::jsonb)
-       ON CONFLICT DO NOTHING RETURNING ${COLS}`,
-      [target.organizationId, target.workspaceId, provider, adminEmail, tenantId, JSON.stringify(domainsOf(mailboxes))],
-    );
+    const row = await insertProviderWorkspace(this.db, {
+      organizationId: target.organizationId,
+      workspaceId: target.workspaceId,
+      provider,
+      adminEmail,
+      tenantId,
+      domainsJson: JSON.stringify(domainsOf(mailboxes)),
+    });
     // Lost a race with an identical registration.
-    if (!rows.length) throw new ApiError('conflict', 'This tenant is already registered.');
-    return rows[0];
+    if (!row) throw new ApiError('conflict', 'This tenant is already registered.');
+    return row;
   }
 
   /** The tenant's mailboxes, or the registration deleted (and 422) when its credentials fail. */
@@ -214,10 +196,7 @@ export class ProviderWorkspaces {
     } catch (err) {
       const failure = providerFailure(err, pw);
       if (failure.code === 'unprocessable_entity') {
-        await this.db.tx(async (tx) => {
-          await tx.query(`UPDATE accounts SET provider_workspace_id = NULL WHERE provider_workspace_id = $1`, [pw.id]);
-          await tx.query(`DELETE FROM provider_workspaces WHERE id = $1`, [pw.id]);
-        });
+        await this.db.tx((tx) => deleteProviderWorkspace(tx, pw.id));
         failure.details.registrationDeleted = true;
         failure.message = `${failure.message} The registration was deleted; register the tenant again once this is fixed.`;
       }
@@ -228,8 +207,8 @@ export class ProviderWorkspaces {
   /** Mailboxes of the tenant not yet connected as accounts, filtered and paged. */
   async preview(pw: PwRow, filters: { search?: string; domains?: string[]; page: number; limit: number }) {
     const mailboxes = await this.mailboxesOrForget(pw);
-    await this.db.query(`UPDATE provider_workspaces SET domains = $2::jsonb WHERE id = $1`, [pw.id, JSON.stringify(domainsOf(mailboxes))]);
-    const connected = await this.connectedSet(this.db, mailboxes.map((m) => m.email));
+    await setProviderWorkspaceDomains(this.db, pw.id, JSON.stringify(domainsOf(mailboxes)));
+    const connected = await connectedEmails(this.db, mailboxes.map((m) => m.email));
     const fresh = mailboxes.filter((m) => !connected.has(m.email));
     const needle = filters.search?.trim().toLowerCase();
     const searched = needle ? fresh.filter((m) => m.email.includes(needle) || m.displayName.toLowerCase().includes(needle)) : fresh;
@@ -248,15 +227,9 @@ export class ProviderWorkspaces {
     };
   }
 
-  private async connectedSet(db: Queryable, emails: string[]): Promise<Set<string>> {
-    if (!emails.length) return new Set();
-    const rows = await db.query<{ e: string }>(`SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`, [emails]);
-    return new Set(rows.map((r) => r.e));
-  }
-
   async latestSync(pw: PwRow) {
-    const rows = await this.db.query<SyncRow>(`SELECT * FROM provider_workspace_syncs WHERE provider_workspace_id = $1 ORDER BY id DESC LIMIT 1`, [pw.id]);
-    return rows.length ? toSync(rows[0]) : notStarted(pw);
+    const latest = await latestSyncRow(this.db, pw.id);
+    return latest ? toSync(latest) : notStarted(pw);
   }
 
   /**
@@ -269,32 +242,21 @@ export class ProviderWorkspaces {
     const now = new Date(nowMs);
     const staleBefore = new Date(nowMs - 10 * 60_000).toISOString();
     const start = await this.db.tx(async (tx) => {
-      const [row] = await tx.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 FOR UPDATE`, [pw.id]);
+      const row = await lockProviderWorkspace(tx, pw.id);
       if (!row) throw new ApiError('not_found', `No provider workspace ${pw.id}.`);
       let target = pinned ?? row.workspace_id;
       if (pinned === null) {
-        const live = target === null ? [] : await tx.query(`SELECT 1 FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [target]);
-        if (!live.length) target = await defaultWorkspace(tx, row.organization_id);
+        const live = target !== null && (await workspaceIsLive(tx, target));
+        if (!live) target = await defaultWorkspace(tx, row.organization_id);
         if (target === null) throw new ApiError('conflict', 'The organization has no workspace to import mailboxes into.');
-        if (target !== row.workspace_id) await tx.query(`UPDATE provider_workspaces SET workspace_id = $2 WHERE id = $1`, [row.id, target]);
+        if (target !== row.workspace_id) await setProviderWorkspaceTarget(tx, row.id, target);
       }
       // One sync at a time per tenant; a `running` one older than 10 minutes died with its process.
-      const running = await tx.query(
-        `SELECT id FROM provider_workspace_syncs WHERE provider_workspace_id = $1 AND status = 'running' AND started_at > $2::timestamptz`,
-        [row.id, staleBefore],
-      );
-      if (running.length) throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: running[0].id });
-      await tx.query(
-        `UPDATE provider_workspace_syncs SET status = 'failed', error = 'interrupted', finished_at = $2::timestamptz
-          WHERE provider_workspace_id = $1 AND status = 'running'`,
-        [row.id, now.toISOString()],
-      );
-      const [syncRow] = await tx.query<SyncRow>(
-        `INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, $2, 'running', $3::timestamptz) RETURNING *`,
-        [row.id, target, now.toISOString()],
-      );
-      const [org] = await tx.query(`SELECT plan FROM organizations WHERE id = $1`, [row.organization_id]);
-      return { row, sync: syncRow, target: target!, plan: (org?.plan ?? null) as string | null };
+      const runningId = await findRunningSync(tx, row.id, staleBefore);
+      if (runningId !== null) throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: runningId });
+      await interruptRunningSyncs(tx, row.id, now.toISOString());
+      const syncRow = await insertRunningSync(tx, row.id, target, now.toISOString());
+      return { row, sync: syncRow, target: target!, plan: await organizationPlan(tx, row.organization_id) };
     });
 
     let mailboxes: Mailbox[];
@@ -304,12 +266,8 @@ export class ProviderWorkspaces {
       const failure = providerFailure(err, start.row);
       const finished = new Date(clock.now()).toISOString();
       await this.db.tx(async (tx) => {
-        await tx.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [
-          start.sync.id,
-          String(failure.details.reason ?? failure.code),
-          finished,
-        ]);
-        if (failure.code === 'unprocessable_entity') await tx.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [start.row.id]);
+        await failSync(tx, start.sync.id, String(failure.details.reason ?? failure.code), finished);
+        if (failure.code === 'unprocessable_entity') await markProviderWorkspaceError(tx, start.row.id);
       });
       failure.details.syncId = start.sync.id;
       throw failure;
@@ -320,25 +278,16 @@ export class ProviderWorkspaces {
     const maxLimit = cap === null ? 40 : Math.min(40, cap);
     const finished = new Date(clock.now()).toISOString();
     const done = await this.db.tx(async (tx) => {
-      const inserted = await tx.query(
-        `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit,
-                               provider_workspace_id, last_connected_at)
-         SELECT $1, m.email, m.name, $2, 'active', 'pending', $3, $4, $5::timestamptz
-           FROM unnest($6::text[], $7::text[]) AS m(email, name)
-         ON CONFLICT DO NOTHING RETURNING id`,
-        [start.target, start.row.provider, maxLimit, start.row.id, now.toISOString(), mailboxes.map((m) => m.email), mailboxes.map((m) => m.displayName)],
-      );
-      const imported = inserted.length;
-      const [sync] = await tx.query<SyncRow>(
-        `UPDATE provider_workspace_syncs SET status = 'completed', total = $2, imported = $3, skipped = $4, finished_at = $5::timestamptz
-          WHERE id = $1 RETURNING *`,
-        [start.sync.id, mailboxes.length, imported, mailboxes.length - imported, finished],
-      );
-      await tx.query(`UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`, [
-        start.row.id,
-        finished,
-        JSON.stringify(domainsOf(mailboxes)),
-      ]);
+      const imported = await importMailboxAccounts(tx, {
+        workspaceId: start.target,
+        provider: start.row.provider,
+        maxLimit,
+        providerWorkspaceId: start.row.id,
+        connectedAtIso: now.toISOString(),
+        mailboxes,
+      });
+      const sync = await completeSync(tx, start.sync.id, mailboxes.length, imported, finished);
+      await markProviderWorkspaceSynced(tx, start.row.id, finished, JSON.stringify(domainsOf(mailboxes)));
       const tenant = start.row.tenant_id ?? start.row.admin_email;
       await notify(
         tx,
