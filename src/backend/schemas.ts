@@ -3,7 +3,9 @@
 // the API description (src/openapi/) is generated from them, so the two cannot drift.
 import type { z } from 'zod';
 import { schemas as accounts } from './accounts/schemas.js';
+import { schemas as accountsV1 } from './accounts/v1-schemas.js';
 import { schemas as analytics } from './analytics/schemas.js';
+import { schemas as analyticsV1 } from './analytics/v1-schemas.js';
 import { schemas as billing } from './billing/schemas.js';
 import { schemas as notifications } from './notifications/schemas.js';
 import { schemas as oauth } from './oauth/schemas.js';
@@ -11,8 +13,8 @@ import { schemas as providerWorkspaces } from './provider-workspaces/schemas.js'
 import { schemas as provisioning } from './provisioning/schemas.js';
 import { schemas as tags } from './tags/schemas.js';
 import { schemas as warmup } from './warmup/schemas.js';
+import { schemas as warmupV1 } from './warmup/v1-schemas.js';
 import { schemas as workspace } from './workspace/schemas.js';
-import { schemas as v1 } from './v1/schemas.js';
 
 export interface OperationSchemas {
   /** Path parameters beyond what the path pattern says (ids are canonical decimals, CONTRACT section 3). */
@@ -32,6 +34,6 @@ export interface OperationSchemas {
 export type SchemaRegistry = Record<string, OperationSchemas>;
 
 export const SCHEMAS: SchemaRegistry = {
-  ...accounts, ...analytics, ...billing, ...notifications, ...oauth, ...providerWorkspaces, ...provisioning,
-  ...tags, ...warmup, ...workspace, ...v1,
+  ...accounts, ...accountsV1, ...analytics, ...analyticsV1, ...billing, ...notifications, ...oauth, ...providerWorkspaces,
+  ...provisioning, ...tags, ...warmup, ...warmupV1, ...workspace,
 };

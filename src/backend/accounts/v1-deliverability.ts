@@ -8,7 +8,7 @@ import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
 import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
 import { daysBetween } from '../time.js';
-import { deliverabilityBody, emptyBody } from '../v1/schemas.js';
+import { deliverabilityBody, emptyBody } from './v1-schemas.js';
 import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */

@@ -12,7 +12,7 @@ import {
 } from './queries.js';
 import { cancelPendingSends } from '../warmup/index.js';
 import { sealMailbox } from '../credentials/accounts.js';
-import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from '../v1/schemas.js';
+import { bulkDeleteBody, bulkStatusBody, connectBody, emptyBody, listQuery, tagsBody } from './v1-schemas.js';
 
 /** A new mailbox's max, as on /v2: 40, or the plan's per-mailbox cap when lower. */
 const DEFAULT_MAX_LIMIT = 40;

@@ -10,7 +10,8 @@ import type { BackendServices } from '../services.js';
 import { accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
-import { bulkWarmupBody, emptyBody, patchBody } from '../v1/schemas.js';
+import { emptyBody } from '../accounts/v1-schemas.js';
+import { bulkWarmupBody, patchBody } from './v1-schemas.js';
 import {
   accountWithV1Settings, lockAccountWithFloor, updateAccountColumns, updateV1Settings, upsertTimeSlot, v1StrategyOf, warmupCounts,
 } from './queries.js';
