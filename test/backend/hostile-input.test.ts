@@ -9,12 +9,11 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Res, type Stack } from '../helpers/stack.js';
 import { ALL_SCOPES } from '../fixtures/seed.js';
-import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { startOutsideWorld, type OutsideWorld } from '../helpers/outside-world.js';
 import { fetchRes } from '../helpers/stack.js';
 import { encodeIdentity, sign } from '../../src/http/identity.js';
 import { Router } from '../../src/backend/router.js';
 import { createBackendServer, envelopeFor } from '../../src/backend/server.js';
-import { startFakeProviders, type FakeProviders } from '../helpers/fake-providers.js';
 
 interface RouteRow {
   method: string;
@@ -285,34 +284,18 @@ function casesOf(r: RouteRow): Case[] {
 
 const clock = new FakeClock();
 let s: Stack;
-let dns: DnsServer;
-let providers: FakeProviders;
-let profile: http.Server;
+let world: OutsideWorld;
 let batch = 0;
 
 beforeAll(async () => {
-  dns = await startDnsServer({}); // live DNS checks get fast, deterministic answers
-  providers = await startFakeProviders(); // unknown tenants: the provider answers 404
-  // The token profile lookup refuses every token (422), so no valid-looking token leaves the machine.
-  profile = http.createServer((_req, res) => res.writeHead(401, { 'content-type': 'application/json' }).end('{}'));
-  await new Promise<void>((r) => profile.listen(0, '127.0.0.1', r));
-  const profileUrl = `http://127.0.0.1:${(profile.address() as AddressInfo).port}`;
-  s = await startStack({
-    clock,
-    env: {
-      DNS_RESOLVER: dns.address, GOOGLE_ADMIN_URL: providers.url, MICROSOFT_GRAPH_URL: providers.url,
-      GOOGLE_PROFILE_URL: `${profileUrl}/gmail`, MICROSOFT_PROFILE_URL: `${profileUrl}/me`,
-      GOOGLE_OAUTH_CLIENT_ID: 'hostile-google-client', MICROSOFT_OAUTH_CLIENT_ID: 'hostile-microsoft-client',
-      OAUTH_REDIRECT_URI: 'https://app.acme.test/callback',
-    },
-    extra: { apiKeys: EXTRA_KEYS },
-  });
+  // DNS, the providers' directories (unknown tenants: 404) and a token profile lookup that refuses every
+  // token (so no valid-looking token leaves the machine), all faked on loopback.
+  world = await startOutsideWorld(401);
+  s = await startStack({ clock, env: world.env, extra: { apiKeys: EXTRA_KEYS } });
 });
 afterAll(async () => {
   await s?.close();
-  await dns?.close();
-  await providers?.close();
-  await new Promise((r) => profile?.close(r));
+  await world?.close();
 });
 
 function keyFor(path: string, slot: number) {

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 export async function openTestDb(opts: { forcePglite?: boolean; url?: string; queryTimeoutMs?: number } = {}): Promise<Db & { drop(): Promise<void> }> {
   const url = opts.forcePglite ? undefined : (opts.url ?? process.env.DATABASE_URL);
@@ -27,4 +28,24 @@ async function adminQuery(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(sql).finally(() => client.end());
+}
+
+/**
+ * A test database reached through a TCP pass-through the test can cut and restore: PostgreSQL "going
+ * away" without touching the server other files share. Needs `url` (a real PostgreSQL).
+ */
+export async function openCuttableTestDb(url: string, queryTimeoutMs: number): Promise<{ db: Db & { drop(): Promise<void> }; proxy: TcpProxy; close(): Promise<void> }> {
+  const target = new URL(url);
+  const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+  target.host = `127.0.0.1:${proxy.port}`;
+  const db = await openTestDb({ url: target.toString(), queryTimeoutMs });
+  return {
+    db,
+    proxy,
+    async close() {
+      await proxy.restore();
+      await db.drop();
+      await proxy.close();
+    },
+  };
 }

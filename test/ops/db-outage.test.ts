@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { openTestDb } from '../helpers/db.js';
+import type { TcpProxy } from '../helpers/tcp-proxy.js';
+import { openCuttableTestDb } from '../helpers/db.js';
 import { K } from '../fixtures/seed.js';
 import type { Db } from '../../src/db/index.js';
 
@@ -15,22 +15,20 @@ const PG = process.env.DATABASE_URL;
 
 describe.runIf(Boolean(PG))('database outage', () => {
   const clock = new FakeClock();
+  let cuttable: Awaited<ReturnType<typeof openCuttableTestDb>>;
   let proxy: TcpProxy;
   let db: Db & { drop(): Promise<void> };
   let s: Stack;
   let rec: Recorder;
   beforeAll(async () => {
-    const u = new URL(PG!);
-    proxy = await startTcpProxy(Number(u.port || 5432), u.hostname);
-    u.host = `127.0.0.1:${proxy.port}`;
-    db = await openTestDb({ url: u.toString(), queryTimeoutMs: 500 });
+    cuttable = await openCuttableTestDb(PG!, 500);
+    ({ db, proxy } = cuttable);
     rec = await startRecorder();
     s = await startStack({ clock, db, mode: 'gateway', upstreamUrl: rec.url, seed: undefined });
   });
   afterAll(async () => {
     await s?.close();
-    await db?.drop();
-    await proxy?.close();
+    await cuttable?.close();
     await rec?.close();
   });
 

@@ -6,9 +6,9 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
-import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import type { TcpProxy } from '../helpers/tcp-proxy.js';
 import { freePort } from '../helpers/redis-server.js';
-import { openTestDb } from '../helpers/db.js';
+import { openCuttableTestDb } from '../helpers/db.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { K } from '../fixtures/seed.js';
 import type { Db } from '../../src/db/index.js';
@@ -16,15 +16,14 @@ import type { Db } from '../../src/db/index.js';
 const PG = process.env.DATABASE_URL;
 
 describe.runIf(Boolean(PG))('readiness while PostgreSQL is away', () => {
+  let cuttable: Awaited<ReturnType<typeof openCuttableTestDb>>;
   let proxy: TcpProxy;
   let db: Db & { drop(): Promise<void> };
   let s: Stack;
   let rec: Recorder;
   beforeAll(async () => {
-    const u = new URL(PG!);
-    proxy = await startTcpProxy(Number(u.port || 5432), u.hostname);
-    u.host = `127.0.0.1:${proxy.port}`;
-    db = await openTestDb({ url: u.toString(), queryTimeoutMs: 300 });
+    cuttable = await openCuttableTestDb(PG!, 300);
+    ({ db, proxy } = cuttable);
     const { seedWith } = await import('../fixtures/seed.js');
     const { applySeed, parseSeed } = await import('../../src/access/seed.js');
     await applySeed(db, parseSeed(seedWith()));
@@ -34,8 +33,7 @@ describe.runIf(Boolean(PG))('readiness while PostgreSQL is away', () => {
   afterAll(async () => {
     await proxy?.restore();
     await s?.close();
-    await db?.drop();
-    await proxy?.close();
+    await cuttable?.close();
     await rec?.close();
   });
 
