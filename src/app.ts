@@ -240,7 +240,9 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.HOST, 'ADMIN_PORT');
-    closers.unshift(() => closeServer(admin, 0));
+    // The admin listener stops last: /readyz says 503 for the whole drain.
+    const adminDrain = drainable(admin);
+    closers.unshift(() => adminDrain.drain(0));
     closers.unshift(async () => forwarder.close());
     closers.unshift(() => gateway.drain(drain));
   }
@@ -317,19 +319,6 @@ export function watchConfigFiles(files: string[], reload: () => unknown, log: Lo
     clearTimeout(timer);
     for (const w of watchers) w.close();
   };
-}
-
-/** Stop accepting, let in-flight requests finish within `drainMs`, then close every connection. */
-export function closeServer(srv: http.Server, drainMs: number): Promise<void> {
-  return new Promise((resolve) => {
-    if (!srv.listening) return resolve();
-    const timer = setTimeout(() => srv.closeAllConnections(), drainMs);
-    srv.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    srv.closeIdleConnections();
-  });
 }
 
 /** `p`, or `fallback` when it takes longer than `ms` or fails (a health check must answer now). */

@@ -16,7 +16,6 @@ import { v2 } from './v2.js';
 import { v1 } from './v1.js';
 
 export type { GatewayDeps } from './context.js';
-export { IP_LIMIT, V1_LIMIT } from './guards/rate-limit.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -48,7 +48,7 @@ function identityHeader(principal: Principal, grant: Granted | null): string {
   return v;
 }
 
-export function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const named = connectionOptions(headers.connection);
   // A fresh object rather than `delete`s on the parsed one (a deleted property makes a slow dictionary).
   const out: OutgoingHttpHeaders = {};
