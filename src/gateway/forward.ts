@@ -41,7 +41,8 @@ const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection'
 
 /** Header names listed in a Connection field: hop-by-hop by declaration (RFC 9110 section 7.6.1). */
 export function connectionOptions(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
+  // The usual values name no field beyond the ones always dropped (Keep-Alive is one of them).
+  if (value === undefined || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive' || value === 'Close') return null;
   const out = new Set<string>();
   for (const token of (Array.isArray(value) ? value.join(',') : value).split(',')) {
     const name = token.trim().toLowerCase();

@@ -10,44 +10,52 @@ import { WINDOW_MS, hitOf, layerState, windowStart, type Clock, type CounterRef,
 // still decided on its own, in arrival order, so two requests for one counter see each other's spend
 // exactly as if sent apart.
 // The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
-// counters' TTL (ms); then per request: the expected version, and 's' (spend) or 'p' (peek) followed
-// by its number of counters ('s2'). KEYS per request: the IP's cooldown, the organization's access
-// version, its counters. Nothing is spent unless the cooldown is clear and the version matches.
-// Reply per request: {'c', cooldown end} | {'v', version} | {'s', count...} (counts are integers
-// when spent, strings when peeked: no string is built for a spend).
+// counters' TTL (ms), ARGV[3] = the requests, as fields separated by newlines; per request: the
+// expected version, 's' (spend) or 'p' (peek) followed by its number of counters ('s2'), the IP's
+// cooldown key, the organization's access-version key, its counter keys. Nothing is spent unless the
+// cooldown is clear and the version matches. The reply is one string, a line per request:
+// 'c <cooldown end>' | 'v <version>' | 's <count> <count>...'.
+// The keys travel in ARGV rather than KEYS, packed with the rest into one argument: a command of 66
+// arguments for a batch of 11 cost the gateway twice the CPU of one of 3 (ioredis encodes and counts
+// every argument; bench/RESULTS.md), and nested array replies cost a decoder call per element. This
+// script runs on a standalone Redis only (every key of the batch on one server); a Cluster, whose keys
+// span slots, gets one declared-key script per request (clusterGate in ./redis.ts). The key prefix may
+// hold no whitespace (checked in ./redis.ts), so a newline never occurs inside a field.
 // bench/diagnostics/gate-redis-cpu.mjs reads this script from this file.
 const GATE_LUA = `
 local now, ttl = tonumber(ARGV[1]), ARGV[2]
+local f = {}
+for field in string.gmatch(ARGV[3], '[^\\n]+') do f[#f + 1] = field end
 local out = {}
 local k = 1
-for r = 1, (#ARGV - 2) / 2 do
-  local ver, op = tonumber(ARGV[2 * r + 1]), ARGV[2 * r + 2]
+while k <= #f do
+  local ver, op = tonumber(f[k]), f[k + 1]
   local spend, nc = string.sub(op, 1, 1) == 's', tonumber(string.sub(op, 2))
   local res
-  local cd = redis.call('GET', KEYS[k])
+  local cd = redis.call('GET', f[k + 2])
   if cd and tonumber(cd) > now then
-    res = {'c', cd}
+    res = 'c ' .. cd
   else
-    local v = redis.call('GET', KEYS[k + 1]) or '0'
+    local v = redis.call('GET', f[k + 3]) or '0'
     if tonumber(v) ~= ver then
-      res = {'v', v}
+      res = 'v ' .. v
     else
-      res = {'s'}
-      for i = k + 2, k + 1 + nc do
+      res = 's'
+      for i = k + 4, k + 3 + nc do
         if spend then
-          local n = redis.call('INCR', KEYS[i])
-          if n == 1 then redis.call('PEXPIRE', KEYS[i], ttl) end
-          res[#res + 1] = n
+          local n = redis.call('INCR', f[i])
+          if n == 1 then redis.call('PEXPIRE', f[i], ttl) end
+          res = res .. ' ' .. n
         else
-          res[#res + 1] = redis.call('GET', KEYS[i]) or '0'
+          res = res .. ' ' .. (redis.call('GET', f[i]) or '0')
         end
       end
     end
   end
-  k = k + 2 + nc
-  out[r] = res
+  k = k + 4 + nc
+  out[#out + 1] = res
 end
-return out
+return table.concat(out, '\\n')
 `;
 
 /**
@@ -62,7 +70,7 @@ const GATE_BATCH_MAX = 16;
 const GATE_CMD = 'keygateGate';
 
 interface GateCommand {
-  keygateGate(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<(string | number)[][]>;
+  keygateGate(now: number, ttl: number, requests: string): Promise<string>;
 }
 
 interface QueuedGate {
@@ -98,7 +106,7 @@ export function cooldownSecondsLeft(end: string | null, now: number): number {
 export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) => Promise<GateResult> {
   const { redis, clock, keys, ttlSlackMs } = opts;
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
-  redis.defineCommand(GATE_CMD, { lua: GATE_LUA });
+  redis.defineCommand(GATE_CMD, { lua: GATE_LUA, numberOfKeys: 0 });
   const script = redis as unknown as GateCommand;
 
   let queued: QueuedGate[] = [];
@@ -112,16 +120,14 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
   async function sendGates(batch: QueuedGate[]) {
     const now = clock.now();
     const start = windowStart(now);
-    let replies: (string | number)[][];
+    let lines: string[];
     try {
-      const scriptKeys: string[] = [];
-      const args: (string | number)[] = [now, start + WINDOW_MS - now + ttlSlackMs];
+      let fields = '';
       for (const gate of batch) {
-        scriptKeys.push(keys.cooldown(gate.req.ip), keys.version(gate.req.orgId));
-        for (const ref of gate.refs) scriptKeys.push(keys.counter(ref.id, start));
-        args.push(gate.req.version, (gate.req.spend ? 's' : 'p') + gate.refs.length);
+        fields += `${gate.req.version}\n${gate.req.spend ? 's' : 'p'}${gate.refs.length}\n${keys.cooldown(gate.req.ip)}\n${keys.version(gate.req.orgId)}\n`;
+        for (const ref of gate.refs) fields += `${keys.counter(ref.id, start)}\n`;
       }
-      replies = await script.keygateGate(scriptKeys.length, ...scriptKeys, ...args);
+      lines = (await script.keygateGate(now, start + WINDOW_MS - now + ttlSlackMs, fields)).split('\n');
     } catch (err) {
       for (const gate of batch) gate.reject(err);
       return;
@@ -129,17 +135,22 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
     // A reply that cannot be read fails its own call, never leaves it waiting.
     for (let n = 0; n < batch.length; n++) {
       try {
-        batch[n].resolve(gateResult(batch[n], replies[n], now, start));
+        batch[n].resolve(gateResult(batch[n], lines[n], now, start));
       } catch (err) {
         batch[n].reject(err);
       }
     }
   }
 
-  function gateResult(gate: QueuedGate, reply: (string | number)[], now: number, start: number): GateResult {
-    if (reply[0] === 'c') return { kind: 'cooldown', seconds: cooldownSecondsLeft(String(reply[1]), now) || 1 };
-    if (reply[0] === 'v') return { kind: 'stale' };
-    const states = gate.refs.map((ref, n) => layerState(ref.limit, Number(reply[n + 1]), start));
+  function gateResult(gate: QueuedGate, line: string | undefined, now: number, start: number): GateResult {
+    if (line === undefined) throw new Error('gate script: no reply line for this request');
+    const kind = line[0];
+    if (kind === 'c') return { kind: 'cooldown', seconds: cooldownSecondsLeft(line.slice(2), now) || 1 };
+    if (kind === 'v') return { kind: 'stale' };
+    if (kind !== 's') throw new Error(`gate script: unexpected reply ${JSON.stringify(line.slice(0, 40))}`);
+    const counts = line.split(' ');
+    if (counts.length !== gate.refs.length + 1) throw new Error('gate script: wrong number of counts');
+    const states = gate.refs.map((ref, n) => layerState(ref.limit, Number(counts[n + 1]), start));
     if (!gate.req.spend) return { kind: 'peeked', states };
     return { kind: 'spent', hit: hitOf(states[0], states[1]) };
   }

@@ -153,6 +153,10 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     // A brace in the prefix would become the hash tag of every key and put them all in one slot.
     throw new Error(`Redis key prefix must not contain '{' or '}': ${JSON.stringify(prefix)}`);
   }
+  if (/\s/.test(prefix)) {
+    // The standalone gate packs its keys into one newline-separated argument (./redis-gate.ts).
+    throw new Error(`Redis key prefix must not contain whitespace: ${JSON.stringify(prefix)}`);
+  }
 
   const redis = opts.redis;
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.

@@ -454,7 +454,7 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const redis = createRedisClient({ url: REDIS_URL });
     const stores = createRedisStores({ redis, prefix: `${prefix}short:`, clock: fakeClock(T0) });
     // A script reply one entry short (what a broken proxy in front of Redis could return).
-    (redis as unknown as { keygateGate: () => Promise<(string | number)[][]> }).keygateGate = async () => [['s', 1, 1]];
+    (redis as unknown as { keygateGate: () => Promise<string> }).keygateGate = async () => 's 1 1';
     try {
       const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.20', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.20', limit: 100 }] }));
       const [first, second] = await Promise.allSettled(calls);
@@ -479,6 +479,26 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const redis = createRedisClient({ url: REDIS_URL });
     expect(() => createRedisStores({ redis, prefix: 'kg:{x}:' })).toThrow(/must not contain/);
     redis.disconnect();
+  });
+
+  it('rejects a prefix with whitespace (the gate packs its keys one per line)', () => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    expect(() => createRedisStores({ redis, prefix: 'kg:\nx:' })).toThrow(/whitespace/);
+    redis.disconnect();
+  });
+
+  it('fails the calls of a batch whose reply line is not one the script writes', async () => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    const stores = createRedisStores({ redis, prefix: `${prefix}garbled:`, clock: fakeClock(T0) });
+    (redis as unknown as { keygateGate: () => Promise<string> }).keygateGate = async () => 's 1\nx 2 2';
+    try {
+      const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.21', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.21', limit: 100 }] }));
+      const [first, second] = await Promise.allSettled(calls);
+      expect(first.status).toBe('rejected'); // one count where two were asked
+      expect(second.status).toBe('rejected'); // an unknown kind
+    } finally {
+      await stores.close();
+    }
   });
 });
 
