@@ -53,7 +53,15 @@ export interface RequestContext {
   readonly target: string;
   readonly started: number;
   readonly trace: Trace;
+  /**
+   * The gateway's own response fields (X-Request-Id, the rate-limit fields, Retry-After) as a flat
+   * name, value list, written with the status line in one writeHead: cheaper than a setHeader each.
+   */
+  readonly head: ResponseFields;
 }
+
+/** Response fields as a flat list: name, value, name, value (node:http's writeHead takes it as is). */
+export type ResponseFields = (string | number)[];
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */
 export interface Trace {

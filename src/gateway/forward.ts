@@ -17,6 +17,11 @@ export interface UpstreamRequest {
   target: string;
   headers: OutgoingHttpHeaders;
   body: Buffer | null;
+  /**
+   * The gateway's own response fields (name, value, ...): written with the upstream's in one writeHead.
+   * The upstream's are appended to this list.
+   */
+  head: (string | number)[];
 }
 
 export interface Forwarder {
@@ -52,7 +57,7 @@ export function connectionOptions(value: string | string[] | undefined): Set<str
 }
 
 /** Copy the upstream's response fields the client may see (raw name/value pairs, as undici hands them). */
-function copyResponseHeaders(raw: Buffer[], status: number, res: ServerResponse, ownCors: boolean): void {
+function copyResponseHeaders(raw: Buffer[], status: number, head: (string | number)[], ownCors: boolean): void {
   let named: Set<string> | null = null;
   const names: string[] = new Array(raw.length >> 1);
   for (let i = 0; i < raw.length; i += 2) {
@@ -71,9 +76,10 @@ function copyResponseHeaders(raw: Buffer[], status: number, res: ServerResponse,
       vary = vary === null ? value : `${vary}, ${value}`;
       continue;
     }
-    res.appendHeader(name, value);
+    head.push(name, value);
   }
-  if (vary !== null) res.setHeader('vary', `Origin, ${vary}`);
+  // CORS's `Vary: Origin` was set on the response (src/gateway/cors.ts); this list's value replaces it.
+  if (vary !== null) head.push('vary', `Origin, ${vary}`);
 }
 
 class UpstreamTimeout extends Error {
@@ -98,6 +104,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
 
   constructor(
     private readonly res: ServerResponse,
+    private readonly head: (string | number)[],
     private readonly options: ForwarderOptions,
     private readonly onFail: (kind: UpstreamFailure) => void,
     private readonly done: (() => void) | undefined,
@@ -147,8 +154,8 @@ class Exchange implements Dispatcher.DispatchHandlers {
       return false;
     }
     options.observe?.((performance.now() - this.started) / 1000);
-    copyResponseHeaders(raw, statusCode, res, options.ownCors === true);
-    res.writeHead(statusCode, statusText || undefined);
+    copyResponseHeaders(raw, statusCode, this.head, options.ownCors === true);
+    res.writeHead(statusCode, statusText || undefined, this.head);
     this.resumeUpstream = resume;
     res.on('drain', this.onDrain);
     return true;
@@ -194,7 +201,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
 
   return {
     forward(request, res, onFail, done) {
-      const exchange = new Exchange(res, options, onFail, done);
+      const exchange = new Exchange(res, request.head, options, onFail, done);
       pool.dispatch(
         {
           origin: base.origin,

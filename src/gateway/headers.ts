@@ -4,9 +4,9 @@
 // - RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers): one named policy per layer,
 //   `"<bucket>";q=<limit>;w=60` and `"ip";q=100;w=60`, and per policy `r` (remaining) and `t` (seconds
 //   until the window resets), so clients built for the draft read the same budget.
-import type { ServerResponse } from 'node:http';
 import type { Bucket } from '../config/routes.js';
 import { WINDOW_MS, windowStart, type LayerState } from '../limits/types.js';
+import type { ResponseFields } from './context.js';
 
 const WINDOW_SECONDS = WINDOW_MS / 1000;
 
@@ -16,22 +16,22 @@ const policy = (name: string, s: LayerState) => `"${name}";q=${s.limit};w=${WIND
 const current = (name: string, s: LayerState, nowMs: number) => `"${name}";r=${s.remaining};t=${secondsToReset(s, nowMs)}`;
 
 /** The /v2 headers: the key's bucket (when a key was resolved) and the address layer. */
-export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: LayerState | null, nowMs: number, bucket: Bucket = 'read'): void {
+export function addV2Headers(head: ResponseFields, key: LayerState | null, ip: LayerState | null, nowMs: number, bucket: Bucket = 'read'): void {
   if (key) {
-    res.setHeader('X-RateLimit-Limit', key.limit);
-    res.setHeader('X-RateLimit-Remaining', key.remaining);
-    res.setHeader('X-RateLimit-Reset', key.reset);
+    head.push('X-RateLimit-Limit', key.limit);
+    head.push('X-RateLimit-Remaining', key.remaining);
+    head.push('X-RateLimit-Reset', key.reset);
   }
   if (ip) {
-    res.setHeader('X-RateLimit-IP-Limit', ip.limit);
-    res.setHeader('X-RateLimit-IP-Remaining', ip.remaining);
+    head.push('X-RateLimit-IP-Limit', ip.limit);
+    head.push('X-RateLimit-IP-Remaining', ip.remaining);
   }
   if (key && ip) {
-    res.setHeader('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}`);
-    res.setHeader('RateLimit', `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}`);
+    head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}`);
+    head.push('RateLimit', `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}`);
   } else if (ip) {
-    res.setHeader('RateLimit-Policy', policy('ip', ip));
-    res.setHeader('RateLimit', current('ip', ip, nowMs));
+    head.push('RateLimit-Policy', policy('ip', ip));
+    head.push('RateLimit', current('ip', ip, nowMs));
   }
 }
 
@@ -40,13 +40,13 @@ export function setV2Headers(res: ServerResponse, key: LayerState | null, ip: La
  * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
  * headers then show an untouched bucket of the current window, since the request spent nothing.
  */
-export function setV1Headers(res: ServerResponse, limit: number, key: LayerState | null, nowMs: number): void {
+export function addV1Headers(head: ResponseFields, limit: number, key: LayerState | null, nowMs: number): void {
   const state = key ?? { limit, used: 0, remaining: limit, reset: (windowStart(nowMs) + WINDOW_MS) / 1000 };
-  res.setHeader('X-RateLimit-Limit', limit);
-  res.setHeader('X-RateLimit-Remaining', state.remaining);
-  res.setHeader('X-RateLimit-Reset', state.reset);
-  res.setHeader('RateLimit-Policy', policy('partner', state));
-  res.setHeader('RateLimit', current('partner', state, nowMs));
+  head.push('X-RateLimit-Limit', limit);
+  head.push('X-RateLimit-Remaining', state.remaining);
+  head.push('X-RateLimit-Reset', state.reset);
+  head.push('RateLimit-Policy', policy('partner', state));
+  head.push('RateLimit', current('partner', state, nowMs));
 }
 
 /** Seconds until the window of `state` resets, integer, at least 1 (Retry-After). */

@@ -1,6 +1,6 @@
 // Every answer the gateway writes itself: refusals in the interface's envelope (Envelope A for the
 // 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
-// on its own. The rate-limit headers are set by the caller before, from the states it read or spent.
+// on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
 import { ENVELOPE_A, ENVELOPE_B, V1_ERRORS, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1 } from '../http/errors.js';
 import { announcesBody } from './body.js';
@@ -39,10 +39,12 @@ export function sendJson(ctx: RequestContext, status: number, body: unknown, hea
   const { res } = ctx;
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
-  if (headers) for (const name in headers) res.setHeader(name, headers[name]);
+  const fields = ctx.head;
+  if (headers) for (const name in headers) fields.push(name, headers[name]);
   // A body the gateway did not read stays unread: the connection cannot be reused after it.
-  if (!ctx.req.complete && announcesBody(ctx.req)) res.setHeader('connection', 'close');
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  if (!ctx.req.complete && announcesBody(ctx.req)) fields.push('connection', 'close');
+  fields.push('content-type', 'application/json; charset=utf-8', 'content-length', Buffer.byteLength(text));
+  res.writeHead(status, fields);
   res.end(ctx.method === 'HEAD' ? undefined : text);
 }
 

@@ -80,7 +80,6 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
   const path = q === -1 ? target : target.slice(0, q);
   const hdrId = req.headers['x-request-id'];
   const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
-  res.setHeader('X-Request-Id', requestId);
   const api: Api | null = path === '/v2' || path.startsWith('/v2/') ? 'v2' : path === '/v1' || path.startsWith('/v1/') ? 'v1' : null;
   const ctx: RequestContext = {
     req,
@@ -93,6 +92,7 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     target,
     started: performance.now(),
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
+    head: ['X-Request-Id', requestId],
   };
   res.on('finish', () => {
     const ms = performance.now() - ctx.started;
@@ -113,7 +113,7 @@ async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
   if (doc) {
     ctx.trace.route = ctx.path;
-    ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': doc.length, 'cache-control': 'public, max-age=300' });
+    ctx.res.writeHead(200, [...ctx.head, 'content-type', 'application/json; charset=utf-8', 'content-length', doc.length, 'cache-control', 'public, max-age=300']);
     return void ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
   }
   try {

@@ -87,7 +87,7 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
   const xff = h['x-forwarded-for'];
   out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
   deps.forwarder.forward(
-    { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null },
+    { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
     ctx.res,
     (kind: UpstreamFailure) => {
       deps.metrics.upstreamFailure(kind);

@@ -11,7 +11,7 @@ import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
 import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
-import { setV1Headers } from './headers.js';
+import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
 
 type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward' };
@@ -21,7 +21,7 @@ const V1_KEYS = ['partner'] as const;
 export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // Before a key is resolved the headers show an untouched bucket (README, decisions).
   const unkeyed = (refusal: Refusal) => {
-    setV1Headers(ctx.res, V1_LIMIT, null, deps.clock.now());
+    addV1Headers(ctx.head, V1_LIMIT, null, deps.clock.now());
     refuse(ctx, refusal);
   };
   // 1. canonical path and framing
@@ -38,7 +38,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   ctx.trace.organizationId = principal.organizationId;
   ctx.trace.keyId = principal.keyId;
   const [key] = states;
-  setV1Headers(ctx.res, V1_LIMIT, key, deps.clock.now());
+  addV1Headers(ctx.head, V1_LIMIT, key, deps.clock.now());
   if (decision.kind === 'refused') return refuse(ctx, decision.refusal);
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key);
   deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);

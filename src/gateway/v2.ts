@@ -16,7 +16,7 @@ import { routeGuard } from './guards/route.js';
 import { permissionGuard } from './guards/permission.js';
 import { BUCKETS, ipCounter, keyCounter, rateLimitGuard } from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
-import { setV2Headers } from './headers.js';
+import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
 
 /**
@@ -50,12 +50,12 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(deps, ctx, principal, states);
   if (decision.kind === 'refused') {
     const [key, ip] = states;
-    setV2Headers(ctx.res, key, ip, deps.clock.now(), decision.bucket);
+    addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket);
     return refuse(ctx, decision.refusal);
   }
   // 11. both layers (a token was spent in each, accepted or not)
   const [key, ip] = states;
-  setV2Headers(ctx.res, key, ip, deps.clock.now(), decision.bucket);
+  addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket);
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
   const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
@@ -88,14 +88,14 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
 async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, refusal: Refusal): Promise<void> {
   const [ip] = await deps.stores.limiter.spend([ipCounter(ctx.ip)], 0);
-  setV2Headers(ctx.res, null, ip, deps.clock.now());
+  addV2Headers(ctx.head, null, ip, deps.clock.now());
   refuse(ctx, refusal);
 }
 
 /** GET {wid}/rate-limit: the plan, each bucket and the address layer, read without spending. */
 function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, principal: Principal, states: LayerState[]) {
   const ip = states[BUCKETS.length];
-  setV2Headers(ctx.res, states[0], ip, deps.clock.now(), 'read');
+  addV2Headers(ctx.head, states[0], ip, deps.clock.now(), 'read');
   const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
   sendJson(ctx, 200, {
     data: {

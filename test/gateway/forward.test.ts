@@ -46,7 +46,7 @@ describe('forwarder', () => {
     const upstreamUrl = await listen(upstream);
     forwarder = createForwarder({ upstream: upstreamUrl, timeoutMs: 300, maxSockets: 4 });
     front = http.createServer((req, res) => {
-      forwarder.forward({ method: req.method!, target: req.url!, headers: { host: req.headers.host }, body: null }, res, (kind) => {
+      forwarder.forward({ method: req.method!, target: req.url!, headers: { host: req.headers.host }, body: null, head: ['x-request-id', 'r1'] }, res, (kind) => {
         failures.push(kind);
         res.writeHead(kind === 'gateway_timeout' ? 504 : 502).end(kind);
       });
@@ -80,6 +80,8 @@ describe('forwarder', () => {
     expect(r.raw).toContain('a=1; Path=/');
     expect(r.raw).toContain('b=2; Path=/');
     expect(r.body.toString()).toBe('ok');
+    // The gateway's own fields are written with the upstream's.
+    expect(r.raw[r.raw.findIndex((v) => v.toLowerCase() === 'x-request-id') + 1]).toBe('r1');
   });
 
   it('skips an interim 103 and relays the final answer', async () => {
@@ -129,7 +131,7 @@ describe('forwarder', () => {
     const lost = createForwarder({ upstream: url, timeoutMs: 1000, maxSockets: 1 });
     const kind = await new Promise<UpstreamFailure>((resolve) => {
       const res = new http.ServerResponse(new http.IncomingMessage(new net.Socket()));
-      lost.forward({ method: 'GET', target: '/', headers: {}, body: null }, res, resolve);
+      lost.forward({ method: 'GET', target: '/', headers: {}, body: null, head: [] }, res, resolve);
     });
     await lost.close();
     expect(kind).toBe('bad_gateway');
