@@ -30,6 +30,12 @@ describe('clientIp', () => {
   it('falls back to the socket address on a malformed header', () => {
     expect(clientIp('127.0.0.1', '1.1.1.1, bogus', t)).toBe('127.0.0.1');
     expect(clientIp('127.0.0.1', '', t)).toBe('127.0.0.1');
+    // A blank element is not 0.0.0.0 (one bucket shared by every such request).
+    expect(clientIp('127.0.0.1', '   ', t)).toBe('127.0.0.1');
+    expect(clientIp('127.0.0.1', '1.1.1.1, , 2.2.2.2', t)).toBe('127.0.0.1');
+    expect(clientIp('127.0.0.1', 'bogus', t)).toBe('127.0.0.1');
+    expect(clientIp('127.0.0.1', ' 2.2.2.2 ', t)).toBe('2.2.2.2');
+    expect(clientIp('127.0.0.1', '10.1.1.1', t)).toBe('10.1.1.1');
   });
   it('refuses a bad TRUST_PROXY entry', () => {
     expect(() => new TrustedProxies(['10.0.0.0/33'])).toThrow(/TRUST_PROXY/);
