@@ -81,7 +81,16 @@ export function normalizeIp(ip: string | undefined): string {
 export function clientIp(socketAddr: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
   const peer = normalizeIp(socketAddr);
   if (trusted.empty || !xff || !trusted.has(peer)) return peer;
-  const parts = (Array.isArray(xff) ? xff.join(',') : xff).split(',').map((s) => normalizeIp(s.trim()));
+  // One address (the usual case behind one proxy): it is the client, trusted or not.
+  if (typeof xff === 'string' && xff.indexOf(',') === -1) {
+    const only = xff.trim();
+    const ip = only === '' ? '' : normalizeIp(only);
+    return ip !== '' && isAddress(ip) ? ip : peer;
+  }
+  const raw = (Array.isArray(xff) ? xff.join(',') : xff).split(',').map((s) => s.trim());
+  // An empty element is malformed too (normalizeIp would read it as 0.0.0.0, one bucket for all).
+  if (raw.some((s) => s === '')) return peer;
+  const parts = raw.map(normalizeIp);
   if (parts.some((p) => !isAddress(p))) return peer;
   for (let i = parts.length - 1; i >= 0; i--) if (!trusted.has(parts[i])) return parts[i];
   // Every hop is trusted: the left-most is the closest thing to a client we have.
