@@ -5,7 +5,9 @@
 // bench/peers/ (fastify, express, undici-min: the same checks with popular parts). The headline figure
 // is the CPU time of the process under test per request; ratios to the bare proxy are taken round by
 // round. Then, per round, the bare proxy and keygate at a fixed offered load (half the bare proxy's
-// throughput of that round): the p99 keygate adds. Settings (environment):
+// throughput of that round): the p99 keygate adds. That load is load.ts's runPaced, open loop and evenly
+// paced as wrk2's, latency timed from each request's intended send time (autocannon's overallRate sends
+// each second's quota in a burst, so its "half load" was saturation then idleness). Settings (environment):
 //   BENCH_ROUNDS (1)  BENCH_WARMUP (3 s)  BENCH_DURATION (10 s)  BENCH_CONNECTIONS (50)
 //   BENCH_TARGETS      comma subset of the targets below (all)
 //   BENCH_DATABASE_URL or DATABASE_URL   PostgreSQL for keygate (a schema of its own, dropped after);
@@ -21,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { freePort, waitForPort, which } from './procs.js';
-import { nextIp, runLoad, type LoadResult } from './load.js';
+import { nextIp, runLoad, runPaced, type LoadResult } from './load.js';
 import { machine, nginxConf } from './suite.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -355,8 +357,10 @@ export async function runHopSuite(o: HopOptions) {
       for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) n += Number(m[2]);
       return n;
     };
-    const load = (url: string, seconds: number, rate?: number) =>
-      runLoad([{ url, path: PATH, connections: o.connections, duration: seconds, rate, headers: () => ({ authorization: bearer, 'x-forwarded-for': nextIp() }) }]);
+    const headers = () => ({ authorization: bearer, 'x-forwarded-for': nextIp() });
+    const load = (url: string, seconds: number) => runLoad([{ url, path: PATH, connections: o.connections, duration: seconds, headers }]);
+    /** A fixed offered load, evenly paced (load.ts's runPaced: autocannon's overallRate comes in bursts). */
+    const paced = (url: string, seconds: number, rate: number) => runPaced({ url, path: PATH, connections: o.connections, duration: seconds, rate, headers });
     const results = new Map<TargetId, RoundRow[]>(loadable.map((t) => [t.id, []]));
     const fixed: FixedRound[] = [];
     // Once, before round 1: every target twice the warm-up, so that no round-1 window carries a fresh
@@ -396,14 +400,15 @@ export async function runHopSuite(o: HopOptions) {
             `cpu ${f(row.cpuUs, 0)} µs/req (${f(row.cpuCores, 2)} cores)  redis ${f(row.redisUs, 1)} µs/req  others ${f(row.othersCores, 2)} cores`,
         );
       }
-      // The latency keygate adds below saturation: both at half this round's bare-proxy throughput.
+      // The latency keygate adds below saturation: both at half this round's bare-proxy throughput, the
+      // requests evenly spaced, each timed from when it was due.
       const bare = loadable.find((t) => t.id === 'bare');
       const kg = loadable.find((t) => t.id === 'keygate');
       const bareRow = results.get('bare')?.find((x) => x.round === round);
       if (bare && kg && bareRow && bareRow.rps > 0) {
         const rate = Math.max(100, Math.round(bareRow.rps / 2 / 100) * 100);
         const at = async (t: Target) => {
-          const r = await load(t.url, o.duration, rate);
+          const r = await paced(t.url, o.duration, rate);
           return { rps: r.rps, p50: r.p50, p99: r.p99 };
         };
         // Alternate which goes first, so neither always meets the machine's state after the other.
@@ -412,7 +417,7 @@ export async function runHopSuite(o: HopOptions) {
         const two = await at(second);
         const [b, k] = first === bare ? [one, two] : [two, one];
         fixed.push({ round, rate, bare: b, keygate: k, p99AddedMs: k.p99 - b.p99 });
-        log(`  [${round}/${o.rounds}] fixed ${rate} req/s: bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`);
+        log(`  [${round}/${o.rounds}] fixed ${rate} req/s paced: bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`);
       }
     }
 
@@ -471,7 +476,7 @@ export async function runHopSuite(o: HopOptions) {
     }
     for (const s of skipped) log(`| ${TITLES[s.target as TargetId] ?? s.target} | skipped: ${s.reason.replace(/\|/g, '/')} |||||||||||||`);
     if (fixed.length) {
-      log(`\nfixed offered load (half the bare proxy's throughput of each round), ${o.connections} connections:`);
+      log(`\nfixed offered load (half the bare proxy's throughput of each round), paced evenly over ${o.connections} connections:`);
       for (const x of fixed) log(`  round ${x.round}: ${x.rate} req/s: bare p50 ${f(x.bare.p50, 2)} / p99 ${f(x.bare.p99, 2)} ms, keygate p50 ${f(x.keygate.p50, 2)} / p99 ${f(x.keygate.p99, 2)} ms, added ${f(x.p99AddedMs, 2)} ms`);
     }
     log('\ntargets (median of the rounds\' values, each round\'s in brackets):');
