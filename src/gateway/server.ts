@@ -32,9 +32,14 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     if (deps.cors.preflight(req, res)) return;
     deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
-    if (!ctx) return;
     inFlight.add(ctx);
-    res.on('close', () => inFlight.delete(ctx));
+    // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
+    // client went away first (then there is no answer to count).
+    res.on('close', () => {
+      inFlight.delete(ctx);
+      if (res.writableFinished) recordAnswer(deps, ctx);
+    });
+    if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
       deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
       if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
@@ -68,8 +73,10 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   };
 }
 
-/** The request line and the client; null when the target is not one the gateway can serve (answered). */
-function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): RequestContext | null {
+const servedPath = (path: string) => path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
+
+/** The request line and the client. */
+function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): RequestContext {
   let target = req.url ?? '/';
   // An absolute-form target (RFC 9112 section 3.2.2) names its path after the authority.
   if (target[0] !== '/' && /^https?:\/\//i.test(target)) {
@@ -80,11 +87,12 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
   const path = q === -1 ? target : target.slice(0, q);
   const hdrId = req.headers['x-request-id'];
   const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
-  const api: Api | null = path === '/v2' || path.startsWith('/v2/') ? 'v2' : path === '/v1' || path.startsWith('/v1/') ? 'v1' : null;
-  const ctx: RequestContext = {
+  // Outside both interfaces (answered 404 by the caller) the /v2 envelope is used.
+  const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
+  return {
     req,
     res,
-    api: api ?? 'v2',
+    api,
     requestId,
     ip: clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted),
     method: req.method ?? 'GET',
@@ -94,17 +102,14 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
     head: ['X-Request-Id', requestId],
   };
-  res.on('finish', () => {
-    const ms = performance.now() - ctx.started;
-    const { trace } = ctx;
-    deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
-    if (deps.accessLog) logAccess(deps.log, { requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
-  });
-  if (!api) {
-    refuse(ctx, { code: 'not_found', message: 'No such route.' });
-    return null;
-  }
-  return ctx;
+}
+
+/** Metrics and the access line of an answered request. */
+function recordAnswer(deps: GatewayDeps, ctx: RequestContext): void {
+  const ms = performance.now() - ctx.started;
+  const { trace, res } = ctx;
+  deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
+  if (deps.accessLog) logAccess(deps.log, { requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
