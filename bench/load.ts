@@ -138,6 +138,8 @@ export interface PacedSpec {
   timeout?: number;
   /** Called for every request: the headers to send. */
   headers: () => Record<string, string>;
+  /** Called for every response: its latency origin (performance.now() ms) and latency (ms); for diagnostics. */
+  onSample?: (origin: number, ms: number) => void;
 }
 
 const PACE_EARLY_MS = 0.5;
@@ -216,7 +218,7 @@ export function runPaced(spec: PacedSpec): Promise<LoadResult> {
   const conns = new Set<Conn>();
 
   const complete = (c: Conn) => {
-    samples.push(performance.now() - c.origin);
+    { const ms = performance.now() - c.origin; samples.push(ms); spec.onSample?.(c.origin, ms); }
     statuses[c.status] = (statuses[c.status] ?? 0) + 1;
     c.busy = false;
     inFlight--;
@@ -327,7 +329,7 @@ export function runPaced(spec: PacedSpec): Promise<LoadResult> {
           c.busy = false;
           inFlight--;
           if (c.st === St.UntilClose) {
-            samples.push(performance.now() - c.origin);
+            { const ms = performance.now() - c.origin; samples.push(ms); spec.onSample?.(c.origin, ms); }
             statuses[c.status] = (statuses[c.status] ?? 0) + 1;
           } else errors++;
         } else if (!wasAlive) errors++; // could not connect

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { encodeIdentity, sign, type Identity } from '../src/http/identity.js';
 import { compileForBench, startChild, spawnProgram, freePort, waitForPort, which, type Child, type Spawned } from './procs.js';
 import { memory, type ChildConfig } from './protocol.js';
-import { runLoad, nextIp, type LoadResult, type LoadSpec } from './load.js';
+import { runLoad, runPaced, nextIp, type LoadResult, type LoadSpec } from './load.js';
 import { benchSeed, manyKeys, ONE_KEY, LIMITED_KEY, WS, LIMITED_WS, ACCOUNT, KEY_ID, ORG, ALL_READ_SCOPES } from './seed.js';
 import { summarise, type ProfileSummary } from './profile.js';
 
@@ -440,8 +440,10 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
     if (bareRes && bareP && gwP && bareRes.rps > 0) {
       const rate = Math.max(100, Math.round(bareRes.rps / 2 / 100) * 100);
       const at = async (p: Plan) => {
-        log(`${TITLES[p.name]} at a fixed ${rate} req/s: ${o.duration} s at ${c} connections`);
-        const r = await runLoad(p.specs(o.duration).map((sp) => ({ ...sp, rate })));
+        log(`${TITLES[p.name]} at a fixed ${rate} req/s, evenly paced: ${o.duration} s at ${c} connections`);
+        // One target each; runPaced spaces the requests evenly (autocannon's overallRate comes in bursts).
+        const [sp] = p.specs(o.duration);
+        const r = await runPaced({ url: sp.url, path: sp.path, connections: sp.connections, duration: o.duration, rate, headers: sp.headers });
         log(`  ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, errors ${r.errors}`);
         return { rps: round(r.rps, 1), p50: round3(r.p50), p99: round3(r.p99) };
       };
