@@ -41,6 +41,10 @@ describe('forwarder', () => {
         return void res.end();
       }
       if (req.url === '/stall') return; // never answers
+      if (req.url === '/stall-body') {
+        res.writeHead(200, { 'content-length': 100 });
+        return void res.write('only part of it'); // then silence
+      }
       res.end(`${req.method} ${req.url}`);
     });
     const upstreamUrl = await listen(upstream);
@@ -122,6 +126,24 @@ describe('forwarder', () => {
     expect(r.status).toBe(504);
     expect(failures).toContain('gateway_timeout');
     expect((await get('/after')).body.toString()).toBe('GET /after');
+  });
+
+  it('closes the client connection when the upstream falls silent in the middle of a body', async () => {
+    const started = performance.now();
+    const outcome = await new Promise<string>((resolve) => {
+      http
+        .get(frontUrl + '/stall-body', { agent: false }, (res) => {
+          res.on('data', () => {});
+          res.on('end', () => resolve('ended'));
+          res.on('error', () => resolve('aborted'));
+          res.on('aborted', () => resolve('aborted'));
+        })
+        .on('error', () => resolve('aborted'));
+    });
+    expect(outcome).toBe('aborted'); // the head was sent: closing is the only honest answer
+    const ms = performance.now() - started;
+    expect(ms).toBeGreaterThanOrEqual(250); // the silence bound (300 ms), not at once
+    expect(ms).toBeLessThan(2_000);
   });
 
   it('answers 502 through onFail when the upstream cannot be reached', async () => {
