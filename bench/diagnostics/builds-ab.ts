@@ -1,0 +1,198 @@
+// Diagnostic A/B of gateway builds (bench/RESULTS.md, "What changed"): two or more compiled keygate
+// builds (and the bare proxy) side by side in front of the trivial upstream, on one private
+// redis-server and one PostgreSQL schema, interleaved over rounds: CPU µs per request of each process
+// (user + system from /proc/<pid>/stat over the window) and its ratio to the first target, round by
+// round; with AB_FIXED, each target also at a fixed paced rate, with the slow requests grouped into
+// episodes (when in the window they came, how many, how slow) and the event-loop lag the gateway saw.
+//
+// Build each variant first (the working tree as it is when compiled):
+//   npx tsc -p tsconfig.build.json --outDir bench/.build/<name> && cp -r src/db/migrations bench/.build/<name>/db/
+// Run:
+//   AB_TARGETS="bare=bare;a=bench/.build/a/cli.js;b=bench/.build/b/cli.js" npx tsx bench/diagnostics/builds-ab.ts
+// A target is name=entry, entry `bare`, `undici-min` or a keygate cli.js; `@--flag` adds a node flag
+// and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
+// Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off), DATABASE_URL (required).
+// Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
+import { spawn, execSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync, mkdtempSync, openSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { runLoad, runPaced, nextIp } from '../load.js';
+
+const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const PEERS = join(ROOT, 'bench', 'peers');
+const PATH = '/v2/workspaces/100/tags';
+const env = process.env;
+const rounds = Number(env.AB_ROUNDS ?? 3);
+const duration = Number(env.AB_DURATION ?? 5);
+const databaseUrl = env.DATABASE_URL;
+const KEY = 'svc_ws_' + randomBytes(30).toString('hex').slice(0, 40);
+const SECRET = randomBytes(32).toString('hex');
+const procs: ChildProcess[] = [];
+let port = 40_000 + Math.floor(Math.random() * 20_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const start = (name: string, cmd: string, args: string[], e: Record<string, string>) => {
+  const out = openSync(join(tmpdir(), `builds-ab-${name}.log`), 'w');
+  const cp = spawn(cmd, args, { env: { PATH: env.PATH ?? '', HOME: env.HOME ?? tmpdir(), NODE_ENV: 'production', ...e }, stdio: ['ignore', out, out] });
+  procs.push(cp);
+  return cp;
+};
+/** CPU time of a process so far, in µs. */
+const cpuOf = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+};
+const tree = (pid: number): number[] => {
+  try {
+    return [pid, ...execSync(`pgrep -P ${pid}`).toString().trim().split('\n').filter(Boolean).map(Number)];
+  } catch {
+    return [pid];
+  }
+};
+const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+
+interface Target {
+  name: string;
+  pid: number;
+  url: string;
+  adminPort: number | null;
+}
+
+async function main() {
+  if (!databaseUrl) throw new Error('set DATABASE_URL (keygate reads its key from PostgreSQL)');
+  const redisPort = port++;
+  start('redis', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});
+  const upstreamPort = port++;
+  start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], { PORT: String(upstreamPort) });
+  await sleep(500);
+  const schema = 'ab_' + randomBytes(3).toString('hex');
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const work = mkdtempSync(join(tmpdir(), 'builds-ab-'));
+  const seed = join(work, 'seed.json');
+  writeFileSync(
+    seed,
+    JSON.stringify({
+      organizations: [{ id: 1, name: 'AB', plan: 'growth', apiAccess: true, paused: false }],
+      users: [{ id: 10, organizationId: 1, email: 'owner@ab.test', orgRole: 'OWNER' }],
+      workspaces: [{ id: 100, organizationId: 1, name: 'AB' }],
+      memberships: [{ workspaceId: 100, userId: 10, role: 'OWNER' }],
+      apiKeys: [{ id: 1000, secret: KEY, name: 'ab', workspaceId: 100, role: 'ADMIN', scopes: ['tags:read', 'workspace:read'] }],
+    }),
+  );
+  const dbUrl = new URL(databaseUrl);
+  dbUrl.searchParams.set('options', `-c search_path=${schema}`);
+  const common = { HOST: '127.0.0.1', UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, REDIS_URL: `redis://127.0.0.1:${redisPort}`, API_KEY: KEY, WORKSPACE_ID: '100', GATEWAY_SECRET: SECRET };
+
+  const targets: Target[] = [];
+  for (const spec of (env.AB_TARGETS ?? 'bare=bare').split(';')) {
+    const eq = spec.indexOf('=');
+    const [name, [entry, ...extra]] = [spec.slice(0, eq), spec.slice(eq + 1).split('@')];
+    const flags = extra.filter((x) => !x.startsWith('%'));
+    const vars = Object.fromEntries(extra.filter((x) => x.startsWith('%')).map((x) => x.slice(1).split('=')));
+    const p = port++;
+    let cp: ChildProcess;
+    let adminPort: number | null = null;
+    if (entry === 'bare' || entry === 'undici-min') {
+      cp = start(name, process.execPath, [...flags, join(PEERS, entry === 'bare' ? 'bare-proxy.mjs' : 'undici-min.mjs')], { ...common, PORT: String(p), ...vars });
+    } else {
+      adminPort = port++;
+      cp = start(name, process.execPath, [...flags, resolve(ROOT, entry), 'gateway'], {
+        ...common,
+        PORT: String(p),
+        ADMIN_PORT: String(adminPort),
+        BACKEND_PORT: String(port++),
+        DATABASE_URL: dbUrl.toString(),
+        INTERNAL_TOKEN: randomBytes(24).toString('hex'),
+        TRUST_PROXY: '127.0.0.1,::1',
+        PLANS_FILE: join(ROOT, 'bench', 'plans.json'),
+        SEED_FILE: seed,
+        ACCESS_LOG: 'off',
+        ...vars,
+      });
+      await sleep(4000); // one at a time: each start migrates and seeds the schema
+    }
+    targets.push({ name, pid: cp.pid!, url: `http://127.0.0.1:${p}`, adminPort });
+  }
+  await sleep(1500);
+  const headers = () => ({ authorization: `Bearer ${KEY}`, 'x-forwarded-for': nextIp() });
+  for (const t of targets) {
+    const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 3, headers }]);
+    console.log(`warm-up ${t.name}: ${Math.round(r.rps)} req/s ${JSON.stringify(r.statuses)}`);
+  }
+
+  const cpu: Record<string, number[]> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const t of round % 2 ? [...targets].reverse() : targets) {
+      await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
+      const pids = tree(t.pid);
+      const c0 = pids.reduce((s, p) => s + cpuOf(p), 0);
+      const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers }]);
+      const us = (pids.reduce((s, p) => s + cpuOf(p), 0) - c0) / r.requests;
+      (cpu[t.name] ??= []).push(us);
+      console.log(`round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`);
+    }
+  }
+  const base = cpu[targets[0].name];
+  for (const t of targets) {
+    const ratios = cpu[t.name].map((v, i) => v / base[i]);
+    console.log(`${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`);
+  }
+
+  if (env.AB_FIXED) {
+    const rate = Number(env.AB_FIXED);
+    const lagOf = async (t: Target) => {
+      if (t.adminPort === null) return '';
+      const text = await (await fetch(`http://127.0.0.1:${t.adminPort}/metrics`)).text();
+      return /^keygate_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? '';
+    };
+    for (let round = 0; round < rounds; round++) {
+      for (const t of targets) {
+        await lagOf(t); // prom-client resets its loop-delay histogram at each scrape
+        const slow: [number, number][] = [];
+        const t0 = performance.now();
+        const r = await runPaced({ url: t.url, path: PATH, connections: 50, duration, rate, headers, onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])) });
+        const lag = await lagOf(t);
+        // Slow requests (> 5 ms) grouped into episodes: gaps of more than 20 ms between them.
+        const episodes: string[] = [];
+        let first = 0;
+        let last = -Infinity;
+        let n = 0;
+        let worst = 0;
+        const flush = () => n && episodes.push(`@${first.toFixed(0)} ms n=${n} max=${worst.toFixed(0)}`);
+        for (const [at, ms] of slow.sort((a, b) => a[0] - b[0])) {
+          if (at - last > 20) {
+            flush();
+            [first, n, worst] = [at, 0, 0];
+          }
+          last = at;
+          n++;
+          worst = Math.max(worst, ms);
+        }
+        flush();
+        const top = episodes.sort((a, b) => Number(/n=(\d+)/.exec(b)![1]) - Number(/n=(\d+)/.exec(a)![1])).slice(0, 5);
+        console.log(`fixed ${rate} req/s round ${round + 1} ${t.name.padEnd(12)} p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms${lag ? `  loop lag max ${(Number(lag) * 1000).toFixed(0)} ms` : ''}  largest slow episodes: ${top.join('; ')}`);
+      }
+    }
+  }
+  const end = new pg.Client({ connectionString: databaseUrl });
+  await end.connect();
+  await end.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => end.end());
+}
+
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    for (const p of procs) p.kill('SIGTERM');
+    await sleep(500);
+    process.exit();
+  });
