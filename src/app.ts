@@ -29,7 +29,6 @@ import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
-import { tuneHeap } from './ops/heap-tuning.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -69,8 +68,7 @@ export interface App {
 export async function startApp(o: AppOptions): Promise<App> {
   const s = o.settings;
   const clock = o.clock ?? systemClock;
-  // V8 settings for servers that run long under bursts: src/ops/heap-tuning.ts, src/ops/tick-shape.ts.
-  tuneHeap();
+  // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
   await keepTickShape();
   // An unreachable database stops the start with one line naming DATABASE_URL (or DATA_DIR).
   const [dbSetting, dbWhere] = s.DATABASE_URL ? ['DATABASE_URL', { url: s.DATABASE_URL }] : ['DATA_DIR', { path: s.DATA_DIR }];
