@@ -55,6 +55,7 @@ const PEER_FILES: Partial<Record<TargetId, { file: string; packages: string[] }>
 
 const WS = 100;
 const PATH = `/v2/workspaces/${WS}/tags`;
+export const HOP_PATH = PATH;
 const READ_SCOPES = ['accounts:read', 'warmup:read', 'tags:read', 'analytics:read', 'notifications:read', 'billing:read', 'workspace:read'];
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const randomAlnum = (n: number) => Array.from(randomBytes(n), (b) => ALNUM[b % ALNUM.length]).join('');
@@ -109,6 +110,17 @@ interface FixedRound {
   p99AddedMs: number;
 }
 
+/** keygate's seed for the suite: one organization on growth, one workspace, one key with read scopes. */
+export function hopSeed(key: string) {
+  return {
+    organizations: [{ id: 1, name: 'Hop', plan: 'growth', apiAccess: true, paused: false }],
+    users: [{ id: 10, organizationId: 1, email: 'owner@hop.test', orgRole: 'OWNER' }],
+    workspaces: [{ id: WS, organizationId: 1, name: 'Hop' }],
+    memberships: [{ workspaceId: WS, userId: 10, role: 'OWNER' }],
+    apiKeys: [{ id: 1000, secret: key, name: 'hop', workspaceId: WS, role: 'ADMIN', scopes: READ_SCOPES }],
+  };
+}
+
 // ---------------------------------------------------------------- /proc readings
 function ticksOf(pid: number): number {
   try {
@@ -127,8 +139,9 @@ function childrenOf(pid: number): number[] {
   }
 }
 /** A process and its children: nginx's master and worker, keygate's cluster primary and its workers. */
-const tree = (pid: number) => [pid, ...childrenOf(pid)];
-const ticks = (pids: number[]) => pids.reduce((a, p) => a + ticksOf(p), 0);
+export const tree = (pid: number) => [pid, ...childrenOf(pid)];
+/** CPU time (user + system) of processes so far, in clock ticks (100 a second). */
+export const ticks = (pids: number[]) => pids.reduce((a, p) => a + ticksOf(p), 0);
 function machineTicks() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
@@ -287,16 +300,7 @@ export async function runHopSuite(o: HopOptions) {
       const dbUrl = new URL(o.databaseUrl!);
       dbUrl.searchParams.set('options', `-c search_path=${schema}`);
       const seedFile = join(work, 'keygate-seed.json');
-      writeFileSync(
-        seedFile,
-        JSON.stringify({
-          organizations: [{ id: 1, name: 'Hop', plan: 'growth', apiAccess: true, paused: false }],
-          users: [{ id: 10, organizationId: 1, email: 'owner@hop.test', orgRole: 'OWNER' }],
-          workspaces: [{ id: WS, organizationId: 1, name: 'Hop' }],
-          memberships: [{ workspaceId: WS, userId: 10, role: 'OWNER' }],
-          apiKeys: [{ id: 1000, secret: KEY, name: 'hop', workspaceId: WS, role: 'ADMIN', scopes: READ_SCOPES }],
-        }),
-      );
+      writeFileSync(seedFile, JSON.stringify(hopSeed(KEY)));
       // One at a time: each start migrates and seeds the same schema.
       for (const id of kgWanted) {
         const [port, adminPort] = [await freePort(), await freePort()];

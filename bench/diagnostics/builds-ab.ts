@@ -13,18 +13,18 @@
 // and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
 // Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off), DATABASE_URL (required).
 // Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
-import { spawn, execSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync, mkdtempSync, openSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync, mkdtempSync, openSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runLoad, runPaced, nextIp } from '../load.js';
+import { HOP_PATH as PATH, hopSeed, ticks, tree } from '../hop.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const PEERS = join(ROOT, 'bench', 'peers');
-const PATH = '/v2/workspaces/100/tags';
 const env = process.env;
 const rounds = Number(env.AB_ROUNDS ?? 3);
 const duration = Number(env.AB_DURATION ?? 5);
@@ -41,18 +41,8 @@ const start = (name: string, cmd: string, args: string[], e: Record<string, stri
   procs.push(cp);
   return cp;
 };
-/** CPU time of a process so far, in µs. */
-const cpuOf = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-};
-const tree = (pid: number): number[] => {
-  try {
-    return [pid, ...execSync(`pgrep -P ${pid}`).toString().trim().split('\n').filter(Boolean).map(Number)];
-  } catch {
-    return [pid];
-  }
-};
+/** CPU time of processes so far, in µs (clock ticks of 10 ms). */
+const cpuUs = (pids: number[]) => ticks(pids) * 10_000;
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
 interface Target {
@@ -76,16 +66,7 @@ async function main() {
   await admin.end();
   const work = mkdtempSync(join(tmpdir(), 'builds-ab-'));
   const seed = join(work, 'seed.json');
-  writeFileSync(
-    seed,
-    JSON.stringify({
-      organizations: [{ id: 1, name: 'AB', plan: 'growth', apiAccess: true, paused: false }],
-      users: [{ id: 10, organizationId: 1, email: 'owner@ab.test', orgRole: 'OWNER' }],
-      workspaces: [{ id: 100, organizationId: 1, name: 'AB' }],
-      memberships: [{ workspaceId: 100, userId: 10, role: 'OWNER' }],
-      apiKeys: [{ id: 1000, secret: KEY, name: 'ab', workspaceId: 100, role: 'ADMIN', scopes: ['tags:read', 'workspace:read'] }],
-    }),
-  );
+  writeFileSync(seed, JSON.stringify(hopSeed(KEY)));
   const dbUrl = new URL(databaseUrl);
   dbUrl.searchParams.set('options', `-c search_path=${schema}`);
   const common = { HOST: '127.0.0.1', UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, REDIS_URL: `redis://127.0.0.1:${redisPort}`, API_KEY: KEY, WORKSPACE_ID: '100', GATEWAY_SECRET: SECRET };
@@ -132,9 +113,9 @@ async function main() {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
       await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
       const pids = tree(t.pid);
-      const c0 = pids.reduce((s, p) => s + cpuOf(p), 0);
+      const c0 = cpuUs(pids);
       const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers }]);
-      const us = (pids.reduce((s, p) => s + cpuOf(p), 0) - c0) / r.requests;
+      const us = (cpuUs(pids) - c0) / r.requests;
       (cpu[t.name] ??= []).push(us);
       console.log(`round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`);
     }

@@ -84,8 +84,9 @@ export function clientIp(socketAddr: string | undefined, xff: string | string[] 
   // One address (the usual case behind one proxy): it is the client, trusted or not.
   if (typeof xff === 'string' && xff.indexOf(',') === -1) {
     const only = xff.trim();
-    const ip = only === '' ? '' : normalizeIp(only);
-    return ip !== '' && isAddress(ip) ? ip : peer;
+    if (only === '') return peer;
+    const ip = normalizeIp(only);
+    return isAddress(ip) ? ip : peer;
   }
   const raw = (Array.isArray(xff) ? xff.join(',') : xff).split(',').map((s) => s.trim());
   // An empty element is malformed too (normalizeIp would read it as 0.0.0.0, one bucket for all).

@@ -8,7 +8,7 @@ import type { Plans } from '../config/plans.js';
 import type { AccessResolver } from '../access/resolver.js';
 import type { LimitStores, Clock } from '../limits/types.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
-import type { Forwarder } from './forward.js';
+import type { Forwarder, ResponseFields } from './forward.js';
 import type { BodyBudget } from './body.js';
 import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
@@ -59,9 +59,6 @@ export interface RequestContext {
    */
   readonly head: ResponseFields;
 }
-
-/** Response fields as a flat list: name, value, name, value (node:http's writeHead takes it as is). */
-export type ResponseFields = (string | number)[];
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */
 export interface Trace {

@@ -6,7 +6,7 @@
 //   until the window resets), so clients built for the draft read the same budget.
 import type { Bucket } from '../config/routes.js';
 import { WINDOW_MS, windowStart, type LayerState } from '../limits/types.js';
-import type { ResponseFields } from './context.js';
+import type { ResponseFields } from './forward.js';
 
 const WINDOW_SECONDS = WINDOW_MS / 1000;
 

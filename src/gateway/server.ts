@@ -118,7 +118,8 @@ async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
   if (doc) {
     ctx.trace.route = ctx.path;
-    ctx.res.writeHead(200, [...ctx.head, 'content-type', 'application/json; charset=utf-8', 'content-length', doc.length, 'cache-control', 'public, max-age=300']);
+    ctx.head.push('content-type', 'application/json; charset=utf-8', 'content-length', doc.length, 'cache-control', 'public, max-age=300');
+    ctx.res.writeHead(200, ctx.head);
     return void ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
   }
   try {

@@ -170,55 +170,39 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       if (mode === 'closed') return Promise.reject(new StoreUnavailableError('rate-limit store unavailable'));
       return viaFallback(...args) as Promise<Result>;
     };
-    /**
-     * One call waiting for Redis. Its callbacks are methods, not closures: this runs for every request
-     * (the gate), and a call object with bound handlers cost several µs of CPU per request.
-     */
-    class Call implements Waiting {
-      private readonly started = now();
-      constructor(
-        private readonly args: Parameters<F>,
-        private readonly resolve: (value: Result) => void,
-        private readonly reject: (err: unknown) => void,
-      ) {}
-      divert(): void {
-        withoutRedis(this.args).then(this.resolve, this.reject);
-      }
-      onReply(value: Result): void {
-        if (!waiting.delete(this)) return; // already answered without Redis
-        answered(true);
-        events.observe?.(op, (now() - this.started) / 1000, true);
-        this.resolve(value);
-      }
-      onError(err: unknown): void {
-        if (!waiting.delete(this)) return;
-        events.observe?.(op, (now() - this.started) / 1000, false);
-        answered(false, err);
-        // This call has no answer from Redis: it is answered as in an outage, whether or not the
-        // breaker opened.
-        this.divert();
-      }
-    }
     const guarded = (...args: Parameters<F>): Promise<Result> => {
       if (open) {
         void probe();
         if (open) return withoutRedis(args);
       }
-      let call!: Call;
-      const result = new Promise<Result>((resolve, reject) => (call = new Call(args, resolve, reject)));
-      if (waiting.size === 0) lastAnswer = loop.now();
-      waiting.add(call);
-      let reply: Promise<Result>;
-      try {
-        reply = viaPrimary(...args) as Promise<Result>;
-      } catch (err) {
-        reply = Promise.reject(err);
-      }
-      reply.then(
-        (value) => call.onReply(value),
-        (err: unknown) => call.onError(err),
-      );
-      return result;
+      return new Promise<Result>((resolve, reject) => {
+        const started = now();
+        const call: Waiting = { divert: () => withoutRedis(args).then(resolve, reject) };
+        if (waiting.size === 0) lastAnswer = loop.now();
+        waiting.add(call);
+        let reply: Promise<Result>;
+        try {
+          reply = viaPrimary(...args) as Promise<Result>;
+        } catch (err) {
+          reply = Promise.reject(err);
+        }
+        reply.then(
+          (value) => {
+            if (!waiting.delete(call)) return; // already answered without Redis
+            answered(true);
+            events.observe?.(op, (now() - started) / 1000, true);
+            resolve(value);
+          },
+          (err: unknown) => {
+            if (!waiting.delete(call)) return;
+            events.observe?.(op, (now() - started) / 1000, false);
+            answered(false, err);
+            // This call has no answer from Redis: it is answered as in an outage, whether or not
+            // the breaker opened.
+            call.divert();
+          },
+        );
+      });
     };
     return guarded as unknown as F;
   }
