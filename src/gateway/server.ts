@@ -9,6 +9,7 @@ import { StoreUnavailableError } from '../limits/resilient.js';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
 import { logAccess } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
+import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
 import { clientIp } from './client-ip.js';
 import { refuse, sendJson } from './refusals.js';
@@ -24,7 +25,7 @@ export interface GatewayServer extends Drainable {
 }
 
 export function createGatewayServer(deps: GatewayDeps): GatewayServer {
-  const inFlight = new Set<RequestContext>();
+  const inFlight = new LiveList<RequestContext>();
   const server = http.createServer();
   const drain = drainable(server);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
@@ -32,11 +33,11 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     if (deps.cors.preflight(req, res)) return;
     deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
-    inFlight.add(ctx);
+    const entry = inFlight.add(ctx);
     // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
     // client went away first (then there is no answer to count).
     res.on('close', () => {
-      inFlight.delete(ctx);
+      inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx);
     });
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
@@ -61,10 +62,10 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     },
     drain: (ms) => {
       // Requests already in flight close their connection once answered, as later ones do.
-      for (const ctx of inFlight) if (!ctx.res.headersSent) ctx.res.setHeader('connection', 'close');
+      for (const ctx of inFlight.values()) if (!ctx.res.headersSent) ctx.res.setHeader('connection', 'close');
       return drain.drain(ms, () => {
         // Still waiting for the upstream at the deadline: an answer rather than a reset.
-        for (const ctx of inFlight) {
+        for (const ctx of inFlight.values()) {
           if (ctx.res.headersSent) continue;
           refuse(ctx, { code: 'gateway_timeout', message: 'The gateway is shutting down and the upstream did not answer in time.' });
         }

@@ -14,6 +14,7 @@
 // at once when the client reconnects, closes the breaker again; the shared counters then rule again.
 import type { Logger } from 'pino';
 import { createLoopClock, type LoopClock } from './loop-clock.js';
+import { LiveList } from '../ops/live-list.js';
 import type { LimitStores } from './types.js';
 
 export class StoreUnavailableError extends Error {
@@ -91,7 +92,8 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   // Failed calls since the last success, and when the first of them failed.
   let failures = 0;
   let firstFailureAt = 0;
-  const waiting = new Set<Waiting>();
+  // Calls waiting on Redis: a LiveList, not a Set (one add and one delete per request; see there).
+  const waiting = new LiveList<Waiting>();
   // Free loop time of Redis's last answer, or of the moment a call started waiting after none did.
   let lastAnswer = loop.now();
   // Versions whose bump could not reach Redis: bumped again before the breaker closes, so a change
@@ -106,9 +108,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     log.warn({ reason, mode }, 'redis unavailable: rate limiting degraded');
     events.onDegraded?.(true);
     // The calls still waiting are answered now, as the ones to come will be.
-    const diverted = [...waiting];
-    waiting.clear();
-    for (const call of diverted) call.divert();
+    for (const call of waiting.take()) call.divert();
   }
 
   loop.onTick(() => {
@@ -179,7 +179,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         const started = now();
         const call: Waiting = { divert: () => withoutRedis(args).then(resolve, reject) };
         if (waiting.size === 0) lastAnswer = loop.now();
-        waiting.add(call);
+        const entry = waiting.add(call);
         let reply: Promise<Result>;
         try {
           reply = viaPrimary(...args) as Promise<Result>;
@@ -188,13 +188,13 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         }
         reply.then(
           (value) => {
-            if (!waiting.delete(call)) return; // already answered without Redis
+            if (!waiting.delete(entry)) return; // already answered without Redis
             answered(true);
             events.observe?.(op, (now() - started) / 1000, true);
             resolve(value);
           },
           (err: unknown) => {
-            if (!waiting.delete(call)) return;
+            if (!waiting.delete(entry)) return;
             events.observe?.(op, (now() - started) / 1000, false);
             answered(false, err);
             // This call has no answer from Redis: it is answered as in an outage, whether or not

@@ -99,6 +99,6 @@ describe('young garbage', () => {
     expect(collections).toBeGreaterThanOrEqual(3);
     // About 5 KB a request when every finished request outlived a young collection; a young
     // collection that finds only the requests in flight promotes a few hundred bytes per request at most.
-    expect(bytes / n).toBeLessThan(800);
+    expect(bytes / n, `${bytes} bytes promoted by ${collections} young collections`).toBeLessThan(800);
   }, 120_000);
 });
