@@ -3,11 +3,12 @@
 //
 // A Set with one add and one delete per request made every finished request outlive V8's young
 // collection: 4.9 KB promoted to the old generation per request, where the bare proxy promotes none
-// (test/gateway/young-garbage.test.ts; bench/RESULTS.md). V8's hash table behind a Set is replaced
-// by a new one each time its deleted entries fill it, and the old table keeps its entries and a link
-// to its successor (for iterators still walking it), so a table that reached the old generation holds
-// every later table, and every value each one held, past the next young collection. Here an entry
-// removed is unlinked both ways and forgets its value: what the list no longer holds, nothing holds.
+// (test/gateway/young-garbage.test.ts; bench/RESULTS.md, which shows the bisection). The likely
+// mechanism, from V8's ordered-hash-table.h: the table behind a Set is replaced each time its deleted
+// entries fill it, and the table replaced keeps a link to its successor for iterators still walking it;
+// a dead table already in the old generation is still a root for young collections, so the chain of
+// tables, and the requests in them, survive. Here an entry removed is unlinked both ways and forgets
+// its value: what the list no longer holds, nothing holds.
 
 /** An entry of a LiveList; `delete` takes it. */
 export interface LiveEntry<T> {
