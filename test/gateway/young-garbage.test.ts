@@ -1,7 +1,7 @@
 // What a forwarded request leaves behind once answered must die in V8's young generation. A gateway whose
 // finished requests are promoted to the old generation pays for it on every young collection (each
 // copies the survivors) and with a full collection every second or two under load: the CPU per request
-// and the p99 of the hop (bench/RESULTS.md, "Where the rest of the CPU went"). The real program runs
+// and the p99 of the hop (bench/RESULTS.md, "finished requests no longer outlive the young generation"). The real program runs
 // with `--trace-gc-nvp`, which prints what each young collection promoted; under a steady load the
 // bytes promoted per request stay near nothing (the bare proxy's), not the few kilobytes of a whole
 // request's objects.
