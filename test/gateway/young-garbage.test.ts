@@ -5,15 +5,15 @@
 // with `--trace-gc-nvp`, which prints what each young collection promoted; under a steady load the
 // bytes promoted per request stay near nothing (the bare proxy's), not the few kilobytes of a whole
 // request's objects.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
-import { untilReady } from '../helpers/program.js';
+import { startProgram } from '../helpers/program.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 let child: ChildProcess;
-let out = '';
+let output: () => string;
 let port: number;
 let upstream: http.Server;
 
@@ -25,12 +25,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
   port = await freePort();
   const admin = await freePort();
-  const env = { ...process.env };
-  delete env.DATABASE_URL;
-  delete env.REDIS_URL;
-  child = spawn(process.execPath, ['--trace-gc-nvp', '--import', 'tsx', 'src/cli.ts', 'start'], {
-    env: {
-      ...env,
+  ({ child, output } = await startProgram(
+    {
       PORT: String(port),
       ADMIN_PORT: String(admin),
       BACKEND_PORT: String(await freePort()),
@@ -43,11 +39,8 @@ beforeAll(async () => {
       ACCESS_LOG: 'off',
       LOG_LEVEL: 'warn',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (c) => (out += c));
-  child.stderr!.on('data', (c) => (out += c));
-  await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out);
+    ['--trace-gc-nvp'],
+  ));
 }, 90_000);
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
@@ -83,7 +76,7 @@ async function load(n: number, connections: number, offset: number): Promise<num
 
 /** The bytes promoted by each young collection (`gc=s`) printed so far, from line `from` on. */
 function promoted(from: number): { collections: number; bytes: number; lines: number } {
-  const lines = out.split('\n').filter((l) => l.includes(' gc=s '));
+  const lines = output().split('\n').filter((l) => l.includes(' gc=s '));
   const bytes = lines.slice(from).reduce((sum, l) => sum + Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0), 0);
   return { collections: lines.length - from, bytes, lines: lines.length };
 }

@@ -1,5 +1,5 @@
 // The real program as a child process, seen from outside: its readiness, and whole answers.
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 
 /** The HTTP status of `url`, or 0 when nothing answers. */
@@ -47,4 +47,27 @@ export function requestWhole(options: http.RequestOptions): Promise<WholeAnswer>
     req.on('error', reject);
     req.end();
   });
+}
+
+export interface Program {
+  child: ChildProcess;
+  /** Everything the program wrote so far, stdout and stderr. */
+  output(): string;
+}
+
+/**
+ * `node [nodeArgs] --import tsx src/cli.ts start` on in-memory stores (DATABASE_URL and REDIS_URL of the
+ * test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
+ */
+export async function startProgram(env: Record<string, string>, nodeArgs: string[] = []): Promise<Program> {
+  const base = { ...process.env };
+  delete base.DATABASE_URL;
+  delete base.REDIS_URL;
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'start'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const output = () => out;
+  await untilReady(`http://127.0.0.1:${env.ADMIN_PORT}/readyz`, child, output);
+  return { child, output };
 }

@@ -1,18 +1,18 @@
 // The real program as a child process: SIGHUP reloads plans and routes (a bad file is refused and the
 // old one stays), SIGTERM drains under load (readiness 503 at once, every accepted request gets a
 // full answer, exit 0).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
-import { requestWhole, status, untilReady } from '../helpers/program.js';
+import { requestWhole, startProgram, status } from '../helpers/program.js';
 
 const KEYS = ['svc_ws_DemoWorkspaceAdminKey0000000000000001', 'svc_ws_DemoWorkspaceViewerKey000000000000001', 'svc_pk_DemoOwnerPersonalKey0000000000000001'];
 let child: ChildProcess;
-let out = '';
+let output: () => string;
 let port: number;
 let admin: number;
 let slow: http.Server;
@@ -40,27 +40,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
   [port, admin] = [await freePort(), await freePort()];
-  const env = { ...process.env };
-  delete env.DATABASE_URL;
-  delete env.REDIS_URL;
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start'], {
-    env: {
-      ...env,
-      PORT: String(port),
-      ADMIN_PORT: String(admin),
-      BACKEND_PORT: String(await freePort()),
-      HOST: '127.0.0.1',
-      DATA_DIR: 'memory://',
-      PLANS_FILE: plansFile,
-      UPSTREAM_URL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`,
-      DRAIN_TIMEOUT_MS: '5000',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (c) => (out += c));
-  child.stderr!.on('data', (c) => (out += c));
-  await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out);
+  ({ child, output } = await startProgram({
+    PORT: String(port),
+    ADMIN_PORT: String(admin),
+    BACKEND_PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    DATA_DIR: 'memory://',
+    PLANS_FILE: plansFile,
+    UPSTREAM_URL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`,
+    DRAIN_TIMEOUT_MS: '5000',
+    LOG_LEVEL: 'info',
+  }));
 }, 90_000);
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
@@ -75,7 +65,7 @@ async function readLimit(): Promise<number> {
 
 async function untilLog(text: string) {
   const deadline = Date.now() + 10_000;
-  while (!out.includes(text)) {
+  while (!output().includes(text)) {
     if (Date.now() > deadline) throw new Error(`no log line with ${text}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -83,8 +73,8 @@ async function untilLog(text: string) {
 
 describe('the running program', () => {
   it('prints the demo keys and a curl line', () => {
-    for (const k of KEYS) expect(out).toContain(k);
-    expect(out).toMatch(/curl -i -H "Authorization: Bearer svc_ws_/);
+    for (const k of KEYS) expect(output()).toContain(k);
+    expect(output()).toMatch(/curl -i -H "Authorization: Bearer svc_ws_/);
   });
 
   it('SIGHUP reloads plans.json; a bad file is refused naming the field and the old one stays', async () => {
@@ -99,7 +89,7 @@ describe('the running program', () => {
     writeFileSync(plansFile, JSON.stringify(plans));
     child.kill('SIGHUP');
     await untilLog('configuration reload refused');
-    expect(out).toMatch(/growth\.read/);
+    expect(output()).toMatch(/growth\.read/);
     expect(await readLimit()).toBe(25);
   });
 
@@ -119,6 +109,6 @@ describe('the running program', () => {
     const results = await Promise.all(inflight);
     for (const r of results) expect(r).toEqual({ status: 200, complete: true });
     expect(await exited).toBe(0);
-    expect(out).toContain('shutting down: draining');
+    expect(output()).toContain('shutting down: draining');
   });
 });
