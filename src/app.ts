@@ -218,6 +218,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       metrics,
       gatewaySecret: s.GATEWAY_SECRET,
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
+      targetMaxBytes: s.REQUEST_TARGET_MAX_BYTES,
       bodyTimeoutMs: s.BODY_TIMEOUT_MS,
       bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',

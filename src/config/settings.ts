@@ -68,6 +68,9 @@ export const settingsSchema = z
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    // Longer request targets are answered 414 before any step (src/gateway/guards/canonical.ts); at most
+    // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
+    REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(250),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
