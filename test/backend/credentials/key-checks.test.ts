@@ -26,7 +26,8 @@ interface Outcome {
   stderr: string;
 }
 
-describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', () => {
+// Each case starts the real program once or twice, on a machine that may be busy.
+describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeout: 180_000 }, () => {
   let db: Db & { drop(): Promise<void> };
   let url: string;
 
