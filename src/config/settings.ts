@@ -18,6 +18,10 @@ export const settingsSchema = z
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
     HOST: z.string().min(1).default('0.0.0.0'),
+    // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
+    ADMIN_HOST: z.string().min(1).optional(),
+    // Connections the operations listener holds at once (src/ops/admin.ts): it shares the gateway's event loop.
+    ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
     DATABASE_URL: z.string().url().optional(),
     DATA_DIR: z.string().min(1).default('.data'),
