@@ -19,7 +19,7 @@ import { isMisconfigured, listenError, settingError } from './config/errors.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
-import { BodyBudget } from './gateway/body.js';
+import { BodyBudget, bodySharesOf } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
@@ -220,7 +220,8 @@ export async function startApp(o: AppOptions): Promise<App> {
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
       targetMaxBytes: s.REQUEST_TARGET_MAX_BYTES,
       bodyTimeoutMs: s.BODY_TIMEOUT_MS,
-      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      bodyBudget: new BodyBudget(bodySharesOf(s)),
+      linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
       openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
