@@ -103,4 +103,24 @@ describe.runIf(CAN)('breaker against a real Redis', () => {
     await until(() => !stores.degraded(), 5_000);
     expect(transitions).toEqual([true, false]);
   }, 60_000);
+
+  // Issue 20, defect 6: the probe ran only when a request arrived, so an idle gateway stayed degraded
+  // (and /readyz and keygate_degraded said so) long after Redis came back.
+  it('an idle gateway closes the breaker within two seconds of Redis answering again', async () => {
+    const { stores, transitions } = breakerOn(redis.port, 'open');
+    await stores.limiter.spend([{ id: 'warm', limit: 1 }], 0);
+    const pid = redisPid();
+    process.kill(pid, 'SIGSTOP');
+    try {
+      void stores.limiter.spend([{ id: 'k:3:read', limit: 5 }], 1);
+      await until(() => stores.degraded(), 5_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const resumedAt = performance.now();
+    // No call is made from here on.
+    const closedAt = await until(() => !stores.degraded(), 10_000);
+    expect(closedAt - resumedAt).toBeLessThan(2_000);
+    expect(transitions).toEqual([true, false]);
+  }, 30_000);
 });
