@@ -69,7 +69,7 @@ export const settingsSchema = z
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
-    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(250),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.

@@ -65,12 +65,18 @@ export interface ResilientOptions {
 type AsyncMethod = (...args: never[]) => Promise<unknown>;
 
 /**
- * The least silence that counts. Redis is a process of its own: on a loaded machine it can be kept off
- * the CPU while the gateway runs (silences of 54 and 65 ms of free loop time, every reply then
- * arriving, in a bench at load average 21 on 2 cores). A quarter second still switches within a second
- * of a stall.
+ * The least silence that counts. Two things make a reachable Redis silent for a while:
+ *   - a lost TCP segment. Nothing after it is delivered until it is retransmitted, at least 200 ms
+ *     later on Linux (the minimum retransmission timeout; more when the link's round trip varies),
+ *     and every reply behind it waits too. At 5 % loss that happens several times a second under
+ *     load: a lossy link must not count as an outage.
+ *   - a loaded machine keeping Redis off the CPU (silences of 54 and 65 ms of free loop time, every
+ *     reply then arriving, in a bench at load average 21 on 2 cores).
+ * 650 ms waits for one retransmission with room for a round trip up to ~200 ms and the machine's
+ * noise, and still switches within a second of a silent partition or a stall (a killed Redis closes
+ * its connection and switches at once).
  */
-export const MIN_SILENCE_MS = 250;
+export const MIN_SILENCE_MS = 650;
 
 /** A call sent to Redis and not answered yet; `divert` answers it without Redis instead. */
 interface Waiting {
@@ -188,7 +194,15 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         }
         reply.then(
           (value) => {
-            if (!waiting.delete(entry)) return; // already answered without Redis
+            if (!waiting.delete(entry)) {
+              // Already answered without Redis; but Redis did answer, so probe now rather than on
+              // the next tick of the probe's timer: a false trip lasts until the late reply.
+              if (open) {
+                nextProbe = 0;
+                void probe();
+              }
+              return;
+            }
             answered(true);
             events.observe?.(op, (now() - started) / 1000, true);
             resolve(value);
