@@ -95,6 +95,9 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   let closing = false;
   let nextProbe = 0;
   let probing = false;
+  // While open, a timer probes every probeEvery: an idle gateway must find Redis back by itself, or
+  // /readyz, keygate_degraded and the first request (503 in closed mode) go on saying it is down.
+  let probeTimer: NodeJS.Timeout | undefined;
   // Failed calls since the last success, and when the first of them failed.
   let failures = 0;
   let firstFailureAt = 0;
@@ -112,6 +115,12 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     failures = 0;
     nextProbe = now() + probeEvery;
     log.warn({ reason, mode }, 'redis unavailable: rate limiting degraded');
+    probeTimer = setInterval(() => {
+      nextProbe = 0; // the timer is the spacing
+      void probe();
+    }, probeEvery);
+    // Probing must never keep the process (or a test run) alive.
+    probeTimer.unref();
     events.onDegraded?.(true);
     // The calls still waiting are answered now, as the ones to come will be.
     for (const call of waiting.take()) call.divert();
@@ -151,6 +160,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
           pendingBumps.delete(org);
         }
         open = false;
+        clearInterval(probeTimer);
         failures = 0;
         lastAnswer = loop.now();
         log.info({ mode }, 'redis recovered: shared counters rule again');
@@ -266,6 +276,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     },
     async close() {
       closing = true;
+      clearInterval(probeTimer);
       loop.stop();
       await primary.close();
       await fallback.close();
