@@ -9,10 +9,13 @@
 //   - every call has failed for `failureSpanMs` (at least `failuresToOpen` of them, none succeeding):
 //     a Redis that answers only errors.
 // Then the breaker opens: calls waiting on Redis and calls to come either fall back to in-memory
-// stores per instance (RATE_LIMIT_FAILURE_MODE=open: limits still hold per instance) or fail fast with
+// stores per instance (RATE_LIMIT_FAILURE_MODE=open: each instance admits its share of what was left of
+// each budget, so the fleet stays near one budget; ./fleet.ts) or fail fast with
 // StoreUnavailableError (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and
 // at once when the client reconnects, closes the breaker again; the shared counters then rule again.
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { createFleetShare, FLEET_TTL_MS, type FleetRegistry } from './fleet.js';
 import { createLoopClock, type LoopClock } from './loop-clock.js';
 import { LiveList } from '../ops/live-list.js';
 import type { LimitStores } from './types.js';
@@ -39,6 +42,8 @@ export interface ConnectionEvents {
 
 export interface ResilientStores extends LimitStores {
   degraded(): boolean;
+  /** Gateway instances live when Redis last answered (open mode with a fleet registry; else 1). */
+  liveInstances(): number;
 }
 
 export interface ResilientOptions {
@@ -47,6 +52,11 @@ export interface ResilientOptions {
   mode: 'open' | 'closed';
   log: Logger;
   events?: BreakerEvents;
+  /**
+   * The live set of gateway instances in Redis. In open mode this instance beats into it every
+   * `probeIntervalMs` while Redis answers, and without Redis admits its share (./fleet.ts).
+   */
+  fleet?: FleetRegistry;
   /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe. */
   connection?: ConnectionEvents;
   probeIntervalMs?: number;
@@ -109,12 +119,35 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   // made during the outage is never hidden by an old cached principal.
   const pendingBumps = new Set<number>();
 
+  // The fleet: how many instances share the budgets, and the counts this one last saw (./fleet.ts).
+  // Only open mode admits anything without Redis, so only open-mode instances count themselves.
+  const share = createFleetShare();
+  const fleet = mode === 'open' ? o.fleet : undefined;
+  const instanceId = randomUUID();
+  let beating = false;
+  function beat() {
+    if (fleet === undefined || open || closing || beating) return;
+    beating = true;
+    fleet.beat(instanceId, FLEET_TTL_MS).then(
+      (live) => {
+        beating = false;
+        share.setLive(live);
+      },
+      () => {
+        beating = false; // Redis is judged by the calls; the last count is kept
+      },
+    );
+  }
+  const beatTimer = fleet === undefined ? undefined : setInterval(beat, probeEvery);
+  beatTimer?.unref();
+  beat();
+
   function unreachable(reason: string) {
     if (open || closing) return;
     open = true;
     failures = 0;
     nextProbe = now() + probeEvery;
-    log.warn({ reason, mode }, 'redis unavailable: rate limiting degraded');
+    log.warn({ reason, mode, liveInstances: share.live() }, 'redis unavailable: rate limiting degraded');
     probeTimer = setInterval(() => {
       nextProbe = 0; // the timer is the spacing
       void probe();
@@ -241,6 +274,27 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     return guarded as T;
   }
 
+  // What Redis answered for each counter, kept for the fallback's starting point (open mode only).
+  const watched: Pick<LimitStores, 'gate' | 'limiter'> =
+    fleet === undefined
+      ? primary
+      : {
+          gate: (req) =>
+            primary.gate(req).then((result) => {
+              if (result.kind === 'spent' && req.spend) share.saw(req.spend, [result.hit.key, result.hit.ip]);
+              else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
+              return result;
+            }),
+          limiter: {
+            spend: (refs, cost) =>
+              primary.limiter.spend(refs, cost).then((states) => {
+                share.saw(refs, states);
+                return states;
+              }),
+          },
+        };
+  const fallbackLimiter = fleet === undefined ? fallback.limiter : share.limiter(fallback.limiter);
+
   const versionsUnavailable = async (): Promise<never> => {
     throw new StoreUnavailableError('access versions unavailable');
   };
@@ -248,12 +302,13 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
 
   return {
     degraded: () => open,
+    liveInstances: () => share.live(),
     // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
-    gate: guard('gate', primary.gate, async (req) => {
+    gate: guard('gate', watched.gate, async (req) => {
       const seconds = await fallback.cooldown.check(req.ip);
       return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
     }),
-    limiter: guardAll('limiter', primary.limiter, fallback.limiter),
+    limiter: guardAll('limiter', watched.limiter, fallbackLimiter),
     cooldown: guardAll('cooldown', primary.cooldown, fallback.cooldown),
     versions: {
       get: versions.get,
@@ -275,11 +330,21 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       return mode === 'open';
     },
     async close() {
+      const leaving = fleet !== undefined && !open;
       closing = true;
       clearInterval(probeTimer);
+      clearInterval(beatTimer);
       loop.stop();
+      // Leave the live set so the others' shares grow at once (else in FLEET_TTL_MS); never wait long on it.
+      if (leaving) await withinMs(fleet.leave(instanceId).catch(() => {}), 500);
       await primary.close();
       await fallback.close();
     },
   };
+}
+
+function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -23,7 +23,7 @@ beforeAll(async () => {
   const env = { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open' };
   stacks.push(await startStack({ appStores: true, redisPrefix, clock, env }));
   for (let n = 1; n < 3; n++) stacks.push(await startStack({ appStores: true, redisPrefix, clock, db: stacks[0].db, env }));
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await redis?.start();
   for (const s of stacks.reverse()) await s.close();
