@@ -90,16 +90,19 @@ export async function startApp(o: AppOptions): Promise<App> {
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
+  const shared = redis ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }) : null;
   const stores: LimitStores =
     o.stores ??
-    (redis
+    (shared
       ? createResilientStores({
-          primary: createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }),
+          primary: shared,
+          // The live set of gateway instances: open mode falls back to this instance's share.
+          fleet: shared.fleet,
           fallback: createMemoryStores({ clock }),
           mode: s.RATE_LIMIT_FAILURE_MODE,
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
           // by a timer on a loop that may be busy (src/limits/resilient.ts).
-          connection: redis,
+          connection: redis ?? undefined,
           replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),
           events: {

@@ -76,7 +76,7 @@ export const settingsSchema = z
     // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
     REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
-    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(250),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
