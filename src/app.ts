@@ -19,7 +19,7 @@ import { isMisconfigured, listenError, settingError } from './config/errors.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
-import { BodyBudget } from './gateway/body.js';
+import { BodyBudget, bodySharesOf } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
@@ -90,16 +90,19 @@ export async function startApp(o: AppOptions): Promise<App> {
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
+  const shared = redis ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }) : null;
   const stores: LimitStores =
     o.stores ??
-    (redis
+    (shared
       ? createResilientStores({
-          primary: createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }),
+          primary: shared,
+          // The live set of gateway instances: open mode falls back to this instance's share.
+          fleet: shared.fleet,
           fallback: createMemoryStores({ clock }),
           mode: s.RATE_LIMIT_FAILURE_MODE,
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
           // by a timer on a loop that may be busy (src/limits/resilient.ts).
-          connection: redis,
+          connection: redis ?? undefined,
           replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),
           events: {
@@ -220,7 +223,8 @@ export async function startApp(o: AppOptions): Promise<App> {
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
       targetMaxBytes: s.REQUEST_TARGET_MAX_BYTES,
       bodyTimeoutMs: s.BODY_TIMEOUT_MS,
-      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      bodyBudget: new BodyBudget(bodySharesOf(s)),
+      linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
       openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),

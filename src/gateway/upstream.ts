@@ -163,7 +163,8 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
 /** Read the body (only now: the request is authorized and within its limits), then forward. */
 export async function forwardWithBody(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null): Promise<void> {
   if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
-  const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget });
+  const owner = { key: String(principal.keyId), address: ctx.ip };
+  const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget, owner });
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
   forwardAuthorized(deps, ctx, principal, grant, body);
