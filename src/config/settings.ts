@@ -18,6 +18,10 @@ export const settingsSchema = z
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
     HOST: z.string().min(1).default('0.0.0.0'),
+    // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
+    ADMIN_HOST: z.string().min(1).optional(),
+    // Connections the operations listener holds at once (src/ops/admin.ts): it shares the gateway's event loop.
+    ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
     DATABASE_URL: z.string().url().optional(),
     DATA_DIR: z.string().min(1).default('.data'),
@@ -68,8 +72,11 @@ export const settingsSchema = z
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    // Longer request targets are answered 414 before any step (src/gateway/guards/canonical.ts); at most
+    // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
+    REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
-    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(250),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.

@@ -31,6 +31,8 @@ export interface GatewayDeps {
   identityHmac: boolean;
   identityJwt: JwtSigner | null;
   bodyLimitBytes: number;
+  /** REQUEST_TARGET_MAX_BYTES: a longer target is answered 414 at step 1. */
+  targetMaxBytes: number;
   bodyTimeoutMs: number;
   bodyBudget: BodyBudget;
   /** A refused upload's connection: read and discarded for this long before it closes (./body.ts). */

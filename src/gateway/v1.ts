@@ -26,7 +26,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     refuse(ctx, refusal);
   };
   // 1. canonical path and framing
-  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
+  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes, deps.targetMaxBytes);
   if (malformed) return unkeyed(malformed);
   // 2. a key
   const secret = partnerSecret(ctx.req);

@@ -34,7 +34,7 @@ const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HE
 
 export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // 1. canonical path and framing, from the head (the body is read once the request is authorized)
-  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
+  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes, deps.targetMaxBytes);
   if (malformed) return refuseUnkeyed(deps, ctx, malformed);
   // 2. a bearer key
   const secret = bearerSecret(ctx.req);
