@@ -2,7 +2,7 @@
 import http from 'node:http';
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Settings } from './config/settings.js';
 import { loadPlans, type Plans } from './config/plans.js';
@@ -49,6 +49,11 @@ export interface AppOptions {
   jobs?: boolean;
   /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
   upstreamOverride?: string;
+  /**
+   * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
+   * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.
+   */
+  handedConnections?: boolean;
 }
 
 export interface App {
@@ -63,6 +68,8 @@ export interface App {
   /** SIGHUP: reload config/plans.json and config/routes.json; a bad file is refused and the old stays. */
   reload(): boolean;
   close(drainMs?: number): Promise<void>;
+  /** With `handedConnections`: serve a connection the primary accepted. */
+  acceptConnection(socket: Socket): void;
 }
 
 export async function startApp(o: AppOptions): Promise<App> {
@@ -255,7 +262,13 @@ export async function startApp(o: AppOptions): Promise<App> {
       },
       maxConnections: s.ADMIN_MAX_CONNECTIONS,
     });
-    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
+    gatewayUrl = o.handedConnections
+      ? await new Promise<string>((resolve, reject) => {
+          // exclusive: a handle of this worker's own, not one node:cluster shares through the primary.
+          gatewaySrv!.once('error', reject);
+          gatewaySrv!.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(`http://127.0.0.1:${(gatewaySrv!.address() as AddressInfo).port}`));
+        })
+      : await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
     // The admin listener stops last: /readyz says 503 for the whole drain.
     const adminDrain = drainable(admin);
@@ -287,6 +300,12 @@ export async function startApp(o: AppOptions): Promise<App> {
         o.log.error({ err: (err as Error).message }, 'configuration reload refused; the previous files stay in force');
         return false;
       }
+    },
+    acceptConnection(socket) {
+      if (!gatewaySrv) return void socket.destroy();
+      // As net.Server does for what it accepts: node:http reports a client's errors through socket.server.
+      (socket as Socket & { server: http.Server }).server = gatewaySrv;
+      gatewaySrv.emit('connection', socket);
     },
     async close(drainMs) {
       ready = false;
