@@ -169,7 +169,7 @@ describe('metadata in the signed identity', () => {
     c = await startStack({
       clock,
       upstreamOverride: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
-      env: { IDENTITY_FORMAT: 'both' },
+      env: { IDENTITY_FORMAT: 'both', IDENTITY_JWT_AUDIENCE: 'lifecycle-svc' },
     });
   });
   afterAll(async () => {
@@ -186,7 +186,7 @@ describe('metadata in the signed identity', () => {
     expect((await c.request('GET', '/v2/workspaces/100', { key: K.ownerPk, ip: ip() })).status).toBe(200);
     expect(seen).toHaveLength(2);
     const jwks = await (await fetch(`${c.adminUrl}/.well-known/jwks.json`)).json();
-    const jwt = createJwtVerifier({ jwks, now: () => clock.now() });
+    const jwt = createJwtVerifier({ jwks, audience: 'lifecycle-svc', now: () => clock.now() });
     const [withMeta, without] = await Promise.all(
       seen.map(async (s) => ({
         hmac: await verifyHmacIdentity(c.gatewaySecret, { method: s.method, target: s.url, headers: s.headers }, { now: () => clock.now() }),
