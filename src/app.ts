@@ -21,6 +21,7 @@ import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
 import { BodyBudget, bodySharesOf } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
+import { LastUseRecorder } from './access/last-use.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
 import { openApiRoute } from './gateway/openapi.js';
@@ -175,6 +176,7 @@ export async function startApp(o: AppOptions): Promise<App> {
         warmupBandsFile: s.WARMUP_BANDS_FILE,
         oauthClientIds: { google: s.GOOGLE_OAUTH_CLIENT_ID, microsoft: s.MICROSOFT_OAUTH_CLIENT_ID },
         oauthRedirectUri: s.OAUTH_REDIRECT_URI,
+        auditRetentionDays: s.AUDIT_RETENTION_DAYS,
       },
     };
     // Loaded only where the backend runs: the gateway alone never imports the resource handlers.
@@ -210,6 +212,9 @@ export async function startApp(o: AppOptions): Promise<App> {
       }
     });
     closers.push(unlisten);
+    // Each key's last use, written once a minute and on close (after the drain, before the database).
+    const lastUse = new LastUseRecorder(db, clock, (err) => o.log.warn({ err: err.message }, 'last-use write failed; kept for the next'));
+    lastUse.start();
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
     const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
@@ -221,7 +226,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       ...identity,
       routes: () => routes,
       plans: () => plans,
-      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind) }),
+      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind), used: (p, now) => lastUse.record(p, now) }, clock),
       stores,
       forwarder,
       trusted: new TrustedProxies(s.TRUST_PROXY),
@@ -274,6 +279,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     const adminDrain = drainable(admin);
     closers.unshift(() => adminDrain.drain(0));
     closers.unshift(async () => forwarder.close());
+    closers.unshift(() => lastUse.stop());
     closers.unshift(() => gateway.drain(drain));
   }
   ready = true;

@@ -5,6 +5,7 @@ import type { BackendServices } from './services.js';
 import { jobs as accountJobs } from './accounts/jobs.js';
 import { jobs as oauthJobs } from './oauth/jobs.js';
 import { jobs as warmupJobs } from './warmup/jobs.js';
+import { jobs as auditJobs } from './api-keys/jobs.js';
 
 export interface Job {
   name: string;
@@ -12,7 +13,7 @@ export interface Job {
   run(): Promise<void>;
 }
 
-const DOMAIN_JOBS = [warmupJobs, oauthJobs, accountJobs];
+const DOMAIN_JOBS = [warmupJobs, oauthJobs, accountJobs, auditJobs];
 
 export function jobsOf(svc: BackendServices): Job[] {
   return DOMAIN_JOBS.flatMap((jobsOfDomain) => jobsOfDomain(svc));

@@ -78,6 +78,8 @@ export const settingsSchema = z
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+    // How long the audit trail keeps its rows (src/access/service/audit.ts); the backend purges hourly.
+    AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
     WORKERS: z.string().regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto').default('1'),

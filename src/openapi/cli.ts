@@ -1,9 +1,10 @@
-// `npm run openapi`: write config/openapi/v2.json and v1.json from config/routes.json and the backend's
+// `npm run openapi`: write config/openapi/v2.json, v1.json and api-keys.json from config/routes.json and the backend's
 // schemas. `--check` writes nothing and exits 1 when a checked-in document differs from a fresh one.
 // ROUTES_FILE and OPENAPI_DIR are read as the servers read them (defaults: config/routes.json, config/openapi).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateOpenApi, serialize, type Api } from './generate.js';
+import { generateApiKeysOpenApi } from './api-keys.js';
 
 const routesFile = process.env.ROUTES_FILE || 'config/routes.json';
 const dir = process.env.OPENAPI_DIR || 'config/openapi';
@@ -11,9 +12,10 @@ const check = process.argv.includes('--check');
 
 const raw: unknown = JSON.parse(readFileSync(routesFile, 'utf8'));
 let stale = 0;
-for (const api of ['v2', 'v1'] as Api[]) {
+for (const api of ['v2', 'v1', 'api-keys'] as (Api | 'api-keys')[]) {
   const file = join(dir, `${api}.json`);
-  const text = serialize(generateOpenApi(api, raw));
+  // api-keys.json: the backend's session-authenticated key management (src/openapi/api-keys.ts).
+  const text = serialize(api === 'api-keys' ? generateApiKeysOpenApi() : generateOpenApi(api, raw));
   if (check) {
     let current = '';
     try {

@@ -14,6 +14,7 @@
 //   htu = request target (path and query) when it is at most 512 bytes, else htd = base64url
 //   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one,
 //   kg = the identity.
+// The identity's optional `metadata` is the key's JSON object as its operator set it (absent when none).
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 
@@ -27,6 +28,8 @@ export interface Identity {
   role: string | null;
   scopes: string[];
   plan: string | null;
+  /** The key's metadata as its operator set it (a JSON object); absent when the key has none. */
+  metadata?: Record<string, unknown>;
 }
 
 export type VerificationFailure =
@@ -260,7 +263,8 @@ function decodeIdentity(read: () => unknown): Identity {
     !Number.isSafeInteger(o.keyId) || !['workspace', 'personal', 'partner'].includes(o.keyType as string) ||
     !Number.isSafeInteger(o.organizationId) || !nullableInt(o.userId) || !nullableInt(o.workspaceId) ||
     !(o.role === null || typeof o.role === 'string') || !Array.isArray(o.scopes) || !o.scopes.every((x) => typeof x === 'string') ||
-    !(o.plan === null || typeof o.plan === 'string')
+    !(o.plan === null || typeof o.plan === 'string') ||
+    !(o.metadata === undefined || (typeof o.metadata === 'object' && o.metadata !== null && !Array.isArray(o.metadata)))
   ) {
     throw new IdentityVerificationError('malformed', 'the identity is malformed');
   }
