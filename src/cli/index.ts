@@ -6,8 +6,9 @@ import { openAdminContext } from './context.js';
 import { keysCommand } from './keys.js';
 import { orgsCommand } from './orgs.js';
 import { sessionsCommand } from './sessions.js';
+import { adminTokensCommand } from './admin-tokens.js';
 
-export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions'] as const;
+export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'admin-tokens'] as const;
 
 export const USAGE = `usage: keygate <command>
 
@@ -24,6 +25,7 @@ key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateway
   keys revoke <keyId>
   orgs pause <orgId> | orgs resume <orgId> | orgs plan <orgId> <plan|none>
   sessions create --user <id> [--ttl 24h]
+  admin-tokens create --name <name> --role read|write | admin-tokens list [--all] | admin-tokens revoke <tokenId>
 
 Every command takes --json (one JSON document on stdout). A new secret or token is printed once.
 Exit codes: 0 done, 1 refused (not found), 2 bad arguments or settings.
@@ -34,5 +36,6 @@ export async function runAdminCommand(settings: Settings, argv: readonly string[
   const open = () => openAdminContext(settings);
   if (command === 'keys') return keysCommand(open, sub, rest);
   if (command === 'orgs') return orgsCommand(open, sub, rest);
+  if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
   return sessionsCommand(open, sub, rest);
 }
