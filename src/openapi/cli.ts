@@ -4,6 +4,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateOpenApi, serialize, type Api } from './generate.js';
+import { adminOpenApi } from '../admin-api/openapi.js';
 
 const routesFile = process.env.ROUTES_FILE || 'config/routes.json';
 const dir = process.env.OPENAPI_DIR || 'config/openapi';
@@ -11,9 +12,10 @@ const check = process.argv.includes('--check');
 
 const raw: unknown = JSON.parse(readFileSync(routesFile, 'utf8'));
 let stale = 0;
-for (const api of ['v2', 'v1'] as Api[]) {
+// The admin API's description (src/admin-api/openapi.ts) beside the two public ones.
+for (const api of ['v2', 'v1', 'admin'] as const) {
   const file = join(dir, `${api}.json`);
-  const text = serialize(generateOpenApi(api, raw));
+  const text = serialize(api === 'admin' ? adminOpenApi() : generateOpenApi(api as Api, raw));
   if (check) {
     let current = '';
     try {
