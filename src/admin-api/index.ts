@@ -4,12 +4,11 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { MinRole } from '../config/routes.js';
-import type { Clock, LimitStores } from '../limits/types.js';
+import { systemClock, type Clock, type LimitStores } from '../limits/types.js';
 import type { TrustedProxies } from '../gateway/client-ip.js';
 import { accessChangedVia } from '../backend/services.js';
 import { createAdminApiServer } from './server.js';
 import { ConsoleFiles } from './console-files.js';
-import { auditReader } from './audit.js';
 import type { OrgTraffic } from './traffic.js';
 
 export interface AdminApiServices {
@@ -26,7 +25,6 @@ export interface AdminApiServices {
 
 export function startAdminApi(s: AdminApiServices): http.Server {
   const accessChanged = accessChangedVia(s.stores.versions, s.log);
-  const accessContext = { db: s.db, pepper: s.pepper, plans: s.plans, scopes: s.scopes, accessChanged, close: async () => {} };
   return createAdminApiServer({
     db: s.db,
     pepper: s.pepper,
@@ -36,9 +34,16 @@ export function startAdminApi(s: AdminApiServices): http.Server {
     traffic: s.traffic,
     trusted: s.trusted,
     plans: s.plans,
-    audit: auditReader(s.db),
-    accessContext: () => accessContext,
-    tokenContext: (token, requestId) => ({ db: s.db, pepper: s.pepper, actor: { kind: 'admin-token', id: String(token.id), name: token.name }, requestId }),
+    serviceContext: (token, requestId) => ({
+      db: s.db,
+      actor: { kind: 'admin-token', id: String(token.id), name: token.name },
+      requestId,
+      clock: s.clock,
+      pepper: s.pepper,
+      scopes: s.scopes,
+      plans: s.plans,
+      accessChanged,
+    }),
     console: new ConsoleFiles(),
   });
 }
@@ -51,7 +56,7 @@ const DEMO_NAME = 'all-in-one demo';
  */
 export async function demoAdminToken(db: Db, pepper: string): Promise<string> {
   const { createAdminToken, revokeAdminToken } = await import('../access/service/admin-tokens.js');
-  const ctx = { db, pepper, actor: { kind: 'seed' as const } };
+  const ctx = { db, pepper, clock: systemClock, actor: { kind: 'seed' as const } };
   const old = await db.query<{ id: number }>(`SELECT id FROM admin_tokens WHERE name = $1 AND revoked_at IS NULL`, [DEMO_NAME]);
   for (const t of old) await revokeAdminToken(ctx, t.id);
   return (await createAdminToken(ctx, { name: DEMO_NAME, role: 'write' })).token;

@@ -22,7 +22,7 @@ const ERROR_TEXT: Record<AdminErrorCode, string> = {
   forbidden: 'A read token on an operation that changes something.',
   not_found: 'No such route, or nothing with that id.',
   method_not_allowed: 'The path exists, not with this method.',
-  conflict: 'The change conflicts with the current state.',
+  conflict: 'The change does not apply to the current state (e.g. rotating a revoked key).',
   payload_too_large: 'The body is over 64 KiB.',
   unsupported_media_type: 'The body is not application/json.',
   too_many_attempts: 'Too many failed token attempts from this client address this minute (see Retry-After).',
@@ -46,6 +46,7 @@ export function adminOpenApi(): Json {
     const codes: AdminErrorCode[] = ['unauthorized', 'too_many_attempts', 'service_unavailable', 'internal'];
     if (r.role === 'write') codes.push('forbidden');
     if (r.path.includes('{') || r.body) codes.push('not_found');
+    if (r.role === 'write' && r.path.includes('{')) codes.push('conflict');
     if (r.query?.length || r.body) codes.push('invalid_request');
     if (r.body) codes.push('payload_too_large', 'unsupported_media_type');
     for (const c of codes) responses[String(ADMIN_ERRORS[c])] = errorRef(c);

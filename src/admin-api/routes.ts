@@ -1,15 +1,15 @@
 // The admin API's operations: one table, read by the server (matching, the role each needs) and by the
-// OpenAPI generator (src/admin-api/openapi.ts). Handlers parse their input and format their output;
-// the changes themselves are the access operations the CLI runs (src/cli/keys.ts, orgs.ts) and the
-// admin-token service (src/access/service/admin-tokens.ts).
+// OpenAPI generator (src/admin-api/openapi.ts). Handlers only parse their input and format their
+// output: every change is an operation of the shared service layer (src/access/service/), made with the
+// admin token as the actor, audited and followed by the access-version bump there.
 import type { z } from 'zod';
 import { planOf } from '../config/plans.js';
 import type { AuthenticatedToken } from '../access/service/admin-tokens.js';
-import { createAdminToken, listAdminTokens, revokeAdminToken, AdminTokenError } from '../access/service/admin-tokens.js';
-import { createKey } from '../cli/keys.js';
-import { changeOrganization } from '../cli/orgs.js';
-import { CommandError } from '../cli/output.js';
-import { UsageError } from '../cli/args.js';
+import { createAdminToken, listAdminTokens, revokeAdminToken } from '../access/service/admin-tokens.js';
+import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
+import { getOrganization, listOrganizations, updateOrganization } from '../access/service/organizations.js';
+import { listAudit } from '../access/service/audit.js';
+import { ServiceError, type ServiceContext } from '../access/service/context.js';
 import { addressKey } from '../limits/address.js';
 import { ipv4Value } from '../gateway/client-ip.js';
 import { AdminApiError } from './errors.js';
@@ -21,18 +21,24 @@ import {
   CreatedAdminTokenSchema,
   CreatedKeySchema,
   CreateKeyBody,
+  ExpireKeyBody,
   KeySchema,
   MeSchema,
   OrganizationChangeBody,
   OrganizationSchema,
   page,
+  RotateKeyBody,
+  RotatedKeySchema,
   TrafficSchema,
+  UpdateKeyBody,
   UsageSchema,
   WorkspaceSchema,
 } from './schemas.js';
 
 export interface Call {
   deps: AdminApiDeps;
+  /** The service layer's context for this request: the token as the actor, the request id. */
+  ctx: ServiceContext;
   token: AuthenticatedToken;
   params: Record<string, number>;
   query: URLSearchParams;
@@ -91,62 +97,19 @@ function pageOf<T extends { id: number }>(rows: T[], limit: number) {
   return { items, nextCursor: rows.length > limit ? String(items[items.length - 1].id) : null };
 }
 
-const orgView = (o: Record<string, any>) => ({ id: o.id, name: o.name, plan: o.plan, apiAccess: o.api_access, paused: o.paused, warmupCap: o.warmup_cap, createdAt: iso(o.created_at)! });
 const wsView = (w: Record<string, any>) => ({ id: w.id, organizationId: w.organization_id, name: w.name, createdAt: iso(w.created_at)! });
 
-/**
- * Columns that later migrations add to api_keys (expiry, last use): read when present, so this API
- * shows them as soon as the database has them.
- */
-async function keyColumns(deps: AdminApiDeps): Promise<Set<string>> {
-  if (!deps.keyColumns) {
-    deps.keyColumns = deps.db
-      .query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'api_keys'`)
-      .then((rows) => new Set(rows.map((r) => r.column_name)));
-    deps.keyColumns.catch(() => (deps.keyColumns = undefined));
-  }
-  return deps.keyColumns;
-}
-
-function keyView(k: Record<string, any>, nowMs: number) {
-  const expiresAt = iso(k.expires_at);
-  const status = k.revoked_at ? 'revoked' : expiresAt && Date.parse(expiresAt) <= nowMs ? 'expired' : 'active';
-  return {
-    id: k.id,
-    organizationId: k.organization_id,
-    name: k.name,
-    type: k.type,
-    hint: k.hint,
-    workspaceId: k.workspace_id,
-    userId: k.user_id,
-    role: k.role,
-    scopes: k.scopes,
-    createdBy: k.created_by,
-    createdAt: iso(k.created_at)!,
-    revokedAt: iso(k.revoked_at),
-    expiresAt,
-    lastUsedAt: iso(k.last_used_at),
-    status,
-  };
-}
-
-async function loadKey(deps: AdminApiDeps, id: number) {
-  const rows = await deps.db.query(`SELECT * FROM api_keys WHERE id = $1`, [id]);
-  if (!rows.length) throw new AdminApiError('not_found', `no key ${id}`);
-  return rows[0];
-}
-
-/** The CLI operations' errors in this API's shape: a missing thing 404, a refused input 400. */
-async function asApi<T>(p: Promise<T>): Promise<T> {
+/** The service layer's refusals in this API's shape. */
+async function service<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    if (err instanceof CommandError) {
-      const message = err.message.replace(/^[a-z -]+: /, '');
-      throw new AdminApiError(/^no /.test(message) ? 'not_found' : 'invalid_request', message);
+    if (err instanceof ServiceError) {
+      // A change the rules refuse as asked (a role above its creator's, a workspace the user is not in)
+      // is an input problem for an operator's token: 400, not the 403 of a read token on a write.
+      const code = err.kind === 'not_found' ? 'not_found' : err.kind === 'conflict' ? 'conflict' : 'invalid_request';
+      throw new AdminApiError(code, err.message);
     }
-    if (err instanceof UsageError) throw new AdminApiError('invalid_request', err.message.replace(/^[a-z -]+: (--)?/, ''));
-    if (err instanceof AdminTokenError) throw new AdminApiError(err.kind === 'not_found' ? 'not_found' : 'invalid_request', err.message);
     throw err;
   }
 }
@@ -159,6 +122,20 @@ function isIp(raw: string): boolean {
   } catch {
     return false;
   }
+}
+
+const KEY_FILTERS: QueryParam[] = [
+  { name: 'organization', description: "Only this organization's.", schema: ID_QUERY },
+  { name: 'workspace', description: "Only this workspace's.", schema: ID_QUERY },
+  { name: 'type', description: 'workspace, personal or partner.', schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] } },
+  { name: 'status', description: 'active, expired or revoked.', schema: { type: 'string', enum: ['active', 'expired', 'revoked'] } },
+];
+
+function oneOfQuery<T extends string>(q: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return undefined;
+  if (!(allowed as readonly string[]).includes(v)) throw new AdminApiError('invalid_request', `${name} must be one of ${allowed.join(', ')}`);
+  return v as T;
 }
 
 export const ROUTES: AdminRoute[] = [
@@ -179,10 +156,9 @@ export const ROUTES: AdminRoute[] = [
     query: PAGE,
     status: 200,
     response: page(OrganizationSchema),
-    handle: async ({ deps, query }) => {
+    handle: async ({ ctx, query }) => {
       const { limit, after } = paging(query);
-      const rows = await deps.db.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit + 1]);
-      return pageOf(rows.map(orgView), limit);
+      return pageOf(await service(listOrganizations(ctx, { afterId: after, limit: limit + 1 })), limit);
     },
   },
   {
@@ -192,27 +168,19 @@ export const ROUTES: AdminRoute[] = [
     summary: 'One organization.',
     status: 200,
     response: OrganizationSchema,
-    handle: async ({ deps, params }) => {
-      const rows = await deps.db.query(`SELECT * FROM organizations WHERE id = $1`, [params.id]);
-      if (!rows.length) throw new AdminApiError('not_found', `no organization ${params.id}`);
-      return orgView(rows[0]);
-    },
+    handle: async ({ ctx, params }) => service(getOrganization(ctx, params.id)),
   },
   {
     method: 'PATCH',
     path: '/api/organizations/{id}',
     role: 'write',
-    summary: 'Pause or resume an organization, or change its plan (as `keygate orgs pause|resume|plan`); the gateways apply it to the next request.',
+    summary: 'Pause or resume an organization, turn its API access on or off, or change its plan (as `keygate orgs`); the gateways apply it to the next request.',
     body: OrganizationChangeBody,
     status: 200,
     response: OrganizationSchema,
-    handle: async ({ deps, params, body }) => {
-      const b = body as z.infer<typeof OrganizationChangeBody>;
-      const ctx = deps.accessContext();
-      if (b.paused !== undefined) await asApi(changeOrganization(ctx, 'organizations', params.id, { paused: b.paused }));
-      if (b.plan !== undefined) await asApi(changeOrganization(ctx, 'organizations', params.id, { plan: b.plan }));
-      const rows = await deps.db.query(`SELECT * FROM organizations WHERE id = $1`, [params.id]);
-      return orgView(rows[0]);
+    handle: async ({ ctx, params, body }) => {
+      const { mailboxesLowered: _lowered, ...org } = await service(updateOrganization(ctx, params.id, body as z.infer<typeof OrganizationChangeBody>));
+      return org;
     },
   },
   {
@@ -222,9 +190,8 @@ export const ROUTES: AdminRoute[] = [
     summary: "The organization's accepted and refused requests per minute over the last hour, from the gateways' own counters.",
     status: 200,
     response: TrafficSchema,
-    handle: async ({ deps, params }) => {
-      const rows = await deps.db.query(`SELECT id FROM organizations WHERE id = $1`, [params.id]);
-      if (!rows.length) throw new AdminApiError('not_found', `no organization ${params.id}`);
+    handle: async ({ ctx, deps, params }) => {
+      await service(getOrganization(ctx, params.id));
       return { organizationId: params.id, points: await deps.traffic.series(params.id, 60) };
     },
   },
@@ -233,7 +200,7 @@ export const ROUTES: AdminRoute[] = [
     path: '/api/workspaces',
     role: 'read',
     summary: 'Workspaces (not deleted), by id.',
-    query: [{ name: 'organization', description: 'Only this organization\'s.', schema: ID_QUERY }, ...PAGE],
+    query: [{ name: 'organization', description: "Only this organization's.", schema: ID_QUERY }, ...PAGE],
     status: 200,
     response: page(WorkspaceSchema),
     handle: async ({ deps, query }) => {
@@ -251,45 +218,22 @@ export const ROUTES: AdminRoute[] = [
     path: '/api/keys',
     role: 'read',
     summary: 'API keys, by id: never a secret or a hash.',
-    query: [
-      { name: 'organization', description: 'Only this organization\'s.', schema: ID_QUERY },
-      { name: 'workspace', description: 'Only this workspace\'s.', schema: ID_QUERY },
-      { name: 'type', description: 'workspace, personal or partner.', schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] } },
-      { name: 'status', description: 'active, expired or revoked.', schema: { type: 'string', enum: ['active', 'expired', 'revoked'] } },
-      ...PAGE,
-    ],
+    query: [...KEY_FILTERS, ...PAGE],
     status: 200,
     response: page(KeySchema),
-    handle: async ({ deps, query }) => {
+    handle: async ({ ctx, query }) => {
       const { limit, after } = paging(query);
-      const cols = await keyColumns(deps);
-      const where = ['id > $1'];
-      const params: unknown[] = [after];
-      const add = (sql: string, v: unknown) => {
-        params.push(v);
-        where.push(sql.replace('?', `$${params.length}`));
-      };
-      const org = idQuery(query, 'organization');
-      const ws = idQuery(query, 'workspace');
-      if (org !== undefined) add('organization_id = ?', org);
-      if (ws !== undefined) add('workspace_id = ?', ws);
-      const type = query.get('type');
-      if (type) {
-        if (!['workspace', 'personal', 'partner'].includes(type)) throw new AdminApiError('invalid_request', 'type must be one of workspace, personal, partner');
-        add('type = ?', type);
-      }
-      const status = query.get('status');
-      if (status) {
-        const expiry = cols.has('expires_at');
-        if (status === 'revoked') where.push('revoked_at IS NOT NULL');
-        else if (status === 'active') where.push(`revoked_at IS NULL${expiry ? ' AND (expires_at IS NULL OR expires_at > now())' : ''}`);
-        else if (status === 'expired') where.push(expiry ? 'revoked_at IS NULL AND expires_at <= now()' : 'false');
-        else throw new AdminApiError('invalid_request', 'status must be one of active, expired, revoked');
-      }
-      params.push(limit + 1);
-      const rows = await deps.db.query(`SELECT * FROM api_keys WHERE ${where.join(' AND ')} ORDER BY id LIMIT $${params.length}`, params);
-      const now = deps.clock.now();
-      return pageOf(rows.map((r) => keyView(r, now)), limit);
+      const keys = await service(
+        listKeys(ctx, {
+          organizationId: idQuery(query, 'organization'),
+          workspaceId: idQuery(query, 'workspace'),
+          type: oneOfQuery(query, 'type', ['workspace', 'personal', 'partner'] as const),
+          status: oneOfQuery(query, 'status', ['active', 'expired', 'revoked'] as const),
+          afterId: after,
+          limit: limit + 1,
+        }),
+      );
+      return pageOf(keys, limit);
     },
   },
   {
@@ -300,10 +244,10 @@ export const ROUTES: AdminRoute[] = [
     body: CreateKeyBody,
     status: 201,
     response: CreatedKeySchema,
-    handle: async ({ deps, body }) => {
+    handle: async ({ ctx, body }) => {
       const b = body as z.infer<typeof CreateKeyBody>;
-      const created = await asApi(createKey(deps.accessContext(), { ...b, scopes: b.scopes ?? [] }));
-      return { ...keyView(await loadKey(deps, created.id), deps.clock.now()), secret: created.secret };
+      const { key, secret } = await service(createKey(ctx, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+      return { ...key, secret };
     },
   },
   {
@@ -313,7 +257,47 @@ export const ROUTES: AdminRoute[] = [
     summary: 'One key.',
     status: 200,
     response: KeySchema,
-    handle: async ({ deps, params }) => keyView(await loadKey(deps, params.id), deps.clock.now()),
+    handle: async ({ ctx, params }) => service(getKey(ctx, params.id)),
+  },
+  {
+    method: 'PATCH',
+    path: '/api/keys/{id}',
+    role: 'write',
+    summary: "Change a key's name, expiry (null: never) or metadata (as `keygate keys update`).",
+    body: UpdateKeyBody,
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const b = body as z.infer<typeof UpdateKeyBody>;
+      return service(updateKey(ctx, params.id, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys/{id}/expire',
+    role: 'write',
+    summary: 'Expire a key now (or at `at`): its secrets are refused from then on, as after its expiry.',
+    body: ExpireKeyBody,
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const at = (body as z.infer<typeof ExpireKeyBody>).at;
+      return service(updateKey(ctx, params.id, { expiresAt: at ? new Date(at) : new Date(ctx.clock.now()) }));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys/{id}/rotate',
+    role: 'write',
+    summary: 'Rotate a key (as `keygate keys rotate`): a new secret, shown only in this answer; the old one works for `graceSeconds` more (default a day, 0: stops at once).',
+    body: RotateKeyBody,
+    status: 200,
+    response: RotatedKeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const g = (body as z.infer<typeof RotateKeyBody>).graceSeconds;
+      const { key, secret } = await service(rotateKey(ctx, params.id, g === undefined ? {} : { graceMs: g * 1000 }));
+      return { ...key, secret };
+    },
   },
   {
     method: 'POST',
@@ -322,12 +306,7 @@ export const ROUTES: AdminRoute[] = [
     summary: 'Revoke a key (as `keygate keys revoke`): every gateway refuses its very next request. Idempotent.',
     status: 200,
     response: KeySchema,
-    handle: async ({ deps, params }) => {
-      const rows = await deps.db.query(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *`, [params.id]);
-      if (!rows.length) throw new AdminApiError('not_found', `no key ${params.id}`);
-      await deps.accessContext().accessChanged(rows[0].organization_id);
-      return keyView(rows[0], deps.clock.now());
-    },
+    handle: async ({ ctx, params }) => service(revokeKey(ctx, params.id)),
   },
   {
     method: 'GET',
@@ -337,28 +316,26 @@ export const ROUTES: AdminRoute[] = [
     query: [{ name: 'ip', description: 'A client address whose IP layer to show.', schema: { type: 'string', maxLength: 45 } }],
     status: 200,
     response: UsageSchema,
-    handle: async ({ deps, params, query }) => {
-      const k = await loadKey(deps, params.id);
-      const org = await deps.db.query(`SELECT plan FROM organizations WHERE id = $1`, [k.organization_id]);
-      const plan = planOf(deps.plans(), org[0]?.plan ?? null);
+    handle: async ({ ctx, deps, params, query }) => {
+      const k = await service(getKey(ctx, params.id));
+      const org = await service(getOrganization(ctx, k.organizationId));
+      const plan = planOf(deps.plans(), org.plan);
       // The gateway's own counter names and budgets (src/gateway/guards/rate-limit.ts).
       const names = k.type === 'partner' ? ['partner'] : ['read', 'write', 'bulk'];
       const counters = k.type === 'partner' ? [{ id: `v1:${k.id}`, limit: 20 }] : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: plan.plan[b] }));
       const ip = query.get('ip');
-      if (ip !== null && !isIp(ip)) throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
+      if (ip !== null && ip !== '' && !isIp(ip)) throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
       if (ip) counters.push({ id: `ip:${addressKey(ip)}`, limit: 100 });
       const states = await deps.stores.limiter.spend(counters, 0);
-      const buckets = Object.fromEntries(names.map((n, i) => [n, states[i]]));
-      const ipState = ip ? { ...states[states.length - 1], address: ip } : null;
       return {
         keyId: k.id,
-        organizationId: k.organization_id,
+        organizationId: k.organizationId,
         plan: plan.id,
         windowReset: states[0].reset,
-        buckets,
-        ip: ipState,
+        buckets: Object.fromEntries(names.map((n, i) => [n, states[i]])),
+        ip: ip ? { ...states[states.length - 1], address: ip } : null,
         monthlyQuota: null,
-        lastUsedAt: iso(k.last_used_at),
+        lastUsedAt: k.lastUsedAt,
       };
     },
   },
@@ -366,16 +343,31 @@ export const ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/api/audit',
     role: 'read',
-    summary: 'The audit trail, newest first, when the database has one: who changed what, before and after (never a secret).',
+    summary: 'The audit trail, newest first: who changed what, before and after (never a secret).',
     query: [
       { name: 'organization', description: 'Changes of this organization.', schema: ID_QUERY },
-      { name: 'action', description: 'One action, e.g. `key.revoke`.', schema: { type: 'string', maxLength: 64 } },
-      { name: 'actor', description: 'The actor kind: admin-token, user, cli, internal or seed.', schema: { type: 'string', maxLength: 32 } },
+      { name: 'action', description: 'One action, e.g. `key.revoke`; `key.` for every key action.', schema: { type: 'string', pattern: '^[a-z][a-z-]*\\.([a-z][a-z-]*)?$' } },
+      { name: 'actor', description: 'The actor kind.', schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed'] } },
       ...PAGE,
     ],
     status: 200,
     response: page(AuditEntrySchema),
-    handle: async (call) => call.deps.audit.list(call.query, paging(call.query)),
+    handle: async ({ ctx, query }) => {
+      const { limit, after } = paging(query);
+      const action = query.get('action') || undefined;
+      if (action !== undefined && !/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(action)) throw new AdminApiError('invalid_request', 'action must look like key.revoke, or key. for every key action');
+      const rows = await service(
+        listAudit(ctx, {
+          organizationId: idQuery(query, 'organization'),
+          action,
+          actorKind: oneOfQuery(query, 'actor', ['admin-token', 'user', 'cli', 'internal', 'seed'] as const),
+          // Newest first: the cursor is the last id seen, the next page holds the smaller ids.
+          beforeId: after > 0 ? after : undefined,
+          limit: limit + 1,
+        }),
+      );
+      return pageOf(rows, limit);
+    },
   },
   {
     method: 'GET',
@@ -395,7 +387,7 @@ export const ROUTES: AdminRoute[] = [
     body: CreateAdminTokenBody,
     status: 201,
     response: CreatedAdminTokenSchema,
-    handle: async ({ deps, body, token, requestId }) => asApi(createAdminToken(deps.tokenContext(token, requestId), body as z.infer<typeof CreateAdminTokenBody>)),
+    handle: async ({ ctx, body }) => service(createAdminToken(ctx, body as z.infer<typeof CreateAdminTokenBody>)),
   },
   {
     method: 'POST',
@@ -404,6 +396,6 @@ export const ROUTES: AdminRoute[] = [
     summary: 'Revoke an admin token: its next request is refused. Idempotent.',
     status: 200,
     response: AdminTokenSchema,
-    handle: async ({ deps, params, token, requestId }) => asApi(revokeAdminToken(deps.tokenContext(token, requestId), params.id)),
+    handle: async ({ ctx, params }) => service(revokeAdminToken(ctx, params.id)),
   },
 ];

@@ -26,7 +26,7 @@ export const OrganizationSchema = z.object({
   apiAccess: z.boolean(),
   paused: z.boolean(),
   warmupCap: z.number().int().nullable(),
-  createdAt: time,
+  partnerCallback: z.object({ url: z.string(), verified: z.boolean() }).nullable(),
 });
 
 export const WorkspaceSchema = z.object({ id, organizationId: id, name: z.string(), createdAt: time });
@@ -45,11 +45,18 @@ export const KeySchema = z.object({
   createdAt: time,
   revokedAt: time.nullable(),
   expiresAt: time.nullable(),
-  lastUsedAt: time.nullable(),
   status: z.enum(['active', 'expired', 'revoked']),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  lastUsedAt: time.nullable().describe('The last use of any of its secrets, to the minute.'),
+  rotatedAt: time.nullable(),
+  previousSecret: z.object({ hint: z.string(), expiresAt: time, lastUsedAt: time.nullable() }).nullable().describe("The secret a rotation replaced, while its grace period runs."),
 });
 
 export const CreatedKeySchema = KeySchema.extend({ secret: z.string().describe('The secret, shown only in this answer.') });
+export const RotatedKeySchema = CreatedKeySchema;
+
+const instant = z.iso.datetime({ offset: true }).describe('ISO 8601 date and time');
+const metadata = z.record(z.string(), z.unknown()).nullable().describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
 
 const scope = z.string().regex(/^[a-z]+:[a-z]+$/);
 export const CreateKeyBody = z
@@ -62,6 +69,8 @@ export const CreateKeyBody = z
     role: z.enum(ROLES).optional(),
     scopes: z.array(scope).max(32).optional(),
     createdBy: id.optional(),
+    expiresAt: instant.nullable().optional(),
+    metadata: metadata.optional(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -78,9 +87,20 @@ export const CreateKeyBody = z
   });
 
 export const OrganizationChangeBody = z
-  .object({ paused: z.boolean().optional(), plan: z.enum(PLAN_IDS).nullable().optional() })
+  .object({ paused: z.boolean().optional(), apiAccess: z.boolean().optional(), plan: z.enum(PLAN_IDS).nullable().optional() })
   .strict()
-  .refine((b) => b.paused !== undefined || b.plan !== undefined, { message: 'give paused or plan' });
+  .refine((b) => Object.keys(b).length > 0, { message: 'give paused, apiAccess or plan' });
+
+export const UpdateKeyBody = z
+  .object({ name: z.string().trim().min(1).max(100).optional(), expiresAt: instant.nullable().optional(), metadata: metadata.optional() })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, { message: 'give name, expiresAt or metadata' });
+
+export const ExpireKeyBody = z.object({ at: instant.optional().describe('When; now when absent.') }).strict();
+
+export const RotateKeyBody = z
+  .object({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional().describe('How long the replaced secret keeps working; default 86400.') })
+  .strict();
 
 const layer = z.object({ limit: z.number().int(), used: z.number().int(), remaining: z.number().int(), reset: z.number().int().describe('Unix seconds') });
 
@@ -116,11 +136,13 @@ export const CreateAdminTokenBody = z.object({ name: z.string().trim().min(1).ma
 export const MeSchema = z.object({ id, name: z.string(), role: z.enum(['read', 'write']) });
 
 export const AuditEntrySchema = z.object({
-  id: z.union([z.number().int(), z.string()]),
+  id: z.number().int(),
   at: time,
-  actor: z.record(z.string(), z.unknown()),
+  actor: z.object({ kind: z.enum(['admin-token', 'user', 'cli', 'internal', 'seed']), id: z.string().nullable(), name: z.string().nullable() }),
   action: z.string(),
-  target: z.record(z.string(), z.unknown()),
+  targetType: z.string(),
+  targetIds: z.array(z.string()),
+  organizationId: id.nullable(),
   before: z.unknown(),
   after: z.unknown(),
   requestId: z.string().nullable(),

@@ -11,14 +11,13 @@ import type { Plans } from '../config/plans.js';
 import type { Clock, LimitStores } from '../limits/types.js';
 import { addressKey } from '../limits/address.js';
 import { clientIp, type TrustedProxies } from '../gateway/client-ip.js';
-import { authenticateAdminToken, type AdminTokenContext, type AuthenticatedToken } from '../access/service/admin-tokens.js';
-import type { AdminContext } from '../cli/context.js';
+import { authenticateAdminToken, type AuthenticatedToken } from '../access/service/admin-tokens.js';
+import type { ServiceContext } from '../access/service/context.js';
 import { AdminApiError, errorBody, type AdminErrorCode } from './errors.js';
 import { ROUTES, type AdminRoute } from './routes.js';
 import { adminOpenApi } from './openapi.js';
 import { ConsoleFiles } from './console-files.js';
 import type { OrgTraffic } from './traffic.js';
-import type { AuditReader } from './audit.js';
 
 /** Failed token attempts one client address may make per minute before it is refused (429). */
 export const ADMIN_AUTH_FAILURES = 10;
@@ -33,13 +32,8 @@ export interface AdminApiDeps {
   traffic: OrgTraffic;
   trusted: TrustedProxies;
   plans(): Plans;
-  audit: AuditReader;
-  /** What the shared access operations need (the CLI's context: database, pepper, data files, the version bump). */
-  accessContext(): AdminContext;
-  /** The admin-token operations' context, with this token as the actor. */
-  tokenContext(token: AuthenticatedToken, requestId: string): AdminTokenContext;
-  /** Memo of api_keys' columns (src/admin-api/routes.ts). */
-  keyColumns?: Promise<Set<string>>;
+  /** The service layer's context for one request, with this token as the actor. */
+  serviceContext(token: AuthenticatedToken, requestId: string): ServiceContext;
   console?: ConsoleFiles;
 }
 
@@ -147,7 +141,7 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
     } else {
       req.resume();
     }
-    const result = await route.handle({ deps, token, params, query, body, requestId });
+    const result = await route.handle({ deps, ctx: deps.serviceContext(token, requestId), token, params, query, body, requestId });
     send(res, route.status, result, {}, head);
   }
 

@@ -1,22 +1,10 @@
 // `keygate admin-tokens create|list|revoke`: the tokens of the admin HTTP API (ADMIN_API_PORT). A new
 // token is printed once; keygate keeps only its keyed hash. Changes are audited with the `cli` actor.
-import { userInfo } from 'node:os';
-import { AdminTokenError, ADMIN_TOKEN_ROLES, createAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenContext } from '../access/service/admin-tokens.js';
+import { ADMIN_TOKEN_ROLES, createAdminToken, listAdminTokens, revokeAdminToken } from '../access/service/admin-tokens.js';
+import { ServiceError } from '../access/service/context.js';
 import { idArg, oneOf, parseArgs, required, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
 import { CommandError, output, table } from './output.js';
-
-function osUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return process.env.USER ?? 'unknown';
-  }
-}
-
-function tokenContext(c: AdminContext): AdminTokenContext {
-  return { db: c.db, pepper: c.pepper, actor: { kind: 'cli', osUser: osUser() } };
-}
 
 export async function adminTokensCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
   if (sub === 'create') {
@@ -24,7 +12,7 @@ export async function adminTokensCommand(ctx: () => Promise<AdminContext>, sub: 
     const name = required('admin-tokens create', a, 'name').trim();
     if (name.length < 1 || name.length > 100) throw new UsageError('admin-tokens create: --name must be 1 to 100 characters');
     const role = oneOf('admin-tokens create', '--role', required('admin-tokens create', a, 'role'), ADMIN_TOKEN_ROLES);
-    const t = await withContext(ctx, (c) => createAdminToken(tokenContext(c), { name, role }));
+    const t = await withContext(ctx, (c) => createAdminToken(c.service, { name, role }));
     output(a.flags.has('json'), t, [
       `Created admin token ${t.id} "${t.name}" (role ${t.role}).`,
       `Token, shown only this once (keygate keeps a keyed hash of it, never the token):`,
@@ -42,8 +30,8 @@ export async function adminTokensCommand(ctx: () => Promise<AdminContext>, sub: 
     const a = parseArgs('admin-tokens revoke', argv, { positionals: ['tokenId'] });
     const id = idArg('admin-tokens revoke', '<tokenId>', a.positionals.tokenId);
     const t = await withContext(ctx, (c) =>
-      revokeAdminToken(tokenContext(c), id).catch((err) => {
-        throw err instanceof AdminTokenError && err.kind === 'not_found' ? new CommandError(`admin-tokens revoke: ${err.message}`) : err;
+      revokeAdminToken(c.service, id).catch((err) => {
+        throw err instanceof ServiceError && err.kind === 'not_found' ? new CommandError(`admin-tokens revoke: ${err.message}`) : err;
       }),
     );
     output(a.flags.has('json'), t, [`Revoked admin token ${t.id} "${t.name}" (since ${t.revokedAt}).`]);

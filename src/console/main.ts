@@ -318,20 +318,29 @@ function Key({ id, me }: { id: string; me: Json }) {
   const [ip, setIp] = useState('');
   const [ipQuery, setIpQuery] = useState('');
   const usage = useApi(`/api/keys/${id}/usage${ipQuery ? `?ip=${encodeURIComponent(ipQuery)}` : ''}`, [ipQuery], 3_000);
-  const [confirm, setConfirm] = useState(false);
+  // One pending change at a time, confirmed by a second button that takes the focus.
+  const [confirm, setConfirm] = useState<'revoke' | 'expire' | 'rotate' | null>(null);
+  const [secret, setSecret] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const confirmRef = useRef<HTMLButtonElement>(null);
   useEffect(() => confirmRef.current?.focus(), [confirm]);
   const k = key.data;
-  const revoke = async () => {
+  const act = async (what: 'revoke' | 'expire' | 'rotate') => {
     try {
-      await api(`/api/keys/${id}/revoke`, { method: 'POST' });
-      setConfirm(false);
+      const r = await api(`/api/keys/${id}/${what}`, { method: 'POST', ...(what === 'revoke' ? {} : { body: {} }) });
+      if (what === 'rotate') setSecret(r.secret);
+      setConfirm(null);
+      setError(null);
       key.reload();
     } catch (err) {
       setError((err as Error).message);
     }
   };
+  const CONFIRM = {
+    revoke: ['Revoke this key? Its next request is refused.', 'Confirm revoke'],
+    expire: ['Expire this key now? Its secrets are refused from now on.', 'Confirm expire'],
+    rotate: ['Rotate this key? A new secret is shown once; the old one keeps working for a day.', 'Confirm rotate'],
+  } as const;
   const u = usage.data;
   return h(
     'main',
@@ -351,14 +360,20 @@ function Key({ id, me }: { id: string; me: Json }) {
             head: ['Type', 'Hint', 'Workspace', 'Role', 'Scopes', 'Created', 'Expires', 'Status'],
             rows: [[k.type, h('code', null, k.hint), k.workspaceId ?? '—', k.role ?? '—', k.scopes.join(', ') || '—', when(k.createdAt), when(k.expiresAt), h(Status, { s: k.status })]],
           }),
+          k.previousSecret && h('p', { class: 'muted' }, `The replaced secret ${k.previousSecret.hint} works until ${when(k.previousSecret.expiresAt)}.`),
+          secret && h(SecretOnce, { secret, what: 'rotated key', onDone: () => setSecret(null) }),
           me.role === 'write' &&
             k.status !== 'revoked' &&
             h(
               'p',
               { class: 'row' },
               confirm
-                ? [h('span', null, 'Revoke this key? Its next request is refused.'), h('button', { class: 'danger', ref: confirmRef, onClick: revoke }, 'Confirm revoke'), h('button', { class: 'secondary', onClick: () => setConfirm(false) }, 'Cancel')]
-                : h('button', { class: 'danger', onClick: () => setConfirm(true) }, 'Revoke'),
+                ? [h('span', null, CONFIRM[confirm][0]), h('button', { class: 'danger', ref: confirmRef, onClick: () => act(confirm) }, CONFIRM[confirm][1]), h('button', { class: 'secondary', onClick: () => setConfirm(null) }, 'Cancel')]
+                : [
+                    h('button', { class: 'secondary', onClick: () => setConfirm('rotate') }, 'Rotate'),
+                    k.status === 'active' && h('button', { class: 'secondary', onClick: () => setConfirm('expire') }, 'Expire now'),
+                    h('button', { class: 'danger', onClick: () => setConfirm('revoke') }, 'Revoke'),
+                  ],
             ),
         ),
         h(
@@ -432,7 +447,7 @@ function Audit() {
           when(e.at),
           `${e.actor.kind}${e.actor.name ? ` ${e.actor.name}` : ''}${e.actor.id ? ` (${e.actor.id})` : ''}`,
           h('code', null, e.action),
-          `${e.target.type} ${e.target.ids.join(', ')}`,
+          `${e.targetType} ${e.targetIds.join(', ')}`,
           h('details', null, h('summary', null, 'before / after'), h('pre', null, JSON.stringify({ before: e.before, after: e.after }, null, 1))),
         ]),
       }),

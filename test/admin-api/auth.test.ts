@@ -37,7 +37,7 @@ beforeAll(async () => {
   stack = await startStack({ clock, env: { ADMIN_API_PORT: '0' } });
   base = stack.app.adminApiUrl!;
   pepper = await getPepper(stack.db);
-  const ctx = { db: stack.db, pepper, actor: { kind: 'cli' as const, osUser: 'test' } };
+  const ctx = { db: stack.db, pepper, clock, actor: { kind: 'cli' as const, osUser: 'test' } };
   tokens.read = (await createAdminToken(ctx, { name: 'reader', role: 'read' })).token;
   tokens.write = (await createAdminToken(ctx, { name: 'writer', role: 'write' })).token;
   const revoked = await createAdminToken(ctx, { name: 'gone', role: 'write' });
@@ -107,6 +107,23 @@ describe('a write token', () => {
     expectError(await call('GET', '/api/keys?status=gone', { token: tokens.read }), 400, 'invalid_request');
   });
 
+  it('makes each change through the service layer: one audit row per change, with the token as the actor', async () => {
+    const made = await call('POST', '/api/keys', { token: tokens.write, body: { type: 'partner', name: 'audited', organizationId: 1 } });
+    expect(made.status, made.text).toBe(201);
+    const id = made.body.id;
+    expect((await call('POST', `/api/keys/${id}/rotate`, { token: tokens.write, body: { graceSeconds: 0 } })).status).toBe(200);
+    expect((await call('POST', `/api/keys/${id}/revoke`, { token: tokens.write })).status).toBe(200);
+    const trail = await call('GET', `/api/audit?organization=1&actor=admin-token&action=key.`, { token: tokens.read });
+    expect(trail.status, trail.text).toBe(200);
+    const mine = trail.body.items.filter((e: { targetIds: string[] }) => e.targetIds.includes(String(id)));
+    expect(mine.map((e: { action: string }) => e.action)).toEqual(['key.revoke', 'key.rotate', 'key.create']);
+    for (const e of mine) {
+      expect(e.actor).toMatchObject({ kind: 'admin-token', name: 'writer' });
+      expect(e.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    expect(trail.text).not.toContain(made.body.secret);
+  });
+
   it('creates and revokes admin tokens: the new token is shown once, works, and stops working when revoked', async () => {
     const made = await call('POST', '/api/admin-tokens', { token: tokens.write, body: { name: 'ci', role: 'read' } });
     expect(made.status, made.text).toBe(201);
@@ -121,6 +138,12 @@ describe('a write token', () => {
     expect(row.lastUsedAt).not.toBeNull();
     expect((await call('POST', `/api/admin-tokens/${made.body.id}/revoke`, { token: tokens.write })).body.revokedAt).not.toBeNull();
     expectError(await call('GET', '/api/me', { token: made.body.token }), 401, 'unauthorized');
+    // Both changes are in the audit trail, with the token that made them; neither row holds the token.
+    const trail = await call('GET', '/api/audit?action=admin-token.', { token: tokens.read });
+    const rows = trail.body.items.filter((e: { targetIds: string[] }) => e.targetIds.includes(String(made.body.id)));
+    expect(rows.map((e: { action: string }) => e.action)).toEqual(['admin-token.revoke', 'admin-token.create']);
+    expect(rows[0].actor).toMatchObject({ kind: 'admin-token', name: 'writer' });
+    expect(trail.text).not.toContain(made.body.token);
   });
 });
 

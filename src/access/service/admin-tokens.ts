@@ -1,9 +1,12 @@
 // Admin tokens of the admin HTTP API (src/admin-api/): created with a role (read or write), shown once,
 // stored as a keyed hash (the API keys' HMAC with the database's pepper), revocable, with lastUsedAt.
-// The CLI (`keygate admin-tokens`) and the admin API's own /api/admin-tokens routes call these.
+// The CLI (`keygate admin-tokens`) and the admin API's own /api/admin-tokens routes call these; each
+// change is audited in its own transaction (src/access/service/audit.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Queryable } from '../../db/types.js';
+import type { Db, Queryable } from '../../db/types.js';
 import { randomAlphanumeric } from '../secrets.js';
+import { recordAudit } from './audit.js';
+import { ServiceError, type Actor, type ServiceContext } from './context.js';
 
 export const ADMIN_TOKEN_ROLES = ['read', 'write'] as const;
 export type AdminTokenRole = (typeof ADMIN_TOKEN_ROLES)[number];
@@ -12,25 +15,8 @@ export type AdminTokenRole = (typeof ADMIN_TOKEN_ROLES)[number];
 const TOKEN = /^kga_[A-Za-z0-9]{40}$/;
 export const ADMIN_TOKEN_PREFIX = 'kga_';
 
-/** Who made a change, as the audit trail names it (the shape of the service layer's Actor). */
-export type TokenActor = { kind: 'admin-token'; id: string; name: string } | { kind: 'cli'; osUser: string } | { kind: 'seed' };
-
-export interface AdminTokenContext {
-  db: Queryable & { tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> };
-  pepper: string;
-  actor: TokenActor;
-  requestId?: string;
-  /** Records one audit row inside the change's transaction, when the audit trail is available. */
-  audit?: (q: Queryable, entry: AuditEntry) => Promise<void>;
-}
-
-export interface AuditEntry {
-  action: string;
-  targetType: string;
-  targetId: string;
-  before: unknown;
-  after: unknown;
-}
+/** What the admin-token operations need of the service layer's context. */
+export type AdminTokenContext = Pick<ServiceContext, 'actor' | 'requestId' | 'clock' | 'pepper'> & { db: Db };
 
 export interface AdminTokenView {
   id: number;
@@ -49,36 +35,28 @@ export function adminTokenView(r: Record<string, any>): AdminTokenView {
   return { id: r.id, name: r.name, role: r.role, hint: r.hint, createdBy: r.created_by, createdAt: iso(r.created_at)!, lastUsedAt: iso(r.last_used_at), revokedAt: iso(r.revoked_at) };
 }
 
-export class AdminTokenError extends Error {
-  constructor(
-    readonly kind: 'invalid' | 'not_found',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export function hashAdminToken(pepper: string, token: string): string {
   // A domain prefix keeps an admin token's hash apart from an API key's even under one pepper.
   return createHmac('sha256', pepper).update('admin-token:').update(token).digest('hex');
 }
 
-export function actorLabel(a: TokenActor): string {
-  return a.kind === 'admin-token' ? `admin-token:${a.id}` : a.kind === 'cli' ? `cli:${a.osUser}` : 'seed';
+/** Who made a token, as its row keeps it: `cli:<os user>`, `admin-token:<id>`, `seed`, ... */
+export function actorLabel(a: Actor): string {
+  return a.kind === 'admin-token' ? `admin-token:${a.id}` : a.kind === 'cli' ? `cli:${a.osUser}` : a.kind === 'user' ? `user:${a.id}` : a.kind;
 }
 
 export async function createAdminToken(ctx: AdminTokenContext, input: { name: string; role: string }): Promise<AdminTokenView & { token: string }> {
   const name = typeof input.name === 'string' ? input.name.trim() : '';
-  if (name.length < 1 || name.length > 100) throw new AdminTokenError('invalid', 'name must be 1 to 100 characters');
-  if (!(ADMIN_TOKEN_ROLES as readonly string[]).includes(input.role)) throw new AdminTokenError('invalid', `role must be one of ${ADMIN_TOKEN_ROLES.join(', ')}`);
+  if (name.length < 1 || name.length > 100) throw new ServiceError('invalid', 'name must be 1 to 100 characters', 'name', 'name');
+  if (!(ADMIN_TOKEN_ROLES as readonly string[]).includes(input.role)) throw new ServiceError('invalid', `role must be one of ${ADMIN_TOKEN_ROLES.join(', ')}`, 'role', 'role');
   const token = ADMIN_TOKEN_PREFIX + randomAlphanumeric(40);
   const view = await ctx.db.tx(async (q) => {
     const rows = await q.query(
-      `INSERT INTO admin_tokens (name, role, token_hash, hint, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
-      [name, input.role, hashAdminToken(ctx.pepper, token), token.slice(0, 8) + '…', actorLabel(ctx.actor)],
+      `INSERT INTO admin_tokens (name, role, token_hash, hint, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [name, input.role, hashAdminToken(ctx.pepper, token), token.slice(0, 8) + '…', actorLabel(ctx.actor), new Date(ctx.clock.now())],
     );
     const v = adminTokenView(rows[0]);
-    await ctx.audit?.(q, { action: 'admin_token.create', targetType: 'admin_token', targetId: String(v.id), before: null, after: v });
+    await recordAudit(q, ctx, { action: 'admin-token.create', targetType: 'admin-token', targetIds: [v.id], organizationId: null, after: v });
     return v;
   });
   return { ...view, token };
@@ -93,12 +71,12 @@ export async function listAdminTokens(db: Queryable, opts: { includeRevoked?: bo
 export async function revokeAdminToken(ctx: AdminTokenContext, id: number): Promise<AdminTokenView> {
   return ctx.db.tx(async (q) => {
     const cur = await q.query(`SELECT * FROM admin_tokens WHERE id = $1 FOR UPDATE`, [id]);
-    if (!cur.length) throw new AdminTokenError('not_found', `no admin token ${id}`);
+    if (!cur.length) throw new ServiceError('not_found', `no admin token ${id}`, 'no_admin_token');
     if (cur[0].revoked_at) return adminTokenView(cur[0]);
-    const rows = await q.query(`UPDATE admin_tokens SET revoked_at = now() WHERE id = $1 RETURNING *`, [id]);
+    const rows = await q.query(`UPDATE admin_tokens SET revoked_at = $2 WHERE id = $1 RETURNING *`, [id, new Date(ctx.clock.now())]);
     const before = adminTokenView(cur[0]);
     const after = adminTokenView(rows[0]);
-    await ctx.audit?.(q, { action: 'admin_token.revoke', targetType: 'admin_token', targetId: String(id), before, after });
+    await recordAudit(q, ctx, { action: 'admin-token.revoke', targetType: 'admin-token', targetIds: [id], organizationId: null, before, after });
     return after;
   });
 }
