@@ -30,6 +30,7 @@ import { createMetrics } from './ops/metrics.js';
 import { backgroundChecks, createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
+import { OrgTraffic } from './admin-api/traffic.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -61,6 +62,8 @@ export interface App {
   gatewayUrl: string | null;
   backendUrl: string | null;
   adminUrl: string | null;
+  /** The admin HTTP API and console (ADMIN_API_PORT), when enabled. */
+  adminApiUrl: string | null;
   db: Db;
   stores: LimitStores;
   cache: PrincipalCache | null;
@@ -140,7 +143,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
   // A port in use names its setting; an address this machine does not have names HOST.
-  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT') =>
+  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT') =>
     new Promise<string>((resolve, reject) => {
       srv.once('error', (err) => reject(listenError(setting, host, p, err)));
       srv.listen(p, host, () => resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`));
@@ -196,6 +199,7 @@ export async function startApp(o: AppOptions): Promise<App> {
 
   let gatewayUrl: string | null = null;
   let adminUrl: string | null = null;
+  let adminApiUrl: string | null = null;
   let ready = false;
   let gatewaySrv: http.Server | null = null;
   if (o.mode !== 'backend') {
@@ -221,6 +225,10 @@ export async function startApp(o: AppOptions): Promise<App> {
     const jwt = jwtSignerFromSettings(s, o.mode);
     // Without an audience a token for one service is good at every other behind this gateway.
     if (jwt && !s.IDENTITY_JWT_AUDIENCE) o.log.warn({ setting: 'IDENTITY_JWT_AUDIENCE' }, 'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service');
+    // Per-organization accepted/refused counts per minute for the admin console's chart: in memory, and
+    // flushed to Redis in batches (when there is one) so any admin API instance reads the whole fleet.
+    const traffic = new OrgTraffic({ clock, redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, log: o.log.child({ c: 'traffic' }) });
+    closers.push(() => traffic.close());
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
     const gateway = createGatewayServer({
       ...identity,
@@ -242,6 +250,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
       openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
+      traffic: (org, refused) => traffic.record(org, refused),
     });
     gatewaySrv = gateway.server;
     // The dependencies are checked once a second in the background; probes and scrapes read the result.
@@ -275,6 +284,13 @@ export async function startApp(o: AppOptions): Promise<App> {
         })
       : await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
+    if (s.ADMIN_API_PORT !== undefined) {
+      const { startAdminApi } = await import('./admin-api/index.js');
+      const adminApi = startAdminApi({ db, pepper, clock, log: o.log.child({ c: 'admin-api' }), stores, traffic, trusted: new TrustedProxies(s.TRUST_PROXY), plans: () => plans, scopes: () => routes.scopes });
+      adminApiUrl = await listen(adminApi, port(s.ADMIN_API_PORT), s.HOST, 'ADMIN_API_PORT');
+      const adminApiDrain = drainable(adminApi);
+      closers.unshift(() => adminApiDrain.drain(0));
+    }
     // The admin listener stops last: /readyz says 503 for the whole drain.
     const adminDrain = drainable(admin);
     closers.unshift(() => adminDrain.drain(0));
@@ -287,6 +303,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     gatewayUrl,
     backendUrl,
     adminUrl,
+    adminApiUrl,
     db,
     stores,
     cache,

@@ -10,6 +10,7 @@ import { migrate } from './db/index.js';
 import { applySeed, parseSeed } from './access/seed.js';
 import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
 import { openDatabase } from './cli/context.js';
+import { getPepper } from './access/pepper.js';
 import { dataFile } from './cli/paths.js';
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +35,7 @@ async function main() {
   }
   const mode = (args[0] ?? 'start') as Mode;
   if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
-    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs or sessions (keygate --help)`);
+    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions or admin-tokens (keygate --help)`);
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
   const log = createLogger(settings.LOG_LEVEL);
@@ -72,8 +73,10 @@ async function main() {
   const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
   installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
 
-  if (mode === 'start') printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!);
-  else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
+  if (mode === 'start') {
+    const adminToken = app.adminApiUrl ? await (await import('./admin-api/index.js')).demoAdminToken(app.db, await getPepper(app.db)) : null;
+    printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!, adminToken);
+  } else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
 }
 
 /**
@@ -112,7 +115,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   if (mode === 'start') printBanner({ ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl }, full.INTERNAL_TOKEN, seed, seedFile!);
 }
 
-function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string) {
+function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string, adminToken: string | null = null) {
   const lines = [
     '',
     `keygate is running (all-in-one)`,
@@ -120,6 +123,7 @@ function printBanner(app: App, internalToken: string, seed: ReturnType<typeof pa
     `  backend   ${app.backendUrl}    (private: /api-keys, /internal)`,
     `  admin     ${app.adminUrl}    (/healthz, /readyz, /metrics)`,
     `  internal token (this start only): ${internalToken}`,
+    ...(app.adminApiUrl && adminToken ? [`  admin API and console ${app.adminApiUrl}/    (sign in with the admin token below)`, `  admin token (write, this start only): ${adminToken}`] : []),
     '',
     `API keys from ${seedFile}:`,
   ];

@@ -17,6 +17,8 @@ export const settingsSchema = z
     PORT: port.default(8080),
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
+    // The admin HTTP API and console (src/admin-api/): off unless set; bound to HOST like the gateway.
+    ADMIN_API_PORT: port.optional(),
     HOST: z.string().min(1).default('0.0.0.0'),
     // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
     ADMIN_HOST: z.string().min(1).optional(),

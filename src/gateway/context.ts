@@ -41,6 +41,8 @@ export interface GatewayDeps {
   cors: Cors;
   /** The API description served at `path` (GET /v2/openapi.json, /v1/openapi.json), or null. */
   openApi: (path: string) => Buffer | null;
+  /** Counts each answered request of a known organization, accepted or refused (the admin console's chart). */
+  traffic?: (organizationId: number, refused: boolean) => void;
 }
 
 export interface RequestContext {

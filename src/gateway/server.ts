@@ -114,6 +114,7 @@ function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((sou
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
+  if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
   if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
 }
 
