@@ -207,6 +207,8 @@ export async function startApp(o: AppOptions): Promise<App> {
     const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
+    // Without an audience a token for one service is good at every other behind this gateway.
+    if (jwt && !s.IDENTITY_JWT_AUDIENCE) o.log.warn({ setting: 'IDENTITY_JWT_AUDIENCE' }, 'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service');
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
     const gateway = createGatewayServer({
       ...identity,
