@@ -12,7 +12,7 @@ import { applySeed, parseSeed } from './access/seed.js';
 import { getPepper } from './access/pepper.js';
 import { PrincipalCache } from './access/cache.js';
 import { createMemoryStores } from './limits/memory.js';
-import { createRedisClient, createRedisStores } from './limits/redis.js';
+import { createRedisClient, createRedisStores, redisClientSettings, redisSettingName } from './limits/redis.js';
 import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
 import { isMisconfigured, listenError, settingError } from './config/errors.js';
@@ -96,8 +96,8 @@ export async function startApp(o: AppOptions): Promise<App> {
   let cache: PrincipalCache | null = null;
   const redis = o.stores
     ? null
-    : s.REDIS_URL || s.REDIS_CLUSTER_NODES
-      ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES })
+    : redisClientSettings(s)
+      ? createRedisClient(redisClientSettings(s)!)
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
@@ -126,7 +126,7 @@ export async function startApp(o: AppOptions): Promise<App> {
         })
       : createMemoryStores({ clock }));
   // A Redis that is down is an outage (start degraded); a host that does not resolve or refused credentials a bad setting.
-  const redisSetting = s.REDIS_CLUSTER_NODES?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  const redisSetting = redisSettingName(s);
   const redisState = redis ? await waitForRedis(redis, 5_000) : true;
   if (redisState instanceof Error) {
     redis?.disconnect();

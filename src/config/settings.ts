@@ -29,6 +29,12 @@ export const settingsSchema = z
     DATA_DIR: z.string().min(1).default('.data'),
     REDIS_URL: z.string().url().optional(),
     REDIS_CLUSTER_NODES: csv.optional(),
+    // Redis Sentinel: the sentinels (host:port), the name of the primary they watch, the sentinels'
+    // own password and the password of the primary and its replicas (src/limits/redis.ts).
+    REDIS_SENTINELS: csv.optional(),
+    REDIS_SENTINEL_NAME: z.string().min(1).max(128).optional(),
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    REDIS_PASSWORD: z.string().min(1).optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]').default('kg:'),
     SEED_FILE: z.string().min(1).optional(),
     // Checked by building the gateway's own matcher, so the rule of a valid entry lives in one place.
@@ -157,9 +163,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
     if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
     if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
   }
+  if (s.REDIS_SENTINELS?.length && !s.REDIS_SENTINEL_NAME) throw new ConfigError('setting REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name of the primary the sentinels watch)');
+  if (s.REDIS_SENTINELS?.length && s.REDIS_CLUSTER_NODES?.length) throw new ConfigError('setting REDIS_SENTINELS: give either REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both');
   // Several gateway processes keep one budget only in a shared store: in-memory limits would be per process.
   if ((mode === 'gateway' || mode === 'start') && s.WORKERS !== '1') {
-    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL or REDIS_CLUSTER_NODES (in-memory rate limits cannot be exact across processes)`);
+    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length && !s.REDIS_SENTINELS?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (in-memory rate limits cannot be exact across processes)`);
     if (mode === 'start' && !s.DATABASE_URL) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`);
   }
   // A share below one body's limit would refuse every body between the two, whatever the load.
