@@ -29,6 +29,7 @@ import { createMetrics } from './ops/metrics.js';
 import { createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
+import { createTracingFromEnv, type Tracing } from './ops/tracing.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -49,6 +50,8 @@ export interface AppOptions {
   jobs?: boolean;
   /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
   upstreamOverride?: string;
+  /** OpenTelemetry tracing; by default from the OTEL_* environment (null: not configured). */
+  tracing?: Tracing | null;
 }
 
 export interface App {
@@ -205,13 +208,21 @@ export async function startApp(o: AppOptions): Promise<App> {
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
+    // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
+    const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
+    if (tracing) closers.push(() => tracing.close());
+    const resolverEvents = { cache: (hit: boolean) => metrics.cache(hit), authFailure: (kind: 'invalid_key' | 'cooldown') => metrics.authFailure(kind) };
+    const access = tracing
+      ? tracing.access(createAccessResolver(cache, tracing.stores(stores), tracing.events(resolverEvents)))
+      : createAccessResolver(cache, stores, resolverEvents);
     const gateway = createGatewayServer({
       ...identity,
       routes: () => routes,
       plans: () => plans,
-      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind) }),
-      stores,
-      forwarder,
+      access,
+      stores: tracing ? tracing.stores(stores) : stores,
+      forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+      tracing,
       trusted: new TrustedProxies(s.TRUST_PROXY),
       clock,
       log: o.log.child({ c: 'gateway' }),

@@ -13,6 +13,7 @@ import type { BodyBudget } from './body.js';
 import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
+import type { RequestTrace, Tracing } from '../ops/tracing.js';
 
 export type Api = 'v1' | 'v2';
 
@@ -37,6 +38,8 @@ export interface GatewayDeps {
   cors: Cors;
   /** The API description served at `path` (GET /v2/openapi.json, /v1/openapi.json), or null. */
   openApi: (path: string) => Buffer | null;
+  /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
+  tracing?: Tracing | null;
 }
 
 export interface RequestContext {
@@ -58,6 +61,8 @@ export interface RequestContext {
    * name, value list, written with the status line in one writeHead: cheaper than a setHeader each.
    */
   readonly head: ResponseFields;
+  /** The request's span when tracing is on, else null. */
+  readonly span: RequestTrace | null;
 }
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */

@@ -39,9 +39,10 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     res.on('close', () => {
       inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx);
+      ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
     });
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
-    dispatch(deps, ctx).catch((err) => {
+    (ctx.span ? ctx.span.run(() => dispatch(deps, ctx)) : dispatch(deps, ctx)).catch((err) => {
       deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
       if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
       else res.destroy();
@@ -102,6 +103,7 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     started: performance.now(),
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
     head: ['X-Request-Id', requestId],
+    span: deps.tracing ? deps.tracing.request(req, res, req.method ?? 'GET', requestId) : null,
   };
 }
 
@@ -110,7 +112,7 @@ function recordAnswer(deps: GatewayDeps, ctx: RequestContext): void {
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
-  if (deps.accessLog) logAccess(deps.log, { requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
+  if (deps.accessLog) logAccess(deps.log, { requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId, traceId: ctx.span?.traceId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {

@@ -107,6 +107,8 @@ export interface AccessLogSource {
   ms: number;
   organizationId?: number | null;
   keyId?: number | null;
+  /** The OpenTelemetry trace id, when tracing is on. */
+  traceId?: string;
 }
 
 /** The access log line's fields, and only these: no header, no key secret, no query string. */
@@ -119,12 +121,13 @@ export interface AccessLogFields {
   ms: number;
   organizationId: number | null;
   keyId: number | null;
+  traceId?: string;
 }
 
 /** Allow-list the access log fields of `source` (STYLE, traps: log method, route, status; never headers). */
 export function accessLogFields(source: AccessLogSource): AccessLogFields {
   const q = source.route.indexOf('?');
-  return {
+  const fields: AccessLogFields = {
     requestId: source.requestId,
     method: source.method,
     route: q === -1 ? source.route : source.route.slice(0, q),
@@ -134,6 +137,8 @@ export function accessLogFields(source: AccessLogSource): AccessLogFields {
     organizationId: source.organizationId ?? null,
     keyId: source.keyId ?? null,
   };
+  if (source.traceId !== undefined) fields.traceId = source.traceId;
+  return fields;
 }
 
 /** One access log line at info (ACCESS_LOG=on; the caller checks the setting). */

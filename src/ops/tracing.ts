@@ -1,0 +1,212 @@
+// OpenTelemetry tracing of the gateway, on only when an OTLP endpoint is configured (the standard
+// OTEL_* variables). Off, nothing here runs: no tracer, no span object, no context storage, and the
+// gateway's objects are the unwrapped ones.
+//
+// On, every request gets a SERVER span (an incoming valid `traceparent`/`tracestate` is continued,
+// otherwise a trace starts), and inside it:
+// - `keygate.access`: steps 3 to 11 through the access resolver, with `keygate.access.source`
+//   `cache` or `database`;
+// - `keygate.rate_limit`: each round trip to the limit store (the gate for a cached principal, the
+//   counters after a database lookup);
+// - `keygate.upstream`: the exchange with the upstream (CLIENT), whose context travels upstream in
+//   `traceparent`, so the upstream's parent is this span.
+// The spans carry the route template, the status, the refusal code, the organization and key ids and
+// the request id: never a secret, a header value or the query string.
+//
+// The request's context reaches the store and resolver wrappers through an AsyncLocalStorage of our
+// own (the OpenTelemetry global context manager is not installed: several apps in one process, as in
+// the tests, keep their own tracers), and only for sampled requests: an unsampled request still
+// propagates its trace upstream, found from its response object, but runs no context storage.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { Forwarder } from '../gateway/forward.js';
+import type { AccessResolver, ResolverEvents } from '../access/resolver.js';
+import type { LimitStores } from '../limits/types.js';
+
+/** What the request span says once the request is answered (the pipeline's notes, see gateway/context.ts). */
+export interface RequestOutcome {
+  route: string;
+  status: number;
+  code: string | null;
+  organizationId: number | null;
+  keyId: number | null;
+}
+
+export interface RequestTrace {
+  /** The trace id, for the access log line. */
+  readonly traceId: string;
+  /** Run the request's pipeline inside its span's context. */
+  run<T>(fn: () => T): T;
+  end(outcome: RequestOutcome): void;
+}
+
+export interface Tracing {
+  /** Start the request's span from its head (continuing a valid incoming `traceparent`). */
+  request(req: IncomingMessage, res: ServerResponse, method: string, requestId: string): RequestTrace;
+  /** The resolver, limit stores and forwarder whose work appears as child spans of the request. */
+  access(resolver: AccessResolver): AccessResolver;
+  stores(stores: LimitStores): LimitStores;
+  forwarder(forwarder: Forwarder): Forwarder;
+  events(events: ResolverEvents): ResolverEvents;
+  /** Export what is buffered and stop. */
+  close(): Promise<void>;
+}
+
+const propagator = new W3CTraceContextPropagator();
+const headerGetter: TextMapGetter<IncomingMessage['headers']> = {
+  keys: (h) => Object.keys(h),
+  get: (h, key) => h[key],
+};
+
+/** Is tracing configured? The standard variables: an OTLP endpoint, and not disabled. */
+export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
+  if ((env.OTEL_SDK_DISABLED ?? '').toLowerCase() === 'true') return false;
+  if ((env.OTEL_TRACES_EXPORTER ?? 'otlp').toLowerCase() === 'none') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/**
+ * Tracing from the environment, or null when it is not configured. The sampler comes from
+ * `OTEL_TRACES_SAMPLER`/`OTEL_TRACES_SAMPLER_ARG` (default parent-based always-on), the service name
+ * from `OTEL_SERVICE_NAME` (default `keygate`), the endpoint and headers from `OTEL_EXPORTER_OTLP_*`
+ * (OTLP/HTTP with JSON bodies), all read by the SDK itself.
+ */
+export function createTracingFromEnv(env: NodeJS.ProcessEnv = process.env, exporter?: SpanExporter): Tracing | null {
+  if (!exporter && !tracingConfigured(env)) return null;
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || 'keygate' }),
+    spanProcessors: [new BatchSpanProcessor(exporter ?? new OTLPTraceExporter())],
+  });
+  return createTracing(provider.getTracer('keygate'), () => provider.shutdown());
+}
+
+export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tracing {
+  const storage = new AsyncLocalStorage<Context>();
+  // The request context of each response, for the upstream span (sampled or not).
+  const contexts = new WeakMap<ServerResponse, Context>();
+
+  const child = (name: string, kind: SpanKind = SpanKind.INTERNAL): { span: Span; ctx: Context } | null => {
+    const parent = storage.getStore();
+    if (parent === undefined) return null;
+    const span = tracer.startSpan(name, { kind }, parent);
+    return { span, ctx: trace.setSpan(parent, span) };
+  };
+
+  const finish = (span: Span, err?: unknown) => {
+    if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.name ?? 'error' });
+    span.end();
+  };
+
+  /** `fn` inside a child span of the current request; a rejection marks the span and passes on. */
+  async function within<T>(name: string, fn: () => Promise<T>, onResult?: (span: Span, result: T) => void): Promise<T> {
+    const c = child(name);
+    if (c === null) return fn();
+    try {
+      const result = await storage.run(c.ctx, fn);
+      onResult?.(c.span, result);
+      finish(c.span);
+      return result;
+    } catch (err) {
+      finish(c.span, err);
+      throw err;
+    }
+  }
+
+  return {
+    request(req, res, method, requestId) {
+      const parent = req.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
+      const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'keygate.request_id': requestId } }, parent);
+      const ctx = trace.setSpan(parent, span);
+      contexts.set(res, ctx);
+      const sc = span.spanContext();
+      const sampled = (sc.traceFlags & TraceFlags.SAMPLED) !== 0;
+      return {
+        traceId: sc.traceId,
+        run: (fn) => (sampled ? storage.run(ctx, fn) : fn()),
+        end(o) {
+          span.updateName(`${method} ${o.route}`);
+          span.setAttribute('http.route', o.route);
+          span.setAttribute('http.response.status_code', o.status);
+          if (o.code !== null) span.setAttribute('keygate.refusal_code', o.code);
+          if (o.organizationId !== null) span.setAttribute('keygate.organization_id', o.organizationId);
+          if (o.keyId !== null) span.setAttribute('keygate.key_id', o.keyId);
+          if (o.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+          span.end();
+        },
+      };
+    },
+
+    access(resolver) {
+      return {
+        resolve: (secret, accepted, ip, plan) =>
+          within('keygate.access', () => resolver.resolve(secret, accepted, ip, plan), (span, r) => {
+            span.setAttribute('keygate.access.outcome', r.kind);
+            if (r.kind === 'resolved') {
+              span.setAttribute('keygate.organization_id', r.principal.organizationId);
+              span.setAttribute('keygate.key_id', r.principal.keyId);
+            }
+          }),
+      };
+    },
+
+    events(events) {
+      return {
+        cache(hit) {
+          trace.getSpan(storage.getStore() ?? ROOT_CONTEXT)?.setAttribute('keygate.access.source', hit ? 'cache' : 'database');
+          events.cache(hit);
+        },
+        authFailure: (kind) => events.authFailure(kind),
+      };
+    },
+
+    stores(stores) {
+      const limiter = stores.limiter;
+      const tracedLimiter: typeof limiter = Object.create(limiter);
+      tracedLimiter.spend = (counters, cost) =>
+        within('keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend'));
+      const traced: LimitStores = Object.create(stores);
+      traced.gate = (r) => within('keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind }));
+      traced.limiter = tracedLimiter;
+      return traced;
+    },
+
+    forwarder(forwarder) {
+      return {
+        forward(request, res, onFail, done) {
+          const parent = contexts.get(res);
+          if (parent === undefined) return forwarder.forward(request, res, onFail, done);
+          const span = tracer.startSpan('keygate.upstream', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } }, parent);
+          // The upstream continues this span; a client's own trace headers were replaced.
+          delete request.headers.traceparent;
+          delete request.headers.tracestate;
+          propagator.inject(trace.setSpan(parent, span), request.headers, { set: (h, k, v) => (h[k] = v) });
+          let failed: string | null = null;
+          forwarder.forward(
+            request,
+            res,
+            (kind) => {
+              failed = kind;
+              onFail(kind);
+            },
+            () => {
+              if (failed !== null) {
+                span.setAttribute('error.type', failed);
+                span.setStatus({ code: SpanStatusCode.ERROR, message: failed });
+              } else if (res.headersSent) span.setAttribute('http.response.status_code', res.statusCode);
+              span.end();
+              done?.();
+            },
+          );
+        },
+        close: () => forwarder.close(),
+      };
+    },
+
+    close: shutdown,
+  };
+}
