@@ -223,6 +223,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       stores: tracing ? tracing.stores(stores) : stores,
       forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
       tracing,
+      limitMode: s.RATE_LIMIT_MODE,
       trusted: new TrustedProxies(s.TRUST_PROXY),
       clock,
       log: o.log.child({ c: 'gateway' }),

@@ -14,6 +14,7 @@ import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
 import type { RequestTrace, Tracing } from '../ops/tracing.js';
+import type { LimitMode } from './shadow.js';
 
 export type Api = 'v1' | 'v2';
 
@@ -40,6 +41,8 @@ export interface GatewayDeps {
   openApi: (path: string) => Buffer | null;
   /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
   tracing?: Tracing | null;
+  /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */
+  limitMode?: LimitMode;
 }
 
 export interface RequestContext {

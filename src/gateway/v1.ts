@@ -2,6 +2,8 @@
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
 import type { Principal } from '../access/principal.js';
+import type { RouteDef } from '../config/routes.js';
+import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { CounterPlan } from '../access/resolver.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -13,8 +15,9 @@ import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-l
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
-type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward' };
+type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward'; route: RouteDef };
 
 const V1_KEYS = ['partner'] as const;
 
@@ -43,7 +46,10 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key);
   deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);
   const limited = partnerRateLimitGuard(key, deps.clock.now());
-  if (limited) return refuse(ctx, limited);
+  if (limited) {
+    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    recordShadowRefusal(deps, ctx, limited, layersOver(['v1', key]));
+  }
   return forwardWithBody(deps, ctx, principal, null);
 }
 
@@ -56,7 +62,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
   ctx.trace.route = match.route.path;
   if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [counter] } };
-  return { decision: { kind: 'forward' }, counters: { spend: [counter] } };
+  return { decision: { kind: 'forward', route: match.route }, counters: { spend: [counter] } };
 }
 
 /** GET /v1/rate-limit: the key's one layer, read without spending. */

@@ -4,7 +4,7 @@
 // on the principal before that round trip, so it knows whether to spend or only read.
 import type { Principal } from '../access/principal.js';
 import type { Granted } from '../access/authorize.js';
-import type { Bucket } from '../config/routes.js';
+import type { Bucket, RouteDef } from '../config/routes.js';
 import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -18,6 +18,7 @@ import { BUCKETS, ipCounter, keyCounter, rateLimitGuard } from './guards/rate-li
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
 /**
  * What steps 5 to 10 decided for a principal, before any counter is touched. Counters always travel
@@ -26,7 +27,7 @@ import { forwardWithBody } from './upstream.js';
 type Decision =
   | { kind: 'refused'; refusal: Refusal; bucket: Bucket }
   | { kind: 'rate_limit_status' }
-  | { kind: 'forward'; bucket: Bucket; grant: Granted };
+  | { kind: 'forward'; bucket: Bucket; grant: Granted; route: RouteDef };
 
 const V2_KEYS = ['workspace', 'personal'] as const;
 const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
@@ -59,7 +60,10 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
   const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
-  if (limited) return refuse(ctx, limited);
+  if (limited) {
+    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    recordShadowRefusal(deps, ctx, limited, layersOver(['key', key], ['ip', ip]));
+  }
   return forwardWithBody(deps, ctx, principal, decision.grant);
 }
 
@@ -82,7 +86,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   if ('code' in grant) return refused(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
   if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip] } };
-  return { decision: { kind: 'forward', bucket, grant }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
+  return { decision: { kind: 'forward', bucket, grant, route: match.route }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
