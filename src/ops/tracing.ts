@@ -166,13 +166,17 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
 
     stores(stores) {
       const limiter = stores.limiter;
-      const tracedLimiter: typeof limiter = Object.create(limiter);
-      tracedLimiter.spend = (counters, cost) =>
-        within('keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend'));
-      const traced: LimitStores = Object.create(stores);
-      traced.gate = (r) => within('keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind }));
-      traced.limiter = tracedLimiter;
-      return traced;
+      const tracedLimiter: typeof limiter = Object.create(limiter, {
+        spend: {
+          value: (counters: Parameters<typeof limiter.spend>[0], cost: Parameters<typeof limiter.spend>[1]) =>
+            within('keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend')),
+        },
+      });
+      // Own properties over the store's (defined, not assigned: a getter on the store's side cannot refuse them).
+      return Object.create(stores, {
+        gate: { value: (r: Parameters<LimitStores['gate']>[0]) => within('keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind })) },
+        limiter: { value: tracedLimiter },
+      }) as LimitStores;
     },
 
     forwarder(forwarder) {

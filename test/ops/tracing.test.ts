@@ -79,6 +79,8 @@ beforeAll(async () => {
     OTEL_TRACES_SAMPLER: 'parentbased_always_on',
     OTEL_SERVICE_NAME: 'keygate-under-test',
     OTEL_BSP_SCHEDULE_DELAY: '100',
+    // The real Redis gate when the suite has a Redis (a prefix of its own), the in-memory stores otherwise.
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `kgtrace${process.pid}:` } : {}),
   }, [], 150_000);
   gateway = `http://127.0.0.1:${port}`;
 }, 180_000);
