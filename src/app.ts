@@ -212,15 +212,16 @@ export async function startApp(o: AppOptions): Promise<App> {
     const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
     if (tracing) closers.push(() => tracing.close());
     const resolverEvents = { cache: (hit: boolean) => metrics.cache(hit), authFailure: (kind: 'invalid_key' | 'cooldown') => metrics.authFailure(kind) };
-    const access = tracing
-      ? tracing.access(createAccessResolver(cache, tracing.stores(stores), tracing.events(resolverEvents)))
-      : createAccessResolver(cache, stores, resolverEvents);
+    const access = createAccessResolver(cache, stores, resolverEvents);
+    const principals = cache;
+    // A sampled request gets a resolver of its own, whose store calls open spans under its span.
+    tracing?.resolvers((st, ev) => createAccessResolver(principals, st, ev), stores, resolverEvents);
     const gateway = createGatewayServer({
       ...identity,
       routes: () => routes,
       plans: () => plans,
       access,
-      stores: tracing ? tracing.stores(stores) : stores,
+      stores,
       forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
       tracing,
       limitMode: s.RATE_LIMIT_MODE,

@@ -43,7 +43,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
       ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
     });
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
-    (ctx.span ? ctx.span.run(() => dispatch(deps, ctx)) : dispatch(deps, ctx)).catch((err) => {
+    dispatch(deps, ctx).catch((err) => {
       deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
       if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
       else res.destroy();

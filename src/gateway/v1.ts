@@ -34,7 +34,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   const secret = partnerSecret(ctx.req);
   if (!secret) return unkeyed({ code: '150001', message: 'Missing X-Api-Key header.' });
   // 3, 4, then the organization and the route, then the key's one counter
-  const access = await deps.access.resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
   if (access.kind === 'cooldown') return unkeyed({ code: '150006', retryAfter: access.seconds });
   if (access.kind === 'invalid') return unkeyed({ code: '150002' });
   const { principal, decision, states } = access;

@@ -41,7 +41,8 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (!secret) return refuseUnkeyed(deps, ctx, { code: '150001' });
   // 3. the address is not cooling down; 4. the key is live and fits its type (a failure is counted);
   // 5-10 decided on the principal; the counters of 11 spent or read
-  const access = await deps.access.resolve(secret, V2_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  // A sampled request's own resolver when tracing (its spans), else the gateway's.
+  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V2_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
   if (access.kind === 'cooldown') return refuseUnkeyed(deps, ctx, { code: '150006', retryAfter: access.seconds });
   if (access.kind === 'invalid') return refuseUnkeyed(deps, ctx, { code: '150002' });
   const { principal, decision, states } = access;

@@ -13,18 +13,18 @@
 // The spans carry the route template, the status, the refusal code, the organization and key ids and
 // the request id: never a secret, a header value or the query string.
 //
-// The request's context reaches the store and resolver wrappers through an AsyncLocalStorage of our
-// own (the OpenTelemetry global context manager is not installed: several apps in one process, as in
-// the tests, keep their own tracers), and only for sampled requests: an unsampled request still
-// propagates its trace upstream, found from its response object, but runs no context storage.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// No context storage: a sampled request carries its own access resolver, built over stores and events
+// that open their spans under its span explicitly (the gateway's pipelines call `span.access` when it
+// is there); the upstream span finds the request's context from the response object. An unsampled
+// request gets ids and propagates them upstream, and nothing else. (An AsyncLocalStorage would put
+// promise hooks on every promise of the process as soon as one request was sampled.)
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { Forwarder } from '../gateway/forward.js';
+import type { Forwarder, UpstreamRequest } from '../gateway/forward.js';
 import type { AccessResolver, ResolverEvents } from '../access/resolver.js';
 import type { LimitStores } from '../limits/types.js';
 
@@ -40,19 +40,21 @@ export interface RequestOutcome {
 export interface RequestTrace {
   /** The trace id, for the access log line. */
   readonly traceId: string;
-  /** Run the request's pipeline inside its span's context. */
-  run<T>(fn: () => T): T;
+  /** A sampled request's own resolver, whose work appears as child spans; null when not sampled. */
+  readonly access: AccessResolver | null;
   end(outcome: RequestOutcome): void;
 }
 
 export interface Tracing {
   /** Start the request's span from its head (continuing a valid incoming `traceparent`). */
   request(req: IncomingMessage, res: ServerResponse, method: string, requestId: string): RequestTrace;
-  /** The resolver, limit stores and forwarder whose work appears as child spans of the request. */
-  access(resolver: AccessResolver): AccessResolver;
-  stores(stores: LimitStores): LimitStores;
+  /**
+   * How a sampled request's resolver is made (the gateway's own factory), over the gateway's stores
+   * and events; until this is called no request gets one.
+   */
+  resolvers(make: (stores: LimitStores, events: ResolverEvents) => AccessResolver, stores: LimitStores, events: ResolverEvents): void;
+  /** The forwarder whose exchanges appear as child spans and carry `traceparent` upstream. */
   forwarder(forwarder: Forwarder): Forwarder;
-  events(events: ResolverEvents): ResolverEvents;
   /** Export what is buffered and stop. */
   close(): Promise<void>;
 }
@@ -86,35 +88,77 @@ export function createTracingFromEnv(env: NodeJS.ProcessEnv = process.env, expor
 }
 
 export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tracing {
-  const storage = new AsyncLocalStorage<Context>();
   // The request context of each response, for the upstream span (sampled or not).
   const contexts = new WeakMap<ServerResponse, Context>();
-
-  const child = (name: string, kind: SpanKind = SpanKind.INTERNAL): { span: Span; ctx: Context } | null => {
-    const parent = storage.getStore();
-    if (parent === undefined) return null;
-    const span = tracer.startSpan(name, { kind }, parent);
-    return { span, ctx: trace.setSpan(parent, span) };
-  };
+  let factory: { make: (stores: LimitStores, events: ResolverEvents) => AccessResolver; stores: LimitStores; events: ResolverEvents } | null = null;
 
   const finish = (span: Span, err?: unknown) => {
     if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.name ?? 'error' });
     span.end();
   };
 
-  /** `fn` inside a child span of the current request; a rejection marks the span and passes on. */
-  async function within<T>(name: string, fn: () => Promise<T>, onResult?: (span: Span, result: T) => void): Promise<T> {
-    const c = child(name);
-    if (c === null) return fn();
+  /** `fn` inside a child span of `parent`; a rejection marks the span and passes on. */
+  async function within<T>(parent: Context, name: string, fn: () => Promise<T>, onResult?: (span: Span, result: T) => void): Promise<T> {
+    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL }, parent);
     try {
-      const result = await storage.run(c.ctx, fn);
-      onResult?.(c.span, result);
-      finish(c.span);
+      const result = await fn();
+      onResult?.(span, result);
+      finish(span);
       return result;
     } catch (err) {
-      finish(c.span, err);
+      finish(span, err);
       throw err;
     }
+  }
+
+  /** The limit stores with each round trip a `keygate.rate_limit` span under `parent`. */
+  function tracedStores(stores: LimitStores, parent: Context): LimitStores {
+    const limiter = stores.limiter;
+    const tracedLimiter: typeof limiter = Object.create(limiter, {
+      spend: {
+        value: (counters: Parameters<typeof limiter.spend>[0], cost: Parameters<typeof limiter.spend>[1]) =>
+          within(parent, 'keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend')),
+      },
+    });
+    // Own properties over the store's (defined, not assigned: a getter on the store's side cannot refuse them).
+    return Object.create(stores, {
+      gate: {
+        value: (r: Parameters<LimitStores['gate']>[0]) =>
+          within(parent, 'keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind })),
+      },
+      limiter: { value: tracedLimiter },
+    }) as LimitStores;
+  }
+
+  /** A sampled request's resolver: one `keygate.access` span around the gateway's own resolver. */
+  function tracedAccess(parent: Context): AccessResolver | null {
+    const f = factory;
+    if (f === null) return null;
+    return {
+      async resolve(secret, accepted, ip, plan) {
+        const span = tracer.startSpan('keygate.access', { kind: SpanKind.INTERNAL }, parent);
+        const events: ResolverEvents = {
+          cache(hit) {
+            span.setAttribute('keygate.access.source', hit ? 'cache' : 'database');
+            f.events.cache(hit);
+          },
+          authFailure: (kind) => f.events.authFailure(kind),
+        };
+        try {
+          const r = await f.make(tracedStores(f.stores, trace.setSpan(parent, span)), events).resolve(secret, accepted, ip, plan);
+          span.setAttribute('keygate.access.outcome', r.kind);
+          if (r.kind === 'resolved') {
+            span.setAttribute('keygate.organization_id', r.principal.organizationId);
+            span.setAttribute('keygate.key_id', r.principal.keyId);
+          }
+          finish(span);
+          return r;
+        } catch (err) {
+          finish(span, err);
+          throw err;
+        }
+      },
+    };
   }
 
   return {
@@ -127,8 +171,9 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
       const sampled = (sc.traceFlags & TraceFlags.SAMPLED) !== 0;
       return {
         traceId: sc.traceId,
-        run: (fn) => (sampled ? storage.run(ctx, fn) : fn()),
+        access: sampled ? tracedAccess(ctx) : null,
         end(o) {
+          if (!sampled) return;
           span.updateName(`${method} ${o.route}`);
           span.setAttribute('http.route', o.route);
           span.setAttribute('http.response.status_code', o.status);
@@ -141,54 +186,27 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
       };
     },
 
-    access(resolver) {
-      return {
-        resolve: (secret, accepted, ip, plan) =>
-          within('keygate.access', () => resolver.resolve(secret, accepted, ip, plan), (span, r) => {
-            span.setAttribute('keygate.access.outcome', r.kind);
-            if (r.kind === 'resolved') {
-              span.setAttribute('keygate.organization_id', r.principal.organizationId);
-              span.setAttribute('keygate.key_id', r.principal.keyId);
-            }
-          }),
-      };
-    },
-
-    events(events) {
-      return {
-        cache(hit) {
-          trace.getSpan(storage.getStore() ?? ROOT_CONTEXT)?.setAttribute('keygate.access.source', hit ? 'cache' : 'database');
-          events.cache(hit);
-        },
-        authFailure: (kind) => events.authFailure(kind),
-      };
-    },
-
-    stores(stores) {
-      const limiter = stores.limiter;
-      const tracedLimiter: typeof limiter = Object.create(limiter, {
-        spend: {
-          value: (counters: Parameters<typeof limiter.spend>[0], cost: Parameters<typeof limiter.spend>[1]) =>
-            within('keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend')),
-        },
-      });
-      // Own properties over the store's (defined, not assigned: a getter on the store's side cannot refuse them).
-      return Object.create(stores, {
-        gate: { value: (r: Parameters<LimitStores['gate']>[0]) => within('keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind })) },
-        limiter: { value: tracedLimiter },
-      }) as LimitStores;
+    resolvers(make, stores, events) {
+      factory = { make, stores, events };
     },
 
     forwarder(forwarder) {
+      const setter = { set: (h: UpstreamRequest['headers'], k: string, v: string) => void (h[k] = v) };
       return {
         forward(request, res, onFail, done) {
           const parent = contexts.get(res);
           if (parent === undefined) return forwarder.forward(request, res, onFail, done);
-          const span = tracer.startSpan('keygate.upstream', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } }, parent);
-          // The upstream continues this span; a client's own trace headers were replaced.
+          // A client's own trace fields are replaced by the gateway's.
           delete request.headers.traceparent;
           delete request.headers.tracestate;
-          propagator.inject(trace.setSpan(parent, span), request.headers, { set: (h, k, v) => (h[k] = v) });
+          const parentSpan = trace.getSpan(parent)!;
+          if ((parentSpan.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) {
+            // Not sampled: no span of our own, the ids still travel (flags 00) so the upstream agrees.
+            propagator.inject(parent, request.headers, setter);
+            return forwarder.forward(request, res, onFail, done);
+          }
+          const span = tracer.startSpan('keygate.upstream', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } }, parent);
+          propagator.inject(trace.setSpan(parent, span), request.headers, setter);
           let failed: string | null = null;
           forwarder.forward(
             request,

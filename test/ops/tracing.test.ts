@@ -164,6 +164,20 @@ describe('tracing through the real program', () => {
     expect(request.parentSpanId).toBe(incomingParent);
   }, 40_000);
 
+  it('propagates an unsampled incoming trace without recording it', async () => {
+    const incomingTrace = '0af7651916cd43dd8448eb211c80319c';
+    const before = upstreamSeen.length;
+    const res = await fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${KEY}`, traceparent: `00-${incomingTrace}-b7ad6b7169203331-00` } });
+    expect(res.status).toBe(200);
+    const tp = String(upstreamSeen[before].traceparent).split('-');
+    expect([tp[1], tp[3]]).toEqual([incomingTrace, '00']);
+    // A sampled request sent after it is exported; the unsampled one never is.
+    const later = await fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(later.status).toBe(200);
+    await trace(String(upstreamSeen.at(-1)!.traceparent).split('-')[1], 4);
+    expect(spans.filter((s) => s.traceId === incomingTrace)).toEqual([]);
+  }, 40_000);
+
   it('starts a new trace for an invalid traceparent', async () => {
     const before = upstreamSeen.length;
     await fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${KEY}`, traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' } });
