@@ -33,7 +33,7 @@ function tracingAt(ratio: number): { tracing: Tracing; forward: Forwarder } {
 
 async function request(t: { tracing: Tracing; forward: Forwarder } | null): Promise<void> {
   const req = { headers: { host: 'x', authorization: 'Bearer k' } } as unknown as IncomingMessage;
-  const res = { headersSent: true, statusCode: 200 } as unknown as ServerResponse;
+  const res = { headersSent: true, statusCode: 200, once: (_event: string, fn: () => void) => queueMicrotask(fn) } as unknown as ServerResponse;
   const span = t ? t.tracing.request(req, res, 'GET', 'rid') : null;
   await (span?.access ?? base).resolve('k', ['workspace'], '10.0.0.1', () => ({ decision: null, counters: { spend: [] } }));
   (t ? t.forward : forwarder).forward({ method: 'GET', target: '/v2/x', headers: { 'x-request-id': 'rid' }, body: null, head: [] }, res, () => {}, () => {});

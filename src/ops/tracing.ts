@@ -208,6 +208,14 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
           const span = tracer.startSpan('keygate.upstream', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } }, parent);
           propagator.inject(trace.setSpan(parent, span), request.headers, setter);
           let failed: string | null = null;
+          // The span covers the whole exchange, to the end of the answer (the forwarder's `done` comes at its head).
+          res.once('close', () => {
+            if (failed !== null) {
+              span.setAttribute('error.type', failed);
+              span.setStatus({ code: SpanStatusCode.ERROR, message: failed });
+            } else if (res.headersSent) span.setAttribute('http.response.status_code', res.statusCode);
+            span.end();
+          });
           forwarder.forward(
             request,
             res,
@@ -215,14 +223,7 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
               failed = kind;
               onFail(kind);
             },
-            () => {
-              if (failed !== null) {
-                span.setAttribute('error.type', failed);
-                span.setStatus({ code: SpanStatusCode.ERROR, message: failed });
-              } else if (res.headersSent) span.setAttribute('http.response.status_code', res.statusCode);
-              span.end();
-              done?.();
-            },
+            done,
           );
         },
         close: () => forwarder.close(),

@@ -81,9 +81,9 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: '100',
     // The real Redis gate when the suite has a Redis (a prefix of its own), the in-memory stores otherwise.
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `kgtrace${process.pid}:` } : {}),
-  }, [], 150_000);
+  }, [], 240_000);
   gateway = `http://127.0.0.1:${port}`;
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   if (program && program.child.exitCode === null) {
@@ -197,12 +197,17 @@ describe('tracing through the real program', () => {
     expect(attr(request, 'keygate.refusal_code')).toBe('150002');
     expect(attr(request, 'http.response.status_code')).toBe(401);
     expect(got.some((s) => s.name === 'keygate.upstream')).toBe(false);
-    const line = program
-      .output()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.msg === 'request' && l.traceId === incomingTrace);
+    // The access lines reach stdout in batches: wait for this one.
+    const accessLine = () =>
+      program
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === 'request' && l.traceId === incomingTrace);
+    const deadline = Date.now() + 10_000;
+    while (!accessLine() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const line = accessLine();
     expect(line, 'an access line with the trace id').toBeDefined();
     expect(line!.status).toBe(401);
   }, 40_000);
