@@ -2,7 +2,7 @@
 import http from 'node:http';
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Settings } from './config/settings.js';
 import { loadPlans, type Plans } from './config/plans.js';
@@ -52,6 +52,11 @@ export interface AppOptions {
   upstreamOverride?: string;
   /** OpenTelemetry tracing; by default from the OTEL_* environment (null: not configured). */
   tracing?: Tracing | null;
+  /**
+   * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
+   * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.
+   */
+  handedConnections?: boolean;
 }
 
 export interface App {
@@ -66,6 +71,8 @@ export interface App {
   /** SIGHUP: reload config/plans.json and config/routes.json; a bad file is refused and the old stays. */
   reload(): boolean;
   close(drainMs?: number): Promise<void>;
+  /** With `handedConnections`: serve a connection the primary accepted. */
+  acceptConnection(socket: Socket): void;
 }
 
 export async function startApp(o: AppOptions): Promise<App> {
@@ -210,6 +217,8 @@ export async function startApp(o: AppOptions): Promise<App> {
     const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
+    // Without an audience a token for one service is good at every other behind this gateway.
+    if (jwt && !s.IDENTITY_JWT_AUDIENCE) o.log.warn({ setting: 'IDENTITY_JWT_AUDIENCE' }, 'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service');
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
     // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
     const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
@@ -266,7 +275,13 @@ export async function startApp(o: AppOptions): Promise<App> {
       },
       maxConnections: s.ADMIN_MAX_CONNECTIONS,
     });
-    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
+    gatewayUrl = o.handedConnections
+      ? await new Promise<string>((resolve, reject) => {
+          // exclusive: a handle of this worker's own, not one node:cluster shares through the primary.
+          gatewaySrv!.once('error', reject);
+          gatewaySrv!.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(`http://127.0.0.1:${(gatewaySrv!.address() as AddressInfo).port}`));
+        })
+      : await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
     // The admin listener stops last: /readyz says 503 for the whole drain.
     const adminDrain = drainable(admin);
@@ -298,6 +313,12 @@ export async function startApp(o: AppOptions): Promise<App> {
         o.log.error({ err: (err as Error).message }, 'configuration reload refused; the previous files stay in force');
         return false;
       }
+    },
+    acceptConnection(socket) {
+      if (!gatewaySrv) return void socket.destroy();
+      // As net.Server does for what it accepts: node:http reports a client's errors through socket.server.
+      (socket as Socket & { server: http.Server }).server = gatewaySrv;
+      gatewaySrv.emit('connection', socket);
     },
     async close(drainMs) {
       ready = false;

@@ -13,7 +13,7 @@ import { openDatabase } from './cli/context.js';
 import { dataFile } from './cli/paths.js';
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
-import { announceWorkerReady, runPrimary, workerCount, workerId } from './ops/cluster.js';
+import { announceWorkerReady, runPrimary, servePrimaryHandoffs, workerCount, workerId } from './ops/cluster.js';
 
 const DEMO_SEED = dataFile('config/demo-seed.json');
 
@@ -56,8 +56,9 @@ async function main() {
   if (mode !== 'backend' && workerCount(settings.WORKERS) > 1) {
     if (cluster.isPrimary) return runGatewayCluster(mode, settings, log);
     // All-in-one's backend stays in the primary, which applied the seed and passed its URL and secrets.
-    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }) });
-    installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }), handedConnections: true });
+    const stop = installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+    servePrimaryHandoffs((socket) => app.acceptConnection(socket), () => stop('SIGTERM'));
     log.info({ worker: workerId(), pid: process.pid, gateway: app.gatewayUrl }, 'keygate gateway worker listening');
     return announceWorkerReady(app.gatewayUrl, app.adminUrl);
   }
@@ -95,6 +96,8 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
     count: workerCount(settings.WORKERS),
     entry: fileURLToPath(import.meta.url),
     host: settings.ADMIN_HOST ?? settings.HOST,
+    gatewayHost: settings.HOST,
+    port: settings.PORT,
     adminPort: settings.ADMIN_PORT,
     adminMaxConnections: settings.ADMIN_MAX_CONNECTIONS,
     drainMs: settings.DRAIN_TIMEOUT_MS,
@@ -129,7 +132,7 @@ function printBanner(app: App, internalToken: string, seed: ReturnType<typeof pa
 }
 
 /** SIGTERM/SIGINT: readiness 503 at once, stop accepting, drain in-flight requests, exit 0. */
-function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs: number) {
+function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs: number): (signal: string) => void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -150,6 +153,7 @@ function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGHUP', () => app.reload());
   process.on('SIGINT', () => stop('SIGINT'));
+  return stop;
 }
 
 main().catch((err) => {

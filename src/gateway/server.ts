@@ -33,8 +33,6 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     // An answer given before its body was read (a refusal) lingers before the connection closes.
     if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
-    if (deps.cors.preflight(req, res)) return;
-    deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
     const entry = inFlight.add(ctx);
     // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
@@ -44,6 +42,9 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
       ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
     });
+    // A CORS preflight is answered before any step, and counted and logged like any answer.
+    if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
+    deps.cors.decorate(req, res);
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
       deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
