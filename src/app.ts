@@ -20,7 +20,7 @@ import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
 import { BodyBudget, bodySharesOf } from './gateway/body.js';
-import { createAccessResolver } from './access/resolver.js';
+import { createAccessResolver, type ResolverEvents } from './access/resolver.js';
 import { LastUseRecorder } from './access/last-use.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
@@ -31,6 +31,7 @@ import { backgroundChecks, createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
 import { OrgTraffic } from './admin-api/traffic.js';
+import { createTracingFromEnv, type Tracing } from './ops/tracing.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -51,6 +52,8 @@ export interface AppOptions {
   jobs?: boolean;
   /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
   upstreamOverride?: string;
+  /** OpenTelemetry tracing; by default from the OTEL_* environment (null: not configured). */
+  tracing?: Tracing | null;
   /**
    * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
    * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.
@@ -230,13 +233,23 @@ export async function startApp(o: AppOptions): Promise<App> {
     const traffic = new OrgTraffic({ clock, redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, log: o.log.child({ c: 'traffic' }) });
     closers.push(() => traffic.close());
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
+    // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
+    const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
+    if (tracing) closers.push(() => tracing.close());
+    const resolverEvents: ResolverEvents = { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind), used: (p, now) => lastUse.record(p, now) };
+    const access = createAccessResolver(cache, stores, resolverEvents, clock);
+    const principals = cache;
+    // A sampled request gets a resolver of its own, whose store calls open spans under its span.
+    tracing?.resolvers((st, ev) => createAccessResolver(principals, st, ev, clock), stores, resolverEvents);
     const gateway = createGatewayServer({
       ...identity,
       routes: () => routes,
       plans: () => plans,
-      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind), used: (p, now) => lastUse.record(p, now) }, clock),
+      access,
       stores,
-      forwarder,
+      forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+      tracing,
+      limitMode: s.RATE_LIMIT_MODE,
       trusted: new TrustedProxies(s.TRUST_PROXY),
       clock,
       log: o.log.child({ c: 'gateway' }),

@@ -61,6 +61,9 @@ export const settingsSchema = z
       })
       .optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+    // Rate limits and quotas refuse (enforce) or only log and count what they would refuse (shadow);
+    // a plan's or a route's own limitMode wins (src/gateway/shadow.ts).
+    RATE_LIMIT_MODE: z.enum(['enforce', 'shadow']).default('enforce'),
     // The identity the gateway sends upstream (CONTRACT section 5 HMAC headers, a JWT, or both): src/http/identity-jwt.ts.
     IDENTITY_FORMAT: z.enum(['hmac', 'jwt', 'both']).default('hmac'),
     IDENTITY_JWT_HEADER: z.enum(['authorization', 'x-gateway-jwt']).default('x-gateway-jwt'),

@@ -40,6 +40,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     res.on('close', () => {
       inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
+      ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
     });
     // A CORS preflight is answered before any step, and counted and logged like any answer.
     if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
@@ -106,6 +107,7 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     started: performance.now(),
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
     head: ['X-Request-Id', requestId],
+    span: deps.tracing ? deps.tracing.request(req, res, req.method ?? 'GET', requestId) : null,
   };
 }
 
@@ -115,7 +117,7 @@ function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((sou
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
   if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
-  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
+  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId, traceId: ctx.span?.traceId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
