@@ -4,6 +4,7 @@
 import type { Queryable } from '../db/types.js';
 import { ROLES, type Role } from '../config/routes.js';
 import type { KeyType } from './secrets.js';
+import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
 
 export interface Principal {
   keyId: number;
@@ -21,6 +22,8 @@ export interface Principal {
   userId: number | null;
   orgRole: 'OWNER' | 'MEMBER' | null;
   memberships: ReadonlyMap<number, Role>;
+  /** The key's and its organization's overrides of the plan's limits (src/limits/budgets.ts). */
+  limits: LimitOverrides;
 }
 
 export function roleRank(r: string | null | undefined): number {
@@ -47,6 +50,8 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
   const rows = await q.query(
     `SELECT k.id, k.type, k.organization_id, k.workspace_id, k.user_id, k.role, k.scopes,
             o.plan, o.api_access, o.paused,
+            k.limit_read AS k_read, k.limit_write AS k_write, k.limit_bulk AS k_bulk,
+            o.limit_read AS o_read, o.limit_write AS o_write, o.limit_bulk AS o_bulk, o.monthly_quota, o.monthly_quota_off,
             w.deleted_at IS NOT NULL AS ws_deleted, w.organization_id AS ws_org,
             u.org_role, u.organization_id AS user_org
        FROM api_keys k
@@ -83,6 +88,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     userId: k.user_id,
     orgRole: k.org_role ?? null,
     memberships,
+    limits: limitOverridesOf(k),
   };
 }
 
