@@ -2,7 +2,7 @@
 // /internal/organizations/{id} (CONTRACT section 7), with the same effects: a plan change lowers every
 // mailbox above the new plan's cap, and every change bumps the organization's access version so the
 // gateways apply it to the very next request.
-import { PLAN_IDS, planOf } from '../config/plans.js';
+import { planOf, type Plans } from '../config/plans.js';
 import { applyPlanCap } from '../backend/warmup/limits.js';
 import { idArg, oneOf, parseArgs, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
@@ -31,7 +31,7 @@ export async function changeOrganization(ctx: AdminContext, command: string, id:
   return { ...orgView(result.org), mailboxesLowered: result.lowered };
 }
 
-export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
+export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[], plans: () => Plans): Promise<void> {
   if (sub === 'pause' || sub === 'resume') {
     const command = `orgs ${sub}`;
     const a = parseArgs(command, argv, { positionals: ['orgId'] });
@@ -43,7 +43,8 @@ export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string 
   if (sub === 'plan') {
     const a = parseArgs('orgs plan', argv, { positionals: ['orgId', 'plan'] });
     const id = idArg('orgs plan', '<orgId>', a.positionals.orgId);
-    const raw = oneOf('orgs plan', '<plan>', a.positionals.plan, [...PLAN_IDS, 'none'] as const);
+    // Plans are data: any plan of PLANS_FILE.
+    const raw = oneOf('orgs plan', '<plan>', a.positionals.plan, [...Object.keys(plans()), 'none']);
     const plan = raw === 'none' ? null : raw;
     const org = await withContext(ctx, (c) => changeOrganization(c, 'orgs plan', id, { plan }));
     output(a.flags.has('json'), org, [
@@ -51,5 +52,5 @@ export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string 
     ]);
     return;
   }
-  throw new UsageError(`orgs: expected pause, resume or plan${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  throw new UsageError(`orgs: expected pause, resume, plan or limits${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
 }

@@ -8,6 +8,7 @@ import { requireInternal } from './auth.js';
 import { applyPlanCap } from '../warmup/index.js';
 import { orgPatch } from './schemas.js';
 import { lockOrganization, softDeleteWorkspace, updateOrganization } from './queries.js';
+import { LimitsError, setOrganizationLimits, type LimitsView } from '../../access/service/limits.js';
 
 function orgView(org: Record<string, any>) {
   return {
@@ -26,6 +27,10 @@ export function register(router: Router, _svc: BackendServices): void {
     requireInternal(ctx);
     const id = idParam(ctx, 'organizationId');
     const patch = parse(orgPatch, ctx.body ?? {});
+    if (patch.plan != null && !Object.hasOwn(ctx.svc.plans(), patch.plan)) {
+      throw new ApiError('invalid_request', `plan: no plan "${patch.plan}" in the plans file`, { field: 'plan', issues: [{ field: 'plan', message: 'unknown plan' }] });
+    }
+    const limitsCtx = { db: ctx.db, plans: () => ctx.svc.plans(), accessChanged: (org: number) => ctx.svc.accessChanged(org) };
     const result = await ctx.db.tx(async (tx) => {
       const current = await lockOrganization(tx, id);
       if (!current) throw new ApiError('not_found', `No organization ${id}.`);
@@ -42,11 +47,21 @@ export function register(router: Router, _svc: BackendServices): void {
       if (patch.plan !== undefined && patch.plan !== current.plan) {
         lowered = await applyPlanCap(tx, id, planOf(ctx.svc.plans(), patch.plan).plan.maxWarmupPerAccount);
       }
-      return { org: updated, lowered };
+      let limits: LimitsView | undefined;
+      if (patch.limits) {
+        try {
+          limits = await setOrganizationLimits(limitsCtx, id, patch.limits, tx);
+        } catch (err) {
+          if (err instanceof LimitsError) throw new ApiError('invalid_request', err.message);
+          throw err;
+        }
+      }
+      return { org: updated, lowered, limits };
     });
     await ctx.svc.accessChanged(id);
     ctx.svc.log.info({ organizationId: id, fields: Object.keys(patch) }, 'organization updated');
-    return { data: { ...orgView(result.org), mailboxesLowered: result.lowered } };
+    const limits = patch.limits ? result.limits : undefined;
+    return { data: { ...orgView(result.org), mailboxesLowered: result.lowered, ...(limits ? { limits: { overrides: limits.overrides, effective: limits.effective } } : {}) } };
   });
 
   router.delete('/internal/workspaces/{workspaceId}', async (ctx) => {
