@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { AccessStoreUnavailableError } from '../access/cache.js';
 import { StoreUnavailableError } from '../limits/resilient.js';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
-import { logAccess } from '../ops/logger.js';
+import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
@@ -26,6 +26,7 @@ export interface GatewayServer extends Drainable {
 
 export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const inFlight = new LiveList<RequestContext>();
+  const writeAccess = deps.accessLog ? accessLogWriter(deps.log) : null;
   const server = http.createServer();
   const drain = drainable(server);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
@@ -38,7 +39,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     // client went away first (then there is no answer to count).
     res.on('close', () => {
       inFlight.delete(entry);
-      if (res.writableFinished) recordAnswer(deps, ctx);
+      if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
     });
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
@@ -106,11 +107,11 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
 }
 
 /** Metrics and the access line of an answered request. */
-function recordAnswer(deps: GatewayDeps, ctx: RequestContext): void {
+function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((source: AccessLogSource) => void) | null): void {
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
-  if (deps.accessLog) logAccess(deps.log, { requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
+  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
