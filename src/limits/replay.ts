@@ -97,10 +97,10 @@ interface Tally {
 /** Replay `lines` (in any order; sorted by time here) against `limits`. */
 export function replay(lines: AccessLine[], limits: ReplayLimits, routes: Routes, skipped = 0): ReplayReport {
   const sorted = [...lines].sort((a, b) => a.time - b.time);
-  // The log holds route templates; a template matches its own route (its {params} as segments).
+  // The log holds route templates: each {param} becomes a value every parameter accepts (`1`).
   // null: a route the gateway answers itself (the rate-limit reports), which spends nothing.
   const bucketOf = (method: string, route: string, v1: boolean): Bucket | null | undefined => {
-    const m = (v1 ? routes.v1 : routes.v2).match(method, route);
+    const m = (v1 ? routes.v1 : routes.v2).match(method, route.replace(/\{[^}/]*\}/g, '1'));
     if (!m) return undefined;
     return m.route.gateway ? null : m.route.bucket;
   };
