@@ -8,10 +8,11 @@ import { ConfigError, formatZodIssue } from '../config/errors.js';
 import { parsePlans, readJson } from '../config/plans.js';
 import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
 import { parseAccessLine, replay, type AccessLine, type ReplayLimits, type ReplayReport } from '../limits/replay.js';
-import { getKeyLimits, getOrganizationLimits, LimitsError, setKeyLimits, setOrganizationLimits, type LimitsChange, type LimitsView } from '../access/service/limits.js';
+import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits, type LimitsChange, type LimitsView } from '../access/service/limits.js';
+import { viaService } from './service.js';
 import { idArg, parseArgs, UsageError, type ParsedArgs } from './args.js';
 import { withContext, type AdminContext } from './context.js';
-import { CommandError, output, table } from './output.js';
+import { output, table } from './output.js';
 import type { Bucket } from '../config/routes.js';
 
 const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
@@ -51,18 +52,6 @@ function describe(v: LimitsView): string[] {
   ];
 }
 
-async function run(command: string, fn: () => Promise<LimitsView>): Promise<LimitsView> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof LimitsError) {
-      if (err.kind === 'not_found') throw new CommandError(`${command}: ${err.message}`);
-      throw new UsageError(`${command}: ${err.message}`);
-    }
-    throw err;
-  }
-}
-
 /** `orgs limits <orgId> [...]` and `keys limits <keyId> [...]`: without a change, shows them. */
 export async function limitsCommand(ctx: () => Promise<AdminContext>, of: 'orgs' | 'keys', argv: readonly string[]): Promise<void> {
   const command = `${of} limits`;
@@ -71,9 +60,9 @@ export async function limitsCommand(ctx: () => Promise<AdminContext>, of: 'orgs'
   const id = idArg(command, what, a.positionals[what.slice(1, -1)]);
   const change = limitsChange(command, a, of === 'keys');
   const view = await withContext(ctx, (c) =>
-    run(command, () => {
-      if (of === 'orgs') return change ? setOrganizationLimits(c, id, change) : getOrganizationLimits(c, id);
-      return change ? setKeyLimits(c, id, change) : getKeyLimits(c, id);
+    viaService(command, () => {
+      if (of === 'orgs') return change ? setOrganizationLimits(c.service, id, change) : getOrganizationLimits(c.service, id);
+      return change ? setKeyLimits(c.service, id, change) : getKeyLimits(c.service, id);
     }),
   );
   output(a.flags.has('json'), view, describe(view));

@@ -13,6 +13,7 @@ import { clusterNodes, haveRedis, testRedisClient } from '../helpers/redis.js';
 import type { LimitStores } from '../../src/limits/types.js';
 import { loadPlans } from '../../src/config/plans.js';
 import { setKeyLimits, setOrganizationLimits } from '../../src/access/service/limits.js';
+import type { ServiceContext } from '../../src/access/service/context.js';
 
 // 2026-11-22T12:00Z: the month (30 days) turns at 2026-12-01T00:00Z.
 const clock = new FakeClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -51,7 +52,16 @@ function sharedStores(prefix: string): { a: LimitStores; b: LimitStores } {
 }
 
 const plans = loadPlans('config/plans.json');
-const limitsCtx = () => ({ db: a.db, plans: () => plans, accessChanged: async (org: number) => void (await a.stores.versions.bump(org)) });
+// The service layer as an operator's command uses it (the pepper and scopes play no part in limits).
+const limitsCtx = (): ServiceContext => ({
+  db: a.db,
+  actor: { kind: 'cli', osUser: 'quota-test' },
+  clock,
+  pepper: '',
+  scopes: () => ({}),
+  plans: () => plans,
+  accessChanged: async (org: number) => void (await a.stores.versions.bump(org)),
+});
 
 beforeAll(async () => {
   const stores = sharedStores(`q${randomBytes(4).toString('hex')}:`);
@@ -96,6 +106,11 @@ describe('per-customer budgets', () => {
     const patch = await a.internal('PATCH', '/internal/organizations/4', { limits: { read: 7 } });
     expect(patch.status).toBe(200);
     expect(patch.body.data.limits).toEqual({ overrides: { read: 7, write: null, bulk: null, monthlyQuota: null }, effective: { read: 7, write: 10, bulk: 4, monthlyQuota: null } });
+
+    // Audited in the change's transaction, as the internal caller.
+    const audit = await a.db.query(`SELECT actor_kind, target_ids, before, after FROM audit_events WHERE action = 'organization.limits' ORDER BY id`);
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ actor_kind: 'internal', target_ids: ['4'], before: { read: null }, after: { read: 7 } });
 
     const after = await tags(b);
     expect(after.status).toBe(200);

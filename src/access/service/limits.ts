@@ -1,20 +1,16 @@
 // Per-customer limits: the overrides of the per-minute budgets of one organization or one key, and an
 // organization's monthly quota. The one place they change (the CLI and the backend's internal route
-// only parse and format around these): validate, write, then bump the organization's access version,
-// so every gateway applies the change on its next request (the principal carries the budgets).
-import type { Db, Queryable } from '../../db/types.js';
+// only parse and format around these): validate, write with the audit row in one transaction, then
+// bump the organization's access version, so every gateway applies the change on its next request
+// (the principal carries the budgets).
+import type { Queryable } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../limits/budgets.js';
 import type { Bucket } from '../../config/routes.js';
+import { recordAudit } from './audit.js';
+import { ServiceError, type ServiceContext } from './context.js';
 
 const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
-
-export interface LimitsContext {
-  db: Db;
-  plans(): Plans;
-  /** After committing: the organization's access version is bumped (running gateways re-resolve). */
-  accessChanged(orgId: number): Promise<void>;
-}
 
 /** A change: a number sets, null clears (back to the layer above); absent keeps. */
 export interface LimitsChange {
@@ -25,32 +21,25 @@ export interface LimitsChange {
   monthlyQuota?: number | 'none' | null;
 }
 
-export class LimitsError extends Error {
-  constructor(
-    public kind: 'not_found' | 'invalid',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export const MAX_BUDGET = 1_000_000_000;
 export const MAX_MONTHLY_QUOTA = 1_000_000_000_000;
 
-function check(change: LimitsChange, forKey: boolean): void {
-  if (Object.keys(change).length === 0) throw new LimitsError('invalid', 'nothing to change: give read, write, bulk or monthlyQuota, or clear');
+/** Refuses a change that names nothing, a budget that is not a positive integer, or a quota on a key. */
+export function checkLimitsChange(change: LimitsChange, forKey: boolean): void {
+  const known = forKey ? ['read', 'write', 'bulk'] : ['read', 'write', 'bulk', 'monthlyQuota'];
+  const unknown = Object.keys(change).find((f) => !known.includes(f));
+  if (unknown === 'monthlyQuota') throw new ServiceError('invalid', 'a monthly quota is set per organization, not per key', 'monthlyQuota', 'monthlyQuota');
+  if (unknown !== undefined) throw new ServiceError('invalid', `unknown limit ${JSON.stringify(unknown)}`, unknown, unknown);
+  if (Object.keys(change).length === 0) throw new ServiceError('invalid', 'nothing to change: give read, write, bulk or monthlyQuota, or clear', 'empty');
   for (const b of BUCKETS) {
     const v = change[b];
     if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= 1 && v <= MAX_BUDGET)) {
-      throw new LimitsError('invalid', `${b} must be an integer from 1 to ${MAX_BUDGET} (requests per minute), or null to use the plan's`);
+      throw new ServiceError('invalid', `${b} must be an integer from 1 to ${MAX_BUDGET} (requests per minute), or null to use the plan's`, b, b);
     }
   }
   const q = change.monthlyQuota;
-  if (q !== undefined) {
-    if (forKey) throw new LimitsError('invalid', 'a monthly quota is set per organization, not per key');
-    if (q !== null && q !== 'none' && !(Number.isInteger(q) && q >= 1 && q <= MAX_MONTHLY_QUOTA)) {
-      throw new LimitsError('invalid', `monthlyQuota must be an integer from 1 to ${MAX_MONTHLY_QUOTA}, "none", or null to use the plan's`);
-    }
+  if (q !== undefined && q !== null && q !== 'none' && !(Number.isInteger(q) && q >= 1 && q <= MAX_MONTHLY_QUOTA)) {
+    throw new ServiceError('invalid', `monthlyQuota must be an integer from 1 to ${MAX_MONTHLY_QUOTA}, "none", or null to use the plan's`, 'monthlyQuota', 'monthlyQuota');
   }
 }
 
@@ -98,15 +87,15 @@ function view(plans: Plans, row: Record<string, any>, keyId?: number): LimitsVie
 
 async function one(q: Queryable, sql: string, id: number, what: string): Promise<Record<string, any>> {
   const rows = await q.query(sql, [id]);
-  if (!rows.length) throw new LimitsError('not_found', `no ${what} ${id}`);
+  if (!rows.length) throw new ServiceError('not_found', `no ${what} ${id}`, what === 'key' ? 'no_key' : 'no_organization');
   return rows[0];
 }
 
-export async function getOrganizationLimits(ctx: LimitsContext, orgId: number): Promise<LimitsView> {
+export async function getOrganizationLimits(ctx: Pick<ServiceContext, 'db' | 'plans'>, orgId: number): Promise<LimitsView> {
   return view(ctx.plans(), await one(ctx.db, ORG_ROW, orgId, 'organization'));
 }
 
-export async function getKeyLimits(ctx: LimitsContext, keyId: number): Promise<LimitsView> {
+export async function getKeyLimits(ctx: Pick<ServiceContext, 'db' | 'plans'>, keyId: number): Promise<LimitsView> {
   return view(ctx.plans(), await one(ctx.db, KEY_ROW, keyId, 'key'), keyId);
 }
 
@@ -125,29 +114,34 @@ function assignments(change: LimitsChange, params: unknown[]): string[] {
   return set;
 }
 
-/** Change an organization's overrides (`queryable`: an open transaction to join, e.g. the internal PATCH's). */
-export async function setOrganizationLimits(ctx: LimitsContext, orgId: number, change: LimitsChange, queryable?: Queryable): Promise<LimitsView> {
-  check(change, false);
-  const write = async (q: Queryable) => {
-    await one(q, `${ORG_ROW} FOR UPDATE`, orgId, 'organization');
+/** Change an organization's overrides and monthly quota. */
+export async function setOrganizationLimits(ctx: ServiceContext, orgId: number, change: LimitsChange): Promise<LimitsView> {
+  checkLimitsChange(change, false);
+  const plans = ctx.plans();
+  const after = await ctx.db.tx(async (q) => {
+    const before = view(plans, await one(q, `${ORG_ROW} FOR UPDATE`, orgId, 'organization'));
     const params: unknown[] = [orgId];
     await q.query(`UPDATE organizations SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
-    return one(q, ORG_ROW, orgId, 'organization');
-  };
-  const row = queryable ? await write(queryable) : await ctx.db.tx(write);
-  if (!queryable) await ctx.accessChanged(orgId);
-  return view(ctx.plans(), row);
+    const updated = view(plans, await one(q, ORG_ROW, orgId, 'organization'));
+    await recordAudit(q, ctx, { action: 'organization.limits', targetType: 'organization', targetIds: [orgId], organizationId: orgId, before: before.overrides, after: updated.overrides });
+    return updated;
+  });
+  await ctx.accessChanged(orgId);
+  return after;
 }
 
 /** Change one key's overrides of the per-minute budgets. */
-export async function setKeyLimits(ctx: LimitsContext, keyId: number, change: LimitsChange): Promise<LimitsView> {
-  check(change, true);
-  const row = await ctx.db.tx(async (q) => {
-    await one(q, `SELECT id FROM api_keys WHERE id = $1 FOR UPDATE`, keyId, 'key');
+export async function setKeyLimits(ctx: ServiceContext, keyId: number, change: LimitsChange): Promise<LimitsView> {
+  checkLimitsChange(change, true);
+  const plans = ctx.plans();
+  const after = await ctx.db.tx(async (q) => {
+    const before = view(plans, await one(q, `${KEY_ROW} FOR UPDATE OF k`, keyId, 'key'), keyId);
     const params: unknown[] = [keyId];
     await q.query(`UPDATE api_keys SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
-    return one(q, KEY_ROW, keyId, 'key');
+    const updated = view(plans, await one(q, KEY_ROW, keyId, 'key'), keyId);
+    await recordAudit(q, ctx, { action: 'key.limits', targetType: 'key', targetIds: [keyId], organizationId: updated.organizationId, before: before.overrides, after: updated.overrides });
+    return updated;
   });
-  await ctx.accessChanged(row.organization_id);
-  return view(ctx.plans(), row, keyId);
+  await ctx.accessChanged(after.organizationId);
+  return after;
 }

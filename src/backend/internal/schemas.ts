@@ -5,7 +5,7 @@ import { pgInt } from '../validation.js';
 
 export const orgPatch = z
   .object({
-    // A plan of PLANS_FILE (checked by the route against the plans loaded now).
+    // A plan of PLANS_FILE (checked by the service layer against the plans loaded now).
     plan: z.string().regex(PLAN_NAME, 'must be a plan name').nullable().optional(),
     // Per-customer limits (src/access/service/limits.ts): a number sets, null goes back to the plan's.
     limits: z
