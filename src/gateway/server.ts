@@ -15,6 +15,7 @@ import { clientIp } from './client-ip.js';
 import { refuse, sendJson } from './refusals.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';
+import { announcesBody, lingerAfterAnswer } from './body.js';
 
 export type { GatewayDeps } from './context.js';
 
@@ -30,7 +31,8 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const server = http.createServer();
   const drain = drainable(server);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    if (drain.draining) res.setHeader('connection', 'close');
+    // An answer given before its body was read (a refusal) lingers before the connection closes.
+    if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
     if (deps.cors.preflight(req, res)) return;
     deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);

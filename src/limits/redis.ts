@@ -9,10 +9,13 @@
 // where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
 //   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day
+//   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
+//                                                  (Redis's own clock, ms); see ./fleet.ts
 
 import { Cluster, Redis } from 'ioredis';
 import { addressKey } from './address.js';
 import { MONTH_LUA, MONTH_TTL_SLACK_MS, cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
+import type { FleetRegistry } from './fleet.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -131,11 +134,23 @@ end
 return 0
 `;
 
+// KEYS[1]: the fleet's live set; ARGV[1]: this instance's id, ARGV[2]: how long a beat counts (ms).
+// Redis's clock, not the instances': their clocks may disagree, the set's one server (per slot) cannot.
+const FLEET_BEAT_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+`;
+
 // ioredis adds methods named after the definitions; these names are unlikely to clash with
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
 const MONTH_CMD = 'keygateMonthSpend';
+const FLEET_BEAT_CMD = 'keygateFleetBeat';
 
 interface ScriptCommands {
   keygateMonthSpend(key: string, quota: number, ttlMs: number): Promise<number>;
@@ -149,9 +164,13 @@ interface ScriptCommands {
     cooldownUntil: number,
     ttlMs: number,
   ): Promise<number>;
+  keygateFleetBeat(fleetKey: string, id: string, ttlMs: number): Promise<number>;
 }
 
-export function createRedisStores(opts: RedisStoreOptions): LimitStores {
+/** The Redis stores, and the live set of gateway instances that shares their Redis (./fleet.ts). */
+export type RedisStores = LimitStores & { fleet: FleetRegistry };
+
+export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const clock = opts.clock ?? systemClock;
   const prefix = opts.prefix ?? 'kg:';
   const readyTimeoutMs = opts.readyTimeoutMs ?? 250;
@@ -169,6 +188,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
   redis.defineCommand(MONTH_CMD, { lua: MONTH_LUA, numberOfKeys: 1 });
+  redis.defineCommand(FLEET_BEAT_CMD, { lua: FLEET_BEAT_LUA, numberOfKeys: 1 });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
 
@@ -176,6 +196,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
   const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
   const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
+  const fleetKey = `${prefix}fleet:{gateways}`;
 
   /**
    * GET several keys: one pipelined round trip on standalone; on a Cluster the keys live in different
@@ -214,7 +235,14 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     return { kind: 'peeked', states: await stores.limiter.spend(refs, 0) };
   }
 
-  const stores: LimitStores = {
+  const stores: RedisStores = {
+    fleet: {
+      beat: (id, ttlMs) => scripts.keygateFleetBeat(fleetKey, id, ttlMs),
+      async leave(id) {
+        await redis.zrem(fleetKey, id);
+      },
+    },
+
     limiter: {
       async spend(all: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
         if (all.length === 0) return [];
