@@ -35,7 +35,7 @@ async function main() {
   }
   const mode = (args[0] ?? 'start') as Mode;
   if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
-    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions or admin-tokens (keygate --help)`);
+    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions, audit, admin-tokens or limits (keygate --help)`);
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
   const log = createLogger(settings.LOG_LEVEL);

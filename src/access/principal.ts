@@ -4,6 +4,7 @@
 import type { Queryable } from '../db/types.js';
 import { ROLES, type Role } from '../config/routes.js';
 import type { KeyType } from './secrets.js';
+import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
 
 export interface Principal {
   keyId: number;
@@ -31,6 +32,8 @@ export interface Principal {
   metadata: Record<string, unknown> | null;
   /** The keyed hash of the secret this principal was resolved from (where its last use is recorded). */
   secretHash: string;
+  /** The key's and its organization's overrides of the plan's limits (src/limits/budgets.ts). */
+  limits: LimitOverrides;
 }
 
 /** Whether a principal's secret is expired at `now` (ms): the first instant at or after expiresAt. */
@@ -66,6 +69,8 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     `SELECT k.id, k.type, k.organization_id, k.workspace_id, k.user_id, k.role, k.scopes,
             k.expires_at, k.metadata, k.key_hash = $1 AS current_secret, k.previous_expires_at,
             o.plan, o.api_access, o.paused,
+            k.limit_read AS k_read, k.limit_write AS k_write, k.limit_bulk AS k_bulk,
+            o.limit_read AS o_read, o.limit_write AS o_write, o.limit_bulk AS o_bulk, o.monthly_quota, o.monthly_quota_off,
             w.deleted_at IS NOT NULL AS ws_deleted, w.organization_id AS ws_org,
             u.org_role, u.organization_id AS user_org
        FROM api_keys k
@@ -109,6 +114,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     ),
     metadata: k.metadata ?? null,
     secretHash: keyHash,
+    limits: limitOverridesOf(k),
   };
 }
 

@@ -80,9 +80,10 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
       // The one-round-trip path. Pairs of counters only: the store's gate spends a key and an address.
       if (cached.principal) {
         const { decision, counters } = plan(cached.principal);
-        const pair = 'spend' in counters ? counters.spend.length === 2 : true;
+        // A key and an address, and the organization's monthly quota when it has one.
+        const pair = 'spend' in counters ? counters.spend.length === 2 || (counters.spend.length === 3 && counters.spend[2].month === true) : true;
         if (pair) {
-          const spend = 'spend' in counters ? (counters.spend as [CounterRef, CounterRef]) : undefined;
+          const spend = 'spend' in counters ? (counters.spend as [CounterRef, CounterRef] | [CounterRef, CounterRef, CounterRef]) : undefined;
           const g = await stores.gate({ ip, orgId: cached.principal.organizationId, version: cached.version, spend, peek: 'peek' in counters ? counters.peek : undefined });
           if (g.kind === 'cooldown') {
             events.authFailure('cooldown');
@@ -92,7 +93,7 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
             cache.noteHit();
             events.cache(true);
             events.used?.(cached.principal, clock.now());
-            const states = g.kind === 'spent' ? [g.hit.key, g.hit.ip] : g.states;
+            const states = g.kind === 'spent' ? (g.hit.month ? [g.hit.key, g.hit.ip, g.hit.month] : [g.hit.key, g.hit.ip]) : g.states;
             return { kind: 'resolved', principal: cached.principal, decision, states, spent: g.kind === 'spent' };
           }
           cache.drop(cached.key); // an access change since it was cached: resolve again below

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Db, Queryable } from '../db/types.js';
 import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
-import { PLAN_IDS } from '../config/plans.js';
+import { PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
 import { getPepper } from './pepper.js';
@@ -15,6 +15,22 @@ const id = z.number().int().positive();
 const role = z.enum(ROLES);
 const secret = z.string().regex(/^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/, 'must be svc_ws_, svc_pk_ or svc_v1_ plus 32 to 128 characters of [A-Za-z0-9]');
 
+// Per-customer limits (src/access/service/limits.ts): budgets per minute, and an organization's quota.
+const perMinute = z.number().int().min(1).max(1_000_000_000).nullable().optional();
+const keyLimits = z.object({ read: perMinute, write: perMinute, bulk: perMinute }).strict();
+const orgLimits = keyLimits.extend({ monthlyQuota: z.union([z.number().int().min(1).max(1e12), z.literal('none')]).nullable().optional() }).strict();
+
+/** The UPDATE of a seeded row's limits (only when the seed gives them). */
+function limitsUpdate(table: 'organizations' | 'api_keys', rowId: number, l: z.infer<typeof orgLimits>): [string, unknown[]] {
+  const params: unknown[] = [rowId, l.read ?? null, l.write ?? null, l.bulk ?? null];
+  let sql = `UPDATE ${table} SET limit_read=$2, limit_write=$3, limit_bulk=$4`;
+  if (table === 'organizations') {
+    params.push(typeof l.monthlyQuota === 'number' ? l.monthlyQuota : null, l.monthlyQuota === 'none');
+    sql += ', monthly_quota=$5, monthly_quota_off=$6';
+  }
+  return [`${sql} WHERE id=$1`, params];
+}
+
 export const seedSchema = z
   .object({
     organizations: z
@@ -23,7 +39,8 @@ export const seedSchema = z
           .object({
             id,
             name: z.string().min(1),
-            plan: z.enum(PLAN_IDS).nullable(),
+            plan: z.string().regex(PLAN_NAME, 'must be a plan name (a plan of PLANS_FILE; an unknown one gets the Free limits)').nullable(),
+            limits: orgLimits.optional(),
             apiAccess: z.boolean().default(true),
             paused: z.boolean().default(false),
             warmupCap: z.number().int().min(0).nullable().default(null),
@@ -63,6 +80,7 @@ export const seedSchema = z
             scopes: z.array(z.string().regex(/^[a-z]+:[a-z]+$/)).default([]),
             createdBy: id.optional(),
             revoked: z.boolean().default(false),
+            limits: keyLimits.optional(),
             /** RFC 3339 with a zone; absent: never expires. */
             expiresAt: z.string().datetime({ offset: true }).optional(),
             /** Sent to the upstream in the signed identity; at most 1 KiB as JSON. */
@@ -187,6 +205,7 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
         VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (id) DO UPDATE SET name=$2, plan=$3, api_access=$4, paused=$5, warmup_cap=$6,
         partner_callback_url=$7, partner_callback_verified=$8`,
         [o.id, o.name, o.plan, o.apiAccess, o.paused, o.warmupCap, o.partnerCallback?.url ?? null, o.partnerCallback?.verified ?? false]);
+      if (o.limits) await step('organizations', i, ...limitsUpdate('organizations', o.id, o.limits));
     }
     for (const [i, u] of seed.users.entries()) {
       await step('users', i, `INSERT INTO users (id, organization_id, email, org_role) VALUES ($1,$2,$3,$4)
@@ -240,6 +259,7 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
         previous_expires_at = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_expires_at END`,
         [k.id, org, type, hashSecret(pepper, k.secret), hintOf(k.secret), k.name, k.workspaceId ?? null, k.userId ?? null, keyRole,
           k.scopes, k.createdBy ?? null, k.revoked, k.expiresAt ?? null, k.metadata ? JSON.stringify(k.metadata) : null]);
+      if (k.limits) await step('apiKeys', i, ...limitsUpdate('api_keys', k.id, k.limits));
     }
     for (const [i, s] of seed.sessions.entries()) {
       await step('sessions', i, `INSERT INTO sessions (token_hash, user_id) VALUES ($1,$2) ON CONFLICT (token_hash) DO UPDATE SET user_id=$2`,

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import type { Settings } from '../config/settings.js';
 import { ConfigError, settingError, targetOf } from '../config/errors.js';
 import { loadPlans, type Plans } from '../config/plans.js';
-import { loadRoutes, type MinRole } from '../config/routes.js';
+import { loadRoutes, type MinRole, type Routes } from '../config/routes.js';
 import { openDb, type Db } from '../db/index.js';
 import { getPepper } from '../access/pepper.js';
 import { accessChangedVia } from '../backend/services.js';
@@ -23,6 +23,8 @@ export interface AdminContext {
   plans(): Plans;
   /** Every known scope and its minimum role (ROUTES_FILE). */
   scopes(): Record<string, MinRole>;
+  /** ROUTES_FILE's tables (`limits replay` finds each logged route's bucket there). */
+  routes(): Routes;
   /** After committing an access change: running gateways drop the organization's cached principals. */
   accessChanged(orgId: number): Promise<void>;
   /** The service layer's context: every change is made through src/access/service/ as the CLI operator. */
@@ -98,6 +100,7 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
     pepper,
     plans,
     scopes,
+    routes: () => loadRoutes(routesFile),
     accessChanged: bump,
     service: { db, actor: { kind: 'cli', osUser: osUser() }, clock: systemClock, pepper, plans, scopes, accessChanged: bump },
     async close() {

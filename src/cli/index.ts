@@ -5,11 +5,15 @@ import type { Settings } from '../config/settings.js';
 import { openAdminContext } from './context.js';
 import { keysCommand } from './keys.js';
 import { orgsCommand } from './orgs.js';
+import { limitsCommand, replayCommand } from './limits.js';
+import { UsageError } from './args.js';
+import { loadPlans } from '../config/plans.js';
+import { dataFile } from './paths.js';
 import { sessionsCommand } from './sessions.js';
 import { auditCommand } from './audit.js';
 import { adminTokensCommand } from './admin-tokens.js';
 
-export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'audit', 'admin-tokens'] as const;
+export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'audit', 'admin-tokens', 'limits'] as const;
 
 export const USAGE = `usage: keygate <command>
 
@@ -27,6 +31,9 @@ key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateway
   keys rotate <keyId> [--grace 24h]     (0: the old secret stops at once)
   keys revoke <keyId>
   orgs pause <orgId> | orgs resume <orgId> | orgs plan <orgId> <plan|none>
+  orgs limits <orgId> [--read N|plan] [--write N|plan] [--bulk N|plan] [--monthly-quota N|none|plan] [--clear]
+  keys limits <keyId> [--read N|plan] [--write N|plan] [--bulk N|plan] [--clear]
+  limits replay --access-log <file> --plans <plans.json> [--overrides <file>]
   sessions create --user <id> [--ttl 24h]
   audit list [filters] [--limit 100] [--before <id>]    newest first; --json: JSON lines
   audit export [filters]                               every row, oldest first, as JSON lines
@@ -43,8 +50,14 @@ Exit codes: 0 done, 1 refused (not found), 2 bad arguments or settings.
 export async function runAdminCommand(settings: Settings, argv: readonly string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
   const open = () => openAdminContext(settings);
+  if (command === 'keys' && sub === 'limits') return limitsCommand(open, 'keys', rest);
   if (command === 'keys') return keysCommand(open, sub, rest);
-  if (command === 'orgs') return orgsCommand(open, sub, rest);
+  if (command === 'orgs' && sub === 'limits') return limitsCommand(open, 'orgs', rest);
+  if (command === 'orgs') return orgsCommand(open, sub, rest, () => loadPlans(dataFile(settings.PLANS_FILE)));
+  if (command === 'limits') {
+    if (sub === 'replay') return replayCommand(open, rest);
+    throw new UsageError(`limits: expected replay${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  }
   if (command === 'audit') return auditCommand(open, sub, rest);
   if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
   return sessionsCommand(open, sub, rest);

@@ -2,7 +2,7 @@
 // /internal/organizations/{id} (CONTRACT section 7), through the same service operation: a plan change
 // lowers every mailbox above the new plan's cap, every change is audited and bumps the organization's
 // access version so the gateways apply it to the very next request.
-import { PLAN_IDS } from '../config/plans.js';
+import type { Plans } from '../config/plans.js';
 import { updateOrganization, type OrganizationPatch } from '../access/service/organizations.js';
 import { idArg, oneOf, parseArgs, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
@@ -15,7 +15,7 @@ export async function changeOrganization(ctx: AdminContext, command: string, id:
   return org;
 }
 
-export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
+export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[], plans: () => Plans): Promise<void> {
   if (sub === 'pause' || sub === 'resume') {
     const command = `orgs ${sub}`;
     const a = parseArgs(command, argv, { positionals: ['orgId'] });
@@ -27,7 +27,8 @@ export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string 
   if (sub === 'plan') {
     const a = parseArgs('orgs plan', argv, { positionals: ['orgId', 'plan'] });
     const id = idArg('orgs plan', '<orgId>', a.positionals.orgId);
-    const raw = oneOf('orgs plan', '<plan>', a.positionals.plan, [...PLAN_IDS, 'none'] as const);
+    // Plans are data: any plan of PLANS_FILE.
+    const raw = oneOf('orgs plan', '<plan>', a.positionals.plan, [...Object.keys(plans()), 'none']);
     const plan = raw === 'none' ? null : raw;
     const org = await withContext(ctx, (c) => changeOrganization(c, 'orgs plan', id, { plan }));
     output(a.flags.has('json'), org, [
@@ -35,5 +36,5 @@ export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string 
     ]);
     return;
   }
-  throw new UsageError(`orgs: expected pause, resume or plan${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  throw new UsageError(`orgs: expected pause, resume, plan or limits${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
 }

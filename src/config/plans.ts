@@ -1,10 +1,15 @@
-// config/plans.json: the per-minute budgets of the spec's plan table and per-plan caps.
+// config/plans.json: the per-minute budgets of the spec's plan table, per-plan caps and the optional
+// monthly request quota. Plans are data: a plan added to the file is usable at once (the database
+// stores a plan's name without a fixed list; an unknown name gets the Free plan's limits).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue, reasonOf } from './errors.js';
 
+/** The spec's plans: every plans file must define them (the contract names them), and may add more. */
 export const PLAN_IDS = ['free', 'trial', 'starter', 'growth', 'scale', 'scale_5k', 'scale_10k', 'scale_20k'] as const;
-export type PlanId = (typeof PLAN_IDS)[number];
+export type PlanId = string;
+/** A plan's name: what the database, the seed and the CLI accept. */
+export const PLAN_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 const budget = z.number().int().positive();
 export const planSchema = z
@@ -20,14 +25,16 @@ export const planSchema = z
     entitlements: z.array(z.enum(['warmup_language', 'content_settings'])),
     /** Rate limits of this plan in `shadow` or `enforce`, over RATE_LIMIT_MODE (src/gateway/shadow.ts). */
     limitMode: z.enum(['enforce', 'shadow']).optional(),
+    /** Requests per calendar month (UTC) per organization; absent is no quota. */
+    monthlyQuota: z.number().int().positive().max(1e12).optional(),
   })
   .strict();
 export type Plan = z.infer<typeof planSchema>;
 
-export const plansSchema = z
-  .object(Object.fromEntries(PLAN_IDS.map((id) => [id, planSchema])) as Record<PlanId, typeof planSchema>)
-  .strict();
-export type Plans = Record<PlanId, Plan>;
+export const plansSchema = z.record(z.string().regex(PLAN_NAME, 'a plan name is 1 to 40 characters of [a-z0-9_], starting with a letter'), planSchema).superRefine((plans, ctx) => {
+  for (const id of PLAN_IDS) if (!(id in plans)) ctx.addIssue({ code: 'custom', path: [id], message: `the plan "${id}" is required` });
+});
+export type Plans = Record<string, Plan>;
 
 export function parsePlans(raw: unknown, source = 'plans'): Plans {
   const r = plansSchema.safeParse(raw);
@@ -41,7 +48,7 @@ export function loadPlans(file: string): Plans {
 
 /** A null or unknown plan is treated as Free for rate limits (spec, Limits rule 1). */
 export function planOf(plans: Plans, plan: string | null): { id: PlanId; plan: Plan } {
-  const id = (plan && (PLAN_IDS as readonly string[]).includes(plan) ? plan : 'free') as PlanId;
+  const id = plan !== null && Object.hasOwn(plans, plan) ? plan : 'free';
   return { id, plan: plans[id] };
 }
 

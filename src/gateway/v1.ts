@@ -11,7 +11,7 @@ import { canonicalRequest } from './guards/canonical.js';
 import { partnerSecret } from './guards/credential.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
-import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-limit.js';
+import { V1_LIMIT, monthCounter, monthlyQuotaGuard, partnerCounter, partnerRateLimitGuard } from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
@@ -41,35 +41,47 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   const { principal, decision, states } = access;
   ctx.trace.organizationId = principal.organizationId;
   ctx.trace.keyId = principal.keyId;
-  const [key] = states;
-  addV1Headers(ctx.head, V1_LIMIT, key, deps.clock.now());
+  // The key's layer, then the organization's monthly quota when it has one (spent only by a request
+  // the key's layer admitted).
+  const [key, month] = states;
+  addV1Headers(ctx.head, V1_LIMIT, key, deps.clock.now(), month);
   if (decision.kind === 'refused') return refuse(ctx, decision.refusal);
-  if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key);
+  if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key, month);
   deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);
   const limited = partnerRateLimitGuard(key, deps.clock.now());
+  // The partner layer and the quota refuse only where they are enforced (./shadow.ts).
+  const enforce = limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce';
   if (limited) {
-    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    if (enforce) return refuse(ctx, limited);
     recordShadowRefusal(deps, ctx, limited, layersOver(['v1', key]));
+  }
+  if (month) deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+  const exhausted = monthlyQuotaGuard(month, deps.clock.now());
+  if (exhausted) {
+    if (enforce) return refuse(ctx, exhausted);
+    recordShadowRefusal(deps, ctx, exhausted, ['month']);
   }
   return forwardWithBody(deps, ctx, principal, null);
 }
 
 function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
-  const counter = partnerCounter(principal);
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal }, counters: { peek: [counter] } });
+  const month = monthCounter(principal, deps.plans());
+  const counters = month ? [partnerCounter(principal), month] : [partnerCounter(principal)];
+  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal }, counters: { peek: counters } });
   const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
   const match = routeGuard(deps.routes().v1, ctx.method, ctx.path);
   if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
   ctx.trace.route = match.route.path;
-  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [counter] } };
+  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: counters } };
   // A body there is no room for now is refused before the token is spent (./body.ts).
   const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
   if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward', route: match.route }, counters: { spend: [counter] } };
+  return { decision: { kind: 'forward', route: match.route }, counters: { spend: counters } };
 }
 
-/** GET /v1/rate-limit: the key's one layer, read without spending. */
-function rateLimitStatus(ctx: RequestContext, state: LayerState) {
-  sendJson(ctx, 200, { limit: state.limit, used: state.used, remaining: state.remaining, reset: state.reset, windowSeconds: 60 });
+/** GET /v1/rate-limit: the key's one layer, and the organization's monthly quota when it has one, read without spending. */
+function rateLimitStatus(ctx: RequestContext, state: LayerState, month: LayerState | undefined) {
+  const body = { limit: state.limit, used: state.used, remaining: state.remaining, reset: state.reset, windowSeconds: 60 };
+  sendJson(ctx, 200, month ? { ...body, month: { limit: month.limit, used: month.used, remaining: month.remaining, reset: month.reset } } : body);
 }

@@ -6,7 +6,8 @@ import type { Principal } from '../access/principal.js';
 import type { Granted } from '../access/authorize.js';
 import type { Bucket, RouteDef } from '../config/routes.js';
 import { planOf } from '../config/plans.js';
-import type { LayerState } from '../limits/types.js';
+import { budgetSource } from '../limits/budgets.js';
+import type { CounterRef, LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
 import type { CounterPlan } from '../access/resolver.js';
 import { canonicalRequest } from './guards/canonical.js';
@@ -14,7 +15,7 @@ import { bearerSecret } from './guards/credential.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
 import { permissionGuard } from './guards/permission.js';
-import { BUCKETS, ipCounter, keyCounter, rateLimitGuard } from './guards/rate-limit.js';
+import { BUCKETS, ipCounter, keyCounter, monthCounter, monthlyQuotaGuard, rateLimitGuard } from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
@@ -23,7 +24,8 @@ import { bodyRoomRefusal } from './body.js';
 
 /**
  * What steps 5 to 10 decided for a principal, before any counter is touched. Counters always travel
- * key first, then the address: [key bucket, ip] spent or read, or [read, write, bulk, ip] read.
+ * key first, then the address, then the organization's monthly quota when it has one: [key bucket,
+ * ip, month?] spent or read, or [read, write, bulk, ip, month?] read.
  */
 type Decision =
   | { kind: 'refused'; refusal: Refusal; bucket: Bucket }
@@ -52,19 +54,29 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(deps, ctx, principal, states);
   if (decision.kind === 'refused') {
-    const [key, ip] = states;
-    addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket);
+    const [key, ip, month] = states;
+    addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket, month);
     return refuse(ctx, decision.refusal);
   }
-  // 11. both layers (a token was spent in each, accepted or not)
-  const [key, ip] = states;
-  addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket);
+  // 11. both layers (a token was spent in each, accepted or not), then the monthly quota, spent only
+  // by a request both admitted
+  const [key, ip, month] = states;
+  addV2Headers(ctx.head, key, ip, deps.clock.now(), decision.bucket, month);
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
   const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
+  // Limits and the quota refuse only where they are enforced; in shadow the refusal is logged, counted and
+  // the request forwarded with the same headers (./shadow.ts).
+  const enforce = limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce';
   if (limited) {
-    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    if (enforce) return refuse(ctx, limited);
     recordShadowRefusal(deps, ctx, limited, layersOver(['key', key], ['ip', ip]));
+  }
+  if (month) deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+  const exhausted = monthlyQuotaGuard(month, deps.clock.now());
+  if (exhausted) {
+    if (enforce) return refuse(ctx, exhausted);
+    recordShadowRefusal(deps, ctx, exhausted, ['month']);
   }
   return forwardWithBody(deps, ctx, principal, decision.grant);
 }
@@ -73,11 +85,13 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
 function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
   const plans = deps.plans();
   const ip = ipCounter(ctx.ip);
+  const month = monthCounter(principal, plans);
+  const withMonth = <T extends CounterRef[]>(refs: T) => (month ? [...refs, month] : refs);
   // Step 7 comes after 5 and 6, but the headers of a 5 or 6 refusal name the route's bucket.
   const match = routeGuard(deps.routes().v2, ctx.method, ctx.path);
   const bucket = match?.route.bucket ?? bucketOf(ctx.method);
   if (match) ctx.trace.route = match.route.path;
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: [keyCounter(principal, bucket, plans), ip] } });
+  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: withMonth([keyCounter(principal, bucket, plans), ip]) } });
   // 5, 6
   const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
@@ -87,11 +101,11 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   const grant = permissionGuard(principal, match);
   if ('code' in grant) return refused(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
-  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip] } };
+  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: withMonth([...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip]) } };
   // A body there is no room for now is refused before any token is spent (./body.ts).
   const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
   if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward', bucket, grant, route: match.route }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
+  return { decision: { kind: 'forward', bucket, grant, route: match.route }, counters: { spend: withMonth([keyCounter(principal, bucket, plans), ip]) } };
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */
@@ -101,17 +115,27 @@ async function refuseUnkeyed(deps: GatewayDeps, ctx: RequestContext, refusal: Re
   refuse(ctx, refusal);
 }
 
-/** GET {wid}/rate-limit: the plan, each bucket and the address layer, read without spending. */
+/**
+ * GET {wid}/rate-limit: the plan, each bucket and the address layer, read without spending. A bucket
+ * whose budget is overridden says where from (`source`: `key` or `organization`); an organization with
+ * a monthly quota gets `month`.
+ */
 function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, principal: Principal, states: LayerState[]) {
   const ip = states[BUCKETS.length];
-  addV2Headers(ctx.head, states[0], ip, deps.clock.now(), 'read');
+  const month = states[BUCKETS.length + 1];
+  addV2Headers(ctx.head, states[0], ip, deps.clock.now(), 'read', month);
   const layer = (s: LayerState) => ({ limit: s.limit, used: s.used, remaining: s.remaining, reset: s.reset });
+  const bucketLayer = (b: Bucket, s: LayerState) => {
+    const source = budgetSource(principal.limits, b);
+    return source === 'plan' ? layer(s) : { ...layer(s), source };
+  };
   sendJson(ctx, 200, {
     data: {
       plan: planOf(deps.plans(), principal.plan).id,
       windowSeconds: 60,
-      buckets: Object.fromEntries(BUCKETS.map((b, i) => [b, layer(states[i])])),
+      buckets: Object.fromEntries(BUCKETS.map((b, i) => [b, bucketLayer(b, states[i])])),
       ip: layer(ip),
+      ...(month ? { month: layer(month) } : {}),
     },
     meta: { request_id: ctx.requestId, timestamp: new Date(deps.clock.now()).toISOString() },
   });

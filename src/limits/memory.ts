@@ -12,6 +12,8 @@ import {
   windowStart,
   hitOf,
   layerState,
+  monthStart,
+  monthState,
   type Clock,
   type CounterRef,
   type LayerState,
@@ -49,6 +51,8 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
   const sweepThreshold = opts.sweepThreshold ?? DEFAULT_SWEEP_THRESHOLD;
 
   const counters = new Map<string, Counter>();
+  // Monthly quotas, one per organization with a quota; windowStart is the month's start.
+  const months = new Map<string, Counter>();
   // Both keyed by addressKey(ip): the IPv4 address, or the /64 of an IPv6 one.
   const failures = new Map<string, Failures>();
   /** Address -> end of its cooldown, in clock milliseconds. */
@@ -60,12 +64,14 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
   // Grows with the live set so a sweep that frees little is not repeated on every write (amortized O(1)).
   let nextSweepAt = sweepThreshold;
 
-  const entries = () => counters.size + failures.size + cooldowns.size;
+  const entries = () => counters.size + months.size + failures.size + cooldowns.size;
 
   function sweep(): void {
     const now = clock.now();
     const current = windowStart(now);
     for (const [id, c] of counters) if (c.windowStart !== current) counters.delete(id);
+    const month = monthStart(now);
+    for (const [id, c] of months) if (c.windowStart !== month) months.delete(id);
     for (const [ip, f] of failures) if (f.until <= now) failures.delete(ip);
     for (const [ip, end] of cooldowns) if (end <= now) cooldowns.delete(ip);
     nextSweepAt = Math.max(sweepThreshold, entries() * 2);
@@ -107,12 +113,38 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     return Math.ceil((end - now) / 1000);
   }
 
+  /** The month counter's count; when spending, counted only if it stays within its limit. */
+  function spendMonth(ref: CounterRef, now: number, spend: boolean): LayerState {
+    const start = monthStart(now);
+    let c = months.get(ref.id);
+    if (c === undefined || c.windowStart !== start) {
+      if (!spend) return monthState(ref.limit, 0, now);
+      c = { windowStart: start, used: 0 };
+      months.set(ref.id, c);
+    }
+    if (!spend) return monthState(ref.limit, c.used, now);
+    // Over the quota: refused, and not counted (the counter holds exactly the admitted requests).
+    if (c.used >= ref.limit) return monthState(ref.limit, c.used + 1, now);
+    c.used += 1;
+    return monthState(ref.limit, c.used, now);
+  }
+
   function spendAll(refs: CounterRef[], cost: 0 | 1): LayerState[] {
     // One clock reading for every layer, so they can never land in different windows.
-    const start = windowStart(clock.now());
-    if (cost === 0) return refs.map((ref) => read(ref, start));
+    const now = clock.now();
+    const start = windowStart(now);
+    const month = refs.length > 0 && refs[refs.length - 1].month ? refs[refs.length - 1] : undefined;
+    const minute = month ? refs.slice(0, -1) : refs;
+    if (cost === 0) {
+      const states = minute.map((ref) => read(ref, start));
+      if (month) states.push(spendMonth(month, now, false));
+      return states;
+    }
     maybeSweep();
-    return refs.map((ref) => spend(ref, start));
+    const states = minute.map((ref) => spend(ref, start));
+    // The month is spent only by a request every per-minute layer admits.
+    if (month) states.push(spendMonth(month, now, states.every((st) => st.used <= st.limit)));
+    return states;
   }
 
   return {
@@ -121,7 +153,7 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       const seconds = cooldownLeft(req.ip, now);
       if (seconds > 0) return { kind: 'cooldown', seconds };
       if ((versions.get(req.orgId) ?? 0) !== req.version) return { kind: 'stale' };
-      if (req.spend) return { kind: 'spent', hit: hitOf(...(spendAll(req.spend, 1) as [LayerState, LayerState])) };
+      if (req.spend) return { kind: 'spent', hit: hitOf(...(spendAll(req.spend, 1) as [LayerState, LayerState, LayerState?])) };
       return { kind: 'peeked', states: spendAll(req.peek ?? [], 0) };
     },
     limiter: {

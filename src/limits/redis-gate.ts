@@ -3,18 +3,23 @@
 // clusterGate in ./redis.ts.
 
 import type { Redis } from 'ioredis';
-import { WINDOW_MS, hitOf, layerState, windowStart, type Clock, type CounterRef, type GateRequest, type GateResult } from './types.js';
+import { WINDOW_MS, hitOf, layerState, monthEnd, monthStart, monthState, windowStart, type Clock, type CounterRef, type GateRequest, type GateResult } from './types.js';
 
 // Every gate call made while the event loop polls is sent together when it is done, or as soon as 16
 // are waiting (one write, one reply, one script run for many requests under load). Each request is
 // still decided on its own, in arrival order, so two requests for one counter see each other's spend
 // exactly as if sent apart.
 // The batch is decided at one instant (the clock when it is sent): ARGV[1] = now (ms), ARGV[2] = the
-// counters' TTL (ms), ARGV[3] = the requests, as fields separated by newlines; per request: the
-// expected version, 's' (spend) or 'p' (peek) followed by its number of counters ('s2'), the IP's
-// cooldown key, the organization's access-version key, its counter keys. Nothing is spent unless the
-// cooldown is clear and the version matches. The reply is one string, a line per request:
-// 'c <cooldown end>' | 'v <version>' | 's <count> <count>...'.
+// counters' TTL (ms), ARGV[3] = the requests, as fields separated by newlines, ARGV[4] = the TTL (ms)
+// of a monthly quota's counter; per request: the expected version, 's' (spend) or 'p' (peek) followed
+// by its number of counters ('s2'), the IP's cooldown key, the organization's access-version key, its
+// counter keys. Nothing is spent unless the cooldown is clear and the version matches.
+// A spend with a monthly quota ('s3m') has the month's counter last, then the limits of the others and
+// the quota: the month is spent only when every per-minute counter is within its limit, and a spend
+// past the quota is undone in the same step (the request is refused; the counter keeps exactly the
+// requests admitted, whatever the concurrency across instances). The reply is one string, a line per
+// request: 'c <cooldown end>' | 'v <version>' | 's <count> <count>...'; a month's count above its
+// quota is a refusal.
 // The keys travel in ARGV rather than KEYS, packed with the rest into one argument: a command of 66
 // arguments for a batch of 11 cost the gateway twice the CPU of one of 3 (ioredis encodes and counts
 // every argument; bench/RESULTS.md), and nested array replies cost a decoder call per element. This
@@ -30,7 +35,8 @@ local out = {}
 local k = 1
 while k <= #f do
   local ver, op = tonumber(f[k]), f[k + 1]
-  local spend, nc = string.sub(op, 1, 1) == 's', tonumber(string.sub(op, 2))
+  local kind, ncs, m = string.match(op, '^(%a)(%d+)(m?)$')
+  local spend, nc, month = kind == 's', tonumber(ncs), m == 'm'
   local res
   local cd = redis.call('GET', f[k + 2])
   if cd and tonumber(cd) > now then
@@ -39,6 +45,24 @@ while k <= #f do
     local v = redis.call('GET', f[k + 3]) or '0'
     if tonumber(v) ~= ver then
       res = 'v ' .. v
+    elseif month then
+      res = 's'
+      local within = true
+      for i = k + 4, k + 2 + nc do
+        local n = redis.call('INCR', f[i])
+        if n == 1 then redis.call('PEXPIRE', f[i], ttl) end
+        if n > tonumber(f[i + nc]) then within = false end
+        res = res .. ' ' .. n
+      end
+      local mk = f[k + 3 + nc]
+      if within then
+        local n = redis.call('INCR', mk)
+        if n == 1 then redis.call('PEXPIRE', mk, ARGV[4]) end
+        if n > tonumber(f[k + 3 + 2 * nc]) then redis.call('DECR', mk) end
+        res = res .. ' ' .. n
+      else
+        res = res .. ' ' .. (redis.call('GET', mk) or '0')
+      end
     else
       res = 's'
       for i = k + 4, k + 3 + nc do
@@ -53,9 +77,22 @@ while k <= #f do
     end
   end
   k = k + 4 + nc
+  if month then k = k + nc end
   out[#out + 1] = res
 end
 return table.concat(out, '\\n')
+`;
+
+/**
+ * A monthly counter's spend on its own (the uncached path and a Cluster, whose keys span slots): sent
+ * only once the per-minute counters admitted the request. KEYS[1]: the month's counter; ARGV: the
+ * quota, the TTL (ms). Past the quota the spend is undone in the same step, as in GATE_LUA.
+ */
+export const MONTH_LUA = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if n > tonumber(ARGV[1]) then redis.call('DECR', KEYS[1]) end
+return n
 `;
 
 /**
@@ -65,12 +102,15 @@ return table.concat(out, '\\n')
  */
 const GATE_BATCH_MAX = 16;
 
+/** A monthly counter outlives its month by a day, so a report read at the turn still finds it. */
+export const MONTH_TTL_SLACK_MS = 86_400_000;
+
 // ioredis adds a method named after the definition; the name is unlikely to clash with commands
 // another module defines on the same connection.
 const GATE_CMD = 'keygateGate';
 
 interface GateCommand {
-  keygateGate(now: number, ttl: number, requests: string): Promise<string>;
+  keygateGate(now: number, ttl: number, requests: string, monthTtl: number): Promise<string>;
 }
 
 interface QueuedGate {
@@ -120,14 +160,17 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
   async function sendGates(batch: QueuedGate[]) {
     const now = clock.now();
     const start = windowStart(now);
+    const month = monthStart(now);
     let lines: string[];
     try {
       let fields = '';
       for (const gate of batch) {
-        fields += `${gate.req.version}\n${gate.req.spend ? 's' : 'p'}${gate.refs.length}\n${keys.cooldown(gate.req.ip)}\n${keys.version(gate.req.orgId)}\n`;
-        for (const ref of gate.refs) fields += `${keys.counter(ref.id, start)}\n`;
+        const quota = gate.req.spend !== undefined && gate.refs[gate.refs.length - 1].month === true;
+        fields += `${gate.req.version}\n${gate.req.spend ? 's' : 'p'}${gate.refs.length}${quota ? 'm' : ''}\n${keys.cooldown(gate.req.ip)}\n${keys.version(gate.req.orgId)}\n`;
+        for (const ref of gate.refs) fields += `${keys.counter(ref.id, ref.month ? month : start)}\n`;
+        if (quota) for (const ref of gate.refs) fields += `${ref.limit}\n`;
       }
-      lines = (await script.keygateGate(now, start + WINDOW_MS - now + ttlSlackMs, fields)).split('\n');
+      lines = (await script.keygateGate(now, start + WINDOW_MS - now + ttlSlackMs, fields, monthEnd(now) - now + MONTH_TTL_SLACK_MS)).split('\n');
     } catch (err) {
       for (const gate of batch) gate.reject(err);
       return;
@@ -150,9 +193,9 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
     if (kind !== 's') throw new Error(`gate script: unexpected reply ${JSON.stringify(line.slice(0, 40))}`);
     const counts = line.split(' ');
     if (counts.length !== gate.refs.length + 1) throw new Error('gate script: wrong number of counts');
-    const states = gate.refs.map((ref, n) => layerState(ref.limit, Number(counts[n + 1]), start));
+    const states = gate.refs.map((ref, n) => (ref.month ? monthState(ref.limit, Number(counts[n + 1]), now) : layerState(ref.limit, Number(counts[n + 1]), start)));
     if (!gate.req.spend) return { kind: 'peeked', states };
-    return { kind: 'spent', hit: hitOf(states[0], states[1]) };
+    return { kind: 'spent', hit: hitOf(states[0], states[1], states[2]) };
   }
 
   // Not async: the caller gets the batch's promise itself, with no wrapper to settle.

@@ -8,12 +8,13 @@
 //   <prefix>af:{<address>}:cooldown                cooldown end (clock ms), TTL 15 min
 // where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
+//   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day
 //   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
 //                                                  (Redis's own clock, ms); see ./fleet.ts
 
 import { Cluster, Redis } from 'ioredis';
 import { addressKey } from './address.js';
-import { cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
+import { MONTH_LUA, MONTH_TTL_SLACK_MS, cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
 import type { FleetRegistry } from './fleet.js';
 import {
   COOLDOWN_MS,
@@ -22,8 +23,11 @@ import {
   WINDOW_MS,
   systemClock,
   windowStart,
-  spendPair,
+  hitOf,
   layerState,
+  monthEnd,
+  monthStart,
+  monthState,
   type Clock,
   type CounterRef,
   type LayerState,
@@ -199,9 +203,11 @@ return redis.call('ZCARD', KEYS[1])
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
+const MONTH_CMD = 'keygateMonthSpend';
 const FLEET_BEAT_CMD = 'keygateFleetBeat';
 
 interface ScriptCommands {
+  keygateMonthSpend(key: string, quota: number, ttlMs: number): Promise<number>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   keygateRecordFailure(
     failuresKey: string,
@@ -235,6 +241,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
+  redis.defineCommand(MONTH_CMD, { lua: MONTH_LUA, numberOfKeys: 1 });
   redis.defineCommand(FLEET_BEAT_CMD, { lua: FLEET_BEAT_LUA, numberOfKeys: 1 });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
@@ -275,7 +282,10 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     const pre = await stores.preflight(req.ip, req.orgId);
     if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
     if (pre.version !== req.version) return { kind: 'stale' };
-    if (req.spend) return { kind: 'spent', hit: await spendPair(stores.limiter, req.spend[0], req.spend[1]) };
+    if (req.spend) {
+      const [key, ip, month] = await stores.limiter.spend(req.spend, 1);
+      return { kind: 'spent', hit: hitOf(key, ip, month) };
+    }
     return { kind: 'peeked', states: await stores.limiter.spend(refs, 0) };
   }
 
@@ -288,11 +298,19 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     },
 
     limiter: {
-      async spend(refs: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
-        if (refs.length === 0) return [];
+      async spend(all: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
+        if (all.length === 0) return [];
         // One clock reading for every layer, so they can never land in different windows.
         const now = clock.now();
         const start = windowStart(now);
+        // A monthly quota's counter (last, see CounterRef) is spent after the others admitted the request.
+        const month = all[all.length - 1].month ? all[all.length - 1] : undefined;
+        const monthKey = month ? counterKey(month.id, monthStart(now)) : '';
+        if (month && cost === 0) {
+          const counts = await getMany([...all.slice(0, -1).map((ref) => counterKey(ref.id, start)), monthKey]);
+          return all.map((ref, n) => (ref.month ? monthState : (l: number, u: number) => layerState(l, u, start))(ref.limit, Number(counts[n] ?? 0), now));
+        }
+        const refs = month ? all.slice(0, -1) : all;
         const keys = refs.map((ref) => counterKey(ref.id, start));
         let counts: (number | string | null)[];
         if (cost === 0) {
@@ -305,7 +323,13 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
             ? (await Promise.all(keys.map((key) => scripts.keygateLimitHit(1, key, ttl)))).map(([used]) => used)
             : await scripts.keygateLimitHit(keys.length, ...keys, ttl);
         }
-        return refs.map((ref, n) => layerState(ref.limit, Number(counts[n] ?? 0), start));
+        const states = refs.map((ref, n) => layerState(ref.limit, Number(counts[n] ?? 0), start));
+        if (month) {
+          const within = states.every((st) => st.used <= st.limit);
+          const used = within ? await scripts.keygateMonthSpend(monthKey, month.limit, monthEnd(now) - now + MONTH_TTL_SLACK_MS) : Number((await redis.get(monthKey)) ?? 0);
+          states.push(monthState(month.limit, Number(used), now));
+        }
+        return states;
       },
     },
 

@@ -24,22 +24,49 @@ export function layerState(limit: number, used: number, windowStartMs: number): 
   return { limit, used, remaining: Math.max(0, limit - used), reset: (windowStartMs + WINDOW_MS) / 1000 };
 }
 
-/** A counter to spend from: `id` names the counter (e.g. `k:1000:read` or `ip:1.2.3.4`), `limit` its budget. */
+/**
+ * A counter to spend from: `id` names the counter (e.g. `k:1000:read` or `ip:1.2.3.4`), `limit` its budget.
+ * A `month` counter (a monthly quota, `m:<org id>`) counts in the calendar month (UTC) instead of the
+ * minute, comes last in a spend, and is spent only when every other counter of that spend is within
+ * its limit; a spend that would take it past its limit is undone at once (the request is refused),
+ * so it counts exactly the requests admitted. Its state's `reset` is the month's end.
+ */
 export interface CounterRef {
   id: string;
   limit: number;
+  month?: true;
+}
+
+/** Start of the calendar month (UTC) that contains `now`, in ms. */
+export function monthStart(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** Start of the next calendar month (UTC), in ms: when a monthly quota renews. */
+export function monthEnd(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/** A monthly counter's state; `used` above `limit` means this request was refused (and not counted). */
+export function monthState(limit: number, used: number, now: number): LayerState {
+  return { limit, used, remaining: Math.max(0, limit - used), reset: monthEnd(now) / 1000 };
 }
 
 export interface HitResult {
   key: LayerState;
   ip: LayerState;
-  /** true when both layers were within their limit after spending (used <= limit). */
+  /** The organization's monthly quota, when it has one. */
+  month?: LayerState;
+  /** true when every layer was within its limit after spending (used <= limit). */
   allowed: boolean;
 }
 
-/** The result of spending one token in each layer, from the two counters' states after the spend. */
-export function hitOf(key: LayerState, ip: LayerState): HitResult {
-  return { key, ip, allowed: key.used <= key.limit && ip.used <= ip.limit };
+/** The result of spending one token in each layer, from the counters' states after the spend. */
+export function hitOf(key: LayerState, ip: LayerState, month?: LayerState): HitResult {
+  const allowed = key.used <= key.limit && ip.used <= ip.limit && (month === undefined || month.used <= month.limit);
+  return month === undefined ? { key, ip, allowed } : { key, ip, month, allowed };
 }
 
 /**
@@ -90,8 +117,8 @@ export interface GateRequest {
   ip: string;
   orgId: number;
   version: number;
-  /** [key bucket, IP]: spend both (step 11). */
-  spend?: [CounterRef, CounterRef];
+  /** [key bucket, IP] or [key bucket, IP, month]: spend them (step 11; the month only if both pass). */
+  spend?: [CounterRef, CounterRef] | [CounterRef, CounterRef, CounterRef];
   /** Otherwise read these without spending (rejections before step 11, the rate-limit route). */
   peek?: CounterRef[];
 }

@@ -37,7 +37,7 @@ function headers(api: Api): Record<string, Json> {
     'X-RateLimit-Remaining': header('Requests left in that bucket this window.'),
     'X-RateLimit-Reset': header('Unix time in seconds when the window resets (fixed 60-second windows on the wall-clock minute).'),
     'RateLimit-Policy': header(
-      `The policies of draft-ietf-httpapi-ratelimit-headers, one per layer: ${api === 'v2' ? '"read", "write" or "bulk" (the key\'s bucket) and "ip"' : '"partner"'}; q is the limit, w the window in seconds.`,
+      `The policies of draft-ietf-httpapi-ratelimit-headers, one per layer: ${api === 'v2' ? '"read", "write" or "bulk" (the key\'s bucket; its limit is the key\'s or organization\'s override when one is set, else the plan\'s) and "ip"' : '"partner"'}; q is the limit, w the window in seconds. An organization with a monthly quota gets a third policy, "month" (q the quota, w the seconds of the calendar month, UTC).`,
       { type: 'string' },
     ),
     RateLimit: header('The draft\'s remaining (r) and seconds until reset (t) of each policy; t = X-RateLimit-Reset - now.', { type: 'string' }),
@@ -74,12 +74,26 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       },
       RateLimitStatus: {
         type: 'object',
-        properties: { limit: int, used: int, remaining: int, reset: int, windowSeconds: int },
+        properties: {
+          limit: int,
+          used: int,
+          remaining: int,
+          reset: int,
+          windowSeconds: int,
+          month: {
+            type: 'object',
+            description: "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
+            properties: { limit: int, used: int, remaining: int, reset: int },
+            required: ['limit', 'used', 'remaining', 'reset'],
+          },
+        },
         required: ['limit', 'used', 'remaining', 'reset', 'windowSeconds'],
       },
     };
   }
   const layer = { type: 'object', properties: { limit: int, used: int, remaining: int, reset: int }, required: ['limit', 'used', 'remaining', 'reset'] };
+  // A bucket whose budget is overridden says where from; absent, the plan's.
+  const bucketLayer = { ...layer, properties: { ...layer.properties, source: { type: 'string', enum: ['key', 'organization'] } } };
   return {
     Meta: meta,
     Pagination: {
@@ -122,8 +136,9 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       properties: {
         plan: { type: 'string' },
         windowSeconds: int,
-        buckets: { type: 'object', properties: { read: layer, write: layer, bulk: layer }, required: ['read', 'write', 'bulk'] },
+        buckets: { type: 'object', properties: { read: bucketLayer, write: bucketLayer, bulk: bucketLayer }, required: ['read', 'write', 'bulk'] },
         ip: layer,
+        month: { ...layer, description: "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end." },
       },
       required: ['plan', 'windowSeconds', 'buckets', 'ip'],
     },

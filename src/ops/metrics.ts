@@ -5,7 +5,7 @@ import { Counter, Registry, Gauge, collectDefaultMetrics, type Metric, type Metr
 export interface GatewayMetrics {
   registry: Registry;
   request(route: string, method: string, status: number, code: string | null, ms: number): void;
-  rateLimit(layer: 'key' | 'ip' | 'v1', rejected: boolean, nearLimit: boolean): void;
+  rateLimit(layer: 'key' | 'ip' | 'v1' | 'month', rejected: boolean, nearLimit: boolean): void;
   /** A request a limit layer (or quota) would have refused, forwarded because its limit is in shadow. */
   shadowRefusal(layer: string): void;
   authFailure(kind: 'invalid_key' | 'cooldown'): void;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/config/settings.js';
-import { parsePlans } from '../../src/config/plans.js';
+import { parsePlans, planOf } from '../../src/config/plans.js';
 import { parseRoutes } from '../../src/config/routes.js';
 import { ConfigError } from '../../src/config/errors.js';
 
@@ -66,11 +66,22 @@ describe('plans.json', () => {
     [(p: any) => delete p.growth, /plans growth: /],
     [(p: any) => (p.growth.read = 0), /plans growth\.read: /],
     [(p: any) => (p.growth.colour = 'red'), /plans growth\.colour: unknown field/],
-    [(p: any) => (p.platinum = p.growth), /plans platinum: unknown field/],
+    // Plans are data: a new plan is accepted (below), but its name must be one the database takes,
+    // and the spec's plans must all be there.
+    [(p: any) => (p['Platinum!'] = p.growth), /plans Platinum!: is invalid/],
+    [(p: any) => delete p.trial, /plans trial: is required/],
+    [(p: any) => (p.growth.monthlyQuota = 0), /plans growth\.monthlyQuota/],
   ])('a bad plan file is refused naming the field (%#)', (mutate, msg) => {
     const p = structuredClone(plans);
     mutate(p);
     expect(() => parsePlans(p)).toThrowError(msg);
+  });
+  it('a plan added to the file is usable as it is, with an optional monthly quota', () => {
+    const p = structuredClone(plans) as any;
+    p.platinum = { ...p.growth, label: 'Platinum', read: 99, monthlyQuota: 1_000_000 };
+    const parsed = parsePlans(p);
+    expect(planOf(parsed, 'platinum')).toEqual({ id: 'platinum', plan: p.platinum });
+    expect(planOf(parsed, 'gold').id).toBe('free');
   });
 });
 

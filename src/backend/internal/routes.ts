@@ -3,7 +3,8 @@
 // with the actor `internal`, and seen by the gateways on their very next request.
 import { ApiError } from '../../http/errors.js';
 import { serviceContext, ServiceError, type ServiceContext } from '../../access/service/context.js';
-import { deleteWorkspace, updateOrganization } from '../../access/service/organizations.js';
+import { deleteWorkspace, getOrganization, updateOrganization } from '../../access/service/organizations.js';
+import { checkLimitsChange, setOrganizationLimits } from '../../access/service/limits.js';
 import { parse, idParam, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
@@ -33,9 +34,14 @@ export function register(router: Router, _svc: BackendServices): void {
     const service = asInternal(ctx);
     const id = idParam(ctx, 'organizationId');
     const patch = parse(orgPatch, ctx.body ?? {});
-    const org = await mapped(() => updateOrganization(service, id, patch));
+    const { limits, ...fields } = patch;
+    // Per-customer limits (src/access/service/limits.ts) beside the access fields; checked first so a
+    // bad limit changes nothing.
+    if (limits) await mapped(async () => checkLimitsChange(limits, false));
+    const org = Object.keys(fields).length ? await mapped(() => updateOrganization(service, id, fields)) : await mapped(() => getOrganization(service, id));
+    const changed = limits ? await mapped(() => setOrganizationLimits(service, id, limits)) : undefined;
     ctx.svc.log.info({ organizationId: id, fields: Object.keys(patch) }, 'organization updated');
-    return { data: org };
+    return { data: changed ? { ...org, limits: { overrides: changed.overrides, effective: changed.effective } } : org };
   });
 
   router.delete('/internal/workspaces/{workspaceId}', async (ctx) => {

@@ -2,7 +2,8 @@
 // counters are named here; the access resolver spends them (or reads them for a refusal) in the same
 // round trip as steps 3 and 4.
 import type { Bucket } from '../../config/routes.js';
-import { planOf, type Plans } from '../../config/plans.js';
+import type { Plans } from '../../config/plans.js';
+import { budgetOf, monthlyQuotaOf } from '../../limits/budgets.js';
 import type { Principal } from '../../access/principal.js';
 import type { CounterRef, LayerState } from '../../limits/types.js';
 import { addressKey } from '../../limits/address.js';
@@ -14,8 +15,15 @@ export const V1_LIMIT = 20;
 export const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
 const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
 
+/** The key's counter of one bucket, at the key's budget: its override, its organization's, or the plan's. */
 export function keyCounter(principal: Principal, bucket: Bucket, plans: Plans): CounterRef {
-  return { id: `k:${principal.keyId}:${bucket}`, limit: planOf(plans, principal.plan).plan[bucket] };
+  return { id: `k:${principal.keyId}:${bucket}`, limit: budgetOf(plans, principal.plan, principal.limits, bucket) };
+}
+
+/** The organization's monthly quota counter, or undefined when it has no quota (nothing changes then). */
+export function monthCounter(principal: Principal, plans: Plans): CounterRef | undefined {
+  const quota = monthlyQuotaOf(plans, principal.plan, principal.limits);
+  return quota === null ? undefined : { id: `m:${principal.organizationId}`, limit: quota, month: true };
 }
 // Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
 export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
@@ -28,6 +36,19 @@ export function rateLimitGuard(key: LayerState, ip: LayerState, bucket: Bucket, 
   if (!over(key) && !over(ip)) return null;
   const message = over(key) ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.` : `Rate limit exceeded for IP address ${address}.`;
   return { code: '150005', message, retryAfter: retryAfter(over(key) ? key : ip, nowMs) };
+}
+
+/**
+ * The monthly quota, once every per-minute layer admitted the request: a refusal names the quota and
+ * waits until the month turns (UTC).
+ */
+export function monthlyQuotaGuard(month: LayerState | undefined, nowMs: number): Refusal | null {
+  if (month === undefined || !over(month)) return null;
+  return {
+    code: '150005',
+    message: `Monthly request quota of ${month.limit} exhausted; it renews on ${new Date(month.reset * 1000).toISOString().slice(0, 10)} (UTC).`,
+    retryAfter: retryAfter(month, nowMs),
+  };
 }
 
 /** /v1: one layer of 20 per key per minute. */

@@ -1,0 +1,190 @@
+// What-if before a plan change: recorded traffic (the gateway's access log) replayed against
+// candidate budgets and quotas. Each request that reached the rate-limit step for real is counted
+// again, in its minute and its month, against the candidate per-minute budget of its key's bucket and
+// the candidate monthly quota of its organization; what would have been refused is reported per
+// organization and key, beside what was refused for real.
+//
+// What the log can and cannot tell: it holds the time (when the answer was written, within the
+// request's own duration of its arrival), the route template, the method, the status and code, and
+// the organization and key ids. It holds no client address, so the address layer (100 per minute,
+// unchanged by plans) is not replayed: a request refused by it for real stays counted as refused for
+// real only. The /v1 partner layer (20 per key per minute) is fixed by the contract and not replayed
+// either; /v1 requests do spend the organization's monthly quota.
+import { budgetOf, monthlyQuotaOf, type LimitOverrides } from './budgets.js';
+import { monthStart, windowStart } from './types.js';
+import type { Plans } from '../config/plans.js';
+import type { Bucket, Routes } from '../config/routes.js';
+
+/** One access log line's fields that matter here (src/ops/logger.ts). */
+export interface AccessLine {
+  time: number;
+  method: string;
+  route: string;
+  status: number;
+  code: string | null;
+  organizationId: number | null;
+  keyId: number | null;
+}
+
+/** Each organization's plan and overrides, and each key's overrides, as they would be. */
+export interface ReplayLimits {
+  plans: Plans;
+  organizations: ReadonlyMap<number, { plan: string | null; limits: LimitOverrides }>;
+  /** Key id -> its own overrides of the per-minute budgets (the organization's apply when absent). */
+  keys: ReadonlyMap<number, Partial<Record<Bucket, number>>>;
+}
+
+export interface ReplayRow {
+  organizationId: number;
+  /** null: the organization's line (its monthly quota and its keys' totals). */
+  keyId: number | null;
+  plan: string;
+  requests: number;
+  /** Refused for real by a rate limit (any layer, 150005). */
+  refusedReal: number;
+  /** Would have been refused by the candidate per-minute budget of the key's bucket. */
+  refusedPerMinute: number;
+  /** Would have been refused by the candidate monthly quota (only requests the minute admitted). */
+  refusedMonthly: number;
+  /** Refused for real but admitted by the candidate limits (the key's layer and the quota). */
+  admittedNow: number;
+  /** ISO times of the first and last candidate refusal, when any. */
+  firstRefusal: string | null;
+  lastRefusal: string | null;
+  /** Minutes (ISO, at the minute) with a candidate refusal, at most 10, then `moreMinutes`. */
+  minutes: string[];
+  moreMinutes: number;
+}
+
+export interface ReplayReport {
+  from: string | null;
+  to: string | null;
+  lines: number;
+  /** Lines that are not access lines of a keyed request (skipped). */
+  skipped: number;
+  rows: ReplayRow[];
+}
+
+const RATE_CODES = new Set(['150005', 'rate_limit_exceeded']);
+/** Answers written after the rate-limit step: the request had spent its tokens. */
+const AFTER_LIMIT_CODES = new Set(['bad_gateway', 'gateway_timeout', 'payload_too_large', 'request_timeout']);
+
+/** Whether a request reached the rate-limit step (refusals before it spend nothing; CONTRACT section 3). */
+export function reachedLimits(line: AccessLine): boolean {
+  return line.code === null || RATE_CODES.has(line.code) || AFTER_LIMIT_CODES.has(line.code);
+}
+
+/** An access log line, or null when the text is not one (other log lines, unkeyed requests). */
+export function parseAccessLine(text: string): AccessLine | null {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (o === null || typeof o !== 'object' || o.msg !== 'request') return null;
+  const time = typeof o.time === 'number' ? o.time : typeof o.time === 'string' ? Date.parse(o.time) : NaN;
+  if (!Number.isFinite(time) || typeof o.route !== 'string' || typeof o.method !== 'string' || typeof o.status !== 'number') return null;
+  const id = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : null);
+  return { time, method: o.method, route: o.route, status: o.status, code: typeof o.code === 'string' ? o.code : null, organizationId: id(o.organizationId), keyId: id(o.keyId) };
+}
+
+interface Tally {
+  row: ReplayRow;
+  refusalMinutes: Set<number>;
+}
+
+/** Replay `lines` (in any order; sorted by time here) against `limits`. */
+export function replay(lines: AccessLine[], limits: ReplayLimits, routes: Routes, skipped = 0): ReplayReport {
+  const sorted = [...lines].sort((a, b) => a.time - b.time);
+  // The log holds route templates: each {param} becomes a value every parameter accepts (`1`).
+  // null: a route the gateway answers itself (the rate-limit reports), which spends nothing.
+  const bucketOf = (method: string, route: string, v1: boolean): Bucket | null | undefined => {
+    const m = (v1 ? routes.v1 : routes.v2).match(method, route.replace(/\{[^}/]*\}/g, '1'));
+    if (!m) return undefined;
+    return m.route.gateway ? null : m.route.bucket;
+  };
+
+  const minute = new Map<string, number>(); // key:bucket:window -> spent
+  const month = new Map<string, number>(); // org:month -> admitted
+  const tallies = new Map<string, Tally>();
+  const tally = (org: number, key: number | null): Tally => {
+    const id = `${org}:${key ?? ''}`;
+    let t = tallies.get(id);
+    if (!t) {
+      const o = limits.organizations.get(org);
+      const plan = o?.plan ?? null;
+      t = {
+        row: { organizationId: org, keyId: key, plan: plan !== null && Object.hasOwn(limits.plans, plan) ? plan : 'free', requests: 0, refusedReal: 0, refusedPerMinute: 0, refusedMonthly: 0, admittedNow: 0, firstRefusal: null, lastRefusal: null, minutes: [], moreMinutes: 0 },
+        refusalMinutes: new Set(),
+      };
+      tallies.set(id, t);
+    }
+    return t;
+  };
+  const refusedAt = (t: Tally, time: number) => {
+    const iso = new Date(time).toISOString();
+    t.row.firstRefusal ??= iso;
+    t.row.lastRefusal = iso;
+    const m = windowStart(time);
+    if (!t.refusalMinutes.has(m)) {
+      t.refusalMinutes.add(m);
+      if (t.row.minutes.length < 10) t.row.minutes.push(new Date(m).toISOString().slice(0, 16) + 'Z');
+      else t.row.moreMinutes++;
+    }
+  };
+
+  for (const line of sorted) {
+    if (line.organizationId === null || line.keyId === null || !reachedLimits(line)) continue;
+    const isV1 = line.route.startsWith('/v1/');
+    const routeBucket = bucketOf(line.method, line.route, isV1);
+    if (routeBucket === null) continue;
+    const org = limits.organizations.get(line.organizationId) ?? { plan: null, limits: NONE };
+    const keyT = tally(line.organizationId, line.keyId);
+    const orgT = tally(line.organizationId, null);
+    const real = RATE_CODES.has(line.code ?? '');
+    for (const t of [keyT, orgT]) {
+      t.row.requests++;
+      if (real) t.row.refusedReal++;
+    }
+    let refused = false;
+    if (!isV1) {
+      const bucket = routeBucket ?? (line.method === 'GET' || line.method === 'HEAD' ? 'read' : 'write');
+      const own = limits.keys.get(line.keyId)?.[bucket];
+      const budget = own ?? budgetOf(limits.plans, org.plan, org.limits, bucket);
+      const id = `${line.keyId}:${bucket}:${windowStart(line.time)}`;
+      const spent = (minute.get(id) ?? 0) + 1;
+      minute.set(id, spent);
+      if (spent > budget) {
+        refused = true;
+        for (const t of [keyT, orgT]) {
+          t.row.refusedPerMinute++;
+          refusedAt(t, line.time);
+        }
+      }
+    }
+    const quota = monthlyQuotaOf(limits.plans, org.plan, org.limits);
+    if (!refused && quota !== null) {
+      const id = `${line.organizationId}:${monthStart(line.time)}`;
+      const used = month.get(id) ?? 0;
+      if (used >= quota) {
+        refused = true;
+        for (const t of [keyT, orgT]) {
+          t.row.refusedMonthly++;
+          refusedAt(t, line.time);
+        }
+      } else month.set(id, used + 1);
+    }
+    if (real && !refused) for (const t of [keyT, orgT]) t.row.admittedNow++;
+  }
+  const rows = [...tallies.values()].map((t) => t.row).sort((a, b) => a.organizationId - b.organizationId || (a.keyId ?? -1) - (b.keyId ?? -1));
+  return {
+    from: sorted.length ? new Date(sorted[0].time).toISOString() : null,
+    to: sorted.length ? new Date(sorted[sorted.length - 1].time).toISOString() : null,
+    lines: lines.length,
+    skipped,
+    rows,
+  };
+}
+
+const NONE: LimitOverrides = { read: null, write: null, bulk: null, monthlyQuota: null };
