@@ -1,6 +1,6 @@
 // The accounts domain's jobs: setup scores (v1 spec, setup score) older than a day are recomputed, so
 // GET /v1/setup-score stays current without a manual refresh.
-import type { Job } from '../jobs.js';
+import type { Job } from '../domain.js';
 import type { BackendServices } from '../services.js';
 import { SETUP_SCORE_MAX_AGE_MS, computeSetupScore } from './v1-deliverability.js';
 import { staleSetupScoreAccounts, storeSetupScore } from './queries.js';

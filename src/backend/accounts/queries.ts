@@ -2,8 +2,7 @@
 // and the record views are in store.ts.
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/accounts.js';
-import { ACCOUNT_COLUMNS } from './store.js';
-import { ORG_ACCOUNTS } from './v1-views.js';
+import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/queries.js';
 import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {

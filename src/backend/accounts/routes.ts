@@ -5,12 +5,11 @@ import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import { idParam, pagination, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { orgOfWorkspace } from '../warmup/index.js';
+import { orgOfWorkspace } from '../warmup/org.js';
 import { assertTagsExist, replaceAccountTags } from '../tags/queries.js';
-import { accountRecord, getAccount, replyRateView, settleDueLimits } from './store.js';
+import { accountRecord, getAccount, liveDns, replyRateView, setupScore, SETUP_SCORE_WEIGHTS, settleDueLimits } from '../mailbox/index.js';
 import { accountsByIds, addressInUse, deleteAccount, disconnectAccount, insertMailbox, listAccounts, lockAccountIds } from './queries.js';
 import { bulkStatusSchema, bulkTagsSchema, connectSchema, listQuerySchema } from './schemas.js';
-import { liveDns, setupScore, SETUP_SCORE_WEIGHTS } from './dns.js';
 import { sealMailbox } from '../credentials/accounts.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
@@ -36,7 +35,7 @@ function statusItem(svc: BackendServices, account: Row) {
   };
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get(`${WS}/accounts`, async (ctx) => {
     const ws = idParam(ctx, 'workspaceId');
     const query = parse(listQuerySchema, queryObject(ctx.query));

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { isTimeZone } from '../time.js';
 import { pgId } from '../validation.js';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 // Here rather than in store.ts: schemas import nothing heavier than zod, so any module may read them
 // without an import cycle (store.ts -> warmup -> accounts -> v1 schemas -> these).

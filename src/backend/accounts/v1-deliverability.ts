@@ -6,9 +6,8 @@ import type { Row } from '../../db/types.js';
 import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
-import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
-import { daysBetween } from '../time.js';
-import { deliverabilityBody, emptyBody } from './v1-schemas.js';
+import { accountIdParam, checkRange, emptyBody, loadAccount, orgOf, rate } from '../mailbox/index.js';
+import { deliverabilityBody } from './v1-schemas.js';
 import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
@@ -16,7 +15,6 @@ export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.
 export const IP_BLOCKLISTS = ['zen.spamhaus.org', 'bl.spamcop.net', 'b.barracudacentral.org'];
 /** Weights of the consolidated score; only the checks that ran count toward the total. */
 const WEIGHTS = { spf: 25, dkim: 25, dmarc: 20, mx: 10, domainBlacklist: 10, ipBlacklist: 10 };
-export const MAX_RANGE_DAYS = 366;
 const NOT_FOUND = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
 
 interface Listing {
@@ -120,15 +118,6 @@ function setupView(row: Row) {
 export const SETUP_SCORE_MAX_AGE_MS = 24 * 3600_000;
 
 
-/** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
-export function checkRange(from: string, to: string, names: [string, string]): void {
-  if (from > to) throw new ApiError('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
-  if (daysBetween(from, to) + 1 > MAX_RANGE_DAYS) {
-    throw new ApiError('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, { field: names[1] });
-  }
-}
-
-export const rate = (inbox: number, sent: number) => (sent ? Math.round((10_000 * inbox) / sent) / 100 : 0);
 const dayStart = (d: string) => new Date(`${d}T00:00:00Z`);
 const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000);
 

@@ -2,10 +2,10 @@
 // (v1-deliverability.ts): requests strict (an unknown field is 400 invalid_request naming it), and the
 // response bodies whose shape the spec shows (fields beyond those shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { connection } from './schemas.js';
 import { PG_INT_MAX } from '../validation.js';
-import { idList } from './v1-views.js';
+import { emptyBody, idList, notFoundItem } from '../mailbox/v1-schemas.js';
 import { isDate, isTimeZone } from '../time.js';
 
 /** Page size bounds of the account list (the spec does not show them). */
@@ -57,7 +57,6 @@ export const bulkStatusBody = z.object({ emailAccountIds: idList(50) }).strict()
 export const bulkDeleteBody = z.object({ emailAccountIds: idList(20) }).strict();
 
 /** Actions without fields (disconnect, warmup start and stop, setup-score refresh): `{}` is tolerated. */
-export const emptyBody = z.object({}).strict();
 
 export const deliverabilityBody = z
   .object({
@@ -95,7 +94,6 @@ export const accountStatus = z.looseObject({
 });
 
 /** A bulk answer's item for an id that is not an account of the organization. */
-export const notFoundItem = z.looseObject({ emailAccountId: z.number().int(), errorCode: z.literal('not_found') });
 
 /** A check that has not run is omitted, not false (spec). */
 const listing = z.looseObject({ listed: z.number().int(), notListed: z.number().int() });

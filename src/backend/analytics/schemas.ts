@@ -1,7 +1,7 @@
 // Query schemas of the analytics domain: the window is fixed (see queries.ts), so a query parameter
 // trying to change it is refused as unknown.
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const noQuery = z.object({}).strict();
 export const leaderboardQuery = z

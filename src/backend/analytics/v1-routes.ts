@@ -3,7 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../accounts/index.js';
+import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../mailbox/index.js';
 import { dateRange } from '../time.js';
 import { bulkReportBody, rangeQuery } from './v1-schemas.js';
 import { dashboardCounts, organizationAccounts, reportRows } from './queries.js';

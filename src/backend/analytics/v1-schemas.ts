@@ -2,9 +2,8 @@
 // field is 400 invalid_request naming it), and the response bodies whose shape the spec shows (fields
 // beyond those shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
-import { idList } from '../accounts/v1-views.js';
-import { notFoundItem } from '../accounts/v1-schemas.js';
+import type { SchemaRegistry } from '../domain.js';
+import { idList, notFoundItem } from '../mailbox/index.js';
 import { isDate } from '../time.js';
 
 export const date = z.string().refine(isDate, 'must be a date YYYY-MM-DD');

@@ -1,9 +1,9 @@
 // Billing reads of /v2 (CONTRACT section 6; billing:read, ADMIN, enforced by the gateway): the
 // organization's plan, its usage against the plan's limits, and the caller's resolved capabilities.
 import { ApiError } from '../../http/errors.js';
+import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { idParam, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
 import { resolveCapabilities } from './capabilities.js';
 import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
@@ -18,7 +18,7 @@ async function organization(ctx: Ctx) {
   return found;
 }
 
-function planView(ctx: Ctx, organization: Record<string, any>) {
+function planView(ctx: Ctx, organization: Row) {
   const { id, plan } = planOf(ctx.svc.plans(), organization.plan);
   return {
     // null when the organization has no plan: the Free budgets apply (spec, Limits rule 1).
@@ -34,7 +34,7 @@ function planView(ctx: Ctx, organization: Record<string, any>) {
   };
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces/{workspaceId}/billing/plan', async (ctx) => {
     idParam(ctx, 'workspaceId');
     const org = await organization(ctx);

@@ -2,9 +2,8 @@
 // to grant access, with a signed, expiring `state` that binds the grant to the workspace, provider and
 // redirect URI, and a PKCE challenge whose verifier is derived from the state (no server-side storage).
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { BackendConfig } from '../services.js';
 import { safeEqual } from '../../http/safe-equal.js';
-import type { BackendServices } from '../services.js';
+import type { BackendConfig, BackendServices } from '../services.js';
 import type { OAuthProvider } from './profile.js';
 
 export const STATE_TTL_MS = 10 * 60_000;

@@ -3,7 +3,6 @@
 // background job (jobs.ts); the automatic start of warming is the warmup domain's (auto_warmup).
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { assertPartnerConfigured, connectPartnerMailbox } from './connect.js';
 import { acceptableRedirect, consentConfig, consentUrl } from './consent.js';
 import { connectBody, consentBody } from './schemas.js';
@@ -23,7 +22,7 @@ function refuseRefreshTokens(body: unknown): void {
   }
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.post('/v2/workspaces/{workspaceId}/accounts/oauth', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const orgId = ctx.identity!.organizationId;

@@ -6,7 +6,7 @@ import { ApiError } from '../../http/errors.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { ProviderClient } from './client.js';
-import { ProviderWorkspaces, defaultWorkspace, organizationOfWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
+import { ProviderWorkspaces, defaultWorkspace, organizationOfWorkspace, toRecord, type notStarted, type toSync, type PwRow } from './service.js';
 import { emptyBody, noQuery, previewQuery, registerBody } from './schemas.js';
 
 function previewFilters(ctx: Ctx) {

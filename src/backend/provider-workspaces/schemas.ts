@@ -1,6 +1,6 @@
 // Request schemas of the provider workspace routes of both interfaces (see service.ts for the rules).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const registerBody = z
   .object({

@@ -30,7 +30,7 @@ import type { Clock } from '../../limits/types.js';
 import { planOf } from '../../config/plans.js';
 import { ApiError } from '../../http/errors.js';
 import { notify } from '../notifications/queries.js';
-import { ProviderClient, ProviderError, type Mailbox, type Provider } from './client.js';
+import { ProviderError, type ProviderClient, type Mailbox, type Provider } from './client.js';
 import {
   completeSync,
   connectedEmails,

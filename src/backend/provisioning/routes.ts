@@ -3,7 +3,6 @@
 // organization owner (or, on GET /v2/workspaces, a workspace key holding workspace:read).
 import { ApiError } from '../../http/errors.js';
 import { parse, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import type { Row } from '../../db/types.js';
 import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } from './quotas.js';
 import { createBody, quotasBody } from './schemas.js';
@@ -28,7 +27,7 @@ async function assertOrgOwner(ctx: Ctx): Promise<number> {
   return id.userId;
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces', async (ctx) => {
     const id = ctx.identity!;
     if (id.keyType === 'workspace') {

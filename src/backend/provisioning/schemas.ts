@@ -1,6 +1,6 @@
 // Request schemas of provisioning and budgets (/v2 routes without a workspace segment).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { workspaceName } from '../workspace/schemas.js';
 import { pgId, pgInt } from '../validation.js';
 

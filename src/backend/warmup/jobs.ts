@@ -1,6 +1,6 @@
 // The warmup domain's jobs: pending lowered limits taking effect, remembered starts, and the planned
 // warmup sends of warming mailboxes (kept filled for today and tomorrow).
-import type { Job } from '../jobs.js';
+import type { Job } from '../domain.js';
 import type { BackendServices } from '../services.js';
 import { autoStartDue } from './lifecycle.js';
 import { applyDueLimits } from './limits.js';

@@ -4,7 +4,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
-import { dnsPasses, getAccount, getAccountById, liveDns } from '../accounts/index.js';
+import { dnsPasses, getAccount, getAccountById, liveDns } from '../mailbox/index.js';
 import { capacityError, capacityLeft, orgOfAccount, orgOfWorkspace } from './org.js';
 
 type StartOutcome =

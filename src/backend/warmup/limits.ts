@@ -1,7 +1,7 @@
 // Daily limits: a lowered warmupMaxLimit waits for the mailbox's next local midnight; a plan change
 // lowers every mailbox above the new cap at once (spec, States: "Daily limit").
 import type { Queryable } from '../../db/index.js';
-import { settleDueLimits } from '../accounts/index.js';
+import { settleDueLimits } from '../mailbox/queries.js';
 
 /** The first instant of the next local day in `timeZone` after `now` (PostgreSQL's tz database, DST-aware). */
 export async function nextLocalMidnight(db: Queryable, now: Date, timeZone: string): Promise<Date> {

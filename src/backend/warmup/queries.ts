@@ -2,7 +2,7 @@
 // warmup counts, and the writes of PATCH /v1/warmup-settings. Column names passed to the update
 // functions come from the route's code, never from the request.
 import type { Queryable, Row } from '../../db/types.js';
-import { ORG_ACCOUNTS } from '../accounts/index.js';
+import { ORG_ACCOUNTS } from '../mailbox/queries.js';
 
 /** An account of the organization's live workspaces joined with its v1 settings (nulls when it has none), or null. */
 export async function accountWithV1Settings(db: Queryable, organizationId: number, accountId: number): Promise<Row | null> {

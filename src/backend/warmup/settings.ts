@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
-import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../accounts/index.js';
+import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../mailbox/index.js';
 import { orgOfWorkspace } from './org.js';
 import { nextLocalMidnight } from './limits.js';
 import { pgInt } from '../validation.js';

@@ -2,9 +2,8 @@
 // invalid_request naming it), and the response bodies whose shape the spec shows (fields beyond those
 // shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
-import { idList } from '../accounts/v1-views.js';
-import { emptyBody } from '../accounts/v1-schemas.js';
+import type { SchemaRegistry } from '../domain.js';
+import { emptyBody, idList } from '../mailbox/index.js';
 import { DAYS, isTimeZone } from '../time.js';
 
 export const STRATEGIES = ['progressive', 'flat', 'randomize', 'smart'] as const;

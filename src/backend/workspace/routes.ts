@@ -3,12 +3,11 @@
 // access data, so the gateways are told after each commit.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { inviteBody, renameBody, reroleBody } from './schemas.js';
 import { inviteMember, listMembers, removeMember, reroleMember } from './members.js';
 import { countMembersAndAccounts, findLiveWorkspace, renameWorkspace } from './queries.js';
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces/{workspaceId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     return { data: await readWorkspace(ctx, wid) };
