@@ -20,14 +20,14 @@ import { isMisconfigured, listenError, settingError } from './config/errors.js';
 import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
-import { BodyBudget } from './gateway/body.js';
+import { BodyBudget, bodySharesOf } from './gateway/body.js';
 import { createAccessResolver } from './access/resolver.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
 import { openApiRoute } from './gateway/openapi.js';
 import { TrustedProxies } from './gateway/client-ip.js';
 import { createMetrics } from './ops/metrics.js';
-import { createAdminServer } from './ops/admin.js';
+import { backgroundChecks, createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
 
@@ -91,16 +91,19 @@ export async function startApp(o: AppOptions): Promise<App> {
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
+  const shared = redis ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }) : null;
   const stores: LimitStores =
     o.stores ??
-    (redis
+    (shared
       ? createResilientStores({
-          primary: createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }),
+          primary: shared,
+          // The live set of gateway instances: open mode falls back to this instance's share.
+          fleet: shared.fleet,
           fallback: createMemoryStores({ clock }),
           mode: s.RATE_LIMIT_FAILURE_MODE,
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
           // by a timer on a loop that may be busy (src/limits/resilient.ts).
-          connection: redis,
+          connection: redis ?? undefined,
           replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),
           events: {
@@ -219,28 +222,40 @@ export async function startApp(o: AppOptions): Promise<App> {
       metrics,
       gatewaySecret: s.GATEWAY_SECRET,
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
+      targetMaxBytes: s.REQUEST_TARGET_MAX_BYTES,
       bodyTimeoutMs: s.BODY_TIMEOUT_MS,
-      bodyBudget: new BodyBudget(s.BODY_BUFFER_MAX_BYTES),
+      bodyBudget: new BodyBudget(bodySharesOf(s)),
+      linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
       openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
     });
     gatewaySrv = gateway.server;
+    // The dependencies are checked once a second in the background; probes and scrapes read the result.
+    // Off the probe's path, a check may wait a whole second before it calls a dependency down.
+    const health = backgroundChecks(async () => {
+      const database = (await withinMs(db.ping(), 1_000, false)) ? 'up' : 'down';
+      const degraded = (stores as { degraded?: () => boolean }).degraded?.() === true;
+      const redisState = !redis ? 'absent' : degraded ? 'degraded' : (await withinMs(stores.ready(), 1_000, false)) ? 'up' : 'down';
+      metrics.dependency('database', database === 'up');
+      if (redis) metrics.dependency('redis', redisState === 'up');
+      return { database, redis: redisState };
+    });
+    closers.push(async () => health.stop());
+    await health.first;
     const admin = createAdminServer({
       metrics,
       jwt,
       ready: () => ready && !gateway.draining,
-      checks: async () => {
-        const database = (await withinMs(db.ping(), 500, false)) ? 'up' : 'down';
-        const degraded = (stores as { degraded?: () => boolean }).degraded?.() === true;
-        const redisState = !redis ? 'absent' : degraded ? 'degraded' : (await withinMs(stores.ready(), 500, false)) ? 'up' : 'down';
-        metrics.dependency('database', database === 'up');
-        if (redis) metrics.dependency('redis', redisState === 'up');
-        return { database, redis: redisState };
+      // The breaker's verdict costs nothing to read: it is live, not a second old.
+      checks: () => {
+        const last = health.current();
+        return redis && (stores as { degraded?: () => boolean }).degraded?.() === true ? { ...last, redis: 'degraded' } : last;
       },
+      maxConnections: s.ADMIN_MAX_CONNECTIONS,
     });
     gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
-    adminUrl = await listen(admin, port(s.ADMIN_PORT), s.HOST, 'ADMIN_PORT');
+    adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
     // The admin listener stops last: /readyz says 503 for the whole drain.
     const adminDrain = drainable(admin);
     closers.unshift(() => adminDrain.drain(0));

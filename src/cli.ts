@@ -94,8 +94,9 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   const group = await runPrimary({
     count: workerCount(settings.WORKERS),
     entry: fileURLToPath(import.meta.url),
-    host: settings.HOST,
+    host: settings.ADMIN_HOST ?? settings.HOST,
     adminPort: settings.ADMIN_PORT,
+    adminMaxConnections: settings.ADMIN_MAX_CONNECTIONS,
     drainMs: settings.DRAIN_TIMEOUT_MS,
     log,
     workerEnv,

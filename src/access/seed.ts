@@ -7,6 +7,9 @@ import { PLAN_IDS } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
 import { getPepper } from './pepper.js';
+import { recordAudit } from './service/audit.js';
+import { METADATA_MAX_BYTES } from './service/keys.js';
+import { systemClock } from '../limits/types.js';
 
 const id = z.number().int().positive();
 const role = z.enum(ROLES);
@@ -60,6 +63,13 @@ export const seedSchema = z
             scopes: z.array(z.string().regex(/^[a-z]+:[a-z]+$/)).default([]),
             createdBy: id.optional(),
             revoked: z.boolean().default(false),
+            /** RFC 3339 with a zone; absent: never expires. */
+            expiresAt: z.string().datetime({ offset: true }).optional(),
+            /** Sent to the upstream in the signed identity; at most 1 KiB as JSON. */
+            metadata: z
+              .record(z.string(), z.unknown())
+              .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, `must be at most ${METADATA_MAX_BYTES} bytes as JSON`)
+              .optional(),
           })
           .strict(),
       )
@@ -219,12 +229,17 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
         if (!o.length) throw new ConfigError(`${source} ${at}.organizationId: no organization ${k.organizationId}`);
         org = k.organizationId!;
       }
-      await step('apiKeys', i, `INSERT INTO api_keys (id, organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, revoked_at)
-        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN now() END)
+      await step('apiKeys', i, `INSERT INTO api_keys (id, organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, revoked_at,
+          expires_at, metadata)
+        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN now() END, $13, $14::jsonb)
         ON CONFLICT (id) DO UPDATE SET organization_id=$2, type=$3, key_hash=$4, hint=$5, name=$6, workspace_id=$7, user_id=$8, role=$9,
-        scopes=$10, created_by=$11, revoked_at = CASE WHEN $12::boolean THEN coalesce(api_keys.revoked_at, now()) END`,
+        scopes=$10, created_by=$11, revoked_at = CASE WHEN $12::boolean THEN coalesce(api_keys.revoked_at, now()) END,
+        expires_at=$13, metadata=$14::jsonb,
+        previous_key_hash = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_key_hash END,
+        previous_hint = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_hint END,
+        previous_expires_at = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_expires_at END`,
         [k.id, org, type, hashSecret(pepper, k.secret), hintOf(k.secret), k.name, k.workspaceId ?? null, k.userId ?? null, keyRole,
-          k.scopes, k.createdBy ?? null, k.revoked]);
+          k.scopes, k.createdBy ?? null, k.revoked, k.expiresAt ?? null, k.metadata ? JSON.stringify(k.metadata) : null]);
     }
     for (const [i, s] of seed.sessions.entries()) {
       await step('sessions', i, `INSERT INTO sessions (token_hash, user_id) VALUES ($1,$2) ON CONFLICT (token_hash) DO UPDATE SET user_id=$2`,
@@ -273,6 +288,21 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
     }
     await syncIdentities(q);
     const orgs = new Set<number>(seed.organizations.map((o) => o.id));
+    // One audit row per application (never a secret: key ids only); the actor is the seed.
+    await recordAudit(q, { actor: { kind: 'seed' }, clock: systemClock }, {
+      action: 'seed.apply',
+      targetType: 'seed',
+      targetIds: [...orgs],
+      organizationId: orgs.size === 1 ? [...orgs][0] : null,
+      after: {
+        source,
+        organizations: seed.organizations.map((o) => o.id),
+        users: seed.users.map((u) => u.id),
+        workspaces: seed.workspaces.map((w) => w.id),
+        apiKeys: seed.apiKeys.map((k) => k.id),
+        sessions: seed.sessions.length,
+      },
+    });
     return [...orgs];
   });
 }

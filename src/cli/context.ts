@@ -1,6 +1,7 @@
 // What the key-management commands work with, built once per command and handed down: the same
 // database the programs use, its pepper, the data files, and the access-version bump the backend's
 // routes make after every access change (src/backend/services.ts accessChangedVia).
+import { userInfo } from 'node:os';
 import { Writable } from 'node:stream';
 import type { Settings } from '../config/settings.js';
 import { ConfigError, settingError, targetOf } from '../config/errors.js';
@@ -11,6 +12,8 @@ import { getPepper } from '../access/pepper.js';
 import { accessChangedVia } from '../backend/services.js';
 import { createRedisClient, createRedisStores } from '../limits/redis.js';
 import { createLogger } from '../ops/logger.js';
+import { systemClock } from '../limits/types.js';
+import type { ServiceContext } from '../access/service/context.js';
 import { dataFile } from './paths.js';
 
 export interface AdminContext {
@@ -22,7 +25,19 @@ export interface AdminContext {
   scopes(): Record<string, MinRole>;
   /** After committing an access change: running gateways drop the organization's cached principals. */
   accessChanged(orgId: number): Promise<void>;
+  /** The service layer's context: every change is made through src/access/service/ as the CLI operator. */
+  service: ServiceContext;
   close(): Promise<void>;
+}
+
+/** The operating-system user running the command, as the audit trail names a CLI operator. */
+export function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    // A container user without a passwd entry: its uid is still who it is.
+    return process.env.USER || `uid:${process.getuid?.() ?? 'unknown'}`;
+  }
 }
 
 /** The database of DATABASE_URL (or PGlite in DATA_DIR), answering; a failure names the setting. */
@@ -76,12 +91,15 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
   redis?.on('error', () => {}); // a failed bump is reported by accessChangedVia, once
   const versions = redis ? createRedisStores({ redis, prefix: s.REDIS_KEY_PREFIX }).versions : null;
   const bump = versions ? accessChangedVia(versions, log) : async () => {};
+  const plans = () => loadPlans(plansFile);
+  const scopes = () => loadRoutes(routesFile).scopes;
   return {
     db,
     pepper,
-    plans: () => loadPlans(plansFile),
-    scopes: () => loadRoutes(routesFile).scopes,
+    plans,
+    scopes,
     accessChanged: bump,
+    service: { db, actor: { kind: 'cli', osUser: osUser() }, clock: systemClock, pepper, plans, scopes, accessChanged: bump },
     async close() {
       redis?.disconnect();
       await db.close();

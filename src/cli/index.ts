@@ -17,15 +17,19 @@ programs:
 
 key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateways use Redis):
   keys create --type workspace --workspace <id> --name <name> [--role VIEWER|EDITOR|ADMIN|OWNER]
-              [--scopes a:b,c:d] [--created-by <userId>]
-  keys create --type personal --user <id> --name <name> [--scopes a:b,c:d]
-  keys create --type partner --org <id> --name <name>
-  keys list [--org <id>] [--workspace <id>] [--user <id>] [--active]
+              [--scopes a:b,c:d] [--created-by <userId>] [--expires-at <time>] [--metadata <json>]
+  keys create --type personal --user <id> --name <name> [--scopes a:b,c:d] [--expires-at ...] [--metadata ...]
+  keys create --type partner --org <id> --name <name> [--expires-at ...] [--metadata ...]
+  keys list [--org <id>] [--workspace <id>] [--user <id>] [--type <type>] [--status active|expired|revoked] [--active]
+  keys update <keyId> [--name <name>] [--expires-at <time> | --no-expiry] [--metadata <json>|null]
+  keys rotate <keyId> [--grace 24h]     (0: the old secret stops at once)
   keys revoke <keyId>
   orgs pause <orgId> | orgs resume <orgId> | orgs plan <orgId> <plan|none>
   sessions create --user <id> [--ttl 24h]
 
-Every command takes --json (one JSON document on stdout). A new secret or token is printed once.
+<time>: 2026-12-31T23:59:59Z (a zone is required), 2026-12-31 (UTC midnight) or +30d, +12h, +90m.
+Every change is audited (the operator is the OS user). Every command takes --json (one JSON
+document on stdout). A new secret or token is printed once.
 Exit codes: 0 done, 1 refused (not found), 2 bad arguments or settings.
 `;
 

@@ -1,51 +1,59 @@
-// `keygate keys create|list|revoke`: the key management of the backend's /api-keys routes (CONTRACT
-// section 7) for an operator at a shell, with the same rules: the secret's format and keyed hash
-// (CONTRACT section 2, src/access/secrets.ts), known scopes only, a workspace key's role defaulting to
-// ADMIN and capped by its creator's role, and an access-version bump after a revocation.
-import { generateSecret, hashSecret, hintOf, type KeyType } from '../access/secrets.js';
-import { roleRank } from '../access/principal.js';
+// `keygate keys create|list|update|rotate|revoke`: key management at a shell. The rules (secret
+// format and keyed hash, known scopes, a workspace key's role capped by its creator's, expiry,
+// rotation, metadata) and the audit row live in the service layer (src/access/service/keys.ts); this
+// file parses arguments and prints results.
+import type { KeyType } from '../access/secrets.js';
+import { createKey, listKeys, revokeKey, rotateKey, updateKey, type CreateKeyInput, type KeyMetadata, type KeyStatus, type KeyView, type UpdateKeyInput } from '../access/service/keys.js';
 import { ROLES } from '../config/routes.js';
-import { idArg, oneOf, parseArgs, required, UsageError } from './args.js';
+import { idArg, oneOf, parseArgs, required, UsageError, type ParsedArgs } from './args.js';
 import { withContext, type AdminContext } from './context.js';
-import { CommandError, iso, output, table } from './output.js';
+import { iso, output, table } from './output.js';
+import { viaService } from './service.js';
 
 const SCOPE = /^[a-z]+:[a-z]+$/;
 const MAX_SCOPES = 32;
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** A key as `GET /api-keys` shows it, plus its organization: never its hash, never its secret. */
-export function keyView(k: Record<string, any>) {
-  return {
-    id: k.id,
-    organizationId: k.organization_id,
-    name: k.name,
-    type: k.type as KeyType,
-    hint: k.hint,
-    workspaceId: k.workspace_id,
-    userId: k.user_id,
-    role: k.role,
-    scopes: k.scopes,
-    createdBy: k.created_by,
-    createdAt: k.created_at,
-    revokedAt: k.revoked_at,
-  };
+/**
+ * An instant: ISO 8601 with a zone (`2026-12-31T23:59:59Z`, `...+02:00`), a date (`2026-12-31`, its
+ * UTC midnight), or a span from now (`+30d`, `+12h`, `+90m`).
+ */
+export function parseInstant(command: string, option: string, raw: string, now = Date.now()): Date {
+  const rel = /^\+([1-9][0-9]{0,5})([smhd])$/.exec(raw);
+  if (rel) return new Date(now + Number(rel[1]) * UNIT_MS[rel[2]]);
+  const ok = /^\d{4}-\d{2}-\d{2}$/.test(raw) || /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
+  const t = ok ? new Date(raw) : null;
+  if (!t || Number.isNaN(t.getTime())) {
+    throw new UsageError(`${command}: ${option} must be an ISO 8601 time with a zone (2026-12-31T23:59:59Z), a date (2026-12-31) or +<n>[smhd] (got ${JSON.stringify(raw)})`);
+  }
+  return t;
 }
 
-interface CreateInput {
-  type: KeyType;
-  name: string;
-  scopes: string[];
-  workspaceId?: number;
-  userId?: number;
-  organizationId?: number;
-  role?: (typeof ROLES)[number];
-  createdBy?: number;
+/** A span: `0`, or `<n>s|m|h|d` (`24h`, `30m`, `7d`). */
+export function parseSpan(command: string, option: string, raw: string): number {
+  if (raw === '0') return 0;
+  const m = /^([1-9][0-9]{0,5})([smhd])$/.exec(raw);
+  if (!m) throw new UsageError(`${command}: ${option} must be 0 or <n>s, <n>m, <n>h or <n>d such as 24h (got ${JSON.stringify(raw)})`);
+  return Number(m[1]) * UNIT_MS[m[2]];
+}
+
+/** `--metadata '{"tier":"gold"}'`: a JSON object (at most 1 KiB, checked by the service), or `null`. */
+export function parseMetadata(command: string, raw: string): KeyMetadata | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw new UsageError(`${command}: --metadata must be a JSON object such as {"tier":"gold"}, or null`);
+  }
+  if (v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new UsageError(`${command}: --metadata must be a JSON object, or null`);
+  return v as KeyMetadata | null;
 }
 
 const CREATE = 'keys create';
 
 /** The arguments of `keys create`, checked before the database is opened (exit code 2). */
-export function parseCreate(argv: readonly string[]): { input: CreateInput; json: boolean } {
-  const a = parseArgs(CREATE, argv, { values: ['type', 'name', 'workspace', 'user', 'org', 'role', 'scopes', 'created-by'] });
+export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; json: boolean } {
+  const a = parseArgs(CREATE, argv, { values: ['type', 'name', 'workspace', 'user', 'org', 'role', 'scopes', 'created-by', 'expires-at', 'metadata'] });
   const type = oneOf(CREATE, '--type', required(CREATE, a, 'type'), ['workspace', 'personal', 'partner'] as const);
   const name = required(CREATE, a, 'name').trim();
   if (name.length < 1 || name.length > 100) throw new UsageError(`${CREATE}: --name must be 1 to 100 characters`);
@@ -61,7 +69,7 @@ export function parseCreate(argv: readonly string[]): { input: CreateInput; json
   };
   const stray = ['workspace', 'user', 'org', 'role', 'scopes', 'created-by'].find((o) => a.values[o] !== undefined && !allowed[type].includes(o));
   if (stray) throw new UsageError(`${CREATE}: a ${type} key takes no --${stray}`);
-  const input: CreateInput = { type, name, scopes };
+  const input: CreateKeyInput = { type, name, scopes };
   if (type === 'workspace') {
     input.workspaceId = idArg(CREATE, '--workspace', required(CREATE, a, 'workspace'));
     if (a.values.role !== undefined) input.role = oneOf(CREATE, '--role', a.values.role, ROLES);
@@ -71,97 +79,100 @@ export function parseCreate(argv: readonly string[]): { input: CreateInput; json
   } else {
     input.organizationId = idArg(CREATE, '--org', required(CREATE, a, 'org'));
   }
+  if (a.values['expires-at'] !== undefined) input.expiresAt = parseInstant(CREATE, '--expires-at', a.values['expires-at']);
+  if (a.values.metadata !== undefined) input.metadata = parseMetadata(CREATE, a.values.metadata);
   return { input, json: a.flags.has('json') };
 }
 
-export async function createKey(ctx: AdminContext, input: CreateInput) {
-  const known = ctx.scopes();
-  const unknown = input.scopes.find((s) => !(s in known));
-  if (unknown) throw new UsageError(`${CREATE}: --scopes: unknown scope ${unknown} (not in ROUTES_FILE)`);
-  let organizationId: number;
-  let role: string | null = null;
-  let createdBy: number | null = input.createdBy ?? null;
-  if (input.type === 'workspace') {
-    const ws = await ctx.db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [input.workspaceId]);
-    if (!ws.length) throw new CommandError(`${CREATE}: no workspace ${input.workspaceId}`);
-    organizationId = ws[0].organization_id;
-    role = input.role ?? 'ADMIN';
-    if (createdBy !== null) {
-      // The backend's rule for a key made by a member: capped by that member's role in the workspace.
-      const m = await ctx.db.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [input.workspaceId, createdBy]);
-      if (!m.length) throw new CommandError(`${CREATE}: user ${createdBy} is not a member of workspace ${input.workspaceId}`);
-      const creatorRole = m[0].role as string;
-      if (input.role && roleRank(input.role) > roleRank(creatorRole)) {
-        throw new CommandError(`${CREATE}: --role ${input.role} is above the ${creatorRole} role of user ${createdBy}`);
-      }
-      role = input.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
-    }
-  } else if (input.type === 'personal') {
-    const u = await ctx.db.query(`SELECT organization_id FROM users WHERE id = $1`, [input.userId]);
-    if (!u.length) throw new CommandError(`${CREATE}: no user ${input.userId}`);
-    organizationId = u[0].organization_id;
-    createdBy = input.userId!;
-  } else {
-    const o = await ctx.db.query(`SELECT id FROM organizations WHERE id = $1`, [input.organizationId]);
-    if (!o.length) throw new CommandError(`${CREATE}: no organization ${input.organizationId}`);
-    organizationId = input.organizationId!;
-  }
-  const secret = generateSecret(input.type);
-  const rows = await ctx.db.query(
-    `INSERT INTO api_keys (organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) RETURNING *`,
-    [organizationId, input.type, hashSecret(ctx.pepper, secret), hintOf(secret), input.name, input.workspaceId ?? null,
-      input.userId ?? null, role, input.scopes, createdBy],
-  );
-  return { ...keyView(rows[0]), secret };
+const UPDATE = 'keys update';
+
+export function parseUpdate(argv: readonly string[]): { id: number; input: UpdateKeyInput; json: boolean } {
+  const a = parseArgs(UPDATE, argv, { values: ['name', 'expires-at', 'metadata'], flags: ['no-expiry'], positionals: ['keyId'] });
+  const id = idArg(UPDATE, '<keyId>', a.positionals.keyId);
+  const input: UpdateKeyInput = {};
+  if (a.values.name !== undefined) input.name = a.values.name;
+  if (a.values['expires-at'] !== undefined && a.flags.has('no-expiry')) throw new UsageError(`${UPDATE}: --expires-at and --no-expiry exclude each other`);
+  if (a.values['expires-at'] !== undefined) input.expiresAt = parseInstant(UPDATE, '--expires-at', a.values['expires-at']);
+  if (a.flags.has('no-expiry')) input.expiresAt = null;
+  if (a.values.metadata !== undefined) input.metadata = parseMetadata(UPDATE, a.values.metadata);
+  if (!Object.keys(input).length) throw new UsageError(`${UPDATE}: nothing to change: give --name, --expires-at, --no-expiry or --metadata`);
+  return { id, input, json: a.flags.has('json') };
+}
+
+function where(k: KeyView): string {
+  return k.type === 'workspace' ? `workspace ${k.workspaceId}, role ${k.role}` : k.type === 'personal' ? `user ${k.userId}` : `organization ${k.organizationId}`;
+}
+
+function expiryLine(k: KeyView): string {
+  return k.expiresAt ? `${k.status === 'expired' ? 'Expired' : 'Expires'} at ${k.expiresAt}.` : 'Never expires.';
+}
+
+function listFilter(a: ParsedArgs) {
+  const f: Parameters<typeof listKeys>[1] = {};
+  if (a.values.org !== undefined) f.organizationId = idArg('keys list', '--org', a.values.org);
+  if (a.values.workspace !== undefined) f.workspaceId = idArg('keys list', '--workspace', a.values.workspace);
+  if (a.values.user !== undefined) f.userId = idArg('keys list', '--user', a.values.user);
+  if (a.values.type !== undefined) f.type = oneOf('keys list', '--type', a.values.type, ['workspace', 'personal', 'partner'] as const);
+  if (a.values.status !== undefined && a.flags.has('active')) throw new UsageError('keys list: --status and --active exclude each other');
+  if (a.values.status !== undefined) f.status = oneOf('keys list', '--status', a.values.status, ['active', 'expired', 'revoked'] as const) as KeyStatus;
+  if (a.flags.has('active')) f.status = 'active';
+  return f;
 }
 
 export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
   if (sub === 'create') {
     const { input, json } = parseCreate(argv);
-    const key = await withContext(ctx, (c) => createKey(c, input));
-    const where = key.type === 'workspace' ? `workspace ${key.workspaceId}, role ${key.role}` : key.type === 'personal' ? `user ${key.userId}` : `organization ${key.organizationId}`;
-    output(json, key, [
-      `Created ${key.type} key ${key.id} "${key.name}" (${where}${key.scopes.length ? `, scopes ${key.scopes.join(',')}` : ''}).`,
+    const { key, secret } = await withContext(ctx, (c) => viaService(CREATE, () => createKey(c.service, input)));
+    output(json, { ...key, secret }, [
+      `Created ${key.type} key ${key.id} "${key.name}" (${where(key)}${key.scopes.length ? `, scopes ${key.scopes.join(',')}` : ''}). ${expiryLine(key)}`,
       `Secret, shown only this once (keygate keeps a keyed hash of it, never the secret):`,
-      `  ${key.secret}`,
+      `  ${secret}`,
     ]);
     return;
   }
   if (sub === 'list') {
-    const a = parseArgs('keys list', argv, { values: ['org', 'workspace', 'user'], flags: ['active'] });
-    const where: string[] = [];
-    const params: unknown[] = [];
-    for (const [opt, column] of [['org', 'organization_id'], ['workspace', 'workspace_id'], ['user', 'user_id']] as const) {
-      if (a.values[opt] === undefined) continue;
-      params.push(idArg('keys list', `--${opt}`, a.values[opt]));
-      where.push(`${column} = $${params.length}`);
-    }
-    if (a.flags.has('active')) where.push('revoked_at IS NULL');
-    const rows = await withContext(ctx, (c) => c.db.query(`SELECT * FROM api_keys ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id`, params));
-    const keys = rows.map(keyView);
+    const a = parseArgs('keys list', argv, { values: ['org', 'workspace', 'user', 'type', 'status'], flags: ['active'] });
+    const f = listFilter(a);
+    const keys = await withContext(ctx, (c) => viaService('keys list', () => listKeys(c.service, f)));
     output(
       a.flags.has('json'),
       keys,
       table(
-        ['id', 'type', 'name', 'hint', 'org', 'workspace', 'user', 'role', 'revoked', 'scopes'],
-        keys.map((k) => [k.id, k.type, k.name, k.hint, k.organizationId, k.workspaceId, k.userId, k.role, k.revokedAt ? iso(k.revokedAt) : '', k.scopes.join(',')]),
+        ['id', 'type', 'name', 'hint', 'org', 'workspace', 'user', 'role', 'status', 'expires', 'last used', 'scopes'],
+        keys.map((k) => [
+          k.id, k.type, k.name, k.hint, k.organizationId, k.workspaceId, k.userId, k.role,
+          k.status === 'revoked' ? `revoked ${k.revokedAt}` : k.previousSecret ? `${k.status}, old secret until ${k.previousSecret.expiresAt}` : k.status,
+          k.expiresAt ?? 'never', k.lastUsedAt ?? '', k.scopes.join(','),
+        ]),
       ),
     );
+    return;
+  }
+  if (sub === 'update') {
+    const { id, input, json } = parseUpdate(argv);
+    const key = await withContext(ctx, (c) => viaService(UPDATE, () => updateKey(c.service, id, input)));
+    output(json, key, [`Updated ${key.type} key ${key.id} "${key.name}" (${where(key)}). ${expiryLine(key)}${key.metadata ? ` Metadata: ${Buffer.byteLength(JSON.stringify(key.metadata))} bytes.` : ''}`]);
+    return;
+  }
+  if (sub === 'rotate') {
+    const a = parseArgs('keys rotate', argv, { values: ['grace'], positionals: ['keyId'] });
+    const id = idArg('keys rotate', '<keyId>', a.positionals.keyId);
+    const graceMs = a.values.grace === undefined ? undefined : parseSpan('keys rotate', '--grace', a.values.grace);
+    const { key, secret } = await withContext(ctx, (c) => viaService('keys rotate', () => rotateKey(c.service, id, { graceMs })));
+    output(a.flags.has('json'), { ...key, secret }, [
+      `Rotated ${key.type} key ${key.id} "${key.name}". ${key.previousSecret ? `The old secret (${key.previousSecret.hint}) works until ${key.previousSecret.expiresAt}.` : 'The old secret no longer works.'}`,
+      `New secret, shown only this once (keygate keeps a keyed hash of it, never the secret):`,
+      `  ${secret}`,
+    ]);
     return;
   }
   if (sub === 'revoke') {
     const a = parseArgs('keys revoke', argv, { positionals: ['keyId'] });
     const id = idArg('keys revoke', '<keyId>', a.positionals.keyId);
-    const key = await withContext(ctx, async (c) => {
-      const rows = await c.db.query(`UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING *`, [id]);
-      if (!rows.length) throw new CommandError(`keys revoke: no key ${id}`);
-      // As DELETE /api-keys/{id}: the very next request on every gateway instance is refused.
-      await c.accessChanged(rows[0].organization_id);
-      return keyView(rows[0]);
-    });
-    output(a.flags.has('json'), key, [`Revoked ${key.type} key ${key.id} "${key.name}" (since ${iso(key.revokedAt)}).`]);
+    // As DELETE /api-keys/{id}: the very next request on every gateway instance is refused.
+    const key = await withContext(ctx, (c) => viaService('keys revoke', () => revokeKey(c.service, id)));
+    output(a.flags.has('json'), key, [`Revoked ${key.type} key ${key.id} "${key.name}" (since ${iso(key.revokedAt!)}).`]);
     return;
   }
-  throw new UsageError(`keys: expected create, list or revoke${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  throw new UsageError(`keys: expected create, list, update, rotate or revoke${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
 }

@@ -1,34 +1,18 @@
 // `keygate orgs pause|resume|plan`: what the billing system does through PATCH
-// /internal/organizations/{id} (CONTRACT section 7), with the same effects: a plan change lowers every
-// mailbox above the new plan's cap, and every change bumps the organization's access version so the
-// gateways apply it to the very next request.
-import { PLAN_IDS, planOf } from '../config/plans.js';
-import { applyPlanCap } from '../backend/warmup/limits.js';
+// /internal/organizations/{id} (CONTRACT section 7), through the same service operation: a plan change
+// lowers every mailbox above the new plan's cap, every change is audited and bumps the organization's
+// access version so the gateways apply it to the very next request.
+import { PLAN_IDS } from '../config/plans.js';
+import { updateOrganization, type OrganizationPatch } from '../access/service/organizations.js';
 import { idArg, oneOf, parseArgs, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
-import { CommandError, output } from './output.js';
+import { output } from './output.js';
+import { viaService } from './service.js';
 
-type Change = { paused: boolean } | { plan: string | null };
-
-function orgView(o: Record<string, any>) {
-  return { id: o.id, name: o.name, plan: o.plan, apiAccess: o.api_access, paused: o.paused, warmupCap: o.warmup_cap };
-}
-
-export async function changeOrganization(ctx: AdminContext, command: string, id: number, change: Change) {
-  const result = await ctx.db.tx(async (q) => {
-    const cur = await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [id]);
-    if (!cur.length) throw new CommandError(`${command}: no organization ${id}`);
-    if ('paused' in change) {
-      const rows = await q.query(`UPDATE organizations SET paused = $2 WHERE id = $1 RETURNING *`, [id, change.paused]);
-      return { org: rows[0], lowered: 0 };
-    }
-    const rows = await q.query(`UPDATE organizations SET plan = $2 WHERE id = $1 RETURNING *`, [id, change.plan]);
-    // A plan change lowers every mailbox above the new plan's cap at once (spec, States).
-    const lowered = change.plan !== cur[0].plan ? await applyPlanCap(q, id, planOf(ctx.plans(), change.plan).plan.maxWarmupPerAccount) : 0;
-    return { org: rows[0], lowered };
-  });
-  await ctx.accessChanged(id);
-  return { ...orgView(result.org), mailboxesLowered: result.lowered };
+/** Through the service layer (src/access/service/organizations.ts): validated, audited, version bumped. */
+export async function changeOrganization(ctx: AdminContext, command: string, id: number, change: OrganizationPatch) {
+  const { partnerCallback: _callback, ...org } = await viaService(command, () => updateOrganization(ctx.service, id, change));
+  return org;
 }
 
 export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {

@@ -1,10 +1,11 @@
 // `keygate sessions create`: a session of a user, for the session-authenticated /api-keys routes of
 // the backend (CONTRACT section 7, cookie `session=<token>`). Like a key's secret, the token is shown
-// once and stored only as its keyed hash.
-import { hashSecret, randomAlphanumeric } from '../access/secrets.js';
+// once and stored only as its keyed hash; the service layer (src/access/service/sessions.ts) writes and audits it.
+import { createSession } from '../access/service/sessions.js';
 import { idArg, parseArgs, required, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
-import { CommandError, iso, output } from './output.js';
+import { output } from './output.js';
+import { viaService } from './service.js';
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -22,16 +23,7 @@ export async function sessionsCommand(ctx: () => Promise<AdminContext>, sub: str
   const a = parseArgs(command, argv, { values: ['user', 'ttl'] });
   const userId = idArg(command, '--user', required(command, a, 'user'));
   const ttlMs = parseTtl(command, a.values.ttl ?? '24h');
-  const token = randomAlphanumeric(48);
-  const session = await withContext(ctx, async (c) => {
-    const u = await c.db.query(`SELECT organization_id FROM users WHERE id = $1`, [userId]);
-    if (!u.length) throw new CommandError(`${command}: no user ${userId}`);
-    const rows = await c.db.query(
-      `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at`,
-      [hashSecret(c.pepper, token), userId, ttlMs / 1000],
-    );
-    return { userId, organizationId: u[0].organization_id as number, expiresAt: iso(rows[0].expires_at), token };
-  });
+  const session = await withContext(ctx, (c) => viaService(command, () => createSession(c.service, { userId, ttlMs })));
   output(a.flags.has('json'), session, [
     `Session of user ${userId} (organization ${session.organizationId}) until ${session.expiresAt}.`,
     `Token, shown only this once (send it as the cookie session=<token> to the backend's /api-keys):`,

@@ -18,6 +18,10 @@ export const settingsSchema = z
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
     HOST: z.string().min(1).default('0.0.0.0'),
+    // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
+    ADMIN_HOST: z.string().min(1).optional(),
+    // Connections the operations listener holds at once (src/ops/admin.ts): it shares the gateway's event loop.
+    ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
     DATABASE_URL: z.string().url().optional(),
     DATA_DIR: z.string().min(1).default('.data'),
@@ -68,8 +72,11 @@ export const settingsSchema = z
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    // Longer request targets are answered 414 before any step (src/gateway/guards/canonical.ts); at most
+    // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
+    REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
-    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(250),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
@@ -77,6 +84,14 @@ export const settingsSchema = z
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     BODY_BUFFER_MAX_BYTES: z.coerce.number().int().positive().default(64 * 1024 * 1024),
+    // Within BODY_BUFFER_MAX_BYTES, what the bodies of one key and of one client address may hold at
+    // once (src/gateway/body.ts bodySharesOf); unset: an eighth and a quarter of it, at least one body.
+    BODY_BUFFER_KEY_MAX_BYTES: z.coerce.number().int().positive().optional(),
+    BODY_BUFFER_ADDRESS_MAX_BYTES: z.coerce.number().int().positive().optional(),
+    // A refused upload's connection is read and discarded after its answer for at most this long and
+    // this many bytes before it closes, so that a client still sending reads the answer (RFC 9112 9.6).
+    LINGER_TIME_MS: z.coerce.number().int().nonnegative().default(5_000),
+    LINGER_MAX_BYTES: z.coerce.number().int().nonnegative().default(64 * 1024 * 1024),
     CORS_ORIGINS: csv
       .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com')))
       .default([]),
@@ -142,6 +157,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
   if ((mode === 'gateway' || mode === 'start') && s.WORKERS !== '1') {
     if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL or REDIS_CLUSTER_NODES (in-memory rate limits cannot be exact across processes)`);
     if (mode === 'start' && !s.DATABASE_URL) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`);
+  }
+  // A share below one body's limit would refuse every body between the two, whatever the load.
+  for (const name of ['BODY_BUFFER_KEY_MAX_BYTES', 'BODY_BUFFER_ADDRESS_MAX_BYTES'] as const) {
+    const v = s[name];
+    if (v !== undefined && v < s.BODY_LIMIT_BYTES) throw new ConfigError(`setting ${name}: must be at least BODY_LIMIT_BYTES (${s.BODY_LIMIT_BYTES})`);
   }
   if (mode === 'gateway' && s.IDENTITY_FORMAT !== 'hmac' && !s.IDENTITY_JWT_KEYS) {
     throw new ConfigError(`setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run gateway\``);

@@ -9,7 +9,7 @@ import type { AccessResolver } from '../access/resolver.js';
 import type { LimitStores, Clock } from '../limits/types.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { Forwarder, ResponseFields } from './forward.js';
-import type { BodyBudget } from './body.js';
+import type { BodyBudget, Lingering } from './body.js';
 import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
@@ -31,8 +31,12 @@ export interface GatewayDeps {
   identityHmac: boolean;
   identityJwt: JwtSigner | null;
   bodyLimitBytes: number;
+  /** REQUEST_TARGET_MAX_BYTES: a longer target is answered 414 at step 1. */
+  targetMaxBytes: number;
   bodyTimeoutMs: number;
   bodyBudget: BodyBudget;
+  /** A refused upload's connection: read and discarded for this long before it closes (./body.ts). */
+  linger: Lingering;
   accessLog: boolean;
   cors: Cors;
   /** The API description served at `path` (GET /v2/openapi.json, /v1/openapi.json), or null. */

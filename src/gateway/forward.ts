@@ -25,7 +25,7 @@ export interface UpstreamRequest {
 }
 
 export interface Forwarder {
-  /** Forward and stream the answer into `res`; `onFail` answers when nothing was sent yet. `done` runs once either way. */
+  /** Forward and stream the answer into `res`; `onFail` answers when nothing was sent yet. `done` runs once: at the answer's head, or when it ended without one. */
   forward(request: UpstreamRequest, res: ServerResponse, onFail: (kind: UpstreamFailure) => void, done?: () => void): void;
   close(): Promise<void>;
 }
@@ -106,7 +106,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
     private readonly head: ResponseFields,
     private readonly options: ForwarderOptions,
     private readonly onFail: (kind: UpstreamFailure) => void,
-    private readonly done: (() => void) | undefined,
+    private done: (() => void) | undefined,
   ) {
     // Bounded from the moment it is handed over: a queued request waits for a connection inside this.
     // After the head the same timer bounds the silence between body chunks (restarted on each).
@@ -139,7 +139,14 @@ class Exchange implements Dispatcher.DispatchHandlers {
     if (this.finished) return;
     this.finished = true;
     clearTimeout(this.timer);
-    this.done?.();
+    this.release();
+  }
+
+  /** `done`, once: at the answer's head (the upstream took the body; undici sends nothing again after it) or at the end. */
+  private release(): void {
+    const done = this.done;
+    this.done = undefined;
+    done?.();
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -158,6 +165,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
       this.abort(new Error('answered meanwhile'));
       return false;
     }
+    this.release();
     options.observe?.((performance.now() - this.started) / 1000);
     copyResponseHeaders(raw, statusCode, this.head, options.ownCors === true);
     res.writeHead(statusCode, statusText || undefined, this.head);

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { AccessStoreUnavailableError } from '../access/cache.js';
 import { StoreUnavailableError } from '../limits/resilient.js';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
-import { logAccess } from '../ops/logger.js';
+import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
@@ -15,6 +15,7 @@ import { clientIp } from './client-ip.js';
 import { refuse, sendJson } from './refusals.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';
+import { announcesBody, lingerAfterAnswer } from './body.js';
 
 export type { GatewayDeps } from './context.js';
 
@@ -26,10 +27,12 @@ export interface GatewayServer extends Drainable {
 
 export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const inFlight = new LiveList<RequestContext>();
+  const writeAccess = deps.accessLog ? accessLogWriter(deps.log) : null;
   const server = http.createServer();
   const drain = drainable(server);
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    if (drain.draining) res.setHeader('connection', 'close');
+    // An answer given before its body was read (a refusal) lingers before the connection closes.
+    if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
     if (deps.cors.preflight(req, res)) return;
     deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
@@ -38,7 +41,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     // client went away first (then there is no answer to count).
     res.on('close', () => {
       inFlight.delete(entry);
-      if (res.writableFinished) recordAnswer(deps, ctx);
+      if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
     });
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
@@ -106,11 +109,11 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
 }
 
 /** Metrics and the access line of an answered request. */
-function recordAnswer(deps: GatewayDeps, ctx: RequestContext): void {
+function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((source: AccessLogSource) => void) | null): void {
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
-  if (deps.accessLog) logAccess(deps.log, { requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
+  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {

@@ -11,6 +11,7 @@ import type { GatewayDeps, RequestContext } from './context.js';
 import { connectionOptions, type UpstreamFailure } from './forward.js';
 import { announcesBody, readBody, type ReadBody } from './body.js';
 import { refuse } from './refusals.js';
+import { normalizeIp } from './client-ip.js';
 
 /** Request fields that never travel upstream. */
 const DROPPED = new Set([
@@ -33,9 +34,73 @@ const DROPPED = new Set([
   // set by the gateway
   'content-length',
   'content-digest',
-  'x-forwarded-for',
   'x-request-id',
+  // Where the request came from and what it asked for, as an upstream may believe them: a method
+  // override or an original URL would let the upstream act outside the method and path authorized
+  // here, a client address or scheme would let the client pose as another. The gateway sends its own
+  // X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host and Forwarded (see forwardingFields).
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+  'x-original-url',
+  'x-original-uri',
+  'x-rewrite-url',
+  'x-original-method',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-server',
+  'x-forwarded-ssl',
+  'x-forwarded-scheme',
+  'x-url-scheme',
+  'front-end-https',
+  'x-real-ip',
+  'x-client-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'fastly-client-ip',
+  'x-cluster-client-ip',
 ]);
+
+/** A Host value (RFC 9110 section 7.2): a name or an IP literal, an optional port; nothing else. */
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+function single(v: string | string[] | undefined): string | undefined {
+  if (Array.isArray(v)) return v.length === 1 ? v[0] : undefined;
+  return v;
+}
+
+/**
+ * The client address, protocol and host as the gateway saw them. From a TRUST_PROXY peer (a TLS
+ * terminator in front of the gateway) its X-Forwarded-Proto and X-Forwarded-Host are believed when
+ * they are a scheme and a host; otherwise the protocol is the gateway's own listener's (http) and the
+ * host the request's Host field. X-Forwarded-For keeps what came before and appends the client address
+ * (CONTRACT section 5); Forwarded (RFC 7239) is one element of the gateway's own, replacing the client's.
+ */
+function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingHttpHeaders): void {
+  const h = ctx.req.headers;
+  const peerTrusted = !deps.trusted.empty && deps.trusted.has(normalizeIp(ctx.req.socket.remoteAddress));
+  let proto = 'http';
+  let host = single(h.host);
+  if (peerTrusted) {
+    const p = single(h['x-forwarded-proto'])?.trim().toLowerCase();
+    if (p === 'http' || p === 'https') proto = p;
+    const fh = single(h['x-forwarded-host'])?.trim();
+    if (fh && HOST.test(fh)) host = fh;
+  }
+  const xff = h['x-forwarded-for'];
+  out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
+  out['x-forwarded-proto'] = proto;
+  const forwarded = [`for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip}`, `proto=${proto}`];
+  if (host && HOST.test(host)) {
+    out['x-forwarded-host'] = host;
+    forwarded.push(`host="${host}"`);
+  }
+  out.forwarded = forwarded.join(';');
+}
 
 // The identity header does not change per request for one principal and grant: encode it once.
 const identities = new WeakMap<Principal, Map<string, string>>();
@@ -60,8 +125,7 @@ function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 }
 
 export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null, body: ReadBody | null): void {
-  const h = ctx.req.headers;
-  const out = cleanHeaders(h);
+  const out = cleanHeaders(ctx.req.headers);
   const now = deps.clock.now();
   out['x-request-id'] = ctx.requestId;
   let digest: string | undefined;
@@ -84,8 +148,7 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
     const token = jwt.sign({ identity: identityOf(principal, grant), method: ctx.method, target: ctx.target, requestId: ctx.requestId, contentDigest: digest }, now);
     out[jwt.header] = jwt.headerValue(token);
   }
-  const xff = h['x-forwarded-for'];
-  out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
+  forwardingFields(deps, ctx, out);
   deps.forwarder.forward(
     { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
     ctx.res,
@@ -100,7 +163,8 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
 /** Read the body (only now: the request is authorized and within its limits), then forward. */
 export async function forwardWithBody(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null): Promise<void> {
   if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
-  const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget });
+  const owner = { key: String(principal.keyId), address: ctx.ip };
+  const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget, owner });
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
   forwardAuthorized(deps, ctx, principal, grant, body);

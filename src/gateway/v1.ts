@@ -13,6 +13,7 @@ import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-l
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { bodyRoomRefusal } from './body.js';
 
 type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward' };
 
@@ -25,7 +26,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     refuse(ctx, refusal);
   };
   // 1. canonical path and framing
-  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
+  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes, deps.targetMaxBytes);
   if (malformed) return unkeyed(malformed);
   // 2. a key
   const secret = partnerSecret(ctx.req);
@@ -56,6 +57,9 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
   ctx.trace.route = match.route.path;
   if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [counter] } };
+  // A body there is no room for now is refused before the token is spent (./body.ts).
+  const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
+  if (noRoom) return refused(noRoom);
   return { decision: { kind: 'forward' }, counters: { spend: [counter] } };
 }
 

@@ -18,6 +18,7 @@ import { BUCKETS, ipCounter, keyCounter, rateLimitGuard } from './guards/rate-li
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { bodyRoomRefusal } from './body.js';
 
 /**
  * What steps 5 to 10 decided for a principal, before any counter is touched. Counters always travel
@@ -33,7 +34,7 @@ const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HE
 
 export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // 1. canonical path and framing, from the head (the body is read once the request is authorized)
-  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes);
+  const malformed = canonicalRequest(ctx.req, ctx.path, deps.bodyLimitBytes, deps.targetMaxBytes);
   if (malformed) return refuseUnkeyed(deps, ctx, malformed);
   // 2. a bearer key
   const secret = bearerSecret(ctx.req);
@@ -82,6 +83,9 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   if ('code' in grant) return refused(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
   if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: [...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip] } };
+  // A body there is no room for now is refused before any token is spent (./body.ts).
+  const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
+  if (noRoom) return refused(noRoom);
   return { decision: { kind: 'forward', bucket, grant }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
 }
 

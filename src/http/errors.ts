@@ -57,6 +57,9 @@ export const ERROR_CODES = {
   mailbox_verification_pending: { status: 409, envelopes: ['B'], message: 'The mailbox check is still running.' },
   mailbox_verification_failed: { status: 400, envelopes: ['B'], message: 'The mailbox failed the send-and-receive check.' },
   quota_exceeds_org_limit: { status: 400, envelopes: ['B'], message: 'The budgets would exceed the organization\'s cap.' },
+  // A request target longer than REQUEST_TARGET_MAX_BYTES: refused before any step, so the head the
+  // gateway forwards (target, identity, client fields) stays within the upstream's header limit.
+  uri_too_long: { status: 414, envelopes: ['B', 'v1'], message: 'The request target is too long.', own: true },
   payload_too_large: { status: 413, envelopes: ['B', 'v1'], message: 'Request body too large.' },
   email_mismatch: { status: 422, envelopes: ['B'], message: 'The access token belongs to a different mailbox than emailAddress.' },
   unprocessable_entity: { status: 422, envelopes: ['B', 'v1'], message: 'The request cannot be processed.' },

@@ -12,6 +12,18 @@ import type { Identity } from './identity.js';
 import { ConfigError } from '../config/errors.js';
 
 export const JWT_ISSUER = 'keygate';
+/**
+ * Targets up to this many bytes travel in the token as `htu`; a longer one as `htd`, the base64url
+ * SHA-256 of the target: the token then has the same size whatever the target's, and the forwarded
+ * head carries a long target once (in the request line) instead of twice.
+ */
+export const HTU_MAX_BYTES = 512;
+
+/** The `htd` claim of a target: base64url SHA-256 of its bytes. */
+export function targetDigest(target: string): string {
+  return createHash('sha256').update(target).digest('base64url');
+}
+
 /** Token lifetime: the same 60 s window as the HMAC timestamp (CONTRACT section 5). */
 export const JWT_LIFETIME_SECONDS = 60;
 
@@ -154,7 +166,7 @@ export function createJwtSigner(o: { keys: JwtKey[]; audience?: string; header?:
         exp: iat + JWT_LIFETIME_SECONDS,
         jti: randomUUID(),
         htm: input.method,
-        htu: input.target,
+        ...(Buffer.byteLength(input.target) <= HTU_MAX_BYTES ? { htu: input.target } : { htd: targetDigest(input.target) }),
         ...(input.contentDigest !== undefined ? { cd: input.contentDigest } : {}),
         rid: input.requestId,
         kg: {

@@ -8,10 +8,13 @@
 //   <prefix>af:{<address>}:cooldown                cooldown end (clock ms), TTL 15 min
 // where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
+//   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
+//                                                  (Redis's own clock, ms); see ./fleet.ts
 
 import { Cluster, Redis } from 'ioredis';
 import { addressKey } from './address.js';
 import { cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
+import type { FleetRegistry } from './fleet.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -127,10 +130,22 @@ end
 return 0
 `;
 
+// KEYS[1]: the fleet's live set; ARGV[1]: this instance's id, ARGV[2]: how long a beat counts (ms).
+// Redis's clock, not the instances': their clocks may disagree, the set's one server (per slot) cannot.
+const FLEET_BEAT_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+`;
+
 // ioredis adds methods named after the definitions; these names are unlikely to clash with
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
+const FLEET_BEAT_CMD = 'keygateFleetBeat';
 
 interface ScriptCommands {
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
@@ -143,9 +158,13 @@ interface ScriptCommands {
     cooldownUntil: number,
     ttlMs: number,
   ): Promise<number>;
+  keygateFleetBeat(fleetKey: string, id: string, ttlMs: number): Promise<number>;
 }
 
-export function createRedisStores(opts: RedisStoreOptions): LimitStores {
+/** The Redis stores, and the live set of gateway instances that shares their Redis (./fleet.ts). */
+export type RedisStores = LimitStores & { fleet: FleetRegistry };
+
+export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const clock = opts.clock ?? systemClock;
   const prefix = opts.prefix ?? 'kg:';
   const readyTimeoutMs = opts.readyTimeoutMs ?? 250;
@@ -162,6 +181,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
+  redis.defineCommand(FLEET_BEAT_CMD, { lua: FLEET_BEAT_LUA, numberOfKeys: 1 });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
 
@@ -169,6 +189,7 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
   const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
   const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
   const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
+  const fleetKey = `${prefix}fleet:{gateways}`;
 
   /**
    * GET several keys: one pipelined round trip on standalone; on a Cluster the keys live in different
@@ -204,7 +225,14 @@ export function createRedisStores(opts: RedisStoreOptions): LimitStores {
     return { kind: 'peeked', states: await stores.limiter.spend(refs, 0) };
   }
 
-  const stores: LimitStores = {
+  const stores: RedisStores = {
+    fleet: {
+      beat: (id, ttlMs) => scripts.keygateFleetBeat(fleetKey, id, ttlMs),
+      async leave(id) {
+        await redis.zrem(fleetKey, id);
+      },
+    },
+
     limiter: {
       async spend(refs: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
         if (refs.length === 0) return [];

@@ -9,10 +9,13 @@
 //   - every call has failed for `failureSpanMs` (at least `failuresToOpen` of them, none succeeding):
 //     a Redis that answers only errors.
 // Then the breaker opens: calls waiting on Redis and calls to come either fall back to in-memory
-// stores per instance (RATE_LIMIT_FAILURE_MODE=open: limits still hold per instance) or fail fast with
+// stores per instance (RATE_LIMIT_FAILURE_MODE=open: each instance admits its share of what was left of
+// each budget, so the fleet stays near one budget; ./fleet.ts) or fail fast with
 // StoreUnavailableError (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and
 // at once when the client reconnects, closes the breaker again; the shared counters then rule again.
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { createFleetShare, FLEET_TTL_MS, type FleetRegistry } from './fleet.js';
 import { createLoopClock, type LoopClock } from './loop-clock.js';
 import { LiveList } from '../ops/live-list.js';
 import type { LimitStores } from './types.js';
@@ -39,6 +42,8 @@ export interface ConnectionEvents {
 
 export interface ResilientStores extends LimitStores {
   degraded(): boolean;
+  /** Gateway instances live when Redis last answered (open mode with a fleet registry; else 1). */
+  liveInstances(): number;
 }
 
 export interface ResilientOptions {
@@ -47,6 +52,11 @@ export interface ResilientOptions {
   mode: 'open' | 'closed';
   log: Logger;
   events?: BreakerEvents;
+  /**
+   * The live set of gateway instances in Redis. In open mode this instance beats into it every
+   * `probeIntervalMs` while Redis answers, and without Redis admits its share (./fleet.ts).
+   */
+  fleet?: FleetRegistry;
   /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe. */
   connection?: ConnectionEvents;
   probeIntervalMs?: number;
@@ -65,12 +75,18 @@ export interface ResilientOptions {
 type AsyncMethod = (...args: never[]) => Promise<unknown>;
 
 /**
- * The least silence that counts. Redis is a process of its own: on a loaded machine it can be kept off
- * the CPU while the gateway runs (silences of 54 and 65 ms of free loop time, every reply then
- * arriving, in a bench at load average 21 on 2 cores). A quarter second still switches within a second
- * of a stall.
+ * The least silence that counts. Two things make a reachable Redis silent for a while:
+ *   - a lost TCP segment. Nothing after it is delivered until it is retransmitted, at least 200 ms
+ *     later on Linux (the minimum retransmission timeout; more when the link's round trip varies),
+ *     and every reply behind it waits too. At 5 % loss that happens several times a second under
+ *     load: a lossy link must not count as an outage.
+ *   - a loaded machine keeping Redis off the CPU (silences of 54 and 65 ms of free loop time, every
+ *     reply then arriving, in a bench at load average 21 on 2 cores).
+ * 650 ms waits for one retransmission with room for a round trip up to ~200 ms and the machine's
+ * noise, and still switches within a second of a silent partition or a stall (a killed Redis closes
+ * its connection and switches at once).
  */
-export const MIN_SILENCE_MS = 250;
+export const MIN_SILENCE_MS = 650;
 
 /** A call sent to Redis and not answered yet; `divert` answers it without Redis instead. */
 interface Waiting {
@@ -89,6 +105,9 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   let closing = false;
   let nextProbe = 0;
   let probing = false;
+  // While open, a timer probes every probeEvery: an idle gateway must find Redis back by itself, or
+  // /readyz, keygate_degraded and the first request (503 in closed mode) go on saying it is down.
+  let probeTimer: NodeJS.Timeout | undefined;
   // Failed calls since the last success, and when the first of them failed.
   let failures = 0;
   let firstFailureAt = 0;
@@ -100,12 +119,41 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   // made during the outage is never hidden by an old cached principal.
   const pendingBumps = new Set<number>();
 
+  // The fleet: how many instances share the budgets, and the counts this one last saw (./fleet.ts).
+  // Only open mode admits anything without Redis, so only open-mode instances count themselves.
+  const share = createFleetShare();
+  const fleet = mode === 'open' ? o.fleet : undefined;
+  const instanceId = randomUUID();
+  let beating = false;
+  function beat() {
+    if (fleet === undefined || open || closing || beating) return;
+    beating = true;
+    fleet.beat(instanceId, FLEET_TTL_MS).then(
+      (live) => {
+        beating = false;
+        share.setLive(live);
+      },
+      () => {
+        beating = false; // Redis is judged by the calls; the last count is kept
+      },
+    );
+  }
+  const beatTimer = fleet === undefined ? undefined : setInterval(beat, probeEvery);
+  beatTimer?.unref();
+  beat();
+
   function unreachable(reason: string) {
     if (open || closing) return;
     open = true;
     failures = 0;
     nextProbe = now() + probeEvery;
-    log.warn({ reason, mode }, 'redis unavailable: rate limiting degraded');
+    log.warn({ reason, mode, liveInstances: share.live() }, 'redis unavailable: rate limiting degraded');
+    probeTimer = setInterval(() => {
+      nextProbe = 0; // the timer is the spacing
+      void probe();
+    }, probeEvery);
+    // Probing must never keep the process (or a test run) alive.
+    probeTimer.unref();
     events.onDegraded?.(true);
     // The calls still waiting are answered now, as the ones to come will be.
     for (const call of waiting.take()) call.divert();
@@ -145,6 +193,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
           pendingBumps.delete(org);
         }
         open = false;
+        clearInterval(probeTimer);
         failures = 0;
         lastAnswer = loop.now();
         log.info({ mode }, 'redis recovered: shared counters rule again');
@@ -188,7 +237,15 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         }
         reply.then(
           (value) => {
-            if (!waiting.delete(entry)) return; // already answered without Redis
+            if (!waiting.delete(entry)) {
+              // Already answered without Redis; but Redis did answer, so probe now rather than on
+              // the next tick of the probe's timer: a false trip lasts until the late reply.
+              if (open) {
+                nextProbe = 0;
+                void probe();
+              }
+              return;
+            }
             answered(true);
             events.observe?.(op, (now() - started) / 1000, true);
             resolve(value);
@@ -217,6 +274,27 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     return guarded as T;
   }
 
+  // What Redis answered for each counter, kept for the fallback's starting point (open mode only).
+  const watched: Pick<LimitStores, 'gate' | 'limiter'> =
+    fleet === undefined
+      ? primary
+      : {
+          gate: (req) =>
+            primary.gate(req).then((result) => {
+              if (result.kind === 'spent' && req.spend) share.saw(req.spend, [result.hit.key, result.hit.ip]);
+              else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
+              return result;
+            }),
+          limiter: {
+            spend: (refs, cost) =>
+              primary.limiter.spend(refs, cost).then((states) => {
+                share.saw(refs, states);
+                return states;
+              }),
+          },
+        };
+  const fallbackLimiter = fleet === undefined ? fallback.limiter : share.limiter(fallback.limiter);
+
   const versionsUnavailable = async (): Promise<never> => {
     throw new StoreUnavailableError('access versions unavailable');
   };
@@ -224,12 +302,13 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
 
   return {
     degraded: () => open,
+    liveInstances: () => share.live(),
     // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
-    gate: guard('gate', primary.gate, async (req) => {
+    gate: guard('gate', watched.gate, async (req) => {
       const seconds = await fallback.cooldown.check(req.ip);
       return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
     }),
-    limiter: guardAll('limiter', primary.limiter, fallback.limiter),
+    limiter: guardAll('limiter', watched.limiter, fallbackLimiter),
     cooldown: guardAll('cooldown', primary.cooldown, fallback.cooldown),
     versions: {
       get: versions.get,
@@ -251,10 +330,21 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       return mode === 'open';
     },
     async close() {
+      const leaving = fleet !== undefined && !open;
       closing = true;
+      clearInterval(probeTimer);
+      clearInterval(beatTimer);
       loop.stop();
+      // Leave the live set so the others' shares grow at once (else in FLEET_TTL_MS); never wait long on it.
+      if (leaving) await withinMs(fleet.leave(instanceId).catch(() => {}), 500);
       await primary.close();
       await fallback.close();
     },
   };
+}
+
+function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { listenError } from '../config/errors.js';
-import { adminPath } from './admin.js';
+import { adminPath, answerBudget, ANSWERS_PER_SECOND, boundAdminServer, shared } from './admin.js';
 
 /** WORKERS as a number of processes: `auto` is the cores this process may use. */
 export function workerCount(setting: string): number {
@@ -40,8 +40,11 @@ export interface PrimaryOptions {
   count: number;
   /** The compiled or TypeScript entry the workers run (cli.ts/cli.js), with this process's arguments. */
   entry: string;
+  /** ADMIN_HOST (or HOST): where the group's ADMIN_PORT listens. */
   host: string;
   adminPort: number;
+  /** ADMIN_MAX_CONNECTIONS. */
+  adminMaxConnections?: number;
   drainMs: number;
   log: Logger;
   /** Environment for every worker on top of this one's (all-in-one: the backend's URL, the start's secrets). */
@@ -86,7 +89,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   // Every worker runs this program's entry with the same arguments and node flags (tsx under `npm start`).
   cluster.setupPrimary({ exec: o.entry, args: process.argv.slice(2) });
 
-  const admin = createClusterAdmin(slots, () => stopping);
+  const admin = boundAdminServer(createClusterAdmin(slots, () => stopping), o.adminMaxConnections ?? 32);
   const adminUrl = await new Promise<string>((resolve, reject) => {
     admin.once('error', (err) => reject(listenError('ADMIN_PORT', o.host, o.adminPort, err)));
     admin.listen(o.adminPort, o.host, () => resolve(`http://${adminHost}:${(admin.address() as net.AddressInfo).port}`));
@@ -102,9 +105,10 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
 
   const fork = async (slot: Slot) => {
     // A fresh private port each time: the crashed worker's may have been taken since.
-    slot.adminPort = await freePort(adminHost);
+    // On loopback whatever ADMIN_HOST says: only this primary reads a worker's admin pages.
+    slot.adminPort = await freePort('127.0.0.1');
     if (stopping) return;
-    const w = cluster.fork({ ...o.workerEnv, KEYGATE_WORKER_ID: String(slot.id), ADMIN_PORT: String(slot.adminPort) });
+    const w = cluster.fork({ ...o.workerEnv, KEYGATE_WORKER_ID: String(slot.id), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(slot.adminPort) });
     slot.worker = w;
     slot.ready = false;
     slot.startedAt = Date.now();
@@ -210,43 +214,55 @@ async function fromWorker(slot: Slot, path: string): Promise<{ status: number; t
  * once, plus the primary's own restart counter. /.well-known/jwks.json: a worker's (they share the keys).
  */
 function createClusterAdmin(slots: Slot[], stopping: () => boolean): http.Server {
-  return http.createServer(async (req, res) => {
-    const path = adminPath(req, res);
-    if (path === null) return;
-    if (path === '/readyz') {
-      const answers = await Promise.all(slots.map((s) => fromWorker(s, '/readyz')));
-      const workers = slots.map((s, i) => ({ worker: s.id, pid: s.worker?.process.pid ?? null, ready: answers[i]?.status === 200 }));
-      const ok = !stopping() && workers.every((w) => w.ready);
-      const first = answers.find((a) => a !== null);
-      let checks: unknown = {};
-      try {
-        checks = first ? (JSON.parse(first.text) as { checks?: unknown }).checks ?? {} : {};
-      } catch {
-        checks = {};
-      }
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      return res.end(JSON.stringify({ status: ok ? 'ready' : 'not_ready', checks, workers }));
+  // Probes arriving together share one round of questions to the workers; answers are budgeted as a
+  // worker's are (src/ops/admin.ts).
+  const readiness = shared(() => Promise.all(slots.map((s) => fromWorker(s, '/readyz'))));
+  const budget = answerBudget(ANSWERS_PER_SECOND);
+  return http.createServer((req, res) => budget(() => void answerCluster(slots, stopping, readiness, req, res)));
+}
+
+async function answerCluster(
+  slots: Slot[],
+  stopping: () => boolean,
+  readiness: () => Promise<({ status: number; text: string; type: string } | null)[]>,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
+  const path = adminPath(req, res);
+  if (path === null) return;
+  if (path === '/readyz') {
+    const answers = await readiness();
+    const workers = slots.map((s, i) => ({ worker: s.id, pid: s.worker?.process.pid ?? null, ready: answers[i]?.status === 200 }));
+    const ok = !stopping() && workers.every((w) => w.ready);
+    const first = answers.find((a) => a !== null);
+    let checks: unknown = {};
+    try {
+      checks = first ? (JSON.parse(first.text) as { checks?: unknown }).checks ?? {} : {};
+    } catch {
+      checks = {};
     }
-    if (path === '/metrics') {
-      const pages = await Promise.all(slots.map((s) => fromWorker(s, '/metrics')));
-      const text = mergeMetrics(slots.map((s, i) => ({ worker: String(s.id), text: pages[i]?.text ?? '' })));
-      const restarts = slots.map((s) => `keygate_worker_restarts_total{worker="${s.id}"} ${s.restarts}`).join('\n');
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-      return res.end(`${text}# HELP keygate_worker_restarts_total Workers restarted by the primary after a crash.\n# TYPE keygate_worker_restarts_total counter\n${restarts}\n`);
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+    return void res.end(JSON.stringify({ status: ok ? 'ready' : 'not_ready', checks, workers }));
+  }
+  if (path === '/metrics') {
+    const pages = await Promise.all(slots.map((s) => fromWorker(s, '/metrics')));
+    const text = mergeMetrics(slots.map((s, i) => ({ worker: String(s.id), text: pages[i]?.text ?? '' })));
+    const restarts = slots.map((s) => `keygate_worker_restarts_total{worker="${s.id}"} ${s.restarts}`).join('\n');
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return void res.end(`${text}# HELP keygate_worker_restarts_total Workers restarted by the primary after a crash.\n# TYPE keygate_worker_restarts_total counter\n${restarts}\n`);
+  }
+  if (path === '/.well-known/jwks.json') {
+    for (const s of slots) {
+      const page = await fromWorker(s, path);
+      if (!page) continue;
+      res.writeHead(page.status, { 'content-type': page.type, 'cache-control': 'public, max-age=300' });
+      return void res.end(page.text);
     }
-    if (path === '/.well-known/jwks.json') {
-      for (const s of slots) {
-        const page = await fromWorker(s, path);
-        if (!page) continue;
-        res.writeHead(page.status, { 'content-type': page.type, 'cache-control': 'public, max-age=300' });
-        return res.end(page.text);
-      }
-      res.writeHead(503, { 'content-type': 'text/plain' });
-      return res.end('no worker answered\n');
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found\n');
-  });
+    res.writeHead(503, { 'content-type': 'text/plain' });
+    return void res.end('no worker answered\n');
+  }
+  res.writeHead(404, { 'content-type': 'text/plain' });
+  res.end('not found\n');
 }
 
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{?)/;

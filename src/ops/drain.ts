@@ -1,9 +1,21 @@
 // Graceful drain of an HTTP listener (CONTRACT section 8), shared by the gateway and the backend.
 // From the signal on: no new connection is accepted; every response carries `Connection: close`, so
-// a kept-alive connection takes no further request once its current one is answered; connections
-// that are idle are closed at once; in-flight requests finish. At the drain deadline the caller may
-// still answer what is left (`beforeForce`), then every connection is closed.
+// a kept-alive connection takes no further request once its current one is answered; in-flight
+// requests finish. At the drain deadline the caller may still answer what is left (`beforeForce`),
+// then every connection is closed.
+//
+// A connection with no request in progress is not closed at the signal: its client may be sending
+// its next request at that very moment, and closing would reset that request (HTTP/1.1 has no way to
+// tell a client "no more" except in an answer). It gets `IDLE_GRACE_MS` to send one, which is then
+// answered with `Connection: close`; only a connection that stayed idle that long is closed. A
+// connection accepted but whose first request has not arrived yet counts as idle from its accept, so
+// a new connection is never closed the instant it arrives (under node:cluster one can reach a worker
+// just after its signal).
 import type http from 'node:http';
+import net from 'node:net';
+
+/** How long a connection idle during the drain may still send a request before it is closed. */
+export const IDLE_GRACE_MS = 1_000;
 
 export interface Drainable {
   /** True once drain() was called. */
@@ -12,34 +24,63 @@ export interface Drainable {
   drain(ms: number, beforeForce?: () => void): Promise<void>;
 }
 
+/** A connection's requests in progress, and since when it has had none. */
+interface Use {
+  active: number;
+  idleSince: number;
+}
+
 export function drainable(server: http.Server): Drainable {
   let draining = false;
-  // Runs before the request handlers (listeners are called in order; this one is added first).
-  server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (!draining) return;
-    res.setHeader('connection', 'close');
+  const uses = new Map<net.Socket, Use>();
+  server.on('connection', (socket: net.Socket) => {
+    uses.set(socket, { active: 0, idleSince: Date.now() });
+    socket.once('close', () => uses.delete(socket));
   });
+  // Runs before the request handlers (listeners are called in order; this one is added first).
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (draining) res.setHeader('connection', 'close');
+    const use = uses.get(req.socket);
+    if (!use) return;
+    use.active++;
+    res.once('close', () => {
+      use.active--;
+      use.idleSince = Date.now();
+    });
+  };
+  server.prependListener('request', onRequest);
+  // node:http emits 'checkContinue' instead of 'request' for `Expect: 100-continue` when it is listened to.
+  server.prependListener('checkContinue', onRequest);
   return {
     get draining() {
       return draining;
     },
     drain(ms, beforeForce) {
       draining = true;
+      const began = Date.now();
+      const grace = Math.min(IDLE_GRACE_MS, ms);
       return new Promise<void>((resolve) => {
         if (!server.listening) return resolve();
-        // A connection whose response began before the signal ends kept-alive: close it once it is idle.
-        const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
+        const closeIdle = () => {
+          const now = Date.now();
+          for (const [socket, use] of uses) {
+            if (use.active === 0 && now - Math.max(use.idleSince, began) >= grace) socket.destroy();
+          }
+        };
+        const sweep = setInterval(closeIdle, 50);
         const force = setTimeout(() => {
           beforeForce?.();
           // What was just answered gets a moment to reach its client before the sockets go.
           setTimeout(() => server.closeAllConnections(), 200).unref();
         }, ms);
-        server.close(() => {
-          clearInterval(closeIdle);
+        // net.Server's close: stop accepting and call back once every connection is gone. http.Server's
+        // own close (Node 19 on) would first close every idle connection at once, racing their clients.
+        net.Server.prototype.close.call(server, () => {
+          clearInterval(sweep);
           clearTimeout(force);
           resolve();
         });
-        server.closeIdleConnections();
+        closeIdle();
       });
     },
   };

@@ -10,7 +10,8 @@
 //   where Content-Digest is `sha-256=:<base64 SHA-256 of the body>:` (RFC 9530).
 // JWT (IDENTITY_FORMAT jwt|both, public keys at http://<gateway>:ADMIN_PORT/.well-known/jwks.json):
 //   EdDSA or ES256, iss "keygate", aud = IDENTITY_JWT_AUDIENCE when set, 60 s lifetime, htm = method,
-//   htu = request target (path and query), cd = Content-Digest of the body when there is one,
+//   htu = request target (path and query) when it is at most 512 bytes, else htd = base64url
+//   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one,
 //   kg = the identity.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
@@ -137,7 +138,7 @@ export interface JwtVerifierOptions {
 /**
  * A verifier of the identity JWT: `(headers, {method, target, body?}) => Promise<Identity>`, rejecting
  * with IdentityVerificationError. Beyond the signature and `exp`/`iat`, it binds the token to this
- * request: `htm` and `htu` must equal its method and target, and `cd` the digest of its body.
+ * request: `htm` and `htu` (or `htd`) must equal its method and target (or the target's digest), and `cd` the digest of its body.
  */
 export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource, request: ForwardedRequest) => Promise<Identity> {
   if (!o.jwksUrl === !o.jwks) throw new Error('createJwtVerifier: give exactly one of jwksUrl and jwks');
@@ -154,7 +155,7 @@ export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource
         algorithms: ['EdDSA', 'ES256'],
         issuer: 'keygate',
         audience: o.audience,
-        requiredClaims: ['iat', 'exp', 'jti', 'htm', 'htu', 'kg'],
+        requiredClaims: ['iat', 'exp', 'jti', 'htm', 'kg'],
         maxTokenAge: MAX_AGE_MS / 1000 + (o.clockToleranceSec ?? 5),
         clockTolerance: o.clockToleranceSec ?? 5,
         currentDate: now === undefined ? undefined : new Date(now),
@@ -162,7 +163,12 @@ export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource
     } catch (err) {
       throw jwtFailure(err);
     }
-    if (claims.htm !== request.method || claims.htu !== request.target) {
+    // Exactly one of htu (the target) and htd (its digest, for targets over 512 bytes).
+    if ((claims.htu === undefined) === (claims.htd === undefined)) {
+      throw new IdentityVerificationError(claims.htu === undefined ? 'missing' : 'malformed', 'the token must carry exactly one of htu and htd');
+    }
+    const sameTarget = claims.htu !== undefined ? claims.htu === request.target : claims.htd === createHash('sha256').update(request.target).digest('base64url');
+    if (claims.htm !== request.method || !sameTarget) {
       throw new IdentityVerificationError('wrong_request', 'the token was issued for another request');
     }
     if (claims.cd !== undefined && typeof claims.cd !== 'string') throw new IdentityVerificationError('malformed', 'the cd claim is malformed');

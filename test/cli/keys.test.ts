@@ -74,7 +74,7 @@ describe('arguments: one line naming the command and the option, exit code 2, be
     [['keys', 'revoke'], /^keygate: keys revoke: missing <keyId>$/],
     [['keys', 'revoke', '12', '13'], /^keygate: keys revoke: unexpected argument "13"$/],
     [['keys', 'revoke', '99999999999'], /^keygate: keys revoke: <keyId> must be a positive integer id/],
-    [['keys', 'rotate'], /^keygate: keys: expected create, list or revoke \(got "rotate"\)$/],
+    [['keys', 'rename'], /^keygate: keys: expected create, list, update, rotate or revoke \(got "rename"\)$/],
     [['orgs', 'plan', '1', 'gold'], /^keygate: orgs plan: <plan> must be one of free, trial, .*, none \(got "gold"\)$/],
     [['orgs', 'pause'], /^keygate: orgs pause: missing <orgId>$/],
     [['sessions', 'create', '--user', '10', '--ttl', 'forever'], /^keygate: sessions create: --ttl must be/],

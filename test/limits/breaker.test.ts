@@ -9,6 +9,8 @@ import { createResilientStores, MIN_SILENCE_MS, StoreUnavailableError, type Resi
 import { spendOne, spendPair, type CounterRef, type LayerState, type LimitStores } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
+// The breaker's silence limit in these tests (REDIS_COMMAND_TIMEOUT_MS above the floor).
+const LIMIT = MIN_SILENCE_MS + 50;
 const key: CounterRef = { id: 'k:1:read', limit: 20 };
 const ip: CounterRef = { id: 'ip:192.0.2.1', limit: 100 };
 
@@ -37,7 +39,7 @@ function breaker(mode: 'open' | 'closed'): ResilientStores {
   return createResilientStores({
     primary, fallback, mode, events, connection,
     log: createLogger('silent'),
-    replyTimeoutMs: 300,
+    replyTimeoutMs: LIMIT,
     now: () => wall,
     loopClock: loop,
   });
@@ -72,9 +74,9 @@ describe('a busy event loop is not a Redis outage', () => {
     primary.limiter.spend = () => reply.promise;
     const stores = breaker('closed');
     const call = stores.limiter.spend([key, ip], 1);
-    // Two seconds of stalls, and 290 ms of free time in all: the reply may not have been read yet.
+    // Two seconds of stalls, and just under the limit of free time in all: the reply may not have been read yet.
     for (let n = 0; n < 20; n++) blocked(100);
-    freeTime(290);
+    freeTime(LIMIT - 10);
     const answer = [{ limit: 20, used: 3, remaining: 17, reset: 60 }, { limit: 100, used: 3, remaining: 97, reset: 60 }];
     reply.resolve(answer);
     expect(await call).toBe(answer);
@@ -106,7 +108,7 @@ describe('an unreachable Redis', () => {
     const stores = breaker('open');
     await fallback.cooldown.recordFailure('192.0.2.9');
     const waiting = stores.cooldown.check('192.0.2.9');
-    freeTime(290);
+    freeTime(LIMIT - 10);
     expect(stores.degraded()).toBe(false);
     freeTime(20);
     expect(stores.degraded()).toBe(true);
@@ -115,16 +117,17 @@ describe('an unreachable Redis', () => {
     expect(await fallback.cooldown.check('192.0.2.9')).toBe(0);
     expect(events.onDegraded.mock.calls).toEqual([[true]]);
     expect(events.degradedCall).toHaveBeenCalledTimes(2);
-    reply.resolve(5); // the late reply changes nothing any more
-    await settle();
+    reply.resolve(5); // the late reply is not used (its call was answered), but proves Redis answers:
+    await settle(); // the breaker probes at once and closes
     expect(events.degradedCall).toHaveBeenCalledTimes(2);
+    expect(events.onDegraded.mock.calls).toEqual([[true], [false]]);
   });
 
   it('closed mode refuses instead, waiting calls included', async () => {
     primary.limiter.spend = () => new Promise(() => {});
     const stores = breaker('closed');
     const waiting = stores.limiter.spend([key], 0);
-    freeTime(310);
+    freeTime(LIMIT + 10);
     await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(events.degradedCall.mock.calls).toEqual([['closed'], ['closed']]);

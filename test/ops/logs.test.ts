@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, fetchRes, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
-import { accessLogFields, createLogger, logAccess, logFormatFor, REDACT_PATHS, type AccessLogSource } from '../../src/ops/logger.js';
+import { accessLogFields, accessLogWriter, createLogger, flushAccessLines, logAccess, logFormatFor, REDACT_PATHS, type AccessLogSource } from '../../src/ops/logger.js';
 import { loadSettings } from '../../src/config/settings.js';
 
 type Line = Record<string, unknown> & { msg?: string; requestId?: string; level?: number };
@@ -27,11 +27,14 @@ function capture(level = 'debug') {
   return { log: createLogger(level, sink), lines, raw: () => raw };
 }
 
-/** The lines logged while `fn` ran (a turn of the event loop included, for lines written on 'finish'). */
+/** The lines logged while `fn` ran (a turn of the event loop included, for lines written on 'close'). */
 async function linesDuring<T>(lines: Line[], fn: () => Promise<T>): Promise<{ result: T; during: Line[] }> {
+  // Access lines are written in batches (src/ops/logger.ts): hand over those of earlier requests first.
+  flushAccessLines();
   const before = lines.length;
   const result = await fn();
   await new Promise((r) => setImmediate(r));
+  flushAccessLines();
   return { result, during: lines.slice(before) };
 }
 
@@ -181,6 +184,72 @@ describe('redaction', () => {
       organizationId: null,
       keyId: null,
     });
+  });
+});
+
+describe('the access line writer', () => {
+  const source: AccessLogSource = {
+    requestId: 'acc-w1',
+    method: 'POST',
+    route: '/v2/workspaces/{workspaceId}/accounts/bulk/tags?x=1',
+    status: 201,
+    code: null,
+    ms: 12.345,
+    organizationId: 7,
+    keyId: 1001,
+  };
+  const settle = async () => {
+    flushAccessLines();
+    await new Promise((r) => setImmediate(r));
+  };
+
+  it('writes byte for byte the line pino writes for the same fields, apart from the time', async () => {
+    const viaPino = capture('info');
+    const viaWriter = capture('info');
+    logAccess(viaPino.log, source);
+    accessLogWriter(viaWriter.log)(source);
+    await settle();
+    const strip = (raw: string) => raw.replace(/"time":\d+/, '"time":0');
+    expect(viaWriter.lines).toHaveLength(1);
+    expect(strip(viaWriter.raw())).toBe(strip(viaPino.raw()));
+    // A refusal without a key: a code, null ids.
+    const refusal = { ...source, status: 401, code: '150001', organizationId: undefined, keyId: null };
+    logAccess(viaPino.log, refusal);
+    accessLogWriter(viaWriter.log)(refusal);
+    await settle();
+    expect(strip(viaWriter.raw())).toBe(strip(viaPino.raw()));
+  });
+
+  it('keeps the child logger bindings and escapes what JSON must escape', async () => {
+    const out = capture('info');
+    const write = accessLogWriter(out.log.child({ worker: 2 }));
+    write({ ...source, route: 'unmatched "quoted" \\ \u2028 \ud800' });
+    await settle();
+    expect(out.lines).toHaveLength(1);
+    expect(out.lines[0]).toMatchObject({ svc: 'keygate', worker: 2, route: 'unmatched "quoted" \\ \u2028 \ud800', msg: 'request' });
+  });
+
+  it('holds the lines back and writes them as one write, in order, and nothing below its level', async () => {
+    const out = capture('info');
+    const write = accessLogWriter(out.log);
+    for (let i = 0; i < 5; i++) write({ ...source, requestId: `acc-b${i}` });
+    expect(out.lines).toHaveLength(0);
+    await settle();
+    expect(out.lines.map((l) => l.requestId)).toEqual(['acc-b0', 'acc-b1', 'acc-b2', 'acc-b3', 'acc-b4']);
+    const quiet = capture('warn');
+    accessLogWriter(quiet.log)(source);
+    await settle();
+    expect(quiet.raw()).toBe('');
+  });
+
+  it('a process that exits in the turn it answered still writes the line', async () => {
+    const LOGGER = fileURLToPath(new URL('../../src/ops/logger.ts', import.meta.url));
+    const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+    const program = `const { createLogger, accessLogWriter } = await import(${JSON.stringify(LOGGER)}); accessLogWriter(createLogger('info'))({ requestId: 'exit-1', method: 'GET', route: 'unmatched', status: 404, code: 'not_found', ms: 1, organizationId: null, keyId: null }); process.exit(0);`;
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: ROOT }, (err, out) => (err ? reject(err) : resolve(out))),
+    );
+    expect(stdout.trim().split('\n').map((l) => JSON.parse(l).requestId)).toEqual(['exit-1']);
   });
 });
 

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
-import { createLogger } from '../../src/ops/logger.js';
+import { createLogger, flushAccessLines } from '../../src/ops/logger.js';
 
 const clock = new FakeClock();
 let s: Stack;
@@ -73,6 +73,7 @@ describe('logs', () => {
     expect(logs).not.toMatch(/Bearer /);
   });
   it('hold an allow-listed access line per request (ACCESS_LOG, at info)', () => {
+    flushAccessLines();
     const lines = logs.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
     expect(lines.length).toBeGreaterThan(20);
     expect(Object.keys(lines[0]).sort()).toEqual(['c', 'code', 'keyId', 'level', 'method', 'ms', 'msg', 'organizationId', 'requestId', 'route', 'status', 'svc', 'time'].sort());

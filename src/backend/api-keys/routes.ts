@@ -1,18 +1,16 @@
 // The internal, session-authenticated key management of the web app (CONTRACT section 7; spec codes
-// 150101 to 150104). Envelope A throughout. A new key's secret is answered once and stored only hashed.
+// 150101 to 150104). Envelope A throughout. The operations, their rules and their audit rows are the
+// service layer's (src/access/service/keys.ts): these routes parse input, map refusals to codes and
+// shape answers. A new key's secret is answered once and stored only hashed.
 import { ApiError } from '../../http/errors.js';
-import { generateSecret, hashSecret, hintOf } from '../../access/secrets.js';
-import { roleRank } from '../../access/principal.js';
+import { serviceContext, ServiceError, type ServiceContext } from '../../access/service/context.js';
+import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey, type KeyView } from '../../access/service/keys.js';
+import { userOfSession, type SessionUser } from '../../access/service/sessions.js';
 import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { createSchema } from './schemas.js';
-import { insertKey, keysOfOrganization, membershipRole, revokeKey, userOfSession } from './queries.js';
+import { createSchema, listQuery, rotateSchema, updateSchema } from './schemas.js';
 
-export interface SessionUser {
-  id: number;
-  organizationId: number;
-  orgRole: 'OWNER' | 'MEMBER';
-}
+export type { SessionUser };
 
 /** The `session=<token>` cookie: none is 150001, an unknown or expired one 150002. */
 export async function requireSession(ctx: Ctx): Promise<SessionUser> {
@@ -26,82 +24,116 @@ export async function requireSession(ctx: Ctx): Promise<SessionUser> {
     // Not percent-encoding we can read: no session was ever issued with it.
     throw new ApiError('150002', 'Invalid or expired session.');
   }
-  const user = await userOfSession(ctx.db, hashSecret(ctx.svc.pepper, token), new Date(ctx.svc.clock.now()));
+  const user = await userOfSession({ db: ctx.db, pepper: ctx.svc.pepper, clock: ctx.svc.clock }, token);
   if (!user) throw new ApiError('150002', 'Invalid or expired session.');
-  return { id: user.id, organizationId: user.organization_id, orgRole: user.org_role };
+  return user;
 }
 
-function view(key: Record<string, any>) {
-  return {
-    id: key.id,
-    name: key.name,
-    type: key.type,
-    hint: key.hint,
-    workspaceId: key.workspace_id,
-    userId: key.user_id,
-    role: key.role,
-    scopes: key.scopes,
-    createdBy: key.created_by,
-    createdAt: key.created_at,
-    revokedAt: key.revoked_at,
-  };
+/** The session's user, acting through the service layer for this request. */
+async function asUser(ctx: Ctx): Promise<{ user: SessionUser; service: ServiceContext }> {
+  const user = await requireSession(ctx);
+  return { user, service: serviceContext({ ...ctx.svc, db: ctx.db }, { kind: 'user', id: user.id }, ctx.requestId) };
+}
+
+const CODE_OF_REASON: Record<string, '150101' | '150102' | '150103' | '150104'> = {
+  workspace_required: '150101',
+  role_above_creator: '150102',
+  no_workspace_access: '150103',
+  no_key: '150104',
+};
+
+/** A service refusal in Envelope A: the spec's codes where one fits, else the general ones. */
+async function mapped<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof ServiceError)) throw err;
+    const code = err.reason ? CODE_OF_REASON[err.reason] : undefined;
+    // The spec's messages where they fit; a role cap on a partner key says why in its own words.
+    if (code) throw new ApiError(code, code === '150102' || code === '150103' ? err.message : undefined);
+    const details = err.field ? { field: err.field } : {};
+    if (err.kind === 'invalid') throw new ApiError('invalid_request', err.message, details);
+    if (err.kind === 'conflict') throw new ApiError('conflict', err.message, details);
+    if (err.kind === 'not_found') throw new ApiError('150104');
+    throw new ApiError('forbidden', err.message);
+  }
+}
+
+/** A key as the web app shows it (its organization is the session's, so not repeated). */
+function view(key: KeyView) {
+  const { organizationId: _org, ...rest } = key;
+  return rest;
+}
+
+/** A key id in the path: only a decimal within PostgreSQL's integer (abc, 1.5 or 1e3 never reach a query). */
+function keyIdOf(ctx: Ctx): number {
+  const raw = ctx.params.keyId;
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiError('150104');
+  return Number(raw);
 }
 
 export function register(router: Router, _svc: BackendServices): void {
   router.post('/api-keys', async (ctx) => {
-    const user = await requireSession(ctx);
+    const { user, service } = await asUser(ctx);
     const body = parse(createSchema, ctx.body ?? {});
-    const known = ctx.svc.scopes();
-    const unknown = body.scopes.find((scope) => !(scope in known));
-    if (unknown) throw new ApiError('invalid_request', `scopes: unknown scope ${unknown}`, { field: 'scopes' });
-    let workspaceId: number | null = null;
-    let role: string | null = null;
-    if (body.type === 'workspace') {
-      if (body.workspaceId === undefined) throw new ApiError('150101');
-      const creatorRole = await membershipRole(ctx.db, body.workspaceId, user.id, user.organizationId);
-      if (creatorRole === null) throw new ApiError('150103');
-      if (body.role && roleRank(body.role) > roleRank(creatorRole)) throw new ApiError('150102');
-      // The default ADMIN is capped by the creator's role (CONTRACT section 2).
-      role = body.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
-      workspaceId = body.workspaceId;
-    } else {
-      if (body.workspaceId !== undefined || body.role !== undefined) {
-        throw new ApiError('150103', `A ${body.type} key is not bound to a workspace or a role.`);
-      }
-      // A partner key sees every account of the organization: only its owners may make one.
-      if (body.type === 'partner' && user.orgRole !== 'OWNER') throw new ApiError('150102', 'Only organization owners can create partner keys.');
-    }
-    const secret = generateSecret(body.type);
-    const created = await insertKey(ctx.db, {
-      organizationId: user.organizationId,
-      type: body.type,
-      keyHash: hashSecret(ctx.svc.pepper, secret),
-      hint: hintOf(secret),
-      name: body.name,
-      workspaceId,
-      userId: body.type === 'personal' ? user.id : null,
-      role,
-      scopes: body.type === 'partner' ? [] : body.scopes,
-      createdBy: user.id,
-    });
-    ctx.svc.log.info({ keyId: created.id, type: body.type, by: user.id }, 'api key created');
-    return { status: 201, data: { ...view(created), secret } };
+    // A partner key carries no scopes: what a client sends for one is dropped, as before.
+    const scopes = body.type === 'partner' ? [] : body.scopes;
+    const { key, secret } = await mapped(() =>
+      createKey(service, {
+        type: body.type,
+        name: body.name,
+        scopes,
+        workspaceId: body.workspaceId,
+        role: body.role,
+        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : new Date(body.expiresAt),
+        metadata: body.metadata,
+      }),
+    );
+    ctx.svc.log.info({ keyId: key.id, type: key.type, by: user.id }, 'api key created');
+    return { status: 201, data: { ...view(key), secret } };
   });
 
   router.get('/api-keys', async (ctx) => {
-    const user = await requireSession(ctx);
-    return { data: (await keysOfOrganization(ctx.db, user.organizationId)).map(view) };
+    const { service } = await asUser(ctx);
+    const q = parse(listQuery, Object.fromEntries(ctx.query));
+    return { data: (await mapped(() => listKeys(service, q))).map(view) };
+  });
+
+  router.get('/api-keys/{keyId}', async (ctx) => {
+    const { service } = await asUser(ctx);
+    const id = keyIdOf(ctx);
+    return { data: view(await mapped(() => getKey(service, id))) };
+  });
+
+  router.patch('/api-keys/{keyId}', async (ctx) => {
+    const { user, service } = await asUser(ctx);
+    const id = keyIdOf(ctx);
+    const body = parse(updateSchema, ctx.body ?? {});
+    const key = await mapped(() =>
+      updateKey(service, id, {
+        name: body.name,
+        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : new Date(body.expiresAt),
+        metadata: body.metadata,
+      }),
+    );
+    // Which fields, never their values: metadata stays out of logs.
+    ctx.svc.log.info({ keyId: id, by: user.id, fields: Object.keys(body) }, 'api key updated');
+    return { data: view(key) };
+  });
+
+  router.post('/api-keys/{keyId}/rotate', async (ctx) => {
+    const { user, service } = await asUser(ctx);
+    const id = keyIdOf(ctx);
+    const body = parse(rotateSchema, ctx.body ?? {});
+    const { key, secret } = await mapped(() => rotateKey(service, id, { graceMs: body.graceSeconds === undefined ? undefined : body.graceSeconds * 1000 }));
+    ctx.svc.log.info({ keyId: id, by: user.id }, 'api key rotated');
+    return { data: { ...view(key), secret } };
   });
 
   router.delete('/api-keys/{keyId}', async (ctx) => {
-    const user = await requireSession(ctx);
-    const raw = ctx.params.keyId;
-    // Only a decimal within PostgreSQL's integer can name a key (abc, 1.5 or 1e3 never reach the query).
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiError('150104');
-    const id = Number(raw);
-    const revoked = await revokeKey(ctx.db, id, { userId: user.id, organizationId: user.organizationId, isOwner: user.orgRole === 'OWNER' }, new Date(ctx.svc.clock.now()));
-    if (!revoked) throw new ApiError('150104');
-    await ctx.svc.accessChanged(user.organizationId);
+    const { user, service } = await asUser(ctx);
+    const id = keyIdOf(ctx);
+    const revoked = await mapped(() => revokeKey(service, id));
     ctx.svc.log.info({ keyId: id, by: user.id }, 'api key revoked');
     return { data: view(revoked) };
   });

@@ -1,9 +1,13 @@
-// Request schema of the internal /api-keys routes (CONTRACT section 7; not part of /v1 or /v2).
+// Request schemas of the internal /api-keys routes (CONTRACT section 7; not part of /v1 or /v2).
 import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
 import { pgId } from '../validation.js';
 
 const SCOPE = z.string().regex(/^[a-z]+:[a-z]+$/);
+/** An instant with its zone (RFC 3339), or null for never. */
+const expiresAt = z.string().datetime({ offset: true }).nullable();
+/** A small JSON object the upstream receives in the signed identity; the 1 KiB bound is the service's. */
+const metadata = z.record(z.string(), z.unknown()).nullable();
 
 export const createSchema = z
   .object({
@@ -12,5 +16,28 @@ export const createSchema = z
     workspaceId: pgId.optional(),
     role: z.enum(ROLES).optional(),
     scopes: z.array(SCOPE).max(32).default([]),
+    expiresAt: expiresAt.optional(),
+    metadata: metadata.optional(),
   })
   .strict();
+
+export const updateSchema = z
+  .object({
+    name: z.string().trim().min(1).max(100).optional(),
+    expiresAt: expiresAt.optional(),
+    metadata: metadata.optional(),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, 'at least one field is required');
+
+/** `graceSeconds`: how long the replaced secret keeps working (default 24 h; 0 stops it at once). */
+export const rotateSchema = z
+  .object({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional() })
+  .strict();
+
+export const listQuery = z
+  .object({
+    status: z.enum(['active', 'expired', 'revoked']).optional(),
+    type: z.enum(['workspace', 'personal', 'partner']).optional(),
+    workspaceId: z.coerce.number().int().positive().max(2_147_483_647).optional(),
+  });

@@ -9,6 +9,7 @@ import type { Clock } from '../../limits/types.js';
 import { ConfigError } from '../../config/errors.js';
 import { localCredentialKeys, parseCredentialKeys, type CredentialKeyring } from '../../config/credential-keys.js';
 import { CredentialCipher, CredentialError, type CredentialField } from './cipher.js';
+import { checkCredentialKeys } from './key-checks.js';
 
 const FIELDS: CredentialField[] = ['smtp_password', 'imap_password', 'oauth_access_token'];
 const COLUMN: Record<CredentialField, string> = {
@@ -164,7 +165,8 @@ async function resealed(svc: CredentialServices, db: Queryable, row: Row, field:
 /**
  * The cipher of a backend start: CREDENTIAL_KEYS when set (loadSettings requires it of `npm run
  * backend`), else the key file in DATA_DIR, or a key of this process for a `memory://` database.
- * Then every stored value is brought under the current key before the backend answers a request.
+ * Then the keys are checked against the database (./key-checks.ts: a key id's bytes never change) and
+ * every stored value is brought under the current key before the backend answers a request.
  */
 export async function openCredentials(options: { db: Db; log: Logger; clock: Clock; keys?: string; dataDir: string }): Promise<CredentialCipher> {
   let keyring: CredentialKeyring;
@@ -182,6 +184,8 @@ export async function openCredentials(options: { db: Db; log: Logger; clock: Clo
     source = local.source === 'memory' ? 'a key of this process (DATA_DIR is memory://)' : `${local.source === 'created' ? 'created ' : ''}key file ${local.file}`;
   }
   const credentials = new CredentialCipher(keyring);
+  // Every key is proved against the database before anything is sealed or re-sealed under it.
+  await checkCredentialKeys(options.db, credentials);
   options.log.info({ credentialKeyId: credentials.currentKeyId, keyIds: credentials.keyIds, source }, 'credential keys loaded');
   await resealCredentials({ db: options.db, log: options.log, clock: options.clock, credentials });
   return credentials;

@@ -6,7 +6,7 @@
 //
 // The version, the key id and the field the value belongs to are authenticated data: an altered key
 // id, or a value copied into another credential column, fails like altered ciphertext does.
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { CredentialKeyring } from '../../config/credential-keys.js';
 
 /** The credential columns of `accounts`, by the name of the secret they hold. */
@@ -81,6 +81,16 @@ export class CredentialCipher {
     } catch {
       throw altered();
     }
+  }
+
+  /**
+   * The check value of key `id` (recorded per key id, src/backend/credentials/key-checks.ts): a keyed
+   * hash of a fixed label, which proves the same bytes at the next start without revealing them.
+   */
+  checkValue(id: string): string {
+    const key = this.#keys.get(id);
+    if (!key) throw new Error(`no credential key ${id}`);
+    return createHmac('sha256', key).update('keygate credential key check v1').digest('base64url');
   }
 
   /** The key id an envelope names, or null when the text is not one. */

@@ -1,60 +1,46 @@
 // Internal admin routes for the billing system (CONTRACT section 7): Envelope B, bearer INTERNAL_TOKEN.
-// Every change here is access data: the gateways see it on their very next request.
+// Every change here is access data, made through the service layer (src/access/service/): audited
+// with the actor `internal`, and seen by the gateways on their very next request.
 import { ApiError } from '../../http/errors.js';
-import { planOf } from '../../config/plans.js';
-import { parse, idParam, type Router } from '../router.js';
+import { serviceContext, ServiceError, type ServiceContext } from '../../access/service/context.js';
+import { deleteWorkspace, updateOrganization } from '../../access/service/organizations.js';
+import { parse, idParam, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from './auth.js';
-import { applyPlanCap } from '../warmup/index.js';
 import { orgPatch } from './schemas.js';
-import { lockOrganization, softDeleteWorkspace, updateOrganization } from './queries.js';
 
-function orgView(org: Record<string, any>) {
-  return {
-    id: org.id,
-    name: org.name,
-    plan: org.plan,
-    apiAccess: org.api_access,
-    paused: org.paused,
-    warmupCap: org.warmup_cap,
-    partnerCallback: org.partner_callback_url ? { url: org.partner_callback_url, verified: org.partner_callback_verified } : null,
-  };
+function asInternal(ctx: Ctx): ServiceContext {
+  requireInternal(ctx);
+  return serviceContext({ ...ctx.svc, db: ctx.db }, { kind: 'internal' }, ctx.requestId);
+}
+
+/** A service refusal in Envelope B. */
+async function mapped<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!(err instanceof ServiceError)) throw err;
+    const details = err.field ? { field: err.field } : {};
+    if (err.kind === 'invalid') throw new ApiError('invalid_request', err.message, details);
+    if (err.kind === 'not_found') throw new ApiError('not_found', `No ${err.message.replace(/^no /, '')}.`);
+    if (err.kind === 'conflict') throw new ApiError('conflict', err.message, details);
+    throw new ApiError('forbidden', err.message);
+  }
 }
 
 export function register(router: Router, _svc: BackendServices): void {
   router.patch('/internal/organizations/{organizationId}', async (ctx) => {
-    requireInternal(ctx);
+    const service = asInternal(ctx);
     const id = idParam(ctx, 'organizationId');
     const patch = parse(orgPatch, ctx.body ?? {});
-    const result = await ctx.db.tx(async (tx) => {
-      const current = await lockOrganization(tx, id);
-      if (!current) throw new ApiError('not_found', `No organization ${id}.`);
-      const updated = await updateOrganization(tx, id, {
-        plan: patch.plan !== undefined ? patch.plan : current.plan,
-        apiAccess: patch.apiAccess ?? current.api_access,
-        paused: patch.paused ?? current.paused,
-        warmupCap: patch.warmupCap !== undefined ? patch.warmupCap : current.warmup_cap,
-        partnerCallbackUrl: patch.partnerCallback !== undefined ? (patch.partnerCallback?.url ?? null) : current.partner_callback_url,
-        partnerCallbackVerified: patch.partnerCallback !== undefined ? (patch.partnerCallback?.verified ?? false) : current.partner_callback_verified,
-      });
-      // A plan change lowers every mailbox above the new plan's cap at once (spec, States).
-      let lowered = 0;
-      if (patch.plan !== undefined && patch.plan !== current.plan) {
-        lowered = await applyPlanCap(tx, id, planOf(ctx.svc.plans(), patch.plan).plan.maxWarmupPerAccount);
-      }
-      return { org: updated, lowered };
-    });
-    await ctx.svc.accessChanged(id);
+    const org = await mapped(() => updateOrganization(service, id, patch));
     ctx.svc.log.info({ organizationId: id, fields: Object.keys(patch) }, 'organization updated');
-    return { data: { ...orgView(result.org), mailboxesLowered: result.lowered } };
+    return { data: org };
   });
 
   router.delete('/internal/workspaces/{workspaceId}', async (ctx) => {
-    requireInternal(ctx);
+    const service = asInternal(ctx);
     const id = idParam(ctx, 'workspaceId');
-    const deleted = await softDeleteWorkspace(ctx.db, id, new Date(ctx.svc.clock.now()));
-    if (!deleted) throw new ApiError('not_found', `No workspace ${id}.`);
-    await ctx.svc.accessChanged(deleted.organization_id);
-    return { data: { id, organizationId: deleted.organization_id, name: deleted.name, deletedAt: deleted.deleted_at } };
+    return { data: await mapped(() => deleteWorkspace(service, id)) };
   });
 }

@@ -1,6 +1,6 @@
 // Step 1 of CONTRACT sections 3 and 4, decided from the request head alone: a canonical path (so
 // the path authorized is byte for byte the path the upstream routes), one Host (RFC 9112 section
-// 3.2), a body only where a body means something, and a declared size within the limit. The body
+// 3.2), a target within its bound, a body only where a body means something, and a declared size within the limit. The body
 // itself is read only after every other guard passed (src/gateway/body.ts).
 import type { IncomingMessage } from 'node:http';
 import { LRUCache } from 'lru-cache';
@@ -25,7 +25,10 @@ function hostLines(req: IncomingMessage): number {
   return n;
 }
 
-export function canonicalRequest(req: IncomingMessage, path: string, bodyLimitBytes: number): Refusal | null {
+export function canonicalRequest(req: IncomingMessage, path: string, bodyLimitBytes: number, targetMaxBytes = Infinity): Refusal | null {
+  // The target travels upstream in the request line (and, up to a bound, in the identity JWT): a longer
+  // one would be refused by the upstream's header limit after the request spent its tokens.
+  if ((req.url?.length ?? 0) > targetMaxBytes) return { code: 'uri_too_long', message: `The request target exceeds ${targetMaxBytes} bytes.` };
   const problem = pathVerdict(path);
   if (problem) return { code: 'invalid_request', message: problem };
   if (hostLines(req) > 1) return { code: 'invalid_request', message: 'A request must carry exactly one Host field.' };

@@ -1,0 +1,150 @@
+// The audit trail (migration 060): one append-only row per access change, written inside the
+// change's own transaction so that a change and its record commit or roll back together. The
+// database refuses UPDATE, DELETE and TRUNCATE; purgeAudit (the retention job) is the only deleter.
+import type { Queryable } from '../../db/types.js';
+import { actorColumns, nowOf, ServiceError, type Actor, type ServiceContext } from './context.js';
+
+export interface AuditEvent {
+  /** `<target>.<verb>`, e.g. `key.create`, `key.rotate`, `organization.pause`. */
+  action: string;
+  targetType: 'key' | 'organization' | 'workspace' | 'session' | 'admin-token' | 'seed' | (string & {});
+  targetIds: (number | string)[];
+  organizationId: number | null;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface AuditRow {
+  id: number;
+  at: string;
+  actor: { kind: Actor['kind']; id: string | null; name: string | null };
+  action: string;
+  targetType: string;
+  targetIds: string[];
+  organizationId: number | null;
+  before: unknown;
+  after: unknown;
+  requestId: string | null;
+}
+
+// Never stored, whatever a caller hands in: a view that slipped a secret in loses it here.
+const SECRET_FIELDS = new Set(['secret', 'token', 'keyHash', 'key_hash', 'previous_key_hash', 'previousKeyHash', 'tokenHash', 'token_hash', 'password', 'pepper']);
+
+function scrub(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (Array.isArray(v)) return v.map(scrub);
+  if (v instanceof Date) return v.toISOString();
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (!SECRET_FIELDS.has(k)) out[k] = scrub(x);
+    return out;
+  }
+  return v;
+}
+
+/** Record one access change; call it with the transaction's queryable, before the commit. */
+export async function recordAudit(q: Queryable, ctx: Pick<ServiceContext, 'actor' | 'requestId' | 'clock'>, event: AuditEvent): Promise<void> {
+  const a = actorColumns(ctx.actor);
+  await q.query(
+    `INSERT INTO audit_events (at, actor_kind, actor_id, actor_name, action, target_type, target_ids, organization_id, before, after, request_id)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::jsonb,$10::jsonb,$11)`,
+    [
+      nowOf(ctx),
+      a.kind,
+      a.id,
+      a.name,
+      event.action,
+      event.targetType,
+      event.targetIds.map(String),
+      event.organizationId,
+      event.before === undefined ? null : JSON.stringify(scrub(event.before)),
+      event.after === undefined ? null : JSON.stringify(scrub(event.after)),
+      ctx.requestId ?? null,
+    ],
+  );
+}
+
+export interface AuditFilter {
+  organizationId?: number;
+  actorKind?: Actor['kind'];
+  actorId?: string;
+  action?: string;
+  targetType?: string;
+  targetId?: string | number;
+  since?: Date;
+  until?: Date;
+  /** Rows with an id below this one (the next page of a newest-first list). */
+  beforeId?: number;
+  limit?: number;
+}
+
+export const AUDIT_PAGE_MAX = 1000;
+
+function auditView(r: Record<string, any>): AuditRow {
+  return {
+    id: Number(r.id),
+    at: new Date(r.at).toISOString(),
+    actor: { kind: r.actor_kind, id: r.actor_id, name: r.actor_name },
+    action: r.action,
+    targetType: r.target_type,
+    targetIds: r.target_ids,
+    organizationId: r.organization_id,
+    before: r.before,
+    after: r.after,
+    requestId: r.request_id,
+  };
+}
+
+function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (cond: (n: string) => string, v: unknown) => {
+    params.push(v);
+    where.push(cond(`$${params.length}`));
+  };
+  if (f.organizationId !== undefined) add((p) => `organization_id = ${p}`, f.organizationId);
+  if (f.actorKind !== undefined) add((p) => `actor_kind = ${p}`, f.actorKind);
+  if (f.actorId !== undefined) add((p) => `actor_id = ${p}`, f.actorId);
+  if (f.action !== undefined) add((p) => (f.action!.endsWith('.') ? `starts_with(action, ${p})` : `action = ${p}`), f.action);
+  if (f.targetType !== undefined) add((p) => `target_type = ${p}`, f.targetType);
+  if (f.targetId !== undefined) add((p) => `target_ids @> ARRAY[${p}]::text[]`, String(f.targetId));
+  if (f.since !== undefined) add((p) => `at >= ${p}`, f.since);
+  if (f.until !== undefined) add((p) => `at < ${p}`, f.until);
+  if (f.beforeId !== undefined) add((p) => `id < ${p}`, f.beforeId);
+  return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
+}
+
+/** One page of the trail, newest first (`limit` 1 to 1000, default 100). Reading is not audited. */
+export async function listAudit(ctx: Pick<ServiceContext, 'db'>, f: AuditFilter = {}): Promise<AuditRow[]> {
+  const limit = f.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_PAGE_MAX) throw new ServiceError('invalid', `limit must be 1 to ${AUDIT_PAGE_MAX}`, undefined, 'limit');
+  const { sql, params } = whereOf(f);
+  const rows = await ctx.db.query(`SELECT * FROM audit_events ${sql} ORDER BY id DESC LIMIT ${limit}`, params);
+  return rows.map(auditView);
+}
+
+/** Every matching row, oldest first, a page at a time (for `keygate audit export`). */
+export async function* exportAudit(ctx: Pick<ServiceContext, 'db'>, f: Omit<AuditFilter, 'beforeId' | 'limit'> = {}): AsyncGenerator<AuditRow> {
+  let afterId = 0;
+  for (;;) {
+    const { sql, params } = whereOf(f);
+    params.push(afterId);
+    const cond = `${sql ? `${sql} AND` : 'WHERE'} id > $${params.length}`;
+    const rows = await ctx.db.query(`SELECT * FROM audit_events ${cond} ORDER BY id LIMIT 500`, params);
+    for (const r of rows) yield auditView(r);
+    if (rows.length < 500) return;
+    afterId = Number(rows[rows.length - 1].id);
+  }
+}
+
+/**
+ * The retention job: delete the rows older than `retentionDays` (at least 1) before the clock's
+ * now, through the database's keygate_purge_audit, the one path its trigger lets delete. Returns the
+ * count. Not itself audited: it is the trail's own upkeep, and its effect is visible in the oldest row.
+ */
+export async function purgeAudit(ctx: Pick<ServiceContext, 'db' | 'clock'>, retentionDays: number): Promise<number> {
+  if (!Number.isInteger(retentionDays) || retentionDays < 1) throw new ServiceError('invalid', 'retention must be a whole number of days, at least 1');
+  const cutoff = new Date(ctx.clock.now() - retentionDays * 86_400_000);
+  const rows = await ctx.db.query(`SELECT keygate_purge_audit($1) AS n`, [cutoff]);
+  return Number(rows[0].n);
+}

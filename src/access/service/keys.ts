@@ -1,0 +1,373 @@
+// Key operations: create, list, get, update (name, expiry, metadata), rotate, revoke. Each validates,
+// writes in one transaction with its audit row, and bumps the organization's access version after the
+// commit, so every gateway applies the change to the very next request. A new secret is returned
+// once and stored only as its keyed hash.
+import type { Queryable, Row } from '../../db/types.js';
+import { ROLES, type Role } from '../../config/routes.js';
+import { generateSecret, hashSecret, hintOf, type KeyType } from '../secrets.js';
+import { roleRank } from '../principal.js';
+import { recordAudit } from './audit.js';
+import { nowOf, ServiceError, type ServiceContext } from './context.js';
+
+export const KEY_NAME_MAX = 100;
+export const MAX_SCOPES = 32;
+export const METADATA_MAX_BYTES = 1024;
+/** A rotation's default grace period: the old secret keeps working this long (issue 22 item 2). */
+export const DEFAULT_GRACE_MS = 24 * 3_600_000;
+export const MAX_GRACE_MS = 30 * 86_400_000;
+const SCOPE = /^[a-z]+:[a-z]+$/;
+
+export type KeyStatus = 'active' | 'expired' | 'revoked';
+export type KeyMetadata = Record<string, unknown>;
+
+/** A key as every interface shows it: never its secret, never a hash. */
+export interface KeyView {
+  id: number;
+  organizationId: number;
+  name: string;
+  type: KeyType;
+  hint: string;
+  workspaceId: number | null;
+  userId: number | null;
+  role: Role | null;
+  scopes: string[];
+  createdBy: number | null;
+  createdAt: string;
+  revokedAt: string | null;
+  expiresAt: string | null;
+  status: KeyStatus;
+  metadata: KeyMetadata | null;
+  /** The last use of any of its secrets, to the minute (batched by the gateways). */
+  lastUsedAt: string | null;
+  rotatedAt: string | null;
+  /** The secret a rotation replaced, while its grace period runs. */
+  previousSecret: { hint: string; expiresAt: string; lastUsedAt: string | null } | null;
+}
+
+const iso = (t: Date | string | null | undefined): string | null => (t == null ? null : new Date(t).toISOString());
+
+export function keyView(k: Row, now: Date): KeyView {
+  const expired = k.expires_at != null && new Date(k.expires_at).getTime() <= now.getTime();
+  const graceLive = k.previous_key_hash != null && new Date(k.previous_expires_at).getTime() > now.getTime();
+  return {
+    id: k.id,
+    organizationId: k.organization_id,
+    name: k.name,
+    type: k.type,
+    hint: k.hint,
+    workspaceId: k.workspace_id,
+    userId: k.user_id,
+    role: k.role,
+    scopes: k.scopes,
+    createdBy: k.created_by,
+    createdAt: iso(k.created_at)!,
+    revokedAt: iso(k.revoked_at),
+    expiresAt: iso(k.expires_at),
+    status: k.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
+    metadata: k.metadata ?? null,
+    lastUsedAt: iso(k.last_used_at),
+    rotatedAt: iso(k.rotated_at),
+    previousSecret: graceLive ? { hint: k.previous_hint, expiresAt: iso(k.previous_expires_at)!, lastUsedAt: iso(k.previous_last_used_at) } : null,
+  };
+}
+
+// The key with its last uses (api_key_last_use, per secret hash).
+const SELECT_KEY = `SELECT k.*,
+    (SELECT max(u.last_used_at) FROM api_key_last_use u WHERE u.key_id = k.id) AS last_used_at,
+    (SELECT u.last_used_at FROM api_key_last_use u WHERE u.key_hash = k.previous_key_hash) AS previous_last_used_at
+  FROM api_keys k`;
+
+async function keyRow(q: Queryable, id: number, lock = false): Promise<Row | null> {
+  const rows = await q.query(`${SELECT_KEY} WHERE k.id = $1${lock ? ' FOR UPDATE OF k' : ''}`, [id]);
+  return rows[0] ?? null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation shared by every interface
+
+/** A name: 1 to 100 characters once trimmed. */
+export function checkName(raw: string): string {
+  const name = raw.trim();
+  if (name.length < 1 || name.length > KEY_NAME_MAX) throw new ServiceError('invalid', `name must be 1 to ${KEY_NAME_MAX} characters`, 'name', 'name');
+  return name;
+}
+
+/**
+ * Metadata: a JSON object of at most 1 KiB as compact JSON, or null (none). It travels in the signed
+ * identity to the upstream, so its size is bounded here once rather than at every request.
+ */
+export function checkMetadata(raw: unknown): KeyMetadata | null {
+  if (raw === null) return null;
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ServiceError('invalid', 'metadata must be a JSON object or null', 'metadata', 'metadata');
+  let text: string;
+  try {
+    text = JSON.stringify(raw);
+  } catch {
+    throw new ServiceError('invalid', 'metadata must be plain JSON', 'metadata', 'metadata');
+  }
+  const bytes = Buffer.byteLength(text);
+  if (bytes > METADATA_MAX_BYTES) throw new ServiceError('invalid', `metadata is ${bytes} bytes as JSON; at most ${METADATA_MAX_BYTES}`, 'metadata', 'metadata');
+  return JSON.parse(text) as KeyMetadata;
+}
+
+/** An expiry instant: a valid date, or null (never). It may lie in the past: the key is then expired at once. */
+export function checkExpiresAt(raw: Date | null): Date | null {
+  if (raw === null) return null;
+  if (!(raw instanceof Date) || Number.isNaN(raw.getTime())) throw new ServiceError('invalid', 'expiresAt must be a date and time', 'expiresAt', 'expiresAt');
+  return raw;
+}
+
+function checkScopes(ctx: ServiceContext, scopes: string[]): string[] {
+  const bad = scopes.find((s) => !SCOPE.test(s));
+  if (bad !== undefined) throw new ServiceError('invalid', `scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`, 'scopes', 'scopes');
+  if (scopes.length > MAX_SCOPES) throw new ServiceError('invalid', `scopes: at most ${MAX_SCOPES}`, 'scopes', 'scopes');
+  const known = ctx.scopes();
+  const unknown = scopes.find((s) => !(s in known));
+  if (unknown !== undefined) throw new ServiceError('invalid', `scopes: unknown scope ${unknown}`, 'unknown_scope', 'scopes');
+  return [...new Set(scopes)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Who may act on which key
+
+interface SessionUser {
+  id: number;
+  organizationId: number;
+  orgRole: 'OWNER' | 'MEMBER';
+}
+
+async function actingUser(q: Queryable, ctx: ServiceContext): Promise<SessionUser | null> {
+  if (ctx.actor.kind !== 'user') return null;
+  const rows = await q.query(`SELECT id, organization_id, org_role FROM users WHERE id = $1`, [ctx.actor.id]);
+  if (!rows.length) throw new ServiceError('forbidden', `no user ${ctx.actor.id}`, 'no_user');
+  return { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role };
+}
+
+/**
+ * A user (a session of the web app) acts within their organization only: its owners on any key,
+ * members on the keys they made or own (the rule of DELETE /api-keys). Any other key looks absent.
+ */
+function assertMayManage(user: SessionUser | null, k: Row | null, id: number): asserts k is Row {
+  const mine = k && user && k.organization_id === user.organizationId && (user.orgRole === 'OWNER' || k.created_by === user.id || k.user_id === user.id);
+  if (!k || (user && !mine)) throw new ServiceError('not_found', `no key ${id}`, 'no_key');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+export interface CreateKeyInput {
+  type: KeyType;
+  name: string;
+  scopes?: string[];
+  /** workspace keys */
+  workspaceId?: number;
+  role?: Role;
+  /** personal keys (a user actor: themselves) */
+  userId?: number;
+  /** partner keys (a user actor: their own organization) */
+  organizationId?: number;
+  /** The member who made the key; a workspace key's role is capped by their role there. A user actor: themselves. */
+  createdBy?: number;
+  expiresAt?: Date | null;
+  metadata?: KeyMetadata | null;
+}
+
+export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Promise<{ key: KeyView; secret: string }> {
+  const name = checkName(input.name);
+  const scopes = input.type === 'partner' ? [] : checkScopes(ctx, input.scopes ?? []);
+  if (input.type === 'partner' && input.scopes?.length) throw new ServiceError('invalid', 'a partner key takes no scopes', 'scopes', 'scopes');
+  if (input.role !== undefined && !ROLES.includes(input.role)) throw new ServiceError('invalid', `role must be one of ${ROLES.join(', ')}`, 'role', 'role');
+  const expiresAt = input.expiresAt === undefined ? null : checkExpiresAt(input.expiresAt);
+  const metadata = input.metadata === undefined ? null : checkMetadata(input.metadata);
+  const secret = generateSecret(input.type);
+  const now = nowOf(ctx);
+  const created = await ctx.db.tx(async (q) => {
+    const user = await actingUser(q, ctx);
+    let organizationId: number;
+    let workspaceId: number | null = null;
+    let userId: number | null = null;
+    let role: Role | null = null;
+    let createdBy: number | null = user ? user.id : (input.createdBy ?? null);
+    if (input.type === 'workspace') {
+      if (input.workspaceId === undefined) throw new ServiceError('invalid', 'A workspace id is required to create a workspace key.', 'workspace_required', 'workspaceId');
+      if (input.userId !== undefined || input.organizationId !== undefined) throw new ServiceError('invalid', 'a workspace key is bound to its workspace only', 'binding');
+      const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [input.workspaceId]);
+      if (!ws.length || (user && ws[0].organization_id !== user.organizationId)) {
+        throw new ServiceError(user ? 'forbidden' : 'not_found', user ? 'No access to the workspace for this key.' : `no workspace ${input.workspaceId}`, 'no_workspace_access', 'workspaceId');
+      }
+      organizationId = ws[0].organization_id;
+      workspaceId = input.workspaceId;
+      role = input.role ?? 'ADMIN';
+      if (createdBy !== null) {
+        // A workspace key's role is capped by its creator's role in that workspace (CONTRACT section 2).
+        const m = await q.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [workspaceId, createdBy]);
+        if (!m.length) {
+          throw new ServiceError('forbidden', user ? 'No access to the workspace for this key.' : `user ${createdBy} is not a member of workspace ${workspaceId}`, 'no_workspace_access', 'createdBy');
+        }
+        const creatorRole = m[0].role as Role;
+        if (input.role && roleRank(input.role) > roleRank(creatorRole)) {
+          throw new ServiceError('forbidden', user ? "Cannot create a key with a role above the creator's." : `role ${input.role} is above the ${creatorRole} role of user ${createdBy}`, 'role_above_creator', 'role');
+        }
+        role = input.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
+      }
+    } else {
+      if (input.workspaceId !== undefined || input.role !== undefined) {
+        throw new ServiceError('forbidden', `A ${input.type} key is not bound to a workspace or a role.`, 'no_workspace_access', input.workspaceId !== undefined ? 'workspaceId' : 'role');
+      }
+      if (input.type === 'personal') {
+        userId = user ? user.id : (input.userId ?? null);
+        if (userId === null) throw new ServiceError('invalid', 'a personal key needs its user', 'user_required', 'userId');
+        if (user && input.userId !== undefined && input.userId !== user.id) throw new ServiceError('forbidden', 'a personal key is made by its own user', 'not_own_user', 'userId');
+        const u = await q.query(`SELECT organization_id FROM users WHERE id = $1`, [userId]);
+        if (!u.length) throw new ServiceError('not_found', `no user ${userId}`, 'no_user', 'userId');
+        organizationId = u[0].organization_id;
+        createdBy = userId;
+      } else {
+        // A partner key sees every account of the organization: only its owners may make one.
+        if (user && user.orgRole !== 'OWNER') throw new ServiceError('forbidden', 'Only organization owners can create partner keys.', 'role_above_creator');
+        const orgId = user ? user.organizationId : input.organizationId;
+        if (orgId === undefined) throw new ServiceError('invalid', 'a partner key needs its organization', 'organization_required', 'organizationId');
+        const o = await q.query(`SELECT id FROM organizations WHERE id = $1`, [orgId]);
+        if (!o.length) throw new ServiceError('not_found', `no organization ${orgId}`, 'no_organization', 'organizationId');
+        organizationId = orgId;
+      }
+    }
+    const rows = await q.query(
+      `INSERT INTO api_keys (organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, created_at, expires_at, metadata)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::jsonb) RETURNING id`,
+      [organizationId, input.type, hashSecret(ctx.pepper, secret), hintOf(secret), name, workspaceId, userId, role, scopes, createdBy, now, expiresAt,
+        metadata === null ? null : JSON.stringify(metadata)],
+    );
+    const view = keyView((await keyRow(q, rows[0].id))!, now);
+    await recordAudit(q, ctx, { action: 'key.create', targetType: 'key', targetIds: [view.id], organizationId, after: view });
+    return view;
+  });
+  // A new key needs no eviction, but an organization whose keys changed is re-read everywhere: cheap, and exact.
+  await ctx.accessChanged(created.organizationId);
+  return { key: created, secret };
+}
+
+export interface KeyFilter {
+  organizationId?: number;
+  workspaceId?: number;
+  userId?: number;
+  type?: KeyType;
+  status?: KeyStatus;
+  /** Keys with an id above this one (the next page). */
+  afterId?: number;
+  /** 1 to 1000; all when absent. */
+  limit?: number;
+}
+
+/** Keys in id order. A user actor sees their own organization's keys only. Reading is not audited. */
+export async function listKeys(ctx: ServiceContext, f: KeyFilter = {}): Promise<KeyView[]> {
+  const user = await actingUser(ctx.db, ctx);
+  const now = nowOf(ctx);
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (cond: (p: string) => string, v: unknown) => {
+    params.push(v);
+    where.push(cond(`$${params.length}`));
+  };
+  if (user) add((p) => `k.organization_id = ${p}`, user.organizationId);
+  if (f.organizationId !== undefined) add((p) => `k.organization_id = ${p}`, f.organizationId);
+  if (f.workspaceId !== undefined) add((p) => `k.workspace_id = ${p}`, f.workspaceId);
+  if (f.userId !== undefined) add((p) => `k.user_id = ${p}`, f.userId);
+  if (f.type !== undefined) add((p) => `k.type = ${p}`, f.type);
+  if (f.afterId !== undefined) add((p) => `k.id > ${p}`, f.afterId);
+  if (f.status === 'revoked') where.push('k.revoked_at IS NOT NULL');
+  if (f.status === 'expired') add((p) => `k.revoked_at IS NULL AND k.expires_at <= ${p}`, now);
+  if (f.status === 'active') add((p) => `k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${p})`, now);
+  if (f.limit !== undefined && (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > 1000)) throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
+  const rows = await ctx.db.query(`${SELECT_KEY} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.id${f.limit ? ` LIMIT ${f.limit}` : ''}`, params);
+  return rows.map((r) => keyView(r, now));
+}
+
+export async function getKey(ctx: ServiceContext, id: number): Promise<KeyView> {
+  const user = await actingUser(ctx.db, ctx);
+  const k = await keyRow(ctx.db, id);
+  assertMayManage(user, k, id);
+  return keyView(k, nowOf(ctx));
+}
+
+/**
+ * One change to a key under its row lock, audited with its before and after, then the access bump.
+ * `change` returns the SQL SET list and its parameters (from $2), or null for nothing to change.
+ */
+async function changeKey(
+  ctx: ServiceContext,
+  id: number,
+  action: string,
+  change: (k: Row, now: Date) => { set: string; params: unknown[] } | null,
+): Promise<KeyView> {
+  const now = nowOf(ctx);
+  const after = await ctx.db.tx(async (q) => {
+    const user = await actingUser(q, ctx);
+    const k = await keyRow(q, id, true);
+    assertMayManage(user, k, id);
+    const before = keyView(k, now);
+    const c = change(k, now);
+    if (c) await q.query(`UPDATE api_keys SET ${c.set} WHERE id = $1`, [id, ...c.params]);
+    const view = keyView((await keyRow(q, id))!, now);
+    await recordAudit(q, ctx, { action, targetType: 'key', targetIds: [id], organizationId: k.organization_id, before, after: view });
+    return view;
+  });
+  await ctx.accessChanged(after.organizationId);
+  return after;
+}
+
+/** Revoke: every secret of the key stops at once; the first revocation time stays. */
+export async function revokeKey(ctx: ServiceContext, id: number): Promise<KeyView> {
+  return changeKey(ctx, id, 'key.revoke', (_k, now) => ({ set: 'revoked_at = coalesce(revoked_at, $2)', params: [now] }));
+}
+
+export interface UpdateKeyInput {
+  name?: string;
+  /** null: never expires. */
+  expiresAt?: Date | null;
+  /** null: none. */
+  metadata?: KeyMetadata | null;
+}
+
+export async function updateKey(ctx: ServiceContext, id: number, input: UpdateKeyInput): Promise<KeyView> {
+  const sets: string[] = [];
+  const params: unknown[] = [];
+  const set = (col: string, v: unknown, cast = '') => {
+    params.push(v);
+    sets.push(`${col} = $${params.length + 1}${cast}`);
+  };
+  if (input.name !== undefined) set('name', checkName(input.name));
+  if (input.expiresAt !== undefined) set('expires_at', checkExpiresAt(input.expiresAt));
+  if (input.metadata !== undefined) {
+    const m = checkMetadata(input.metadata);
+    set('metadata', m === null ? null : JSON.stringify(m), '::jsonb');
+  }
+  if (!sets.length) throw new ServiceError('invalid', 'nothing to change: give a name, an expiry or metadata', 'empty');
+  return changeKey(ctx, id, 'key.update', (k) => {
+    if (k.revoked_at) throw new ServiceError('conflict', `key ${id} is revoked`, 'revoked');
+    return { set: sets.join(', '), params };
+  });
+}
+
+/**
+ * Rotate: a new secret for the same key (same id, scopes, role, metadata, expiry). The replaced secret
+ * keeps working until `graceMs` has passed (0: stops at once); a secret still in an earlier grace
+ * period stops at once, so at most two secrets live per key.
+ */
+export async function rotateKey(ctx: ServiceContext, id: number, input: { graceMs?: number } = {}): Promise<{ key: KeyView; secret: string }> {
+  const graceMs = input.graceMs ?? DEFAULT_GRACE_MS;
+  if (!Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_GRACE_MS) {
+    throw new ServiceError('invalid', `grace must be 0 to ${MAX_GRACE_MS / 86_400_000} days`, 'grace', 'grace');
+  }
+  let secret = '';
+  const key = await changeKey(ctx, id, 'key.rotate', (k, now) => {
+    if (k.revoked_at) throw new ServiceError('conflict', `key ${id} is revoked`, 'revoked');
+    secret = generateSecret(k.type);
+    const keep = graceMs > 0;
+    return {
+      set: `key_hash = $2, hint = $3, rotated_at = $4, previous_key_hash = $5, previous_hint = $6, previous_expires_at = $7`,
+      params: [hashSecret(ctx.pepper, secret), hintOf(secret), now, keep ? k.key_hash : null, keep ? k.hint : null, keep ? new Date(now.getTime() + graceMs) : null],
+    };
+  });
+  return { key, secret };
+}

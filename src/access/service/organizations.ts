@@ -1,0 +1,132 @@
+// Organization operations: the access fields the billing system and operators change (plan, API
+// access, pause, warmup cap, partner callback) and a workspace's soft deletion. Each writes in one
+// transaction with its audit row and bumps the organization's access version after the commit.
+import type { Row } from '../../db/types.js';
+import { planOf } from '../../config/plans.js';
+import { applyPlanCap } from '../../backend/warmup/limits.js';
+import { recordAudit } from './audit.js';
+import { nowOf, ServiceError, type ServiceContext } from './context.js';
+
+export interface OrganizationView {
+  id: number;
+  name: string;
+  plan: string | null;
+  apiAccess: boolean;
+  paused: boolean;
+  warmupCap: number | null;
+  partnerCallback: { url: string; verified: boolean } | null;
+}
+
+export function organizationView(o: Row): OrganizationView {
+  return {
+    id: o.id,
+    name: o.name,
+    plan: o.plan,
+    apiAccess: o.api_access,
+    paused: o.paused,
+    warmupCap: o.warmup_cap,
+    partnerCallback: o.partner_callback_url ? { url: o.partner_callback_url, verified: o.partner_callback_verified } : null,
+  };
+}
+
+export interface OrganizationPatch {
+  plan?: string | null;
+  apiAccess?: boolean;
+  paused?: boolean;
+  warmupCap?: number | null;
+  partnerCallback?: { url: string; verified: boolean } | null;
+}
+
+/** The action an audit row names for a patch: the one field changed, or a general update. */
+function actionOf(p: OrganizationPatch): string {
+  const fields = Object.keys(p);
+  if (fields.length === 1 && fields[0] === 'paused') return p.paused ? 'organization.pause' : 'organization.resume';
+  if (fields.length === 1 && fields[0] === 'plan') return 'organization.plan';
+  return 'organization.update';
+}
+
+/**
+ * Change an organization's access fields. A plan change lowers every mailbox above the new plan's
+ * per-mailbox cap at once (spec, States), in the same transaction.
+ */
+export async function updateOrganization(ctx: ServiceContext, id: number, patch: OrganizationPatch): Promise<OrganizationView & { mailboxesLowered: number }> {
+  if (!Object.keys(patch).length) throw new ServiceError('invalid', 'at least one field is required', 'empty');
+  if (patch.plan != null && !(patch.plan in ctx.plans())) throw new ServiceError('invalid', `unknown plan ${JSON.stringify(patch.plan)}`, 'plan', 'plan');
+  if (patch.warmupCap != null && (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > 2_147_483_647)) {
+    throw new ServiceError('invalid', 'warmupCap must be a whole number from 0, or null', 'warmupCap', 'warmupCap');
+  }
+  if (ctx.actor.kind === 'user') throw new ServiceError('forbidden', 'organizations are changed by operators and the billing system', 'forbidden');
+  const result = await ctx.db.tx(async (q) => {
+    const cur = (await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [id]))[0];
+    if (!cur) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
+    const rows = await q.query(
+      `UPDATE organizations SET plan = $2, api_access = $3, paused = $4, warmup_cap = $5,
+         partner_callback_url = $6, partner_callback_verified = $7 WHERE id = $1 RETURNING *`,
+      [
+        id,
+        patch.plan !== undefined ? patch.plan : cur.plan,
+        patch.apiAccess ?? cur.api_access,
+        patch.paused ?? cur.paused,
+        patch.warmupCap !== undefined ? patch.warmupCap : cur.warmup_cap,
+        patch.partnerCallback !== undefined ? (patch.partnerCallback?.url ?? null) : cur.partner_callback_url,
+        patch.partnerCallback !== undefined ? (patch.partnerCallback?.verified ?? false) : cur.partner_callback_verified,
+      ],
+    );
+    let lowered = 0;
+    if (patch.plan !== undefined && patch.plan !== cur.plan) {
+      lowered = await applyPlanCap(q, id, planOf(ctx.plans(), patch.plan).plan.maxWarmupPerAccount);
+    }
+    const after = organizationView(rows[0]);
+    await recordAudit(q, ctx, {
+      action: actionOf(patch),
+      targetType: 'organization',
+      targetIds: [id],
+      organizationId: id,
+      before: organizationView(cur),
+      after: lowered ? { ...after, mailboxesLowered: lowered } : after,
+    });
+    return { ...after, mailboxesLowered: lowered };
+  });
+  await ctx.accessChanged(id);
+  return result;
+}
+
+export const pauseOrganization = (ctx: ServiceContext, id: number) => updateOrganization(ctx, id, { paused: true });
+export const resumeOrganization = (ctx: ServiceContext, id: number) => updateOrganization(ctx, id, { paused: false });
+export const setPlan = (ctx: ServiceContext, id: number, plan: string | null) => updateOrganization(ctx, id, { plan });
+
+export async function getOrganization(ctx: ServiceContext, id: number): Promise<OrganizationView> {
+  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id = $1`, [id]);
+  if (!rows.length) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
+  return organizationView(rows[0]);
+}
+
+export async function listOrganizations(ctx: ServiceContext, f: { afterId?: number; limit?: number } = {}): Promise<OrganizationView[]> {
+  const limit = f.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
+  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT ${limit}`, [f.afterId ?? 0]);
+  return rows.map(organizationView);
+}
+
+/** Soft-delete a workspace (the first deletion time stays): its keys and memberships stop at once. */
+export async function deleteWorkspace(ctx: ServiceContext, id: number): Promise<{ id: number; organizationId: number; name: string; deletedAt: string }> {
+  if (ctx.actor.kind === 'user') throw new ServiceError('forbidden', 'workspaces are deleted by operators and the billing system', 'forbidden');
+  const now = nowOf(ctx);
+  const result = await ctx.db.tx(async (q) => {
+    const cur = (await q.query(`SELECT id, organization_id, name, deleted_at FROM workspaces WHERE id = $1 FOR UPDATE`, [id]))[0];
+    if (!cur) throw new ServiceError('not_found', `no workspace ${id}`, 'no_workspace');
+    const rows = await q.query(`UPDATE workspaces SET deleted_at = coalesce(deleted_at, $2) WHERE id = $1 RETURNING id, organization_id, name, deleted_at`, [id, now]);
+    const view = { id, organizationId: rows[0].organization_id as number, name: rows[0].name as string, deletedAt: new Date(rows[0].deleted_at).toISOString() };
+    await recordAudit(q, ctx, {
+      action: 'workspace.delete',
+      targetType: 'workspace',
+      targetIds: [id],
+      organizationId: view.organizationId,
+      before: { id, name: cur.name, deletedAt: cur.deleted_at ? new Date(cur.deleted_at).toISOString() : null },
+      after: view,
+    });
+    return view;
+  });
+  await ctx.accessChanged(result.organizationId);
+  return result;
+}

@@ -1,0 +1,88 @@
+// Bounded while Redis is away (RATE_LIMIT_FAILURE_MODE=open). Each instance falling back to the whole
+// budget would let N instances admit N budgets; so each keeps
+//   - how many gateway instances are live: every instance adds itself to a set in Redis once a second
+//     while Redis answers (a member counts while its last beat is under FLEET_TTL_MS old), and
+//     remembers the last size it read when Redis stops answering;
+//   - the count it last saw of each counter in the current window (from Redis's own replies);
+// and without Redis it admits, per counter, its share of what was left when it last looked:
+//   allowance = ceil((limit - last seen) / live instances), at least 1 while anything was left, 0 when
+//   the counter was spent already.
+// The fleet then admits about one budget in the window of the outage: the counts seen differ a little
+// from instance to instance, and each share is rounded up, so at most one extra per instance. Counters
+// spent while Redis is away never reach it: when it answers again, its counters rule for the rest of
+// the window as they stand, so a window that spans the recovery can admit up to that much more.
+import { WINDOW_MS, layerState, type CounterRef, type LayerState, type RateLimiter } from './types.js';
+
+/** A beat older than this no longer counts its instance as live (a few missed beats are not a departure). */
+export const FLEET_TTL_MS = 5_000;
+
+/** Counters remembered per window at most: beyond it, a counter falls back as if unseen (its share of the whole budget). */
+const MAX_SEEN = 100_000;
+
+/** The live set in Redis (./redis.ts). */
+export interface FleetRegistry {
+  /** Marks `id` live now (Redis's clock), forgets members silent for `ttlMs`, returns how many are live. */
+  beat(id: string, ttlMs: number): Promise<number>;
+  leave(id: string): Promise<void>;
+}
+
+export interface FleetShare {
+  /** Instances live when Redis last answered a beat (1 before the first). */
+  live(): number;
+  /** Sets the live count (from a beat). */
+  setLive(n: number): void;
+  /** Records the states Redis answered for these counters. */
+  saw(refs: readonly CounterRef[], states: readonly LayerState[]): void;
+  /** The in-memory limiter wrapped so each counter starts from its share (see above). */
+  limiter(inner: RateLimiter): RateLimiter;
+}
+
+export function createFleetShare(): FleetShare {
+  let live = 1;
+  // One window's counts (the newest seen); numbers only, so updating a known counter allocates nothing.
+  let seenStart = 0;
+  let seen = new Map<string, number>();
+
+  function saw(refs: readonly CounterRef[], states: readonly LayerState[]) {
+    for (let n = 0; n < refs.length && n < states.length; n++) {
+      const state = states[n];
+      const start = state.reset * 1000 - WINDOW_MS;
+      if (start > seenStart) {
+        seenStart = start;
+        seen = new Map();
+      } else if (start < seenStart) {
+        continue;
+      }
+      const id = refs[n].id;
+      if (seen.size >= MAX_SEEN && !seen.has(id)) continue;
+      const before = seen.get(id) ?? 0;
+      // Replies of one window may arrive out of order: the highest count is the latest.
+      if (state.used > before) seen.set(id, state.used);
+    }
+  }
+
+  /** How far the in-memory counter starts into the budget: limit - allowance. */
+  function offset(ref: CounterRef, start: number): number {
+    const used = start === seenStart ? (seen.get(ref.id) ?? 0) : 0;
+    if (used >= ref.limit) return ref.limit;
+    const allowance = Math.max(1, Math.ceil((ref.limit - used) / live));
+    return ref.limit - allowance;
+  }
+
+  return {
+    live: () => live,
+    setLive(n) {
+      live = Math.max(1, n);
+    },
+    saw,
+    limiter: (inner) => ({
+      async spend(refs, cost) {
+        const states = await inner.spend(refs, cost);
+        return states.map((state, n) => {
+          const start = state.reset * 1000 - WINDOW_MS;
+          return layerState(state.limit, state.used + offset(refs[n], start), start);
+        });
+      },
+    }),
+  };
+}

@@ -1,0 +1,155 @@
+// The exactness audit of a load test, from the answers alone: what the gateway announced in its headers
+// must hold for what it did. Per key, bucket and window (and per client address and window for the
+// address layer):
+// - admitted answers never exceed the budget the headers announce;
+// - X-RateLimit-Remaining counts down: each admitted answer of a window carries its own value, between 0
+//   and limit - 1 (two answers with one value means one token was granted twice);
+// - every rate-limit refusal carries Retry-After, and waiting it out reaches a fresh window: the answer's
+//   arrival plus Retry-After is not before the window's reset, and the first request the load test sent
+//   after honouring it was answered from a later window.
+// Other clients spending the same keys during the run only leave gaps in the countdown, never duplicates,
+// so the audit stays sound in front of live traffic.
+
+/** What the audit needs of one answer. */
+export interface AuditAnswer {
+  /** Index of the key in the run's key list; -1 for none. */
+  key: number;
+  /** The client address the request claimed (X-Forwarded-For), or '' for the load test's own. */
+  address: string;
+  /** When the answer's head arrived, epoch ms. */
+  at: number;
+  status: number;
+  /** The error code of the body (Envelope A errorCode, Envelope B or /v1 code), or null. */
+  code: string | null;
+  /** The key layer's policy name (`read`, `write`, `bulk`, `partner`), from RateLimit-Policy. */
+  bucket: string | null;
+  limit: number | null;
+  remaining: number | null;
+  /** The key layer's window end, unix seconds (X-RateLimit-Reset). */
+  reset: number | null;
+  ipLimit: number | null;
+  ipRemaining: number | null;
+  retryAfter: number | null;
+  /** This request was the first sent for its key and bucket after honouring a Retry-After. */
+  afterRetry?: { reset: number };
+}
+
+/** Codes with which the gateway refuses before forwarding: these answers were not admitted. */
+const REFUSALS = new Set([
+  '150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006',
+  'invalid_request', 'payload_too_large', 'uri_too_long', 'unauthenticated', 'rate_limiter_unavailable', 'access_store_unavailable',
+  'invalid_api_key', 'missing_api_key', 'rate_limit_exceeded', 'too_many_failed_attempts',
+]);
+const RATE_LIMITED = new Set(['150005', 'rate_limit_exceeded']);
+
+/** The answer spent a token and was let through (forwarded, or answered by the gateway as the route itself). */
+export function admitted(a: AuditAnswer): boolean {
+  if (a.status === 429) return false;
+  return a.code === null || !REFUSALS.has(a.code);
+}
+
+export const isRateLimited = (a: AuditAnswer) => a.status === 429 && a.code !== null && RATE_LIMITED.has(a.code);
+
+export interface WindowAudit {
+  layer: 'key' | 'address';
+  /** `key <n> read` or `address 10.0.0.1`. */
+  subject: string;
+  /** The window's end, unix seconds. */
+  reset: number;
+  limit: number;
+  admitted: number;
+  refused: number;
+  /** Remaining values announced twice among admitted answers. */
+  duplicates: number[];
+  /** Remaining values outside [0, limit - 1] on admitted answers. */
+  outOfRange: number[];
+}
+
+export interface Violation {
+  kind: 'over-budget' | 'duplicate-remaining' | 'remaining-out-of-range' | 'missing-retry-after' | 'retry-after-too-short' | 'retry-same-window';
+  subject: string;
+  reset: number | null;
+  detail: string;
+}
+
+export interface AuditResult {
+  ok: boolean;
+  windows: WindowAudit[];
+  violations: Violation[];
+  /** Rate-limit refusals seen, and how many of them were followed by a request after Retry-After. */
+  refusals: number;
+  retriesHonoured: number;
+  retriesInFreshWindow: number;
+}
+
+interface Tally {
+  layer: WindowAudit['layer'];
+  subject: string;
+  reset: number;
+  limit: number;
+  admitted: number;
+  refused: number;
+  seen: Set<number>;
+  duplicates: number[];
+  outOfRange: number[];
+}
+
+/** Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). */
+export function audit(answers: Iterable<AuditAnswer>, keyName: (i: number) => string = (i) => `key ${i + 1}`, clockSlackMs = 250): AuditResult {
+  const tallies = new Map<string, Tally>();
+  const violations: Violation[] = [];
+  let refusals = 0;
+  let retriesHonoured = 0;
+  let retriesInFreshWindow = 0;
+
+  const tally = (layer: Tally['layer'], subject: string, reset: number, limit: number): Tally => {
+    const id = `${layer}\u0000${subject}\u0000${reset}`;
+    let t = tallies.get(id);
+    if (!t) tallies.set(id, (t = { layer, subject, reset, limit, admitted: 0, refused: 0, seen: new Set(), duplicates: [], outOfRange: [] }));
+    t.limit = Math.max(t.limit, limit);
+    return t;
+  };
+  const count = (t: Tally, ok: boolean, remaining: number | null) => {
+    if (!ok) return void t.refused++;
+    t.admitted++;
+    if (remaining === null) return;
+    if (t.seen.has(remaining)) t.duplicates.push(remaining);
+    t.seen.add(remaining);
+    if (remaining < 0 || remaining > t.limit - 1) t.outOfRange.push(remaining);
+  };
+
+  for (const a of answers) {
+    const spent = admitted(a) || isRateLimited(a);
+    const ok = admitted(a);
+    const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
+    if (spent && keySubject && a.limit !== null && a.reset !== null) count(tally('key', keySubject, a.reset, a.limit), ok, a.remaining);
+    // The address layer has no reset header of its own: it shares the key layer's minute.
+    if (spent && a.ipLimit !== null && a.reset !== null) count(tally('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
+
+    if (isRateLimited(a)) {
+      refusals++;
+      const subject = keySubject ?? `address ${a.address || 'of the load test'}`;
+      if (a.retryAfter === null) violations.push({ kind: 'missing-retry-after', subject, reset: a.reset, detail: `a ${a.status} ${a.code} without Retry-After` });
+      else if (a.reset !== null && a.at + a.retryAfter * 1000 + clockSlackMs < a.reset * 1000) {
+        violations.push({ kind: 'retry-after-too-short', subject, reset: a.reset, detail: `Retry-After ${a.retryAfter} s at ${new Date(a.at).toISOString()} ends before the window resets` });
+      }
+    }
+    if (a.afterRetry) {
+      retriesHonoured++;
+      if (a.reset !== null && a.reset > a.afterRetry.reset) retriesInFreshWindow++;
+      else if (a.reset !== null) {
+        violations.push({ kind: 'retry-same-window', subject: keySubject ?? 'request', reset: a.reset, detail: `after honouring Retry-After the answer still came from the window ending ${a.reset}` });
+      }
+    }
+  }
+
+  const windows: WindowAudit[] = [];
+  for (const t of tallies.values()) {
+    windows.push({ layer: t.layer, subject: t.subject, reset: t.reset, limit: t.limit, admitted: t.admitted, refused: t.refused, duplicates: t.duplicates, outOfRange: t.outOfRange });
+    if (t.admitted > t.limit) violations.push({ kind: 'over-budget', subject: t.subject, reset: t.reset, detail: `${t.admitted} admitted of a budget of ${t.limit}` });
+    if (t.duplicates.length) violations.push({ kind: 'duplicate-remaining', subject: t.subject, reset: t.reset, detail: `Remaining ${[...new Set(t.duplicates)].slice(0, 5).join(', ')} announced more than once` });
+    if (t.outOfRange.length) violations.push({ kind: 'remaining-out-of-range', subject: t.subject, reset: t.reset, detail: `Remaining ${t.outOfRange.slice(0, 5).join(', ')} outside 0..${t.limit - 1}` });
+  }
+  windows.sort((x, y) => x.reset - y.reset || x.subject.localeCompare(y.subject));
+  return { ok: violations.length === 0, windows, violations, refusals, retriesHonoured, retriesInFreshWindow };
+}

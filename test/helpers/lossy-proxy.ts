@@ -1,0 +1,90 @@
+// A TCP pass-through that behaves like a lossy or partitioned link, for a Redis of the test's own.
+// TCP never loses data, it delays it: a lost segment stops the byte stream until it is retransmitted
+// (at least 200 ms later on Linux, the minimum retransmission timeout), and everything sent after it
+// waits behind it. So "loss" here holds a chunk, and every later chunk in the same direction, for a
+// retransmission delay; a partition holds everything, connections open, until healed.
+import net from 'node:net';
+
+export interface LossyLinkOptions {
+  /** Share of chunks (each direction) that are "lost" once and arrive after `delayMs`. */
+  loss: number;
+  /** Retransmission delay of a lost chunk, drawn uniformly from this range (ms). */
+  delayMs: [number, number];
+}
+
+export interface LossyProxy {
+  port: number;
+  /** Chunks held so far (how many "retransmissions" the link made). */
+  readonly delayed: number;
+  /** Hold every byte from now on, connections open (a silent partition). */
+  partition(): void;
+  /** Let held and new bytes through again. */
+  heal(): void;
+  close(): Promise<void>;
+}
+
+export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): Promise<LossyProxy> {
+  const sockets = new Set<net.Socket>();
+  const pipes: { flush(): void }[] = [];
+  let partitioned = false;
+  let delayed = 0;
+
+  /** One direction: chunks leave in order, none before `releaseAt`. */
+  function pipe(from: net.Socket, to: net.Socket) {
+    const queue: Buffer[] = [];
+    let releaseAt = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const flush = () => {
+      timer = undefined;
+      if (partitioned) return;
+      const wait = releaseAt - performance.now();
+      if (wait > 0) {
+        timer = setTimeout(flush, wait);
+        return;
+      }
+      while (queue.length > 0) to.write(queue.shift()!);
+    };
+    from.on('data', (chunk: Buffer) => {
+      if (Math.random() < o.loss) {
+        delayed++;
+        const [lo, hi] = o.delayMs;
+        releaseAt = Math.max(releaseAt, performance.now() + lo + Math.random() * (hi - lo));
+      }
+      queue.push(chunk);
+      if (timer === undefined) flush();
+    });
+    pipes.push({ flush: () => timer === undefined && flush() });
+  }
+
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+      s.on('error', () => {});
+    }
+    pipe(client, upstream);
+    pipe(upstream, client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    get delayed() {
+      return delayed;
+    },
+    partition: () => void (partitioned = true),
+    heal() {
+      partitioned = false;
+      for (const p of pipes) p.flush();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
