@@ -30,7 +30,10 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
   const server = http.createServer((req, res) => {
     handle(req, res, svc, router, replays).catch((err) => {
       // handle() set the response's request id first thing: the failure line carries it too.
-      svc.log.error({ err: (err as Error).message, requestId: res.getHeader('x-request-id') }, 'backend request failed');
+      svc.log.error(
+        { err: (err as Error).message, requestId: res.getHeader('x-request-id') },
+        'backend request failed',
+      );
       if (!res.headersSent) {
         // In the interface's own shape (a /v1 client reads error_code), never with a stack trace.
         const path = (req.url ?? '/').split('?')[0];
@@ -45,7 +48,11 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -63,7 +70,14 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | '
 /** The body of an error in the route's envelope; a 6-digit code is always written in Envelope A. */
 function errorBody(envelope: Envelope, err: ApiError, requestId: string): unknown {
   if (isCodeOf('A', err.code)) return envelopeA(err.code, err.message);
-  if (envelope === 'A') return { success: false, data: null, errorCode: null, errorMessage: err.message, error: { code: err.code, details: err.details } };
+  if (envelope === 'A')
+    return {
+      success: false,
+      data: null,
+      errorCode: null,
+      errorMessage: err.message,
+      error: { code: err.code, details: err.details },
+    };
   if (envelope === 'v1') return v1Error(err.code as CodeV1, err.message, err.details);
   return envelopeB(err.code as CodeB, err.message, requestId, err.details);
 }
@@ -77,9 +91,12 @@ function databaseError(err: unknown): ApiError | null {
   const pgCode = (err as { code?: string } | null)?.code;
   if (pgCode === '23505') return new ApiError('conflict');
   if (pgCode === '22021' || pgCode === '22P05') {
-    return new ApiError('invalid_request', 'A text value cannot be stored (NUL or invalid characters).', { reason: 'text_not_storable' });
+    return new ApiError('invalid_request', 'A text value cannot be stored (NUL or invalid characters).', {
+      reason: 'text_not_storable',
+    });
   }
-  if (pgCode === '22003') return new ApiError('invalid_request', 'A number is out of the accepted range.', { reason: 'number_out_of_range' });
+  if (pgCode === '22003')
+    return new ApiError('invalid_request', 'A number is out of the accepted range.', { reason: 'number_out_of_range' });
   return null;
 }
 
@@ -89,7 +106,8 @@ function requestIdOf(req: IncomingMessage): string {
   return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 
-const isPublicPath = (path: string) => path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
+const isPublicPath = (path: string) =>
+  path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
 
 /** The gateway's signed identity of a /v1 or /v2 request, or null when the signature does not hold. */
 function signedIdentity(req: IncomingMessage, svc: BackendServices, rawUrl: string): Identity | null {
@@ -150,7 +168,13 @@ function sendReply(res: ServerResponse, reply: Reply, envelope: Envelope, reques
  * One request: the signature of /v1 and /v2 (docs/decisions.md section 5), routing, the body, the
  * handler, and its reply or error in the route's envelope.
  */
-async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router, replays: ReplayGuard) {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  svc: BackendServices,
+  router: Router,
+  replays: ReplayGuard,
+) {
   const rawUrl = req.url ?? '/';
   const queryStart = rawUrl.indexOf('?');
   const path = queryStart === -1 ? rawUrl : rawUrl.slice(0, queryStart);
@@ -160,7 +184,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
   let envelope = envelopeFor(path);
   const fail = (err: ApiError) => send(res, err.status, errorBody(envelope, err, requestId));
   // A missing, wrong, stale or replayed signature (docs/decisions.md section 5).
-  const unauthenticated = () => send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
+  const unauthenticated = () =>
+    send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
 
   const identity = isPublicPath(path) ? signedIdentity(req, svc, rawUrl) : null;
   if (isPublicPath(path) && !identity) return unauthenticated();
@@ -169,7 +194,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
   if (!match) {
     // A known path with another method: 405 where the envelope has it; /v1 has no such code (not_found).
     if (!router.hasPath(path)) return fail(new ApiError('not_found', 'No such route.'));
-    return fail(new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'));
+    return fail(
+      new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'),
+    );
   }
   envelope = match.envelope;
 
@@ -209,7 +236,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     // The validators (validation.ts) should have refused bad input first, naming the field: the
     // warning says one did not.
     if (clientError.code === 'invalid_request') {
-      log.warn({ pgCode: (err as { code: string }).code, route: match.pattern }, 'input reached the database unvalidated');
+      log.warn(
+        { pgCode: (err as { code: string }).code, route: match.pattern },
+        'input reached the database unvalidated',
+      );
     }
     return fail(clientError);
   }

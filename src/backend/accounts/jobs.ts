@@ -13,7 +13,8 @@ export function jobs(svc: BackendServices): Job[] {
       async run() {
         const now = svc.clock.now();
         const stale = await staleSetupScoreAccounts(svc.db, new Date(now - SETUP_SCORE_MAX_AGE_MS));
-        for (const account of stale) await storeSetupScore(svc.db, account.id, await computeSetupScore(svc, account), svc.clock.now(), false);
+        for (const account of stale)
+          await storeSetupScore(svc.db, account.id, await computeSetupScore(svc, account), svc.clock.now(), false);
       },
     },
   ];

@@ -7,8 +7,24 @@ import { idParam, pagination, parse, queryObject, type Ctx, type Reply, type Rou
 import type { BackendServices } from '../services.js';
 import { orgOfWorkspace } from '../warmup/org.js';
 import { assertTagsExist, replaceAccountTags } from '../tags/queries.js';
-import { accountRecord, getAccount, liveDns, replyRateView, setupScore, SETUP_SCORE_WEIGHTS, settleDueLimits } from '../mailbox/index.js';
-import { accountsByIds, addressInUse, deleteAccount, disconnectAccount, insertMailbox, listAccounts, lockAccountIds } from './queries.js';
+import {
+  accountRecord,
+  getAccount,
+  liveDns,
+  replyRateView,
+  setupScore,
+  SETUP_SCORE_WEIGHTS,
+  settleDueLimits,
+} from '../mailbox/index.js';
+import {
+  accountsByIds,
+  addressInUse,
+  deleteAccount,
+  disconnectAccount,
+  insertMailbox,
+  listAccounts,
+  lockAccountIds,
+} from './queries.js';
 import { bulkStatusSchema, bulkTagsSchema, connectSchema, listQuerySchema } from './schemas.js';
 import { sealMailbox } from '../credentials/accounts.js';
 
@@ -16,7 +32,10 @@ const WS = '/v2/workspaces/{workspaceId}';
 /** The default warmupMaxLimit of a new mailbox, lowered to the plan's maxWarmupPerAccount. */
 const DEFAULT_MAX_LIMIT = 40;
 
-const notInWorkspace = (id: number) => ({ accountId: id, error: { code: 'not_found', message: `No account ${id} in this workspace.` } });
+const notInWorkspace = (id: number) => ({
+  accountId: id,
+  error: { code: 'not_found', message: `No account ${id} in this workspace.` },
+});
 
 function statusItem(svc: BackendServices, account: Row) {
   return {
@@ -39,8 +58,14 @@ async function listAccountsRoute(ctx: Ctx): Promise<Reply> {
   const ws = idParam(ctx, 'workspaceId');
   const query = parse(listQuerySchema, queryObject(ctx.query));
   await settleDueLimits(ctx.db, new Date(ctx.svc.clock.now()), { workspaceId: ws });
-  const { rows, total } = await listAccounts(ctx.db, ws, query, { limit: query.per_page, offset: (query.page - 1) * query.per_page });
-  return { data: rows.map((row) => accountRecord(ctx.svc, row)), pagination: pagination(query.page, query.per_page, total) };
+  const { rows, total } = await listAccounts(ctx.db, ws, query, {
+    limit: query.per_page,
+    offset: (query.page - 1) * query.per_page,
+  });
+  return {
+    data: rows.map((row) => accountRecord(ctx.svc, row)),
+    pagination: pagination(query.page, query.per_page, total),
+  };
 }
 
 async function connectAccount(ctx: Ctx): Promise<Reply> {
@@ -50,7 +75,11 @@ async function connectAccount(ctx: Ctx): Promise<Reply> {
   const cap = org.plan.maxWarmupPerAccount;
   const now = new Date(ctx.svc.clock.now());
   const conflict = () =>
-    new ApiError('conflict', 'A mailbox with this address is already connected; a mailbox belongs to exactly one workspace.', { field: 'emailAddress' });
+    new ApiError(
+      'conflict',
+      'A mailbox with this address is already connected; a mailbox belongs to exactly one workspace.',
+      { field: 'emailAddress' },
+    );
   if (await addressInUse(ctx.db, connect.emailAddress)) throw conflict();
   let id: number;
   try {
@@ -87,7 +116,8 @@ async function bulkTags(ctx: Ctx): Promise<Reply> {
     // Unknown tag ids refuse the whole request; unknown accounts are answered per item.
     const tags = await assertTagsExist(tx, ws, tagIds);
     const done = new Map<number, unknown>();
-    for (const id of await lockAccountIds(tx, ws, accountIds)) done.set(id, { accountId: id, tags: await replaceAccountTags(tx, id, tags) });
+    for (const id of await lockAccountIds(tx, ws, accountIds))
+      done.set(id, { accountId: id, tags: await replaceAccountTags(tx, id, tags) });
     return accountIds.map((id) => done.get(id) ?? notInWorkspace(id));
   });
   return { data: results };
@@ -120,7 +150,17 @@ async function disconnectAccountRoute(ctx: Ctx): Promise<Reply> {
 async function readDns(ctx: Ctx): Promise<Reply> {
   const account = await getAccount(ctx.db, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'));
   const dns = await liveDns(ctx.svc, account.id, account.email_address);
-  return { data: { accountId: account.id, domain: dns.domain, spf: dns.spf, dkim: dns.dkim, dmarc: dns.dmarc, mx: dns.mx, checkedAt: dns.checkedAt.toISOString() } };
+  return {
+    data: {
+      accountId: account.id,
+      domain: dns.domain,
+      spf: dns.spf,
+      dkim: dns.dkim,
+      dmarc: dns.dmarc,
+      mx: dns.mx,
+      checkedAt: dns.checkedAt.toISOString(),
+    },
+  };
 }
 
 async function readSetupScore(ctx: Ctx): Promise<Reply> {

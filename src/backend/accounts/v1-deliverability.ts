@@ -23,7 +23,11 @@ interface Listing {
 }
 
 /** Query each list; a list that errors (timeout, refusal, an open-resolver answer) did not run. Null when none ran. */
-async function blocklist(resolver: ReturnType<typeof makeResolver>, name: string, zones: string[]): Promise<Listing | null> {
+async function blocklist(
+  resolver: ReturnType<typeof makeResolver>,
+  name: string,
+  zones: string[],
+): Promise<Listing | null> {
   const results = await Promise.all(
     zones.map(async (zone) => {
       try {
@@ -93,7 +97,10 @@ export async function computeSetupScore(svc: BackendServices, account: Row): Pro
     possible += WEIGHTS[check];
     if (result[check]) earned += WEIGHTS[check];
   }
-  for (const [field, listed] of [['domainBlacklist', result.domain], ['ipBlacklist', result.ip]] as const) {
+  for (const [field, listed] of [
+    ['domainBlacklist', result.domain],
+    ['ipBlacklist', result.ip],
+  ] as const) {
     if (!listed) continue;
     possible += WEIGHTS[field];
     earned += (WEIGHTS[field] * listed.notListed) / (listed.listed + listed.notListed);
@@ -101,7 +108,6 @@ export async function computeSetupScore(svc: BackendServices, account: Row): Pro
   result.score = possible ? Math.round((100 * earned) / possible) : 0;
   return result;
 }
-
 
 /** The setup-score response: a check that has not run is omitted, not false. */
 function setupView(row: Row) {
@@ -116,7 +122,6 @@ function setupView(row: Row) {
 
 /** Cache rows older than this are recomputed by the accounts job (jobs.ts), so GET stays current without a manual refresh. */
 export const SETUP_SCORE_MAX_AGE_MS = 24 * 3600_000;
-
 
 const dayStart = (d: string) => new Date(`${d}T00:00:00Z`);
 const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000);
@@ -146,10 +151,23 @@ export function register(router: Router): void {
     try {
       checks = await checkDomain(domain, ctx.svc.config.dnsResolver);
     } catch (err) {
-      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
+      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, {
+        domain,
+        reason: (err as NodeJS.ErrnoException).code ?? 'error',
+      });
     }
     // A live lookup: cachedAt is when it ran.
-    return { data: { emailAccountId: account.id, domain, spf: checks.spf, dkim: checks.dkim, dmarc: checks.dmarc, mx: checks.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
+    return {
+      data: {
+        emailAccountId: account.id,
+        domain,
+        spf: checks.spf,
+        dkim: checks.dkim,
+        dmarc: checks.dmarc,
+        mx: checks.mx,
+        cachedAt: new Date(ctx.svc.clock.now()).toISOString(),
+      },
+    };
   });
 
   router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
@@ -158,19 +176,41 @@ export function register(router: Router): void {
     const body = parse(deliverabilityBody, ctx.body ?? {});
     checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
     await loadAccount(ctx.db, org, id);
-    const rows = await deliverabilityByEsp(ctx.db, id, dayStart(body.startDate), dayAfter(body.endDate), new Date(ctx.svc.clock.now()));
+    const rows = await deliverabilityByEsp(
+      ctx.db,
+      id,
+      dayStart(body.startDate),
+      dayAfter(body.endDate),
+      new Date(ctx.svc.clock.now()),
+    );
     const by = new Map(rows.map((r) => [r.esp as string, r]));
     const out: Record<string, unknown> = { emailAccountId: id };
-    let sent = 0, inbox = 0, spam = 0;
+    let sent = 0,
+      inbox = 0,
+      spam = 0;
     const per: Record<string, unknown> = {};
     for (const esp of body.esps) {
       const counts = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
       sent += counts.sent;
       inbox += counts.inbox;
       spam += counts.spam;
-      per[esp] = { deliverabilityRate: rate(counts.inbox, counts.sent), sentCount: counts.sent, inboxCount: counts.inbox, spamCount: counts.spam };
+      per[esp] = {
+        deliverabilityRate: rate(counts.inbox, counts.sent),
+        sentCount: counts.sent,
+        inboxCount: counts.inbox,
+        spamCount: counts.spam,
+      };
     }
-    Object.assign(out, { totalDeliverabilityRate: rate(inbox, sent), totalSentCount: sent, totalInboxCount: inbox, totalSpamInboxCount: spam }, per);
+    Object.assign(
+      out,
+      {
+        totalDeliverabilityRate: rate(inbox, sent),
+        totalSentCount: sent,
+        totalInboxCount: inbox,
+        totalSpamInboxCount: spam,
+      },
+      per,
+    );
     return { data: out };
   });
 }

@@ -4,11 +4,28 @@ import type { Queryable, Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { parse, queryObject, type Ctx, type Reply, type Router } from '../router.js';
 import {
-  accountIdParam, accountItems, accountStatuses, emptyBody, loadAccount, loadAccounts, notFound, orgOf, settle, statusesFor,
+  accountIdParam,
+  accountItems,
+  accountStatuses,
+  emptyBody,
+  loadAccount,
+  loadAccounts,
+  notFound,
+  orgOf,
+  settle,
+  statusesFor,
 } from '../mailbox/index.js';
 import {
-  addressInUse, assignTagNames, deleteAccountById, deleteAccountsByIds, disconnectAccountById, insertPartnerMailbox,
-  listOrganizationAccounts, oldestLiveWorkspace, providerWorkspaceOf, unassignTagNames,
+  addressInUse,
+  assignTagNames,
+  deleteAccountById,
+  deleteAccountsByIds,
+  disconnectAccountById,
+  insertPartnerMailbox,
+  listOrganizationAccounts,
+  oldestLiveWorkspace,
+  providerWorkspaceOf,
+  unassignTagNames,
 } from './queries.js';
 import { cancelPendingSends } from '../warmup/schedule.js';
 import { sealMailbox } from '../credentials/accounts.js';
@@ -22,7 +39,8 @@ async function requireAll(db: Queryable, orgId: number, ids: number[], lock: boo
   const found = await loadAccounts(db, orgId, ids, lock);
   const missing = ids.filter((id) => !found.has(id));
   if (missing.length === 1) throw notFound(missing[0]);
-  if (missing.length) throw new ApiError('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
+  if (missing.length)
+    throw new ApiError('not_found', `Email accounts ${missing.join(', ')} not found.`, { emailAccountIds: missing });
   return ids.map((id) => found.get(id)!);
 }
 
@@ -37,7 +55,8 @@ async function listEmailAccounts(ctx: Ctx): Promise<Reply> {
   const filters = parse(listQuery, queryObject(ctx.query, ['tags']));
   await settle(ctx.db, ctx.svc.clock.now());
   const { rows, total } = await listOrganizationAccounts(ctx.db, org, {
-    search: filters.search !== undefined && filters.search.trim() !== '' ? filters.search.trim().toLowerCase() : undefined,
+    search:
+      filters.search !== undefined && filters.search.trim() !== '' ? filters.search.trim().toLowerCase() : undefined,
     statuses: filters.status ? statusesFor(filters.status) : undefined,
     tags: filters.tags?.map((tag) => tag.toLowerCase()),
     sort: filters.sort,
@@ -64,16 +83,19 @@ async function connectEmailAccount(ctx: Ctx): Promise<Reply> {
     let providerWorkspaceId: number | null = null;
     if (body.workspaceId !== null) {
       const providerWorkspace = await providerWorkspaceOf(tx, Number(body.workspaceId), org);
-      if (!providerWorkspace) throw new ApiError('not_found', `Workspace ${body.workspaceId} not found.`, { workspaceId: body.workspaceId });
+      if (!providerWorkspace)
+        throw new ApiError('not_found', `Workspace ${body.workspaceId} not found.`, { workspaceId: body.workspaceId });
       providerWorkspaceId = providerWorkspace.id;
       workspaceId = providerWorkspace.workspace_id;
     }
     if (workspaceId === null) {
       // The partner key belongs to the organization, not a workspace: new mailboxes go to its oldest live workspace.
       workspaceId = await oldestLiveWorkspace(tx, org);
-      if (workspaceId === null) throw new ApiError('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
+      if (workspaceId === null)
+        throw new ApiError('unprocessable_entity', 'The organization has no workspace to connect a mailbox to.');
     }
-    if (await addressInUse(tx, body.fromEmail)) throw new ApiError('conflict', `${body.fromEmail} is already connected.`, { field: 'fromEmail' });
+    if (await addressInUse(tx, body.fromEmail))
+      throw new ApiError('conflict', `${body.fromEmail} is already connected.`, { field: 'fromEmail' });
     const cap = planOf(ctx.svc.plans(), ctx.identity!.plan).plan.maxWarmupPerAccount;
     return insertPartnerMailbox(tx, workspaceId, providerWorkspaceId, {
       emailAddress: body.fromEmail,
@@ -120,7 +142,9 @@ async function bulkDelete(ctx: Ctx): Promise<Reply> {
   return {
     data: {
       results: body.emailAccountIds.map((id) =>
-        deleted.has(id) ? { emailAccountId: id, deleted: true } : { emailAccountId: id, deleted: false, errorCode: 'not_found' },
+        deleted.has(id)
+          ? { emailAccountId: id, deleted: true }
+          : { emailAccountId: id, deleted: false, errorCode: 'not_found' },
       ),
     },
   };

@@ -30,13 +30,21 @@ const reportDay = z.looseObject({
   replied: z.number().int(),
   deliverabilityRate: z.number(),
 });
-export const report = z.looseObject({ emailAccountId: z.number().int(), from: z.string(), to: z.string(), days: z.array(reportDay) });
+export const report = z.looseObject({
+  emailAccountId: z.number().int(),
+  from: z.string(),
+  to: z.string(),
+  days: z.array(reportDay),
+});
 
 /** The routes of this domain on /v1 and their schemas (read by the API description, src/openapi/). */
 export const schemas: SchemaRegistry = {
   'GET /v1/health': { response: z.looseObject({ status: z.literal('ok') }) },
   'GET /v1/reports/export': { query: rangeQuery, envelope: 'csv' },
-  'POST /v1/reports/bulk': { body: bulkReportBody, response: z.looseObject({ reports: z.array(z.union([report, notFoundItem])) }) },
+  'POST /v1/reports/bulk': {
+    body: bulkReportBody,
+    response: z.looseObject({ reports: z.array(z.union([report, notFoundItem])) }),
+  },
   'GET /v1/reports/{emailAccountId}': { query: rangeQuery, response: report },
   'GET /v1/dashboard': { response: dashboard },
 };

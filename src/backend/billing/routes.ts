@@ -26,7 +26,13 @@ function planView(ctx: Ctx, organization: Row) {
     effectivePlan: id,
     label: organization.plan ? plan.label : 'No plan',
     apiAccess: organization.api_access,
-    budgets: { read: plan.read, write: plan.write, bulk: plan.bulk, windowSeconds: 60, ipPerMinute: IP_LIMIT_PER_MINUTE },
+    budgets: {
+      read: plan.read,
+      write: plan.write,
+      bulk: plan.bulk,
+      windowSeconds: 60,
+      ipPerMinute: IP_LIMIT_PER_MINUTE,
+    },
     maxWarmupPerAccount: plan.maxWarmupPerAccount,
     warmingMailboxCap: plan.warmingMailboxCap,
     entitlements: plan.entitlements,
@@ -57,10 +63,16 @@ export function register(router: Router): void {
           connected: counts.connected,
           warming: counts.warming,
           warmingCap: plan.warmingMailboxCap,
-          warmingAvailable: plan.warmingMailboxCap === null ? null : Math.max(0, plan.warmingMailboxCap - counts.warming),
+          warmingAvailable:
+            plan.warmingMailboxCap === null ? null : Math.max(0, plan.warmingMailboxCap - counts.warming),
           maxWarmupPerAccount: plan.maxWarmupPerAccount,
         },
-        warmupBudgets: { orgLimit: budgets.orgLimit, allocated: budgets.allocated, available: budgets.available, workspaces: budgets.workspaces.length },
+        warmupBudgets: {
+          orgLimit: budgets.orgLimit,
+          allocated: budgets.allocated,
+          available: budgets.available,
+          workspaces: budgets.workspaces.length,
+        },
         workspace: {
           workspaceId: wid,
           connected: counts.ws_connected,

@@ -16,7 +16,8 @@ const AUTHORIZE: Record<OAuthProvider, { url: string; scope: string; extra: Reco
   },
   microsoft: {
     url: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
-    scope: 'openid email offline_access User.Read https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send',
+    scope:
+      'openid email offline_access User.Read https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send',
     extra: { prompt: 'select_account', response_mode: 'query' },
   },
 };
@@ -81,10 +82,28 @@ export function codeVerifierFor(pepper: string, state: string): string {
   return createHmac('sha256', stateKey(pepper)).update(`pkce:${state}`).digest('base64url');
 }
 
-export function consentUrl(svc: BackendServices, request: { organizationId: number; workspaceId: number; keyId: number; provider: OAuthProvider; redirectUri: string; clientId: string; loginHint?: string }) {
+export function consentUrl(
+  svc: BackendServices,
+  request: {
+    organizationId: number;
+    workspaceId: number;
+    keyId: number;
+    provider: OAuthProvider;
+    redirectUri: string;
+    clientId: string;
+    loginHint?: string;
+  },
+) {
   const expiresAt = svc.clock.now() + STATE_TTL_MS;
   const state = signState(svc.pepper, {
-    v: 1, o: request.organizationId, w: request.workspaceId, p: request.provider, r: request.redirectUri, k: request.keyId, e: expiresAt, n: randomBytes(12).toString('base64url'),
+    v: 1,
+    o: request.organizationId,
+    w: request.workspaceId,
+    p: request.provider,
+    r: request.redirectUri,
+    k: request.keyId,
+    e: expiresAt,
+    n: randomBytes(12).toString('base64url'),
   });
   const challenge = createHash('sha256').update(codeVerifierFor(svc.pepper, state)).digest('base64url');
   const spec = AUTHORIZE[request.provider];

@@ -17,7 +17,12 @@ export const quotasBody = z
       .superRefine((qs, ctx) => {
         const seen = new Set<number>();
         qs.forEach((quota, index) => {
-          if (seen.has(quota.workspaceId)) ctx.addIssue({ code: 'custom', path: [index, 'workspaceId'], message: `workspace ${quota.workspaceId} is listed twice` });
+          if (seen.has(quota.workspaceId))
+            ctx.addIssue({
+              code: 'custom',
+              path: [index, 'workspaceId'],
+              message: `workspace ${quota.workspaceId} is listed twice`,
+            });
           seen.add(quota.workspaceId);
         });
       }),

@@ -20,7 +20,10 @@ export function register(router: Router): void {
     const created = await insertTag(ctx.db, ws, name);
     if (!created) {
       const existing = await findTagByName(ctx.db, ws, name);
-      throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, { field: 'name', tagId: existing?.id ?? null });
+      throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, {
+        field: 'name',
+        tagId: existing?.id ?? null,
+      });
     }
     return { status: 201, data: { id: created.id, name: created.name } };
   });

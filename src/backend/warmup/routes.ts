@@ -32,17 +32,29 @@ export function register(router: Router, svc: BackendServices): void {
 
   router.post(`${ACC}/warmup/enable`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'enable')) };
+    return {
+      data: accountRecord(
+        ctx.svc,
+        await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'enable'),
+      ),
+    };
   });
 
   router.post(`${ACC}/warmup/resume`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'resume')) };
+    return {
+      data: accountRecord(
+        ctx.svc,
+        await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'resume'),
+      ),
+    };
   });
 
   router.post(`${ACC}/warmup/pause`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await pauseWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'))) };
+    return {
+      data: accountRecord(ctx.svc, await pauseWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'))),
+    };
   });
 
   router.get(`${ACC}/warmup/activity`, async (ctx) => {
@@ -63,4 +75,3 @@ export function register(router: Router, svc: BackendServices): void {
     return { data: { ...accountRecord(ctx.svc, row!), autoStart: verification.autoStart } };
   });
 }
-

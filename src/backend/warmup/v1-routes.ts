@@ -6,12 +6,27 @@ import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { parse, type Router, type Ctx, type Reply } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf, emptyBody } from '../mailbox/index.js';
+import {
+  accountIdParam,
+  loadAccount,
+  notFound,
+  orgOf,
+  scoresOf,
+  settle,
+  warmupStatusOf,
+  emptyBody,
+} from '../mailbox/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
 import { bulkWarmupBody, patchBody } from './v1-schemas.js';
 import {
-  accountWithV1Settings, lockAccountWithFloor, updateAccountColumns, updateV1Settings, upsertTimeSlot, v1StrategyOf, warmupCounts,
+  accountWithV1Settings,
+  lockAccountWithFloor,
+  updateAccountColumns,
+  updateV1Settings,
+  upsertTimeSlot,
+  v1StrategyOf,
+  warmupCounts,
 } from './queries.js';
 
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
@@ -27,7 +42,10 @@ async function settingsRow(db: Queryable, orgId: number, id: number): Promise<Ro
 /** The GET (and PATCH) response; a missing v1_warmup_settings row means the defaults. */
 async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
   const windows = (await windowsOf(db, [account.id])).get(account.id)!;
-  const maxSendingLimit = account.max_below_floor != null && account.warmup_max_limit === V2_FLOOR ? account.max_below_floor : account.warmup_max_limit;
+  const maxSendingLimit =
+    account.max_below_floor != null && account.warmup_max_limit === V2_FLOOR
+      ? account.max_below_floor
+      : account.warmup_max_limit;
   const daily = dailyLimitOf(account);
   return {
     emailAccountId: account.id,
@@ -35,7 +53,10 @@ async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
     timeZone: account.time_zone,
     warmupStatus: warmupStatusOf(account),
     warmupLanguage: account.language ?? 'English',
-    upcomingContentConfig: account.content_industry != null ? { industry: account.content_industry, topics: account.content_topics ?? [] } : DEFAULT_CONTENT,
+    upcomingContentConfig:
+      account.content_industry != null
+        ? { industry: account.content_industry, topics: account.content_topics ?? [] }
+        : DEFAULT_CONTENT,
     googleVolumePercentage: account.google_volume ?? 40,
     microsoftVolumePercentage: account.microsoft_volume ?? 40,
     othersVolumePercentage: account.others_volume ?? 20,
@@ -91,11 +112,17 @@ function v1ErrorOf(err: ApiError, id: number): ApiError {
     case 'mailbox_verification_failed':
       return new ApiError('unprocessable_entity', err.message, { reason: 'mailbox_verification_failed' });
     case 'warming_capacity_reached':
-      return new ApiError('forbidden', err.message, { reason: 'warming_capacity_reached', warmingMailboxCap: err.details.warmingMailboxCap });
+      return new ApiError('forbidden', err.message, {
+        reason: 'warming_capacity_reached',
+        warmingMailboxCap: err.details.warmingMailboxCap,
+      });
     case 'not_found':
       return notFound(id);
     case 'conflict':
-      return new ApiError('unprocessable_entity', err.message, { reason: 'account_not_connected', status: err.details.status });
+      return new ApiError('unprocessable_entity', err.message, {
+        reason: 'account_not_connected',
+        status: err.details.status,
+      });
     default:
       return new ApiError('conflict', err.message, err.details);
   }
@@ -152,15 +179,26 @@ async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
   const body = parse(patchBody, ctx.body ?? {});
   const ent = entitlementsOf(ctx);
   if (body.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
-    throw new ApiError('entitlement_required', 'warmupLanguage needs the warmup-language entitlement of a higher plan.', { field: 'warmupLanguage', entitlement: 'warmup_language' });
+    throw new ApiError(
+      'entitlement_required',
+      'warmupLanguage needs the warmup-language entitlement of a higher plan.',
+      { field: 'warmupLanguage', entitlement: 'warmup_language' },
+    );
   }
   if (body.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
-    throw new ApiError('entitlement_required', 'upcomingContentConfig needs the content-setting entitlement of a higher plan.', { field: 'upcomingContentConfig', entitlement: 'content_settings' });
+    throw new ApiError(
+      'entitlement_required',
+      'upcomingContentConfig needs the content-setting entitlement of a higher plan.',
+      { field: 'upcomingContentConfig', entitlement: 'content_settings' },
+    );
   }
   // maxSendingLimit is the shared warmup_max_limit, so the plan's per-mailbox cap holds as on /v2.
   const cap = planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.maxWarmupPerAccount;
   if (body.maxSendingLimit !== undefined && cap !== null && body.maxSendingLimit > cap) {
-    throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, { field: 'maxSendingLimit', maxWarmupPerAccount: cap });
+    throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, {
+      field: 'maxSendingLimit',
+      maxWarmupPerAccount: cap,
+    });
   }
   const now = ctx.svc.clock.now();
   await ctx.db.tx(async (tx) => {
@@ -184,7 +222,8 @@ async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
     // v1-only columns.
     const v1Columns: Record<string, unknown> = {};
     if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
-    if (body.maxSendingLimit !== undefined) v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
+    if (body.maxSendingLimit !== undefined)
+      v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
     if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
     if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
     if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
@@ -201,16 +240,31 @@ async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
 
     // Windows: only the days sent change; the others keep theirs.
     for (const slot of body.timeSlots ?? []) {
-      await upsertTimeSlot(tx, id, DAYS.indexOf(slot.day), slot.fromHour * 60 + slot.fromMinute, slot.toHour * 60 + slot.toMinute);
+      await upsertTimeSlot(
+        tx,
+        id,
+        DAYS.indexOf(slot.day),
+        slot.fromHour * 60 + slot.fromMinute,
+        slot.toHour * 60 + slot.toMinute,
+      );
     }
     // A new zone keeps every pending send at its local wall-clock time, read in the new zone.
-    if (body.timeZone !== undefined && body.timeZone !== account.time_zone) await shiftPendingSends(tx, id, body.timeZone, now);
+    if (body.timeZone !== undefined && body.timeZone !== account.time_zone)
+      await shiftPendingSends(tx, id, body.timeZone, now);
     if (body.timeSlots) {
       const fresh = await settingsRow(tx, org, id);
-      await replanDays(tx, fresh, body.timeSlots.map((s) => DAYS.indexOf(s.day)), now);
+      await replanDays(
+        tx,
+        fresh,
+        body.timeSlots.map((s) => DAYS.indexOf(s.day)),
+        now,
+      );
     }
   });
-  ctx.svc.log.info({ organizationId: org, emailAccountId: id, fields: Object.keys(body) }, 'v1 warmup settings updated');
+  ctx.svc.log.info(
+    { organizationId: org, emailAccountId: id, fields: Object.keys(body) },
+    'v1 warmup settings updated',
+  );
   return { data: await settingsView(ctx.svc, ctx.db, await settingsRow(ctx.db, org, id)) };
 }
 
@@ -235,11 +289,18 @@ async function bulkWarmup(ctx: Ctx): Promise<Reply> {
   const results = [];
   for (const id of body.emailAccountIds) {
     try {
-      const account = body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
+      const account =
+        body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
       results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(account) });
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      results.push({ emailAccountId: id, success: false, errorCode: err.code, message: err.message, ...(err.details.reason ? { reason: err.details.reason } : {}) });
+      results.push({
+        emailAccountId: id,
+        success: false,
+        errorCode: err.code,
+        message: err.message,
+        ...(err.details.reason ? { reason: err.details.reason } : {}),
+      });
     }
   }
   return { data: { action: body.action, results } };

@@ -26,7 +26,13 @@ export const inviteBody = z
 export const reroleBody = z.object({ role }).strict();
 
 /** A member of the roster (members.ts view). */
-export const member = z.looseObject({ userId: z.number().int(), email: z.string(), role, orgRole: z.enum(['OWNER', 'MEMBER']), joinedAt: z.string() });
+export const member = z.looseObject({
+  userId: z.number().int(),
+  email: z.string(),
+  role,
+  orgRole: z.enum(['OWNER', 'MEMBER']),
+  joinedAt: z.string(),
+});
 
 const WS = '/v2/workspaces/{workspaceId}';
 
