@@ -16,6 +16,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHmac, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +34,7 @@ const PEERS = join(ROOT, 'bench', 'peers');
 const BUILD = join(ROOT, 'bench', '.build', 'hop');
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-export const HOP_TARGETS = ['direct', 'nginx', 'bare', 'keygate', 'keygate-2w', 'keygate-access-log', 'fastify', 'express', 'undici-min'] as const;
+export const HOP_TARGETS = ['direct', 'nginx', 'bare', 'keygate', 'keygate-2w', 'keygate-access-log', 'keygate-traced', 'fastify', 'express', 'undici-min'] as const;
 type TargetId = (typeof HOP_TARGETS)[number];
 const TITLES: Record<TargetId, string> = {
   direct: 'upstream direct (ceiling, no hop)',
@@ -41,6 +43,7 @@ const TITLES: Record<TargetId, string> = {
   keygate: 'keygate gateway (ACCESS_LOG=off)',
   'keygate-2w': 'keygate gateway, WORKERS=2 (ACCESS_LOG=off)',
   'keygate-access-log': 'keygate gateway, default ACCESS_LOG=on',
+  'keygate-traced': 'keygate gateway, OpenTelemetry at 1 % (ACCESS_LOG=off)',
   fastify: 'fastify + @fastify/http-proxy + @fastify/rate-limit',
   express: 'express + http-proxy-middleware + express-rate-limit',
   'undici-min': 'undici-min (node:http + undici Pool)',
@@ -301,6 +304,17 @@ export async function runHopSuite(o: HopOptions) {
       dbUrl.searchParams.set('options', `-c search_path=${schema}`);
       const seedFile = join(work, 'keygate-seed.json');
       writeFileSync(seedFile, JSON.stringify(hopSeed(KEY)));
+      // keygate-traced exports its spans over OTLP/HTTP to this sink in the parent (its CPU is not the gateway's).
+      let otlp = '';
+      if (kgWanted.includes('keygate-traced')) {
+        const sink = http.createServer((req, res) => {
+          req.resume();
+          req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+        });
+        await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+        otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+        cleanup.unshift(() => new Promise<void>((r) => sink.close(() => r())));
+      }
       // One at a time: each start migrates and seeds the same schema.
       for (const id of kgWanted) {
         const [port, adminPort] = [await freePort(), await freePort()];
@@ -321,6 +335,8 @@ export async function runHopSuite(o: HopOptions) {
           // The peers log nothing per request; keygate's access line is measured on its own row.
           ACCESS_LOG: id === 'keygate-access-log' ? 'on' : 'off',
           WORKERS: id === 'keygate-2w' ? '2' : '1',
+          // Tracing at 1 % (parent-based: the generator sends no traceparent, so each request is a root).
+          ...(id === 'keygate-traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01', OTEL_SERVICE_NAME: 'keygate-bench' } : {}),
           // node:cluster's own switch (rr, the default on Linux, or none: the kernel spreads the connections).
           ...(process.env.NODE_CLUSTER_SCHED_POLICY ? { NODE_CLUSTER_SCHED_POLICY: process.env.NODE_CLUSTER_SCHED_POLICY } : {}),
         });
@@ -461,12 +477,14 @@ export async function runHopSuite(o: HopOptions) {
       };
     });
     const twoOverOne = ratio('keygate-2w', 'keygate', (x) => x.cpuUs);
+    const tracedOverOff = ratio('keygate-traced', 'keygate', (x) => x.cpuUs);
     const p99Added = { median: median(fixed.map((x) => x.p99AddedMs)), rounds: fixed.map((x) => x.p99AddedMs) };
     const kgCpu = summary.find((s) => s.target === 'keygate')?.cpuXBare ?? { median: NaN, rounds: [] };
     const verdict = (v: number, limit: number) => (Number.isFinite(v) ? (v <= limit ? 'PASS' : 'FAIL') : 'not run');
     const targetsOut = [
       { target: 'keygate CPU µs/req ≤ 1.10 × bare http-proxy-3', value: kgCpu.median, rounds: kgCpu.rounds, verdict: verdict(kgCpu.median, 1.1) },
       { target: 'WORKERS=2 CPU µs/req ≤ 1.10 × one worker', value: twoOverOne.median, rounds: twoOverOne.rounds, verdict: verdict(twoOverOne.median, 1.1) },
+      { target: 'tracing at 1 % CPU µs/req ≤ 1.05 × tracing off', value: tracedOverOff.median, rounds: tracedOverOff.rounds, verdict: verdict(tracedOverOff.median, 1.05) },
       { target: 'p99 added ≤ +1 ms at half the bare proxy\'s throughput', value: p99Added.median, rounds: p99Added.rounds, verdict: verdict(p99Added.median, 1) },
     ];
 

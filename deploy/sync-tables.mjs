@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Writes deploy/tables-configmap.yaml, the ConfigMap `keygate-tables`, from config/plans.json and
+// Writes deploy/base/tables-configmap.yaml, the ConfigMap `keygate-tables`, from config/plans.json and
 // config/routes.json: `node deploy/sync-tables.mjs` after changing either file, then `kubectl apply -f
-// deploy/tables-configmap.yaml`. `--check` writes nothing and exits 1 when the ConfigMap is out of date
+// deploy/base/tables-configmap.yaml`. `--check` writes nothing and exits 1 when the ConfigMap is out of date
 // (the test suite runs it). Both containers mount the ConfigMap and reload it when it changes.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
-const target = new URL('deploy/tables-configmap.yaml', root);
+const target = new URL('deploy/base/tables-configmap.yaml', root);
 
 /** A JSON file's text as a YAML block scalar under a key of `data:` (kept byte for byte, so diffs stay readable). */
 function block(key, path) {
@@ -43,7 +43,7 @@ if (process.argv.includes('--check')) {
     // missing: out of date
   }
   if (current !== text) {
-    console.error('deploy/tables-configmap.yaml is out of date with config/plans.json or config/routes.json: run `node deploy/sync-tables.mjs`');
+    console.error('deploy/base/tables-configmap.yaml is out of date with config/plans.json or config/routes.json: run `node deploy/sync-tables.mjs`');
     process.exit(1);
   }
 } else {

@@ -2,7 +2,7 @@
 import http from 'node:http';
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Settings } from './config/settings.js';
 import { loadPlans, type Plans } from './config/plans.js';
@@ -13,7 +13,7 @@ import { applySeed, parseSeed } from './access/seed.js';
 import { getPepper } from './access/pepper.js';
 import { PrincipalCache } from './access/cache.js';
 import { createMemoryStores } from './limits/memory.js';
-import { createRedisClient, createRedisStores } from './limits/redis.js';
+import { createRedisClient, createRedisStores, redisClientSettings, redisSettingName } from './limits/redis.js';
 import { createResilientStores } from './limits/resilient.js';
 import { systemClock, type Clock, type LimitStores } from './limits/types.js';
 import { isMisconfigured, listenError, settingError } from './config/errors.js';
@@ -21,7 +21,8 @@ import { accessChangedVia, type BackendServices } from './backend/services.js';
 import { createGatewayServer } from './gateway/server.js';
 import { createForwarder } from './gateway/forward.js';
 import { BodyBudget, bodySharesOf } from './gateway/body.js';
-import { createAccessResolver } from './access/resolver.js';
+import { createAccessResolver, type ResolverEvents } from './access/resolver.js';
+import { LastUseRecorder } from './access/last-use.js';
 import { drainable } from './ops/drain.js';
 import { createCors } from './gateway/cors.js';
 import { openApiRoute } from './gateway/openapi.js';
@@ -30,6 +31,8 @@ import { createMetrics } from './ops/metrics.js';
 import { backgroundChecks, createAdminServer } from './ops/admin.js';
 import { jwtSignerFromSettings } from './http/identity-jwt.js';
 import { keepTickShape } from './ops/tick-shape.js';
+import { OrgTraffic } from './admin-api/traffic.js';
+import { createTracingFromEnv, type Tracing } from './ops/tracing.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';
 
@@ -50,12 +53,21 @@ export interface AppOptions {
   jobs?: boolean;
   /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
   upstreamOverride?: string;
+  /** OpenTelemetry tracing; by default from the OTEL_* environment (null: not configured). */
+  tracing?: Tracing | null;
+  /**
+   * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
+   * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.
+   */
+  handedConnections?: boolean;
 }
 
 export interface App {
   gatewayUrl: string | null;
   backendUrl: string | null;
   adminUrl: string | null;
+  /** The admin HTTP API and console (ADMIN_API_PORT), when enabled. */
+  adminApiUrl: string | null;
   db: Db;
   stores: LimitStores;
   cache: PrincipalCache | null;
@@ -64,6 +76,8 @@ export interface App {
   /** SIGHUP: reload config/plans.json and config/routes.json; a bad file is refused and the old stays. */
   reload(): boolean;
   close(drainMs?: number): Promise<void>;
+  /** With `handedConnections`: serve a connection the primary accepted. */
+  acceptConnection(socket: Socket): void;
 }
 
 export async function startApp(o: AppOptions): Promise<App> {
@@ -86,8 +100,8 @@ export async function startApp(o: AppOptions): Promise<App> {
   let cache: PrincipalCache | null = null;
   const redis = o.stores
     ? null
-    : s.REDIS_URL || s.REDIS_CLUSTER_NODES
-      ? createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES })
+    : redisClientSettings(s)
+      ? createRedisClient(redisClientSettings(s)!)
       : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
@@ -116,7 +130,7 @@ export async function startApp(o: AppOptions): Promise<App> {
         })
       : createMemoryStores({ clock }));
   // A Redis that is down is an outage (start degraded); a host that does not resolve or refused credentials a bad setting.
-  const redisSetting = s.REDIS_CLUSTER_NODES?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  const redisSetting = redisSettingName(s);
   const redisState = redis ? await waitForRedis(redis, 5_000) : true;
   if (redisState instanceof Error) {
     redis?.disconnect();
@@ -133,7 +147,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
   // A port in use names its setting; an address this machine does not have names HOST.
-  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT') =>
+  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT') =>
     new Promise<string>((resolve, reject) => {
       srv.once('error', (err) => reject(listenError(setting, host, p, err)));
       srv.listen(p, host, () => resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`));
@@ -169,6 +183,7 @@ export async function startApp(o: AppOptions): Promise<App> {
         dnsResolver: s.DNS_RESOLVER,
         oauthClientIds: { google: s.GOOGLE_OAUTH_CLIENT_ID, microsoft: s.MICROSOFT_OAUTH_CLIENT_ID },
         oauthRedirectUri: s.OAUTH_REDIRECT_URI,
+        auditRetentionDays: s.AUDIT_RETENTION_DAYS,
       },
     };
     // Loaded only where the backend runs: the gateway alone never imports the resource handlers.
@@ -188,6 +203,7 @@ export async function startApp(o: AppOptions): Promise<App> {
 
   let gatewayUrl: string | null = null;
   let adminUrl: string | null = null;
+  let adminApiUrl: string | null = null;
   let ready = false;
   let gatewaySrv: http.Server | null = null;
   if (o.mode !== 'backend') {
@@ -204,18 +220,37 @@ export async function startApp(o: AppOptions): Promise<App> {
       }
     });
     closers.push(unlisten);
+    // Each key's last use, written once a minute and on close (after the drain, before the database).
+    const lastUse = new LastUseRecorder(db, clock, (err) => o.log.warn({ err: err.message }, 'last-use write failed; kept for the next'));
+    lastUse.start();
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
     const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
+    // Without an audience a token for one service is good at every other behind this gateway.
+    if (jwt && !s.IDENTITY_JWT_AUDIENCE) o.log.warn({ setting: 'IDENTITY_JWT_AUDIENCE' }, 'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service');
+    // Per-organization accepted/refused counts per minute for the admin console's chart: in memory, and
+    // flushed to Redis in batches (when there is one) so any admin API instance reads the whole fleet.
+    const traffic = new OrgTraffic({ clock, redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, log: o.log.child({ c: 'traffic' }) });
+    closers.push(() => traffic.close());
     const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
+    // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
+    const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
+    if (tracing) closers.push(() => tracing.close());
+    const resolverEvents: ResolverEvents = { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind), used: (p, now) => lastUse.record(p, now) };
+    const access = createAccessResolver(cache, stores, resolverEvents, clock);
+    const principals = cache;
+    // A sampled request gets a resolver of its own, whose store calls open spans under its span.
+    tracing?.resolvers((st, ev) => createAccessResolver(principals, st, ev, clock), stores, resolverEvents);
     const gateway = createGatewayServer({
       ...identity,
       routes: () => routes,
       plans: () => plans,
-      access: createAccessResolver(cache, stores, { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind) }),
+      access,
       stores,
-      forwarder,
+      forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+      tracing,
+      limitMode: s.RATE_LIMIT_MODE,
       trusted: new TrustedProxies(s.TRUST_PROXY),
       clock,
       log: o.log.child({ c: 'gateway' }),
@@ -229,6 +264,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
       cors: createCors(s.CORS_ORIGINS),
       openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
+      traffic: (org, refused) => traffic.record(org, refused),
     });
     gatewaySrv = gateway.server;
     // The dependencies are checked once a second in the background; probes and scrapes read the result.
@@ -254,12 +290,26 @@ export async function startApp(o: AppOptions): Promise<App> {
       },
       maxConnections: s.ADMIN_MAX_CONNECTIONS,
     });
-    gatewayUrl = await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
+    gatewayUrl = o.handedConnections
+      ? await new Promise<string>((resolve, reject) => {
+          // exclusive: a handle of this worker's own, not one node:cluster shares through the primary.
+          gatewaySrv!.once('error', reject);
+          gatewaySrv!.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(`http://127.0.0.1:${(gatewaySrv!.address() as AddressInfo).port}`));
+        })
+      : await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
+    if (s.ADMIN_API_PORT !== undefined) {
+      const { startAdminApi } = await import('./admin-api/index.js');
+      const adminApi = startAdminApi({ db, pepper, clock, log: o.log.child({ c: 'admin-api' }), stores, traffic, trusted: new TrustedProxies(s.TRUST_PROXY), plans: () => plans, scopes: () => routes.scopes });
+      adminApiUrl = await listen(adminApi, port(s.ADMIN_API_PORT), s.HOST, 'ADMIN_API_PORT');
+      const adminApiDrain = drainable(adminApi);
+      closers.unshift(() => adminApiDrain.drain(0));
+    }
     // The admin listener stops last: /readyz says 503 for the whole drain.
     const adminDrain = drainable(admin);
     closers.unshift(() => adminDrain.drain(0));
     closers.unshift(async () => forwarder.close());
+    closers.unshift(() => lastUse.stop());
     closers.unshift(() => gateway.drain(drain));
   }
   ready = true;
@@ -267,6 +317,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     gatewayUrl,
     backendUrl,
     adminUrl,
+    adminApiUrl,
     db,
     stores,
     cache,
@@ -286,6 +337,12 @@ export async function startApp(o: AppOptions): Promise<App> {
         o.log.error({ err: (err as Error).message }, 'configuration reload refused; the previous files stay in force');
         return false;
       }
+    },
+    acceptConnection(socket) {
+      if (!gatewaySrv) return void socket.destroy();
+      // As net.Server does for what it accepts: node:http reports a client's errors through socket.server.
+      (socket as Socket & { server: http.Server }).server = gatewaySrv;
+      gatewaySrv.emit('connection', socket);
     },
     async close(drainMs) {
       ready = false;

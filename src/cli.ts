@@ -10,10 +10,11 @@ import { migrate } from './db/index.js';
 import { applySeed, parseSeed } from './access/seed.js';
 import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
 import { openDatabase } from './cli/context.js';
+import { getPepper } from './access/pepper.js';
 import { dataFile } from './cli/paths.js';
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
-import { announceWorkerReady, runPrimary, workerCount, workerId } from './ops/cluster.js';
+import { announceWorkerReady, runPrimary, servePrimaryHandoffs, workerCount, workerId } from './ops/cluster.js';
 
 const DEMO_SEED = dataFile('config/demo-seed.json');
 
@@ -34,7 +35,7 @@ async function main() {
   }
   const mode = (args[0] ?? 'start') as Mode;
   if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
-    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs or sessions (keygate --help)`);
+    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions or admin-tokens (keygate --help)`);
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
   const log = createLogger(settings.LOG_LEVEL);
@@ -56,8 +57,9 @@ async function main() {
   if (mode !== 'backend' && workerCount(settings.WORKERS) > 1) {
     if (cluster.isPrimary) return runGatewayCluster(mode, settings, log);
     // All-in-one's backend stays in the primary, which applied the seed and passed its URL and secrets.
-    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }) });
-    installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }), handedConnections: true });
+    const stop = installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
+    servePrimaryHandoffs((socket) => app.acceptConnection(socket), () => stop('SIGTERM'));
     log.info({ worker: workerId(), pid: process.pid, gateway: app.gatewayUrl }, 'keygate gateway worker listening');
     return announceWorkerReady(app.gatewayUrl, app.adminUrl);
   }
@@ -71,8 +73,10 @@ async function main() {
   const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
   installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
 
-  if (mode === 'start') printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!);
-  else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
+  if (mode === 'start') {
+    const adminToken = app.adminApiUrl ? await (await import('./admin-api/index.js')).demoAdminToken(app.db, await getPepper(app.db)) : null;
+    printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!, adminToken);
+  } else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
 }
 
 /**
@@ -95,6 +99,8 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
     count: workerCount(settings.WORKERS),
     entry: fileURLToPath(import.meta.url),
     host: settings.ADMIN_HOST ?? settings.HOST,
+    gatewayHost: settings.HOST,
+    port: settings.PORT,
     adminPort: settings.ADMIN_PORT,
     adminMaxConnections: settings.ADMIN_MAX_CONNECTIONS,
     drainMs: settings.DRAIN_TIMEOUT_MS,
@@ -109,7 +115,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   if (mode === 'start') printBanner({ ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl }, full.INTERNAL_TOKEN, seed, seedFile!);
 }
 
-function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string) {
+function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string, adminToken: string | null = null) {
   const lines = [
     '',
     `keygate is running (all-in-one)`,
@@ -117,6 +123,7 @@ function printBanner(app: App, internalToken: string, seed: ReturnType<typeof pa
     `  backend   ${app.backendUrl}    (private: /api-keys, /internal)`,
     `  admin     ${app.adminUrl}    (/healthz, /readyz, /metrics)`,
     `  internal token (this start only): ${internalToken}`,
+    ...(app.adminApiUrl && adminToken ? [`  admin API and console ${app.adminApiUrl}/    (sign in with the admin token below)`, `  admin token (write, this start only): ${adminToken}`] : []),
     '',
     `API keys from ${seedFile}:`,
   ];
@@ -129,7 +136,7 @@ function printBanner(app: App, internalToken: string, seed: ReturnType<typeof pa
 }
 
 /** SIGTERM/SIGINT: readiness 503 at once, stop accepting, drain in-flight requests, exit 0. */
-function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs: number) {
+function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs: number): (signal: string) => void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -150,6 +157,7 @@ function installShutdown(app: App, log: ReturnType<typeof createLogger>, drainMs
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGHUP', () => app.reload());
   process.on('SIGINT', () => stop('SIGINT'));
+  return stop;
 }
 
 main().catch((err) => {

@@ -51,7 +51,7 @@ export function authorizeRoute(p: Principal, route: RouteDef, params: Record<str
 }
 
 export function identityOf(p: Principal, g: Granted | null): Identity {
-  return {
+  const id: Identity = {
     keyId: p.keyId,
     keyType: p.keyType,
     organizationId: p.organizationId,
@@ -61,4 +61,7 @@ export function identityOf(p: Principal, g: Granted | null): Identity {
     scopes: [...p.scopes],
     plan: p.plan,
   };
+  // Only keys that carry metadata add the field: every other identity stays byte for byte as before.
+  if (p.metadata !== null) id.metadata = p.metadata;
+  return id;
 }

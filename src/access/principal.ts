@@ -21,6 +21,21 @@ export interface Principal {
   userId: number | null;
   orgRole: 'OWNER' | 'MEMBER' | null;
   memberships: ReadonlyMap<number, Role>;
+  /**
+   * The instant (ms) from which this secret is refused: the key's expiry, or the end of the grace period
+   * when the secret is one a rotation replaced; Infinity for never. Compared with the clock on every
+   * request, so a principal cached before the instant never serves after it.
+   */
+  expiresAt: number;
+  /** The key's metadata, sent upstream in the signed identity; null when none. */
+  metadata: Record<string, unknown> | null;
+  /** The keyed hash of the secret this principal was resolved from (where its last use is recorded). */
+  secretHash: string;
+}
+
+/** Whether a principal's secret is expired at `now` (ms): the first instant at or after expiresAt. */
+export function isExpired(p: Principal, now: number): boolean {
+  return now >= p.expiresAt;
 }
 
 export function roleRank(r: string | null | undefined): number {
@@ -42,10 +57,14 @@ function internScopes(scopes: string[] | null): ReadonlySet<string> {
 }
 const NO_MEMBERSHIPS: ReadonlyMap<number, Role> = new Map();
 
-/** One query per key, plus one for a personal key's memberships. Revoked keys resolve to null. */
+/**
+ * One query per key, plus one for a personal key's memberships. Revoked keys resolve to null; expired
+ * ones resolve with an expiresAt in the past (the caller refuses them by time, as it does cached ones).
+ */
 export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: KeyType): Promise<Principal | null> {
   const rows = await q.query(
     `SELECT k.id, k.type, k.organization_id, k.workspace_id, k.user_id, k.role, k.scopes,
+            k.expires_at, k.metadata, k.key_hash = $1 AS current_secret, k.previous_expires_at,
             o.plan, o.api_access, o.paused,
             w.deleted_at IS NOT NULL AS ws_deleted, w.organization_id AS ws_org,
             u.org_role, u.organization_id AS user_org
@@ -53,7 +72,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
        JOIN organizations o ON o.id = k.organization_id
        LEFT JOIN workspaces w ON w.id = k.workspace_id
        LEFT JOIN users u ON u.id = k.user_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+      WHERE (k.key_hash = $1 OR k.previous_key_hash = $1) AND k.revoked_at IS NULL`,
     [keyHash],
   );
   const k = rows[0];
@@ -83,11 +102,18 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     userId: k.user_id,
     orgRole: k.org_role ?? null,
     memberships,
+    expiresAt: Math.min(
+      k.expires_at ? new Date(k.expires_at).getTime() : Infinity,
+      // A replaced secret lives until its grace period ends.
+      !k.current_secret && k.previous_expires_at ? new Date(k.previous_expires_at).getTime() : Infinity,
+    ),
+    metadata: k.metadata ?? null,
+    secretHash: keyHash,
   };
 }
 
 /** The organization a key belongs to; it never changes, so the gateway may remember it unchecked. */
 export async function organizationOfKey(q: Queryable, keyHash: string): Promise<number | null> {
-  const rows = await q.query(`SELECT organization_id FROM api_keys WHERE key_hash = $1`, [keyHash]);
+  const rows = await q.query(`SELECT organization_id FROM api_keys WHERE key_hash = $1 OR previous_key_hash = $1`, [keyHash]);
   return rows[0]?.organization_id ?? null;
 }

@@ -7,11 +7,14 @@
 // - otherwise: the cooldown (and the version, when the key's organization is known), the database,
 //   then the counters.
 // An invalid key counts one failure for the address in the same atomic step that reads its
-// cooldown, so parallel failures cannot all slip under the limit.
+// cooldown, so parallel failures cannot all slip under the limit. An expired secret is an invalid key
+// from the first instant at or after its expiry: the check compares the clock with a number the
+// principal holds, on every request, cached or not (no I/O, no grace).
 import type { LimitStores, CounterRef, LayerState } from '../limits/types.js';
 import { keyTypeOf, type KeyType } from './secrets.js';
 import type { PrincipalCache } from './cache.js';
-import type { Principal } from './principal.js';
+import { isExpired, type Principal } from './principal.js';
+import { systemClock, type Clock } from '../limits/types.js';
 
 /** What step 11 does with its counters: spend one token in each, or only read them. */
 export type CounterPlan = { spend: CounterRef[] } | { peek: CounterRef[] };
@@ -31,13 +34,15 @@ export type Resolution<D> =
 export interface ResolverEvents {
   cache(hit: boolean): void;
   authFailure(kind: 'invalid_key' | 'cooldown'): void;
+  /** A request authenticated with this principal's secret at `now` (its last use; see access/last-use.ts). */
+  used?(principal: Principal, now: number): void;
 }
 
 export interface AccessResolver {
   resolve<D>(secret: string, accepted: readonly KeyType[], ip: string, plan: (p: Principal) => { decision: D; counters: CounterPlan }): Promise<Resolution<D>>;
 }
 
-export function createAccessResolver(cache: PrincipalCache, stores: LimitStores, events: ResolverEvents): AccessResolver {
+export function createAccessResolver(cache: PrincipalCache, stores: LimitStores, events: ResolverEvents, clock: Clock = systemClock): AccessResolver {
   async function count(plan: CounterPlan): Promise<LayerState[]> {
     return 'peek' in plan ? stores.limiter.spend(plan.peek, 0) : stores.limiter.spend(plan.spend, 1);
   }
@@ -66,7 +71,12 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
         return invalid(ip);
       }
 
-      const cached = cache.peek(secret);
+      let cached = cache.peek(secret);
+      // An expired cached secret may be stale (its expiry moved since): read it again below.
+      if (cached.principal && isExpired(cached.principal, clock.now())) {
+        cache.drop(cached.key);
+        cached = { key: cached.key, principal: null };
+      }
       // The one-round-trip path. Pairs of counters only: the store's gate spends a key and an address.
       if (cached.principal) {
         const { decision, counters } = plan(cached.principal);
@@ -81,6 +91,7 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
           if (g.kind !== 'stale') {
             cache.noteHit();
             events.cache(true);
+            events.used?.(cached.principal, clock.now());
             const states = g.kind === 'spent' ? [g.hit.key, g.hit.ip] : g.states;
             return { kind: 'resolved', principal: cached.principal, decision, states, spent: g.kind === 'spent' };
           }
@@ -95,6 +106,9 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
       }
       events.cache(found.kind === 'ok' && found.cached);
       if (found.kind !== 'ok') return invalid(ip);
+      const now = clock.now();
+      if (isExpired(found.principal, now)) return invalid(ip);
+      events.used?.(found.principal, now);
       const { decision, counters } = plan(found.principal);
       return { kind: 'resolved', principal: found.principal, decision, states: await count(counters), spent: 'spend' in counters };
     },

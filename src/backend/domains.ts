@@ -16,9 +16,10 @@ import { tags } from './tags/index.js';
 import { warmup } from './warmup/index.js';
 import { workspace } from './workspace/index.js';
 import * as apiKeysRoutes from './api-keys/routes.js';
+import { jobs as apiKeysJobs } from './api-keys/jobs.js';
 import * as internalRoutes from './internal/routes.js';
 
-const apiKeys: BackendDomain = { name: 'api-keys', register: apiKeysRoutes.register };
+const apiKeys: BackendDomain = { name: 'api-keys', register: apiKeysRoutes.register, jobs: apiKeysJobs };
 const internal: BackendDomain = { name: 'internal', register: internalRoutes.register };
 
 export const DOMAINS: readonly BackendDomain[] = [

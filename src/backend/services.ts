@@ -20,6 +20,8 @@ export interface BackendConfig {
   /** The OAuth application behind consent links (`oauth-url`); unset ids make that route 503. */
   oauthClientIds: { google?: string; microsoft?: string };
   oauthRedirectUri?: string;
+  /** Audit rows older than this are purged (AUDIT_RETENTION_DAYS). */
+  auditRetentionDays?: number;
 }
 
 /** What every handler may use; built once at start and handed down, so no module reaches for a global. */

@@ -10,7 +10,7 @@ import { loadRoutes, type MinRole } from '../config/routes.js';
 import { openDb, type Db } from '../db/index.js';
 import { getPepper } from '../access/pepper.js';
 import { accessChangedVia } from '../backend/services.js';
-import { createRedisClient, createRedisStores } from '../limits/redis.js';
+import { createRedisClient, createRedisStores, redisClientSettings } from '../limits/redis.js';
 import { createLogger } from '../ops/logger.js';
 import { systemClock } from '../limits/types.js';
 import type { ServiceContext } from '../access/service/context.js';
@@ -84,9 +84,9 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
   // Without Redis every gateway keeps its versions in memory: the database's NOTIFY (the triggers of
   // migration 001) is then what reaches them, as it is for the backend in another process.
   const redis =
-    s.REDIS_URL || s.REDIS_CLUSTER_NODES
+    redisClientSettings(s)
       ? // A command waits for the connection once; the gateway's 50 ms budget is for requests.
-        createRedisClient({ url: s.REDIS_URL, clusterNodes: s.REDIS_CLUSTER_NODES, commandTimeoutMs: Math.max(s.REDIS_COMMAND_TIMEOUT_MS, 3_000) })
+        createRedisClient({ ...redisClientSettings(s), commandTimeoutMs: Math.max(s.REDIS_COMMAND_TIMEOUT_MS, 3_000) })
       : null;
   redis?.on('error', () => {}); // a failed bump is reported by accessChangedVia, once
   const versions = redis ? createRedisStores({ redis, prefix: s.REDIS_KEY_PREFIX }).versions : null;

@@ -6,8 +6,10 @@ import { openAdminContext } from './context.js';
 import { keysCommand } from './keys.js';
 import { orgsCommand } from './orgs.js';
 import { sessionsCommand } from './sessions.js';
+import { auditCommand } from './audit.js';
+import { adminTokensCommand } from './admin-tokens.js';
 
-export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions'] as const;
+export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'audit', 'admin-tokens'] as const;
 
 export const USAGE = `usage: keygate <command>
 
@@ -26,6 +28,11 @@ key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateway
   keys revoke <keyId>
   orgs pause <orgId> | orgs resume <orgId> | orgs plan <orgId> <plan|none>
   sessions create --user <id> [--ttl 24h]
+  audit list [filters] [--limit 100] [--before <id>]    newest first; --json: JSON lines
+  audit export [filters]                               every row, oldest first, as JSON lines
+      filters: --org <id> --actor admin-token|user|cli|internal|seed --actor-id <id>
+               --action key.rotate|key. --target-type key --target <id> --since <time> --until <time>
+  admin-tokens create --name <name> --role read|write | admin-tokens list [--all] | admin-tokens revoke <tokenId>
 
 <time>: 2026-12-31T23:59:59Z (a zone is required), 2026-12-31 (UTC midnight) or +30d, +12h, +90m.
 Every change is audited (the operator is the OS user). Every command takes --json (one JSON
@@ -38,5 +45,7 @@ export async function runAdminCommand(settings: Settings, argv: readonly string[
   const open = () => openAdminContext(settings);
   if (command === 'keys') return keysCommand(open, sub, rest);
   if (command === 'orgs') return orgsCommand(open, sub, rest);
+  if (command === 'audit') return auditCommand(open, sub, rest);
+  if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
   return sessionsCommand(open, sub, rest);
 }

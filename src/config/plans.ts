@@ -18,6 +18,8 @@ export const planSchema = z
     /** How many mailboxes may warm at once; null is no cap. */
     warmingMailboxCap: z.number().int().min(0).nullable(),
     entitlements: z.array(z.enum(['warmup_language', 'content_settings'])),
+    /** Rate limits of this plan in `shadow` or `enforce`, over RATE_LIMIT_MODE (src/gateway/shadow.ts). */
+    limitMode: z.enum(['enforce', 'shadow']).optional(),
   })
   .strict();
 export type Plan = z.infer<typeof planSchema>;

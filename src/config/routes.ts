@@ -22,6 +22,7 @@ const v2Route = z
     scope: z.string().regex(/^[a-z]+:[a-z]+$/).nullable(),
     bucket: z.enum(['read', 'write', 'bulk']),
     gateway: z.literal(true).optional(),
+    limitMode: z.enum(['enforce', 'shadow']).optional(),
   })
   .strict();
 const v1Route = z
@@ -29,6 +30,7 @@ const v1Route = z
     method,
     path: pathPattern.refine((p) => p.startsWith('/v1/'), 'must start with /v1/'),
     gateway: z.literal(true).optional(),
+    limitMode: z.enum(['enforce', 'shadow']).optional(),
   })
   .strict();
 
@@ -63,6 +65,8 @@ export interface RouteDef {
   minRole: MinRole | null;
   bucket: Bucket;
   gateway: boolean;
+  /** Limits of this route in `shadow` or `enforce`, over the plan's and RATE_LIMIT_MODE (src/gateway/shadow.ts). */
+  limitMode?: 'enforce' | 'shadow';
   /** Names of the path parameters, in order. */
   params: string[];
 }
@@ -185,11 +189,12 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
       minRole: d.scope ? f.scopes[d.scope] : null,
       bucket: d.bucket,
       gateway: d.gateway === true,
+      limitMode: d.limitMode,
       params: params(d.path),
     });
   }
   for (const d of f.v1) {
-    v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', gateway: d.gateway === true, params: params(d.path) });
+    v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', gateway: d.gateway === true, limitMode: d.limitMode, params: params(d.path) });
   }
   return { v2, v1, scopes: f.scopes };
 }

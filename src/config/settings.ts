@@ -17,6 +17,8 @@ export const settingsSchema = z
     PORT: port.default(8080),
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
+    // The admin HTTP API and console (src/admin-api/): off unless set; bound to HOST like the gateway.
+    ADMIN_API_PORT: port.optional(),
     HOST: z.string().min(1).default('0.0.0.0'),
     // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
     ADMIN_HOST: z.string().min(1).optional(),
@@ -27,6 +29,12 @@ export const settingsSchema = z
     DATA_DIR: z.string().min(1).default('.data'),
     REDIS_URL: z.string().url().optional(),
     REDIS_CLUSTER_NODES: csv.optional(),
+    // Redis Sentinel: the sentinels (host:port), the name of the primary they watch, the sentinels'
+    // own password and the password of the primary and its replicas (src/limits/redis.ts).
+    REDIS_SENTINELS: csv.optional(),
+    REDIS_SENTINEL_NAME: z.string().min(1).max(128).optional(),
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    REDIS_PASSWORD: z.string().min(1).optional(),
     REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]').default('kg:'),
     SEED_FILE: z.string().min(1).optional(),
     // Checked by building the gateway's own matcher, so the rule of a valid entry lives in one place.
@@ -53,6 +61,9 @@ export const settingsSchema = z
       })
       .optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+    // Rate limits and quotas refuse (enforce) or only log and count what they would refuse (shadow);
+    // a plan's or a route's own limitMode wins (src/gateway/shadow.ts).
+    RATE_LIMIT_MODE: z.enum(['enforce', 'shadow']).default('enforce'),
     // The identity the gateway sends upstream (CONTRACT section 5 HMAC headers, a JWT, or both): src/http/identity-jwt.ts.
     IDENTITY_FORMAT: z.enum(['hmac', 'jwt', 'both']).default('hmac'),
     IDENTITY_JWT_HEADER: z.enum(['authorization', 'x-gateway-jwt']).default('x-gateway-jwt'),
@@ -78,6 +89,8 @@ export const settingsSchema = z
     BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
+    // How long the audit trail keeps its rows (src/access/service/audit.ts); the backend purges hourly.
+    AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
     WORKERS: z.string().regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto').default('1'),
@@ -153,9 +166,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
     if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
     if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
   }
+  if (s.REDIS_SENTINELS?.length && !s.REDIS_SENTINEL_NAME) throw new ConfigError('setting REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name of the primary the sentinels watch)');
+  if (s.REDIS_SENTINELS?.length && s.REDIS_CLUSTER_NODES?.length) throw new ConfigError('setting REDIS_SENTINELS: give either REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both');
   // Several gateway processes keep one budget only in a shared store: in-memory limits would be per process.
   if ((mode === 'gateway' || mode === 'start') && s.WORKERS !== '1') {
-    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL or REDIS_CLUSTER_NODES (in-memory rate limits cannot be exact across processes)`);
+    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length && !s.REDIS_SENTINELS?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (in-memory rate limits cannot be exact across processes)`);
     if (mode === 'start' && !s.DATABASE_URL) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`);
   }
   // A share below one body's limit would refuse every body between the two, whatever the load.

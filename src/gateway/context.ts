@@ -13,6 +13,8 @@ import type { BodyBudget, Lingering } from './body.js';
 import type { TrustedProxies } from './client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
+import type { RequestTrace, Tracing } from '../ops/tracing.js';
+import type { LimitMode } from './shadow.js';
 
 export type Api = 'v1' | 'v2';
 
@@ -41,6 +43,12 @@ export interface GatewayDeps {
   cors: Cors;
   /** The API description served at `path` (GET /v2/openapi.json, /v1/openapi.json), or null. */
   openApi: (path: string) => Buffer | null;
+  /** Counts each answered request of a known organization, accepted or refused (the admin console's chart). */
+  traffic?: (organizationId: number, refused: boolean) => void;
+  /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
+  tracing?: Tracing | null;
+  /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */
+  limitMode?: LimitMode;
 }
 
 export interface RequestContext {
@@ -62,6 +70,8 @@ export interface RequestContext {
    * name, value list, written with the status line in one writeHead: cheaper than a setHeader each.
    */
   readonly head: ResponseFields;
+  /** The request's span when tracing is on, else null. */
+  readonly span: RequestTrace | null;
 }
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */

@@ -33,8 +33,6 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     // An answer given before its body was read (a refusal) lingers before the connection closes.
     if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
-    if (deps.cors.preflight(req, res)) return;
-    deps.cors.decorate(req, res);
     const ctx = contextOf(deps, req, res);
     const entry = inFlight.add(ctx);
     // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
@@ -42,7 +40,11 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     res.on('close', () => {
       inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
+      ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
     });
+    // A CORS preflight is answered before any step, and counted and logged like any answer.
+    if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
+    deps.cors.decorate(req, res);
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
       deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
@@ -105,6 +107,7 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     started: performance.now(),
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
     head: ['X-Request-Id', requestId],
+    span: deps.tracing ? deps.tracing.request(req, res, req.method ?? 'GET', requestId) : null,
   };
 }
 
@@ -113,7 +116,8 @@ function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((sou
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
   deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
-  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId });
+  if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
+  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId, traceId: ctx.span?.traceId });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {

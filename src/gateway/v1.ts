@@ -2,6 +2,8 @@
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
 import type { Principal } from '../access/principal.js';
+import type { RouteDef } from '../config/routes.js';
+import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { CounterPlan } from '../access/resolver.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -13,9 +15,10 @@ import { V1_LIMIT, partnerCounter, partnerRateLimitGuard } from './guards/rate-l
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 import { bodyRoomRefusal } from './body.js';
 
-type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward' };
+type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward'; route: RouteDef };
 
 const V1_KEYS = ['partner'] as const;
 
@@ -32,7 +35,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   const secret = partnerSecret(ctx.req);
   if (!secret) return unkeyed({ code: '150001', message: 'Missing X-Api-Key header.' });
   // 3, 4, then the organization and the route, then the key's one counter
-  const access = await deps.access.resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
   if (access.kind === 'cooldown') return unkeyed({ code: '150006', retryAfter: access.seconds });
   if (access.kind === 'invalid') return unkeyed({ code: '150002' });
   const { principal, decision, states } = access;
@@ -44,7 +47,10 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key);
   deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);
   const limited = partnerRateLimitGuard(key, deps.clock.now());
-  if (limited) return refuse(ctx, limited);
+  if (limited) {
+    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    recordShadowRefusal(deps, ctx, limited, layersOver(['v1', key]));
+  }
   return forwardWithBody(deps, ctx, principal, null);
 }
 
@@ -60,7 +66,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   // A body there is no room for now is refused before the token is spent (./body.ts).
   const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
   if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward' }, counters: { spend: [counter] } };
+  return { decision: { kind: 'forward', route: match.route }, counters: { spend: [counter] } };
 }
 
 /** GET /v1/rate-limit: the key's one layer, read without spending. */

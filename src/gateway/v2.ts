@@ -4,7 +4,7 @@
 // on the principal before that round trip, so it knows whether to spend or only read.
 import type { Principal } from '../access/principal.js';
 import type { Granted } from '../access/authorize.js';
-import type { Bucket } from '../config/routes.js';
+import type { Bucket, RouteDef } from '../config/routes.js';
 import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -18,6 +18,7 @@ import { BUCKETS, ipCounter, keyCounter, rateLimitGuard } from './guards/rate-li
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
+import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 import { bodyRoomRefusal } from './body.js';
 
 /**
@@ -27,7 +28,7 @@ import { bodyRoomRefusal } from './body.js';
 type Decision =
   | { kind: 'refused'; refusal: Refusal; bucket: Bucket }
   | { kind: 'rate_limit_status' }
-  | { kind: 'forward'; bucket: Bucket; grant: Granted };
+  | { kind: 'forward'; bucket: Bucket; grant: Granted; route: RouteDef };
 
 const V2_KEYS = ['workspace', 'personal'] as const;
 const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
@@ -41,7 +42,8 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   if (!secret) return refuseUnkeyed(deps, ctx, { code: '150001' });
   // 3. the address is not cooling down; 4. the key is live and fits its type (a failure is counted);
   // 5-10 decided on the principal; the counters of 11 spent or read
-  const access = await deps.access.resolve(secret, V2_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  // A sampled request's own resolver when tracing (its spans), else the gateway's.
+  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V2_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
   if (access.kind === 'cooldown') return refuseUnkeyed(deps, ctx, { code: '150006', retryAfter: access.seconds });
   if (access.kind === 'invalid') return refuseUnkeyed(deps, ctx, { code: '150002' });
   const { principal, decision, states } = access;
@@ -60,7 +62,10 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
   const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
-  if (limited) return refuse(ctx, limited);
+  if (limited) {
+    if (limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce') return refuse(ctx, limited);
+    recordShadowRefusal(deps, ctx, limited, layersOver(['key', key], ['ip', ip]));
+  }
   return forwardWithBody(deps, ctx, principal, decision.grant);
 }
 
@@ -86,7 +91,7 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   // A body there is no room for now is refused before any token is spent (./body.ts).
   const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
   if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward', bucket, grant }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
+  return { decision: { kind: 'forward', bucket, grant, route: match.route }, counters: { spend: [keyCounter(principal, bucket, plans), ip] } };
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */

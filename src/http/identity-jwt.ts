@@ -178,6 +178,7 @@ export function createJwtSigner(o: { keys: JwtKey[]; audience?: string; header?:
           role: input.identity.role,
           scopes: input.identity.scopes,
           plan: input.identity.plan,
+          ...(input.identity.metadata !== undefined ? { metadata: input.identity.metadata } : {}),
         },
       };
       const signingInput = `${headerB64}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;

@@ -11,6 +11,8 @@ export interface Identity {
   role: string | null;
   scopes: string[];
   plan: string | null;
+  /** The key's metadata (a JSON object of at most 1 KiB); the field is absent for a key without any. */
+  metadata?: Record<string, unknown>;
 }
 
 export const MAX_SIGNATURE_AGE_MS = 60_000;

@@ -39,6 +39,13 @@ export interface RedisClientOptions {
   url?: string;
   /** `host:port` seeds; when given the client is a Cluster client. */
   clusterNodes?: string[];
+  /** `host:port` of Redis Sentinels; when given the client asks them for the primary named `sentinelName`. */
+  sentinels?: string[];
+  sentinelName?: string;
+  /** The sentinels' own password. */
+  sentinelPassword?: string;
+  /** The password of the primary and its replicas (Sentinel mode). */
+  password?: string;
   /**
    * A safety net only: a command unanswered after this long fails, so none waits forever. Whether
    * Redis can be reached is judged by the breaker (./resilient.ts), which does not count the time
@@ -64,8 +71,55 @@ export function createRedisClient(opts: RedisClientOptions): RedisConnection {
       redisOptions: { ...fromUrl, ...common },
     });
   }
+  if (opts.sentinels !== undefined && opts.sentinels.length > 0) {
+    const fromUrl = opts.url !== undefined ? urlOptions(opts.url) : {};
+    return new Redis({
+      ...fromUrl,
+      ...common,
+      sentinels: opts.sentinels.map(hostPort),
+      name: opts.sentinelName,
+      ...(opts.sentinelPassword !== undefined ? { sentinelPassword: opts.sentinelPassword } : {}),
+      ...(opts.password !== undefined ? { password: opts.password } : {}),
+      // No failoverDetector: measured, a +switch-master arriving while the client was still
+      // reconnecting left it closed for good (one instance of two never came back). A dead primary
+      // closes the connection, and each reconnect asks the sentinels for the primary again.
+      enableOfflineQueue: true,
+      lazyConnect: false,
+    });
+  }
   const options = { ...common, enableOfflineQueue: true, lazyConnect: false };
   return opts.url !== undefined ? new Redis(opts.url, options) : new Redis(options);
+}
+
+/** The Redis settings as client options, or null when no Redis is configured. */
+export function redisClientSettings(s: {
+  REDIS_URL?: string;
+  REDIS_CLUSTER_NODES?: string[];
+  REDIS_SENTINELS?: string[];
+  REDIS_SENTINEL_NAME?: string;
+  REDIS_SENTINEL_PASSWORD?: string;
+  REDIS_PASSWORD?: string;
+}): RedisClientOptions | null {
+  if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length && !s.REDIS_SENTINELS?.length) return null;
+  return {
+    url: s.REDIS_URL,
+    clusterNodes: s.REDIS_CLUSTER_NODES,
+    sentinels: s.REDIS_SENTINELS,
+    sentinelName: s.REDIS_SENTINEL_NAME,
+    sentinelPassword: s.REDIS_SENTINEL_PASSWORD,
+    password: s.REDIS_PASSWORD,
+  };
+}
+
+/** The setting that names the Redis the gateway uses (for errors about it). */
+export function redisSettingName(s: { REDIS_CLUSTER_NODES?: string[]; REDIS_SENTINELS?: string[] }): string {
+  return s.REDIS_SENTINELS?.length ? 'REDIS_SENTINELS' : s.REDIS_CLUSTER_NODES?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+}
+
+function hostPort(entry: string): { host: string; port: number } {
+  const colon = entry.lastIndexOf(':');
+  if (colon <= 0) return { host: entry, port: 26379 };
+  return { host: entry.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(entry.slice(colon + 1)) };
 }
 
 /** Credentials, database and TLS from a redis:// or rediss:// URL, for the nodes of a Cluster. */

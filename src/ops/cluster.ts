@@ -1,5 +1,9 @@
-// WORKERS (README, settings): the gateway on several processes sharing its port through node:cluster.
-// The primary holds no gateway listener: it forks the workers, restarts one that crashes, forwards the
+// WORKERS (README, settings): the gateway on several processes sharing its port. The primary accepts
+// on PORT and hands each connection to a worker in turn (over the IPC channel, as node:cluster's own
+// round robin does); it serves none itself. Owning the listener is what lets a drain stop accepting
+// before any worker stops serving: with node:cluster's shared listener the primary kept accepting until
+// the last worker left, then closed unanswered whatever it had accepted meanwhile (a reset for a new
+// connection). The primary forks the workers, restarts one that crashes, forwards the
 // signals of CONTRACT section 8 (SIGTERM/SIGINT drain every worker, then exit 0; SIGHUP reloads each),
 // and serves ADMIN_PORT for the whole group: one admin listener per worker could not share a port and
 // still answer for all of them, so each worker's admin server listens on a private port of its own and
@@ -7,7 +11,7 @@
 // startApp like a single gateway); exact limits across processes need Redis, which settings.ts requires.
 import cluster, { type Worker } from 'node:cluster';
 import http from 'node:http';
-import net from 'node:net';
+import net, { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { listenError } from '../config/errors.js';
@@ -23,6 +27,23 @@ interface ReadyMessage {
   type: 'keygate:worker-ready';
   gatewayUrl: string | null;
   adminUrl: string | null;
+}
+
+/** What the primary sends a worker: a connection to serve (with its socket), or the drain. */
+interface PrimaryMessage {
+  type: 'keygate:connection' | 'keygate:drain';
+}
+
+/**
+ * In a worker: serve the connections the primary hands over, and drain when it says so. The drain
+ * comes on the same channel as the connections, after the last of them: a signal could overtake a
+ * connection still on its way, which would then find the worker gone.
+ */
+export function servePrimaryHandoffs(accept: (socket: Socket) => void, drain: () => void): void {
+  process.on('message', (msg: PrimaryMessage, handle: unknown) => {
+    if (msg?.type === 'keygate:connection' && handle instanceof Socket) accept(handle);
+    else if (msg?.type === 'keygate:drain') drain();
+  });
 }
 
 /** In a worker: tell the primary this process serves (its gateway and private admin URLs). */
@@ -42,6 +63,9 @@ export interface PrimaryOptions {
   entry: string;
   /** ADMIN_HOST (or HOST): where the group's ADMIN_PORT listens. */
   host: string;
+  /** HOST and PORT: the primary's listener, whose connections the workers serve. */
+  gatewayHost: string;
+  port: number;
   adminPort: number;
   /** ADMIN_MAX_CONNECTIONS. */
   adminMaxConnections?: number;
@@ -116,7 +140,6 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
       if (msg?.type !== 'keygate:worker-ready') return;
       slot.ready = true;
       slot.adminUrl = msg.adminUrl;
-      if (msg.gatewayUrl) gatewayUrl = msg.gatewayUrl;
       log.info({ worker: slot.id, workerPid: w.process.pid }, 'worker serving');
       if (slots.every((s) => s.ready)) allReady();
     });
@@ -147,11 +170,29 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
     if (slots.every((s) => s.worker === null)) finished();
   };
 
+  // Connections are handed out in turn to the workers that serve; paused until a worker reads them.
+  let turn = 0;
+  const listener = net.createServer({ pauseOnConnect: true }, (socket) => {
+    socket.on('error', () => {});
+    const serving = slots.filter((s) => s.ready && s.worker?.isConnected());
+    if (serving.length === 0) return void socket.destroy();
+    const w = serving[turn++ % serving.length].worker!;
+    w.send({ type: 'keygate:connection' } satisfies PrimaryMessage, socket, (err) => {
+      if (err) socket.destroy();
+    });
+  });
+
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal, drainMs: o.drainMs, workers: slots.length }, 'shutting down: draining every worker');
-    for (const s of slots) s.worker?.process.kill('SIGTERM');
+    // Accepting stops first; every connection accepted so far was handed out and is served, and the
+    // drain reaches each worker behind the connections sent to it.
+    if (listener.listening) listener.close();
+    for (const s of slots) {
+      if (s.worker?.isConnected()) s.worker.send({ type: 'keygate:drain' } satisfies PrimaryMessage);
+      else s.worker?.process.kill('SIGTERM');
+    }
     // Each worker bounds its own drain by DRAIN_TIMEOUT_MS; this only catches a worker that hangs.
     const killTimer = setTimeout(() => {
       for (const s of slots) s.worker?.process.kill('SIGKILL');
@@ -186,6 +227,11 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   for (const s of slots) await fork(s);
   try {
     await started;
+    gatewayUrl = await new Promise<string>((resolve, reject) => {
+      const h = o.gatewayHost;
+      listener.once('error', (err) => reject(listenError('PORT', h, o.port, err)));
+      listener.listen(o.port, h, () => resolve(`http://${h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h}:${(listener.address() as net.AddressInfo).port}`));
+    });
   } catch (err) {
     stopping = true;
     for (const s of slots) s.worker?.process.kill('SIGTERM');

@@ -33,9 +33,13 @@ interface Use {
 export function drainable(server: http.Server): Drainable {
   let draining = false;
   const uses = new Map<net.Socket, Use>();
+  let onGone: (() => void) | null = null;
   server.on('connection', (socket: net.Socket) => {
     uses.set(socket, { active: 0, idleSince: Date.now() });
-    socket.once('close', () => uses.delete(socket));
+    socket.once('close', () => {
+      uses.delete(socket);
+      onGone?.();
+    });
   });
   // Runs before the request handlers (listeners are called in order; this one is added first).
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -73,12 +77,21 @@ export function drainable(server: http.Server): Drainable {
           // What was just answered gets a moment to reach its client before the sockets go.
           setTimeout(() => server.closeAllConnections(), 200).unref();
         }, ms);
-        // net.Server's close: stop accepting and call back once every connection is gone. http.Server's
-        // own close (Node 19 on) would first close every idle connection at once, racing their clients.
-        net.Server.prototype.close.call(server, () => {
+        let closed = false;
+        const finish = () => {
+          if (!closed || uses.size > 0) return;
           clearInterval(sweep);
           clearTimeout(force);
+          onGone = null;
           resolve();
+        };
+        onGone = finish;
+        // net.Server's close: stop accepting. http.Server's own close (Node 19 on) would first close
+        // every idle connection at once, racing their clients. Its callback waits only for the
+        // connections this listener accepted; those a cluster primary handed over are in `uses` too.
+        net.Server.prototype.close.call(server, () => {
+          closed = true;
+          finish();
         });
         closeIdle();
       });

@@ -107,6 +107,8 @@ export interface AccessLogSource {
   ms: number;
   organizationId?: number | null;
   keyId?: number | null;
+  /** The OpenTelemetry trace id, when tracing is on. */
+  traceId?: string;
 }
 
 /** The access log line's fields, and only these: no header, no key secret, no query string. */
@@ -119,12 +121,13 @@ export interface AccessLogFields {
   ms: number;
   organizationId: number | null;
   keyId: number | null;
+  traceId?: string;
 }
 
 /** Allow-list the access log fields of `source` (STYLE, traps: log method, route, status; never headers). */
 export function accessLogFields(source: AccessLogSource): AccessLogFields {
   const q = source.route.indexOf('?');
-  return {
+  const fields: AccessLogFields = {
     requestId: source.requestId,
     method: source.method,
     route: q === -1 ? source.route : source.route.slice(0, q),
@@ -134,6 +137,8 @@ export function accessLogFields(source: AccessLogSource): AccessLogFields {
     organizationId: source.organizationId ?? null,
     keyId: source.keyId ?? null,
   };
+  if (source.traceId !== undefined) fields.traceId = source.traceId;
+  return fields;
 }
 
 /**
@@ -166,7 +171,10 @@ export function accessLogWriter(log: Logger): (source: AccessLogSource) => void 
       `{"level":30,"time":${Date.now()}${bindings},"requestId":${jsonString(source.requestId)}` +
       `,"method":${jsonString(source.method)},"route":${jsonString(route)},"status":${source.status}` +
       `,"code":${code === null ? 'null' : jsonString(code)},"ms":${Math.round(source.ms * 10) / 10}` +
-      `,"organizationId":${source.organizationId ?? null},"keyId":${source.keyId ?? null},"msg":"request"}\n`;
+      `,"organizationId":${source.organizationId ?? null},"keyId":${source.keyId ?? null}` +
+      // A trace id is 32 hex digits (OpenTelemetry's own), so it needs no escaping.
+      (source.traceId === undefined ? '' : `,"traceId":"${source.traceId}"`) +
+      `,"msg":"request"}\n`;
     if (batch.pending === '') {
       unflushed.add(batch);
       setTimeout(flushBatch, ACCESS_FLUSH_MS, batch).unref();

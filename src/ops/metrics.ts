@@ -6,6 +6,8 @@ export interface GatewayMetrics {
   registry: Registry;
   request(route: string, method: string, status: number, code: string | null, ms: number): void;
   rateLimit(layer: 'key' | 'ip' | 'v1', rejected: boolean, nearLimit: boolean): void;
+  /** A request a limit layer (or quota) would have refused, forwarded because its limit is in shadow. */
+  shadowRefusal(layer: string): void;
   authFailure(kind: 'invalid_key' | 'cooldown'): void;
   cache(hit: boolean): void;
   invalidation(n?: number): void;
@@ -33,6 +35,7 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   const auth = new Counter({ name: 'keygate_auth_failures_total', help: 'Failed authentications and cooldown refusals.', labelNames: ['kind'], registers: [registry] });
   const cacheTally = talliedCounter(registry, 'keygate_principal_cache_total', 'Principal cache lookups.', ['result']);
   const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
+  const shadow = new Counter({ name: 'keygate_shadow_refusals_total', help: 'Requests a limit would have refused but forwarded, its mode being shadow, by layer.', labelNames: ['layer'], registers: [registry] });
   const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
   const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
   degraded.set(0);
@@ -50,6 +53,9 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     rateLimit(layer, rejected, nearLimit) {
       decisionTally.add(rejected ? `${layer} r` : layer, () => ({ layer, outcome: rejected ? 'rejected' : 'accepted' }));
       if (!rejected && nearLimit) nearTally.add(layer, () => ({ layer }));
+    },
+    shadowRefusal(layer) {
+      shadow.inc({ layer });
     },
     authFailure(kind) {
       auth.inc({ kind });

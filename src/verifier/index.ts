@@ -9,10 +9,12 @@
 //     timestamp \n requestId \n method \n target \n identity \n digest  (a body: digest = the Content-Digest value)
 //   where Content-Digest is `sha-256=:<base64 SHA-256 of the body>:` (RFC 9530).
 // JWT (IDENTITY_FORMAT jwt|both, public keys at http://<gateway>:ADMIN_PORT/.well-known/jwks.json):
-//   EdDSA or ES256, iss "keygate", aud = IDENTITY_JWT_AUDIENCE when set, 60 s lifetime, htm = method,
+//   EdDSA or ES256, iss "keygate", aud = IDENTITY_JWT_AUDIENCE (the verifier requires it unless told
+//   `anyAudience: true`), 60 s lifetime, htm = method,
 //   htu = request target (path and query) when it is at most 512 bytes, else htd = base64url
 //   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one,
 //   kg = the identity.
+// The identity's optional `metadata` is the key's JSON object as its operator set it (absent when none).
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
 
@@ -26,6 +28,8 @@ export interface Identity {
   role: string | null;
   scopes: string[];
   plan: string | null;
+  /** The key's metadata as its operator set it (a JSON object); absent when the key has none. */
+  metadata?: Record<string, unknown>;
 }
 
 export type VerificationFailure =
@@ -124,8 +128,17 @@ export interface JwtVerifierOptions {
   jwksUrl?: string | URL;
   /** ...or the JWKS document itself. */
   jwks?: JSONWebKeySet;
-  /** Required when the gateway sets IDENTITY_JWT_AUDIENCE (then the `aud` claim must equal it). */
+  /**
+   * This service's name, as the gateway's IDENTITY_JWT_AUDIENCE: the `aud` claim must equal it, so a
+   * token forwarded to another service behind the same gateway is refused here. Required...
+   */
   audience?: string;
+  /**
+   * ...unless this is true: any `aud` (or none) is accepted. Only for a gateway that fronts this one
+   * service alone; with several, a request authorized for one of them could be replayed to another
+   * within the token's minute.
+   */
+  anyAudience?: boolean;
   /** Where the token travels: IDENTITY_JWT_HEADER of the gateway (default `x-gateway-jwt`). */
   header?: 'authorization' | 'x-gateway-jwt';
   /** Tests: the clock. */
@@ -142,6 +155,12 @@ export interface JwtVerifierOptions {
  */
 export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource, request: ForwardedRequest) => Promise<Identity> {
   if (!o.jwksUrl === !o.jwks) throw new Error('createJwtVerifier: give exactly one of jwksUrl and jwks');
+  if ((o.audience === undefined) === (o.anyAudience !== true)) {
+    throw new Error(
+      'createJwtVerifier: give `audience` (this service\'s name, the gateway\'s IDENTITY_JWT_AUDIENCE), or `anyAudience: true` ' +
+        'to accept a token meant for any service behind the gateway (never both)',
+    );
+  }
   const keys = o.jwks ? createLocalJWKSet(o.jwks) : createRemoteJWKSet(new URL(o.jwksUrl!));
   const where = o.header ?? 'x-gateway-jwt';
   return async (headers, request) => {
@@ -244,7 +263,8 @@ function decodeIdentity(read: () => unknown): Identity {
     !Number.isSafeInteger(o.keyId) || !['workspace', 'personal', 'partner'].includes(o.keyType as string) ||
     !Number.isSafeInteger(o.organizationId) || !nullableInt(o.userId) || !nullableInt(o.workspaceId) ||
     !(o.role === null || typeof o.role === 'string') || !Array.isArray(o.scopes) || !o.scopes.every((x) => typeof x === 'string') ||
-    !(o.plan === null || typeof o.plan === 'string')
+    !(o.plan === null || typeof o.plan === 'string') ||
+    !(o.metadata === undefined || (typeof o.metadata === 'object' && o.metadata !== null && !Array.isArray(o.metadata)))
   ) {
     throw new IdentityVerificationError('malformed', 'the identity is malformed');
   }

@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
@@ -155,7 +155,8 @@ const deployment = z.strictObject({
   kind: z.literal('Deployment'),
   metadata,
   spec: z.strictObject({
-    replicas: z.number().int().min(1),
+    // Absent only where a HorizontalPodAutoscaler owns it (overlays/hpa).
+    replicas: z.number().int().min(1).optional(),
     revisionHistoryLimit: z.number().int().min(0).optional(),
     selector: labelSelector,
     strategy: z
@@ -203,6 +204,37 @@ const pdb = z.strictObject({
     .refine((s) => (s.minAvailable === undefined) !== (s.maxUnavailable === undefined), 'exactly one of minAvailable and maxUnavailable'),
 });
 
+const hpa = z.strictObject({
+  apiVersion: z.literal('autoscaling/v2'),
+  kind: z.literal('HorizontalPodAutoscaler'),
+  metadata,
+  spec: z
+    .strictObject({
+      scaleTargetRef: z.strictObject({ apiVersion: z.literal('apps/v1'), kind: z.literal('Deployment'), name: dnsLabel }),
+      minReplicas: z.number().int().min(1),
+      maxReplicas: z.number().int().min(1),
+      metrics: z
+        .array(
+          z.strictObject({
+            type: z.literal('Resource'),
+            resource: z.strictObject({ name: z.enum(['cpu', 'memory']), target: z.strictObject({ type: z.literal('Utilization'), averageUtilization: z.number().int().min(1).max(100) }) }),
+          }),
+        )
+        .min(1),
+      behavior: z
+        .strictObject({
+          scaleDown: z
+            .strictObject({
+              stabilizationWindowSeconds: z.number().int().min(0).max(3600).optional(),
+              policies: z.array(z.strictObject({ type: z.enum(['Pods', 'Percent']), value: z.number().int().min(1), periodSeconds: z.number().int().min(1).max(1800) })).optional(),
+            })
+            .optional(),
+        })
+        .optional(),
+    })
+    .refine((s) => s.maxReplicas >= s.minReplicas, 'maxReplicas below minReplicas'),
+});
+
 /** The apiVersion/kind pairs deploy/ may use; anything else (a typo, a removed beta API) fails. */
 const KINDS = {
   'apps/v1 Deployment': deployment,
@@ -210,6 +242,7 @@ const KINDS = {
   'v1 ConfigMap': configMap,
   'v1 Secret': secret,
   'policy/v1 PodDisruptionBudget': pdb,
+  'autoscaling/v2 HorizontalPodAutoscaler': hpa,
 } as const;
 
 type Deployment = z.infer<typeof deployment>;
@@ -230,9 +263,10 @@ function yamlFiles(dir: string): string[] {
     .sort()
     .flatMap((f) => {
       const p = join(dir, f);
-      // deploy/prometheus/ holds Prometheus rule files, not Kubernetes objects (test/deploy/ops-kit.test.ts).
-      if (statSync(p).isDirectory()) return p === join(DEPLOY, 'prometheus') ? [] : yamlFiles(p);
-      return /\.ya?ml$/.test(f) ? [p] : [];
+      // deploy/prometheus/ holds Prometheus rule files, not Kubernetes objects (test/deploy/ops-kit.test.ts);
+      // deploy/overlays/ holds patches, checked rendered (below); kustomization.yaml is Kustomize's own.
+      if (statSync(p).isDirectory()) return p === join(DEPLOY, 'prometheus') || p === join(DEPLOY, 'overlays') ? [] : yamlFiles(p);
+      return /\.ya?ml$/.test(f) && f !== 'kustomization.yaml' ? [p] : [];
     });
 }
 
@@ -521,16 +555,21 @@ describe('deploy/ manifests', () => {
     expect(keygatePods()[0].spec.template.spec.securityContext.runAsUser, 'the pod runs as the image USER').toBe(uid);
   });
 
-  it('routes the Service to the gateway port only, and covers the pods with the PodDisruptionBudget', () => {
+  it('routes the Service to the gateway port only, the admin API through a ClusterIP Service of its own, and covers the pods with the PodDisruptionBudget', () => {
     const d = keygatePods()[0];
     const g = gatewayOf(d);
     const labels = d.spec.template.metadata.labels;
     const svcs = ofKind('v1 Service').filter((s) => matches(s.spec.selector, labels));
-    expect(svcs.length).toBe(1);
-    for (const p of svcs[0].spec.ports) expect(resolvePort(g, p.targetPort), p.name).toBe(numericSetting(g, 'PORT'));
+    expect(svcs.map((s) => s.metadata.name).sort()).toEqual(['keygate', 'keygate-admin-api']);
+    const pub = svcs.find((s) => s.metadata.name === 'keygate')!;
+    for (const p of pub.spec.ports) expect(resolvePort(g, p.targetPort), p.name).toBe(numericSetting(g, 'PORT'));
+    const adminApi = svcs.find((s) => s.metadata.name === 'keygate-admin-api')!;
+    expect(adminApi.spec.type ?? 'ClusterIP').toBe('ClusterIP');
+    expect(adminApi.spec.ports.map((p) => resolvePort(g, p.targetPort))).toEqual([g.ports!.find((p) => p.name === 'admin-api')!.containerPort]);
+    for (const p of adminApi.spec.ports) expect(resolvePort(g, p.targetPort)).not.toBe(numericSetting(g, 'PORT'));
     for (const pb of ofKind('policy/v1 PodDisruptionBudget')) {
       expect(matches(pb.spec.selector.matchLabels, labels), pb.metadata.name).toBe(true);
-      if (typeof pb.spec.maxUnavailable === 'number') expect(pb.spec.maxUnavailable).toBeLessThan(d.spec.replicas);
+      if (typeof pb.spec.maxUnavailable === 'number') expect(pb.spec.maxUnavailable).toBeLessThan(d.spec.replicas!);
     }
   });
 
@@ -798,5 +837,67 @@ describe('deploy/healthcheck.mjs', () => {
   it('backend: healthy when BACKEND_PORT answers HTTP at all, not when nothing listens', async () => {
     expect(await run(['backend'], { BACKEND_PORT: String(otherPort), HOST: '127.0.0.1' })).toBe(0);
     expect(await run(['backend'], { BACKEND_PORT: String(closedPort) })).toBe(1);
+  });
+});
+
+// ---- Kustomize: deploy/base and the overlays, rendered by kubectl ------------------------------
+
+describe('deploy/ as a Kustomize base with overlays', () => {
+  const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+  const render = (dir: string) => {
+    const text = execFileSync(KUBECTL, ['kustomize', join(DEPLOY, dir)], { encoding: 'utf8' });
+    return parseAllDocuments(text).map((d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string } });
+  };
+  const valid = (rendered: ReturnType<typeof render>, overlay: string) => {
+    for (const o of rendered) {
+      const schema = KINDS[`${o.apiVersion} ${o.kind}` as keyof typeof KINDS];
+      expect(schema, `${overlay}: ${o.apiVersion} ${o.kind}`).toBeDefined();
+      expect(issues(schema, o), `${overlay}: ${o.kind} ${o.metadata.name}`).toEqual([]);
+    }
+  };
+  const names = (rendered: ReturnType<typeof render>) => rendered.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+  const baseObjects = docs.filter((d) => d.file.startsWith('deploy/base/')).map((d) => d.value as { kind: string; metadata: { name: string } });
+
+  it('kubectl is installed (.ci/run installs it when absent)', () => {
+    expect(existsSync(KUBECTL), KUBECTL).toBe(true);
+  });
+
+  it('the base renders to exactly its files, and the sidecar overlay to the base', () => {
+    const base = render('base');
+    valid(base, 'base');
+    expect(names(base)).toEqual(baseObjects.map((o) => `${o.kind}/${o.metadata.name}`).sort());
+    const sidecar = render('overlays/sidecar');
+    valid(sidecar, 'sidecar');
+    expect(sidecar).toEqual(base);
+  });
+
+  it('standalone: a gateway-only Deployment forwarding to a cluster Service', () => {
+    const rendered = render('overlays/standalone');
+    valid(rendered, 'standalone');
+    const d = deployment.parse(rendered.find((o) => o.kind === 'Deployment'));
+    const containers = d.spec.template.spec.containers;
+    expect(containers.map((c) => modeOf(c))).toEqual(['gateway']);
+    const upstream = new URL(containers[0].env!.find((e) => e.name === 'UPSTREAM_URL')!.value!);
+    expect(upstream.hostname).not.toBe('127.0.0.1');
+    expect(upstream.hostname).toMatch(/\.svc(\.cluster\.local)?$/);
+    // Still behind the same public and admin-API Services, PDB and ConfigMaps.
+    expect(names(rendered)).toEqual(names(render('base')));
+    // A gateway-only pod carries no backend secrets.
+    expect(containers[0].env!.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
+  });
+
+  it('hpa: an autoscaler on CPU for the Deployment, which no longer fixes its replicas', () => {
+    const rendered = render('overlays/hpa');
+    valid(rendered, 'hpa');
+    const h = hpa.parse(rendered.find((o) => o.kind === 'HorizontalPodAutoscaler'));
+    const d = deployment.parse(rendered.find((o) => o.kind === 'Deployment'));
+    expect(h.spec.scaleTargetRef.name).toBe(d.metadata.name);
+    expect(h.spec.metrics.map((m) => m.resource.name)).toEqual(['cpu']);
+    expect(d.spec.replicas).toBeUndefined();
+    // Utilization is measured against requests: every container must request CPU.
+    for (const c of d.spec.template.spec.containers) expect(c.resources.requests.cpu, c.name).toBeDefined();
+    // The PDB still leaves pods when the autoscaler is at its minimum.
+    const pb = pdb.parse(rendered.find((o) => o.kind === 'PodDisruptionBudget'));
+    if (typeof pb.spec.maxUnavailable === 'number') expect(pb.spec.maxUnavailable).toBeLessThan(h.spec.minReplicas);
   });
 });

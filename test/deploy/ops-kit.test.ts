@@ -370,8 +370,8 @@ describe('promtool', () => {
 
 // ---- the tables ConfigMap -------------------------------------------------------------------------
 
-describe('deploy/tables-configmap.yaml', () => {
-  const cm = parseDocument(readFileSync(join(ROOT, 'deploy/tables-configmap.yaml'), 'utf8')).toJS() as { metadata: { name: string }; data: Record<string, string> };
+describe('deploy/base/tables-configmap.yaml', () => {
+  const cm = parseDocument(readFileSync(join(ROOT, 'deploy/base/tables-configmap.yaml'), 'utf8')).toJS() as { metadata: { name: string }; data: Record<string, string> };
 
   it('is what `node deploy/sync-tables.mjs` makes of config/plans.json and config/routes.json', async () => {
     const r = await run(process.execPath, [join(ROOT, 'deploy/sync-tables.mjs'), '--check']);
@@ -389,9 +389,9 @@ describe('deploy/tables-configmap.yaml', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const settings = (parseDocument(readFileSync(join(ROOT, 'deploy/configmap.yaml'), 'utf8')).toJS() as { data: Record<string, string> }).data;
+    const settings = (parseDocument(readFileSync(join(ROOT, 'deploy/base/configmap.yaml'), 'utf8')).toJS() as { data: Record<string, string> }).data;
     type Container = { name: string; command?: string[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[] };
-    const deployment = parseDocument(readFileSync(join(ROOT, 'deploy/deployment.yaml'), 'utf8')).toJS() as {
+    const deployment = parseDocument(readFileSync(join(ROOT, 'deploy/base/deployment.yaml'), 'utf8')).toJS() as {
       spec: { template: { spec: { containers: Container[]; volumes: { name: string; configMap?: { name: string } }[] } } };
     };
     const pod = deployment.spec.template.spec;

@@ -41,6 +41,6 @@ describe('CORS preflights in the metrics and the access log', () => {
     const logged = () => lines.filter((l) => l.method === 'OPTIONS' && l.route === 'preflight');
     while (logged().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(logged().map((l) => l.status)).toEqual([204, 204]);
-    expect(logged().map((l) => l.requestId).sort()).toEqual(['pf-19', 'pf-24']);
+    expect(logged().map((l) => l.requestId).sort()).toEqual(['pf-20', 'pf-24']);
   });
 });

@@ -59,7 +59,7 @@ export interface Program {
  * `node [nodeArgs] --import tsx src/cli.ts start` on in-memory stores (DATABASE_URL and REDIS_URL of the
  * test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
  */
-export async function startProgram(env: Record<string, string>, nodeArgs: string[] = []): Promise<Program> {
+export async function startProgram(env: Record<string, string>, nodeArgs: string[] = [], readyMs = 60_000): Promise<Program> {
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.REDIS_URL;
@@ -68,6 +68,6 @@ export async function startProgram(env: Record<string, string>, nodeArgs: string
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
   const output = () => out;
-  await untilReady(`http://127.0.0.1:${env.ADMIN_PORT}/readyz`, child, output);
+  await untilReady(`http://127.0.0.1:${env.ADMIN_PORT}/readyz`, child, output, readyMs);
   return { child, output };
 }

@@ -158,7 +158,7 @@ describe('signer and verifier', () => {
     const newToken = during.sign(input, NOW);
     expect(decodeProtectedHeader(newToken).kid).toBe('2026-11');
     const req = { method: 'POST', target: input.target, body };
-    const verifyWith = (s: JwtSigner) => createJwtVerifier({ jwks: s.jwks(), now: () => NOW });
+    const verifyWith = (s: JwtSigner) => createJwtVerifier({ jwks: s.jwks(), anyAudience: true, now: () => NOW });
     expect(await verifyWith(during)({ 'x-gateway-jwt': oldToken }, req)).toEqual(identity);
     expect(await verifyWith(during)({ 'x-gateway-jwt': newToken }, req)).toEqual(identity);
     expect(await refusal(verifyWith(after)({ 'x-gateway-jwt': oldToken }, req))).toBe('bad_signature');
@@ -167,7 +167,7 @@ describe('signer and verifier', () => {
   it('an expired token is refused; one within its minute is not', async () => {
     const signer = createJwtSigner({ keys: parseJwtKeys(keysText(ed25519Jwk('e'))) });
     const token = signer.sign(input, NOW);
-    const at = (t: number) => createJwtVerifier({ jwks: signer.jwks(), now: () => t, clockToleranceSec: 0 })({ 'x-gateway-jwt': token }, { method: 'POST', target: input.target, body });
+    const at = (t: number) => createJwtVerifier({ jwks: signer.jwks(), anyAudience: true, now: () => t, clockToleranceSec: 0 })({ 'x-gateway-jwt': token }, { method: 'POST', target: input.target, body });
     expect(await at(NOW + 59_000)).toEqual(identity);
     expect(await refusal(at(NOW + 61_000))).toBe('stale');
   });
@@ -193,7 +193,7 @@ describe('signer and verifier', () => {
 
   it('a JWKS that cannot be fetched is an error of the service (5xx), not a refused identity', async () => {
     const signer = createJwtSigner({ keys: parseJwtKeys(keysText(ed25519Jwk('e'))) });
-    const verify = createJwtVerifier({ jwksUrl: 'http://127.0.0.1:1/.well-known/jwks.json', now: () => NOW });
+    const verify = createJwtVerifier({ jwksUrl: 'http://127.0.0.1:1/.well-known/jwks.json', anyAudience: true, now: () => NOW });
     const err = await verify({ 'x-gateway-jwt': signer.sign(input, NOW) }, { method: 'POST', target: input.target, body }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     expect(err).not.toBeInstanceOf(IdentityVerificationError);
@@ -267,7 +267,7 @@ describe('through a real stack: the forwarded JWT verifies with the JWKS of the 
     const seen = up.seen.at(-1)!;
     expect(seen.headers.authorization).toMatch(/^Bearer [A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/); // the JWT, not the client's key
     const request = { method: 'POST', target: seen.url, body: seen.body };
-    const verifyJwt = createJwtVerifier({ jwksUrl: `${bothRecorded.adminUrl}/.well-known/jwks.json`, header: 'authorization' });
+    const verifyJwt = createJwtVerifier({ jwksUrl: `${bothRecorded.adminUrl}/.well-known/jwks.json`, anyAudience: true, header: 'authorization' });
     const fromJwt = await verifyJwt(seen.headers, request);
     const fromHmac = await verifyHmacIdentity(bothRecorded.gatewaySecret, { ...request, headers: seen.headers });
     expect(fromJwt).toEqual(fromHmac);

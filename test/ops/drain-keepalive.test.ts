@@ -36,7 +36,7 @@ afterAll(async () => {
 interface Run {
   exitCode: number | null;
   answered: number;
-  /** Answers to requests sent after the test sent the signal (the program may not have taken it yet). */
+  /** Answers that arrived after the test sent the signal: the signal came under load. */
   answeredAfterSignal: number;
   /** Client-side errors other than a refused connection, by code. */
   resets: string[];
@@ -52,12 +52,11 @@ async function run(workers: number): Promise<Run> {
     let stop = false;
     const one = (n: number) =>
       new Promise<void>((resolve) => {
-        const after = signalled;
         const req = http.get({ host: '127.0.0.1', port: gateway.port, agent, path: `/v2/workspaces/100/tags?n=${n}`, headers: { authorization: `Bearer ${K.wsAdmin}`, 'x-forwarded-for': `10.3.${(n >> 8) & 255}.${n & 255}` } }, (res) => {
           res.resume();
           res.on('end', () => {
             result.answered++;
-            if (after) result.answeredAfterSignal++;
+            if (signalled) result.answeredAfterSignal++;
             resolve();
           });
           res.on('error', (err) => {

@@ -96,8 +96,10 @@ describe.runIf(CAN)('breaker against a real Redis', () => {
     const pending = stores.limiter.spend([{ id: 'k:2:read', limit: 5 }], 1).catch((err: Error) => err.name);
     const cutAt = performance.now();
     proxy.partition();
-    const switchedAt = await until(() => stores.degraded(), 5_000);
-    expect(switchedAt - cutAt).toBeLessThan(1_000);
+    // 650 ms of free event-loop time: under 1 s on a quiet machine (measured); the breaker counts only
+    // time its loop was free, so on a machine loaded by other test files it takes longer in wall time.
+    const switchedAt = await until(() => stores.degraded(), 15_000);
+    expect(switchedAt - cutAt).toBeLessThan(3_000);
     expect(await pending).toBe('StoreUnavailableError');
     proxy.heal();
     await until(() => !stores.degraded(), 5_000);
@@ -113,7 +115,7 @@ describe.runIf(CAN)('breaker against a real Redis', () => {
     process.kill(pid, 'SIGSTOP');
     try {
       void stores.limiter.spend([{ id: 'k:3:read', limit: 5 }], 1);
-      await until(() => stores.degraded(), 5_000);
+      await until(() => stores.degraded(), 15_000);
     } finally {
       process.kill(pid, 'SIGCONT');
     }

@@ -147,11 +147,12 @@ describe.runIf(CAN)('Redis outage', () => {
     await until(async () => (await closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.7.2.1' })).status === 200, 10_000);
   });
 
-  // A silent Redis is judged by 250 ms of *free* event-loop time (src/limits/resilient.ts): this test's
-  // process also runs both stacks and the load, so on a loaded machine that takes longer in wall time
-  // than on a quiet one (1.0 to 1.5 s seen at load 10 to 14, 430 to 490 ms at load 3). A killed Redis
-  // (the tests above) closes its connections and switches at once; a stall within two seconds.
-  it('a stalled Redis (SIGSTOP, connections open and silent): both modes switch within two seconds, and back', async () => {
+  // A silent Redis is judged by 650 ms of *free* event-loop time (src/limits/resilient.ts: one TCP
+  // retransmission must be waited for): this test's process also runs both stacks and the load, so on
+  // a loaded machine that takes longer in wall time than on a quiet one (1.0 to 1.5 s seen at load 10
+  // to 14 with a 250 ms floor, 2.2 s once at load 28 with 650 ms). A killed Redis (the tests above)
+  // closes its connections and switches at once; a stall within three seconds here.
+  it('a stalled Redis (SIGSTOP, connections open and silent): both modes switch within three seconds, and back', async () => {
     const loads = [load(open, 4), load(closed, 4)];
     try {
       await until(async () => loads.every((l) => l.results.length > 20), 10_000);
@@ -159,8 +160,8 @@ describe.runIf(CAN)('Redis outage', () => {
       signalRedis('SIGSTOP');
       const stoppedAt = performance.now();
       try {
-        expect(await switchedAfter(open, stoppedAt)).toBeLessThan(2_000);
-        expect(await switchedAfter(closed, stoppedAt)).toBeLessThan(2_000);
+        expect(await switchedAfter(open, stoppedAt)).toBeLessThan(3_000);
+        expect(await switchedAfter(closed, stoppedAt)).toBeLessThan(3_000);
         // Answered without Redis meanwhile: the fallback in open mode, 503 in closed mode.
         await until(async () => loads.every((l, n) => l.results.length > before[n] + 20), 10_000);
       } finally {

@@ -1,0 +1,401 @@
+// The admin API's operations: one table, read by the server (matching, the role each needs) and by the
+// OpenAPI generator (src/admin-api/openapi.ts). Handlers only parse their input and format their
+// output: every change is an operation of the shared service layer (src/access/service/), made with the
+// admin token as the actor, audited and followed by the access-version bump there.
+import type { z } from 'zod';
+import { planOf } from '../config/plans.js';
+import type { AuthenticatedToken } from '../access/service/admin-tokens.js';
+import { createAdminToken, listAdminTokens, revokeAdminToken } from '../access/service/admin-tokens.js';
+import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
+import { getOrganization, listOrganizations, updateOrganization } from '../access/service/organizations.js';
+import { listAudit } from '../access/service/audit.js';
+import { ServiceError, type ServiceContext } from '../access/service/context.js';
+import { addressKey } from '../limits/address.js';
+import { ipv4Value } from '../gateway/client-ip.js';
+import { AdminApiError } from './errors.js';
+import type { AdminApiDeps } from './server.js';
+import {
+  AdminTokenSchema,
+  AuditEntrySchema,
+  CreateAdminTokenBody,
+  CreatedAdminTokenSchema,
+  CreatedKeySchema,
+  CreateKeyBody,
+  ExpireKeyBody,
+  KeySchema,
+  MeSchema,
+  OrganizationChangeBody,
+  OrganizationSchema,
+  page,
+  RotateKeyBody,
+  RotatedKeySchema,
+  TrafficSchema,
+  UpdateKeyBody,
+  UsageSchema,
+  WorkspaceSchema,
+} from './schemas.js';
+
+export interface Call {
+  deps: AdminApiDeps;
+  /** The service layer's context for this request: the token as the actor, the request id. */
+  ctx: ServiceContext;
+  token: AuthenticatedToken;
+  params: Record<string, number>;
+  query: URLSearchParams;
+  body: unknown;
+  requestId: string;
+}
+
+export interface QueryParam {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+export interface AdminRoute {
+  method: 'GET' | 'POST' | 'PATCH';
+  path: string;
+  role: 'read' | 'write';
+  summary: string;
+  query?: QueryParam[];
+  body?: z.ZodType;
+  status: 200 | 201;
+  response: z.ZodType;
+  handle(call: Call): Promise<unknown>;
+}
+
+const ID_QUERY = { type: 'string', pattern: '^[1-9][0-9]{0,9}$' };
+const PAGE: QueryParam[] = [
+  { name: 'limit', description: 'Items per page, 1 to 200 (default 50).', schema: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' } },
+  { name: 'cursor', description: 'The `nextCursor` of the previous page.', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
+];
+
+function iso(t: unknown): string | null {
+  return t === null || t === undefined ? null : new Date(t as string).toISOString();
+}
+
+function idQuery(q: URLSearchParams, name: string): number | undefined {
+  const raw = q.get(name);
+  if (raw === null || raw === '') return undefined;
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
+  return Number(raw);
+}
+
+function paging(q: URLSearchParams): { limit: number; after: number } {
+  const rawLimit = q.get('limit');
+  const limit = rawLimit === null ? 50 : Number(rawLimit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new AdminApiError('invalid_request', 'limit must be an integer from 1 to 200');
+  const rawCursor = q.get('cursor');
+  const after = rawCursor === null || rawCursor === '' ? 0 : Number(rawCursor);
+  if (!Number.isSafeInteger(after) || after < 0) throw new AdminApiError('invalid_request', 'cursor is not one this API gave');
+  return { limit, after };
+}
+
+/** Rows fetched one past the page: the extra row says there is a next page. */
+function pageOf<T extends { id: number }>(rows: T[], limit: number) {
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: rows.length > limit ? String(items[items.length - 1].id) : null };
+}
+
+const wsView = (w: Record<string, any>) => ({ id: w.id, organizationId: w.organization_id, name: w.name, createdAt: iso(w.created_at)! });
+
+/** The service layer's refusals in this API's shape. */
+async function service<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof ServiceError) {
+      // A change the rules refuse as asked (a role above its creator's, a workspace the user is not in)
+      // is an input problem for an operator's token: 400, not the 403 of a read token on a write.
+      const code = err.kind === 'not_found' ? 'not_found' : err.kind === 'conflict' ? 'conflict' : 'invalid_request';
+      throw new AdminApiError(code, err.message);
+    }
+    throw err;
+  }
+}
+
+function isIp(raw: string): boolean {
+  if (raw.includes(':')) return /^[0-9a-fA-F:.]{2,45}$/.test(raw);
+  try {
+    ipv4Value(raw);
+    return /^\d{1,3}(\.\d{1,3}){3}$/.test(raw);
+  } catch {
+    return false;
+  }
+}
+
+const KEY_FILTERS: QueryParam[] = [
+  { name: 'organization', description: "Only this organization's.", schema: ID_QUERY },
+  { name: 'workspace', description: "Only this workspace's.", schema: ID_QUERY },
+  { name: 'type', description: 'workspace, personal or partner.', schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] } },
+  { name: 'status', description: 'active, expired or revoked.', schema: { type: 'string', enum: ['active', 'expired', 'revoked'] } },
+];
+
+function oneOfQuery<T extends string>(q: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return undefined;
+  if (!(allowed as readonly string[]).includes(v)) throw new AdminApiError('invalid_request', `${name} must be one of ${allowed.join(', ')}`);
+  return v as T;
+}
+
+export const ROUTES: AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/api/me',
+    role: 'read',
+    summary: 'The admin token this request carries: its id, name and role.',
+    status: 200,
+    response: MeSchema,
+    handle: async ({ token }) => ({ id: token.id, name: token.name, role: token.role }),
+  },
+  {
+    method: 'GET',
+    path: '/api/organizations',
+    role: 'read',
+    summary: 'Organizations, by id.',
+    query: PAGE,
+    status: 200,
+    response: page(OrganizationSchema),
+    handle: async ({ ctx, query }) => {
+      const { limit, after } = paging(query);
+      return pageOf(await service(listOrganizations(ctx, { afterId: after, limit: limit + 1 })), limit);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/organizations/{id}',
+    role: 'read',
+    summary: 'One organization.',
+    status: 200,
+    response: OrganizationSchema,
+    handle: async ({ ctx, params }) => service(getOrganization(ctx, params.id)),
+  },
+  {
+    method: 'PATCH',
+    path: '/api/organizations/{id}',
+    role: 'write',
+    summary: 'Pause or resume an organization, turn its API access on or off, or change its plan (as `keygate orgs`); the gateways apply it to the next request.',
+    body: OrganizationChangeBody,
+    status: 200,
+    response: OrganizationSchema,
+    handle: async ({ ctx, params, body }) => {
+      const { mailboxesLowered: _lowered, ...org } = await service(updateOrganization(ctx, params.id, body as z.infer<typeof OrganizationChangeBody>));
+      return org;
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/organizations/{id}/traffic',
+    role: 'read',
+    summary: "The organization's accepted and refused requests per minute over the last hour, from the gateways' own counters.",
+    status: 200,
+    response: TrafficSchema,
+    handle: async ({ ctx, deps, params }) => {
+      await service(getOrganization(ctx, params.id));
+      return { organizationId: params.id, points: await deps.traffic.series(params.id, 60) };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/workspaces',
+    role: 'read',
+    summary: 'Workspaces (not deleted), by id.',
+    query: [{ name: 'organization', description: "Only this organization's.", schema: ID_QUERY }, ...PAGE],
+    status: 200,
+    response: page(WorkspaceSchema),
+    handle: async ({ deps, query }) => {
+      const { limit, after } = paging(query);
+      const org = idQuery(query, 'organization');
+      const rows = await deps.db.query(
+        `SELECT * FROM workspaces WHERE deleted_at IS NULL AND id > $1 AND ($2::integer IS NULL OR organization_id = $2) ORDER BY id LIMIT $3`,
+        [after, org ?? null, limit + 1],
+      );
+      return pageOf(rows.map(wsView), limit);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/keys',
+    role: 'read',
+    summary: 'API keys, by id: never a secret or a hash.',
+    query: [...KEY_FILTERS, ...PAGE],
+    status: 200,
+    response: page(KeySchema),
+    handle: async ({ ctx, query }) => {
+      const { limit, after } = paging(query);
+      const keys = await service(
+        listKeys(ctx, {
+          organizationId: idQuery(query, 'organization'),
+          workspaceId: idQuery(query, 'workspace'),
+          type: oneOfQuery(query, 'type', ['workspace', 'personal', 'partner'] as const),
+          status: oneOfQuery(query, 'status', ['active', 'expired', 'revoked'] as const),
+          afterId: after,
+          limit: limit + 1,
+        }),
+      );
+      return pageOf(keys, limit);
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys',
+    role: 'write',
+    summary: 'Create a key (as `keygate keys create`); the answer holds its secret, the only time it is shown.',
+    body: CreateKeyBody,
+    status: 201,
+    response: CreatedKeySchema,
+    handle: async ({ ctx, body }) => {
+      const b = body as z.infer<typeof CreateKeyBody>;
+      const { key, secret } = await service(createKey(ctx, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+      return { ...key, secret };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/keys/{id}',
+    role: 'read',
+    summary: 'One key.',
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params }) => service(getKey(ctx, params.id)),
+  },
+  {
+    method: 'PATCH',
+    path: '/api/keys/{id}',
+    role: 'write',
+    summary: "Change a key's name, expiry (null: never) or metadata (as `keygate keys update`).",
+    body: UpdateKeyBody,
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const b = body as z.infer<typeof UpdateKeyBody>;
+      return service(updateKey(ctx, params.id, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys/{id}/expire',
+    role: 'write',
+    summary: 'Expire a key now (or at `at`): its secrets are refused from then on, as after its expiry.',
+    body: ExpireKeyBody,
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const at = (body as z.infer<typeof ExpireKeyBody>).at;
+      return service(updateKey(ctx, params.id, { expiresAt: at ? new Date(at) : new Date(ctx.clock.now()) }));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys/{id}/rotate',
+    role: 'write',
+    summary: 'Rotate a key (as `keygate keys rotate`): a new secret, shown only in this answer; the old one works for `graceSeconds` more (default a day, 0: stops at once).',
+    body: RotateKeyBody,
+    status: 200,
+    response: RotatedKeySchema,
+    handle: async ({ ctx, params, body }) => {
+      const g = (body as z.infer<typeof RotateKeyBody>).graceSeconds;
+      const { key, secret } = await service(rotateKey(ctx, params.id, g === undefined ? {} : { graceMs: g * 1000 }));
+      return { ...key, secret };
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/keys/{id}/revoke',
+    role: 'write',
+    summary: 'Revoke a key (as `keygate keys revoke`): every gateway refuses its very next request. Idempotent.',
+    status: 200,
+    response: KeySchema,
+    handle: async ({ ctx, params }) => service(revokeKey(ctx, params.id)),
+  },
+  {
+    method: 'GET',
+    path: '/api/keys/{id}/usage',
+    role: 'read',
+    summary: "The key's live usage: this minute's counters per bucket (read without spending), the IP layer of an address when `ip` is given, this month's quota where kept, and its last use.",
+    query: [{ name: 'ip', description: 'A client address whose IP layer to show.', schema: { type: 'string', maxLength: 45 } }],
+    status: 200,
+    response: UsageSchema,
+    handle: async ({ ctx, deps, params, query }) => {
+      const k = await service(getKey(ctx, params.id));
+      const org = await service(getOrganization(ctx, k.organizationId));
+      const plan = planOf(deps.plans(), org.plan);
+      // The gateway's own counter names and budgets (src/gateway/guards/rate-limit.ts).
+      const names = k.type === 'partner' ? ['partner'] : ['read', 'write', 'bulk'];
+      const counters = k.type === 'partner' ? [{ id: `v1:${k.id}`, limit: 20 }] : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: plan.plan[b] }));
+      const ip = query.get('ip');
+      if (ip !== null && ip !== '' && !isIp(ip)) throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
+      if (ip) counters.push({ id: `ip:${addressKey(ip)}`, limit: 100 });
+      const states = await deps.stores.limiter.spend(counters, 0);
+      return {
+        keyId: k.id,
+        organizationId: k.organizationId,
+        plan: plan.id,
+        windowReset: states[0].reset,
+        buckets: Object.fromEntries(names.map((n, i) => [n, states[i]])),
+        ip: ip ? { ...states[states.length - 1], address: ip } : null,
+        monthlyQuota: null,
+        lastUsedAt: k.lastUsedAt,
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/audit',
+    role: 'read',
+    summary: 'The audit trail, newest first: who changed what, before and after (never a secret).',
+    query: [
+      { name: 'organization', description: 'Changes of this organization.', schema: ID_QUERY },
+      { name: 'action', description: 'One action, e.g. `key.revoke`; `key.` for every key action.', schema: { type: 'string', pattern: '^[a-z][a-z-]*\\.([a-z][a-z-]*)?$' } },
+      { name: 'actor', description: 'The actor kind.', schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed'] } },
+      ...PAGE,
+    ],
+    status: 200,
+    response: page(AuditEntrySchema),
+    handle: async ({ ctx, query }) => {
+      const { limit, after } = paging(query);
+      const action = query.get('action') || undefined;
+      if (action !== undefined && !/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(action)) throw new AdminApiError('invalid_request', 'action must look like key.revoke, or key. for every key action');
+      const rows = await service(
+        listAudit(ctx, {
+          organizationId: idQuery(query, 'organization'),
+          action,
+          actorKind: oneOfQuery(query, 'actor', ['admin-token', 'user', 'cli', 'internal', 'seed'] as const),
+          // Newest first: the cursor is the last id seen, the next page holds the smaller ids.
+          beforeId: after > 0 ? after : undefined,
+          limit: limit + 1,
+        }),
+      );
+      return pageOf(rows, limit);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/admin-tokens',
+    role: 'read',
+    summary: 'Admin tokens (revoked ones with `all=true`): never a token or a hash.',
+    query: [{ name: 'all', description: '`true` includes revoked tokens.', schema: { type: 'string', enum: ['true', 'false'] } }],
+    status: 200,
+    response: page(AdminTokenSchema),
+    handle: async ({ deps, query }) => ({ items: await listAdminTokens(deps.db, { includeRevoked: query.get('all') === 'true' }), nextCursor: null }),
+  },
+  {
+    method: 'POST',
+    path: '/api/admin-tokens',
+    role: 'write',
+    summary: 'Create an admin token; the answer holds the token, the only time it is shown.',
+    body: CreateAdminTokenBody,
+    status: 201,
+    response: CreatedAdminTokenSchema,
+    handle: async ({ ctx, body }) => service(createAdminToken(ctx, body as z.infer<typeof CreateAdminTokenBody>)),
+  },
+  {
+    method: 'POST',
+    path: '/api/admin-tokens/{id}/revoke',
+    role: 'write',
+    summary: 'Revoke an admin token: its next request is refused. Idempotent.',
+    status: 200,
+    response: AdminTokenSchema,
+    handle: async ({ ctx, params }) => service(revokeAdminToken(ctx, params.id)),
+  },
+];
