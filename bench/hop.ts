@@ -536,7 +536,7 @@ function compileKeygate(log: (s: string) => void): string {
   return entry;
 }
 
-// ---------------------------------------------------------------- functional checks (as ../shared/peers/compare.mjs)
+// ---------------------------------------------------------------- functional checks (the same for every contender)
 async function check(t: Target, upstreamUrl: string, bearer: string, secret: string) {
   const ip = `192.0.2.${1 + Math.floor(Math.random() * 250)}`;
   const get = (path: string, headers: Record<string, string>, method = 'GET') =>

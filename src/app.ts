@@ -1,4 +1,4 @@
-// Composition: build the services once and hand them down (STYLE habit 7). Used by the CLI and tests.
+// Composition: build the services once and hand them down (CONTRIBUTING.md, backend domains). Used by the CLI and tests.
 import http from 'node:http';
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Settings } from './config/settings.js';
 import { loadPlans, type Plans } from './config/plans.js';
+import { bandsFrom } from './config/bands.js';
 import { loadRoutes, type Routes } from './config/routes.js';
 import { openDb, migrate, type Db } from './db/index.js';
 import { applySeed, parseSeed } from './access/seed.js';
@@ -164,6 +165,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     backend = {
       db,
       plans: () => plans,
+      bands: () => bandsFrom(s.WARMUP_BANDS_FILE),
       scopes: () => routes.scopes,
       clock,
       log: backendLog,
@@ -179,7 +181,6 @@ export async function startApp(o: AppOptions): Promise<App> {
         googleAdminUrl: s.GOOGLE_ADMIN_URL,
         microsoftGraphUrl: s.MICROSOFT_GRAPH_URL,
         dnsResolver: s.DNS_RESOLVER,
-        warmupBandsFile: s.WARMUP_BANDS_FILE,
         oauthClientIds: { google: s.GOOGLE_OAUTH_CLIENT_ID, microsoft: s.MICROSOFT_OAUTH_CLIENT_ID },
         oauthRedirectUri: s.OAUTH_REDIRECT_URI,
         auditRetentionDays: s.AUDIT_RETENTION_DAYS,

@@ -1,4 +1,4 @@
-// Diagnostic A/B of gateway builds (bench/RESULTS.md, "What changed"): two or more compiled keygate
+// Diagnostic A/B of gateway builds (bench/RESULTS.md, "the forwarding path, per commit"): two or more compiled keygate
 // builds (and the bare proxy) side by side in front of the trivial upstream, on one private
 // redis-server and one PostgreSQL schema, interleaved over rounds: CPU µs per request of each process
 // (user + system from /proc/<pid>/stat over the window) and its ratio to the first target, round by

@@ -1,27 +1,40 @@
-// Every resource domain of the backend registers its routes here, one folder per domain; a domain's
-// /v1 routes (the partner interface, CONTRACT section 4) sit beside its /v2 routes in v1-routes.ts.
+// The one list of the backend's resource domains. Each folder exports its domain (routes, jobs,
+// schemas) from its index.ts; the router, the job runner (jobs.ts) and the schema registry (schemas.ts)
+// all read this list. A domain's /v1 routes (the partner interface, docs/v1-interface.md) sit beside its
+// /v2 routes in v1-routes.ts.
+import type { BackendDomain } from './domain.js';
 import type { Router } from './router.js';
 import type { BackendServices } from './services.js';
-import * as accounts from './accounts/routes.js';
-import * as accountsV1 from './accounts/v1-routes.js';
-import * as deliverabilityV1 from './accounts/v1-deliverability.js';
-import * as warmup from './warmup/routes.js';
-import * as warmupV1 from './warmup/v1-routes.js';
-import * as tags from './tags/routes.js';
-import * as analytics from './analytics/routes.js';
-import * as analyticsV1 from './analytics/v1-routes.js';
-import * as notifications from './notifications/routes.js';
-import * as workspace from './workspace/routes.js';
-import * as providerWorkspaces from './provider-workspaces/routes.js';
-import * as provisioning from './provisioning/routes.js';
-import * as oauth from './oauth/routes.js';
-import * as billing from './billing/routes.js';
-import * as apiKeys from './api-keys/routes.js';
-import * as internal from './internal/routes.js';
+import { accounts } from './accounts/index.js';
+import { analytics } from './analytics/index.js';
+import { billing } from './billing/index.js';
+import { notifications } from './notifications/index.js';
+import { oauth } from './oauth/index.js';
+import { providerWorkspaces } from './provider-workspaces/index.js';
+import { provisioning } from './provisioning/index.js';
+import { tags } from './tags/index.js';
+import { warmup } from './warmup/index.js';
+import { workspace } from './workspace/index.js';
+import * as apiKeysRoutes from './api-keys/routes.js';
+import { jobs as apiKeysJobs } from './api-keys/jobs.js';
+import * as internalRoutes from './internal/routes.js';
 
-const DOMAINS = [
-  accounts, warmup, tags, analytics, notifications, workspace, providerWorkspaces, provisioning, oauth, billing, apiKeys, internal,
-  accountsV1, warmupV1, deliverabilityV1, analyticsV1,
+const apiKeys: BackendDomain = { name: 'api-keys', register: apiKeysRoutes.register, jobs: apiKeysJobs };
+const internal: BackendDomain = { name: 'internal', register: internalRoutes.register };
+
+export const DOMAINS: readonly BackendDomain[] = [
+  accounts,
+  warmup,
+  tags,
+  analytics,
+  notifications,
+  workspace,
+  providerWorkspaces,
+  provisioning,
+  oauth,
+  billing,
+  apiKeys,
+  internal,
 ];
 
 export function registerDomains(router: Router, svc: BackendServices): void {

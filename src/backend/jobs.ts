@@ -1,22 +1,13 @@
-// Background jobs of the backend domains (token refresh, pending limits taking effect, ...). Each domain
-// that has any exports `jobs(svc)` from its jobs.ts, listed here; they run on unref'd intervals and can
-// be run by hand in tests.
+// Background jobs of the backend domains (token refresh, pending limits taking effect, ...), as each
+// domain declares them (domains.ts). They run on unref'd intervals and can be run by hand in tests.
+import type { Job } from './domain.js';
 import type { BackendServices } from './services.js';
-import { jobs as accountJobs } from './accounts/jobs.js';
-import { jobs as oauthJobs } from './oauth/jobs.js';
-import { jobs as warmupJobs } from './warmup/jobs.js';
-import { jobs as auditJobs } from './api-keys/jobs.js';
+import { DOMAINS } from './domains.js';
 
-export interface Job {
-  name: string;
-  intervalMs: number;
-  run(): Promise<void>;
-}
-
-const DOMAIN_JOBS = [warmupJobs, oauthJobs, accountJobs, auditJobs];
+export type { Job } from './domain.js';
 
 export function jobsOf(svc: BackendServices): Job[] {
-  return DOMAIN_JOBS.flatMap((jobsOfDomain) => jobsOfDomain(svc));
+  return DOMAINS.flatMap((domain) => domain.jobs?.(svc) ?? []);
 }
 
 export function startJobs(svc: BackendServices): () => void {

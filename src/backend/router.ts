@@ -67,7 +67,10 @@ const TOKEN_SEGMENT = '^[A-Za-z0-9_-]{1,64}$';
 
 /** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(ID_SEGMENT)/b/:name(TOKEN_SEGMENT)`. */
 function findMyWayPath(path: string): string {
-  return path.replace(/\{([A-Za-z]+)(:str)?\}/g, (_whole, name: string, isToken?: string) => `:${name}(${isToken ? TOKEN_SEGMENT : ID_SEGMENT})`);
+  return path.replace(
+    /\{([A-Za-z]+)(:str)?\}/g,
+    (_whole, name: string, isToken?: string) => `:${name}(${isToken ? TOKEN_SEGMENT : ID_SEGMENT})`,
+  );
 }
 
 export class Router {
@@ -87,11 +90,21 @@ export class Router {
     return this;
   }
 
-  get(path: string, handler: Handler, options?: RouteOptions) { return this.on('GET', path, handler, options); }
-  post(path: string, handler: Handler, options?: RouteOptions) { return this.on('POST', path, handler, options); }
-  put(path: string, handler: Handler, options?: RouteOptions) { return this.on('PUT', path, handler, options); }
-  patch(path: string, handler: Handler, options?: RouteOptions) { return this.on('PATCH', path, handler, options); }
-  delete(path: string, handler: Handler, options?: RouteOptions) { return this.on('DELETE', path, handler, options); }
+  get(path: string, handler: Handler, options?: RouteOptions) {
+    return this.on('GET', path, handler, options);
+  }
+  post(path: string, handler: Handler, options?: RouteOptions) {
+    return this.on('POST', path, handler, options);
+  }
+  put(path: string, handler: Handler, options?: RouteOptions) {
+    return this.on('PUT', path, handler, options);
+  }
+  patch(path: string, handler: Handler, options?: RouteOptions) {
+    return this.on('PATCH', path, handler, options);
+  }
+  delete(path: string, handler: Handler, options?: RouteOptions) {
+    return this.on('DELETE', path, handler, options);
+  }
 
   /** The route of a canonical path (no query string); HEAD is answered by the GET route. */
   match(method: string, path: string): (RouteEntry & { params: Record<string, string> }) | null {
@@ -131,7 +144,8 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S
   if (result.success) return result.data;
   const issues = result.error.issues.map((issue) => {
     let path = issue.path.map(String).join('.');
-    if (issue.code === 'unrecognized_keys') path = [path, ...(issue as { keys: string[] }).keys.slice(0, 1)].filter(Boolean).join('.');
+    if (issue.code === 'unrecognized_keys')
+      path = [path, ...(issue as { keys: string[] }).keys.slice(0, 1)].filter(Boolean).join('.');
     return { field: path || '(body)', message: issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message };
   });
   const first = issues[0];
@@ -141,11 +155,14 @@ export function parse<S extends z.ZodType>(schema: S, value: unknown): z.infer<S
 /** Path parameters are canonical decimal ids by the time they arrive (the gateway checked them). */
 export function idParam(ctx: Ctx, name: string): number {
   const raw = ctx.params[name];
-  if (!/^[1-9][0-9]*$/.test(raw)) throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
+  if (!/^[1-9][0-9]*$/.test(raw))
+    throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
   // Ids are PostgreSQL integers: a canonical id beyond them, however long, names nothing (never a 500
   // from the driver).
   if (raw.length > 10 || Number(raw) > MAX_ID) {
-    throw new ApiError('not_found', `No resource with ${name} ${raw}.`, { [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw });
+    throw new ApiError('not_found', `No resource with ${name} ${raw}.`, {
+      [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw,
+    });
   }
   return Number(raw);
 }

@@ -1,10 +1,10 @@
 // The backend HTTP listener: body reading, signature verification for /v1 and /v2, routing, envelopes.
 // Every error a handler throws or the database raises is turned into a response here, once, in the
-// envelope of the route (CONTRACT sections 5-7).
+// envelope of the route (docs/decisions.md sections 5 to 7).
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, envelopeA, envelopeB, isCodeOf, okA, v1Error, type CodeB, type CodeV1 } from '../http/errors.js';
-import { digestMatches, verifyIdentity } from '../http/identity.js';
+import { digestMatches, verifyIdentity, type Identity } from '../http/identity.js';
 import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
@@ -30,7 +30,10 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
   const server = http.createServer((req, res) => {
     handle(req, res, svc, router, replays).catch((err) => {
       // handle() set the response's request id first thing: the failure line carries it too.
-      svc.log.error({ err: (err as Error).message, requestId: res.getHeader('x-request-id') }, 'backend request failed');
+      svc.log.error(
+        { err: (err as Error).message, requestId: res.getHeader('x-request-id') },
+        'backend request failed',
+      );
       if (!res.headersSent) {
         // In the interface's own shape (a /v1 client reads error_code), never with a stack trace.
         const path = (req.url ?? '/').split('?')[0];
@@ -45,7 +48,11 @@ export function createBackendServer(svc: BackendServices, router = buildRouter(s
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -63,7 +70,14 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | '
 /** The body of an error in the route's envelope; a 6-digit code is always written in Envelope A. */
 function errorBody(envelope: Envelope, err: ApiError, requestId: string): unknown {
   if (isCodeOf('A', err.code)) return envelopeA(err.code, err.message);
-  if (envelope === 'A') return { success: false, data: null, errorCode: null, errorMessage: err.message, error: { code: err.code, details: err.details } };
+  if (envelope === 'A')
+    return {
+      success: false,
+      data: null,
+      errorCode: null,
+      errorMessage: err.message,
+      error: { code: err.code, details: err.details },
+    };
   if (envelope === 'v1') return v1Error(err.code as CodeV1, err.message, err.details);
   return envelopeB(err.code as CodeB, err.message, requestId, err.details);
 }
@@ -77,74 +91,125 @@ function databaseError(err: unknown): ApiError | null {
   const pgCode = (err as { code?: string } | null)?.code;
   if (pgCode === '23505') return new ApiError('conflict');
   if (pgCode === '22021' || pgCode === '22P05') {
-    return new ApiError('invalid_request', 'A text value cannot be stored (NUL or invalid characters).', { reason: 'text_not_storable' });
+    return new ApiError('invalid_request', 'A text value cannot be stored (NUL or invalid characters).', {
+      reason: 'text_not_storable',
+    });
   }
-  if (pgCode === '22003') return new ApiError('invalid_request', 'A number is out of the accepted range.', { reason: 'number_out_of_range' });
+  if (pgCode === '22003')
+    return new ApiError('invalid_request', 'A number is out of the accepted range.', { reason: 'number_out_of_range' });
   return null;
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendServices, router: Router, replays: ReplayGuard) {
+/** The request id the gateway sent, when well-formed; a new one otherwise. */
+function requestIdOf(req: IncomingMessage): string {
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+}
+
+const isPublicPath = (path: string) =>
+  path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
+
+/** The gateway's signed identity of a /v1 or /v2 request, or null when the signature does not hold. */
+function signedIdentity(req: IncomingMessage, svc: BackendServices, rawUrl: string): Identity | null {
+  return verifyIdentity(
+    svc.config.gatewaySecret,
+    {
+      identity: req.headers['x-gateway-identity'] as string | undefined,
+      timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
+      signature: req.headers['x-gateway-signature'] as string | undefined,
+      requestId: req.headers['x-request-id'] as string | undefined,
+      contentDigest: req.headers['content-digest'] as string | undefined,
+    },
+    req.method ?? 'GET',
+    rawUrl,
+    svc.clock.now(),
+  );
+}
+
+/** The body as JSON (undefined when empty), or the refusal to answer with. */
+function parseJsonBody(buf: Buffer): { body: unknown } | ApiError {
+  if (buf.length === 0) return { body: undefined };
+  try {
+    return { body: JSON.parse(buf.toString('utf8')) };
+  } catch {
+    return new ApiError('invalid_request', 'Request body is not valid JSON.');
+  }
+}
+
+/** The handler's reply written in the route's success envelope. */
+function sendReply(res: ServerResponse, reply: Reply, envelope: Envelope, requestId: string, now: number): void {
+  const status = reply.status ?? 200;
+  const headers = reply.headers ?? {};
+  if (reply.raw) {
+    res.writeHead(status, { 'content-type': reply.raw.contentType, ...headers });
+    res.end(reply.raw.body);
+    return;
+  }
+  if (status === 204) {
+    res.writeHead(204, headers);
+    res.end();
+    return;
+  }
+  const successEnvelope = reply.envelope ?? envelope;
+  let out: unknown;
+  if (successEnvelope === 'A') out = okA(reply.data ?? null);
+  else if (successEnvelope === 'v1' || successEnvelope === 'raw') out = reply.data;
+  else {
+    out = {
+      data: reply.data ?? null,
+      meta: { request_id: requestId, timestamp: new Date(now).toISOString(), ...reply.meta },
+      ...(reply.pagination ? { pagination: reply.pagination } : {}),
+    };
+  }
+  send(res, status, out, headers);
+}
+
+/**
+ * One request: the signature of /v1 and /v2 (docs/decisions.md section 5), routing, the body, the
+ * handler, and its reply or error in the route's envelope.
+ */
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  svc: BackendServices,
+  router: Router,
+  replays: ReplayGuard,
+) {
   const rawUrl = req.url ?? '/';
   const queryStart = rawUrl.indexOf('?');
   const path = queryStart === -1 ? rawUrl : rawUrl.slice(0, queryStart);
-  const sentRequestId = req.headers['x-request-id'];
-  const requestId = typeof sentRequestId === 'string' && REQUEST_ID.test(sentRequestId) ? sentRequestId : randomUUID();
+  const requestId = requestIdOf(req);
   res.setHeader('x-request-id', requestId);
   // The envelope of every error below: the route's, or for a path no route has, the interface's.
   let envelope = envelopeFor(path);
   const fail = (err: ApiError) => send(res, err.status, errorBody(envelope, err, requestId));
+  // A missing, wrong, stale or replayed signature (docs/decisions.md section 5).
+  const unauthenticated = () =>
+    send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
 
-  const isPublic = path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
-  let identity = null;
-  if (isPublic) {
-    identity = verifyIdentity(
-      svc.config.gatewaySecret,
-      {
-        identity: req.headers['x-gateway-identity'] as string | undefined,
-        timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
-        signature: req.headers['x-gateway-signature'] as string | undefined,
-        requestId: sentRequestId as string | undefined,
-        contentDigest: req.headers['content-digest'] as string | undefined,
-      },
-      req.method ?? 'GET',
-      rawUrl,
-      svc.clock.now(),
-    );
-    if (!identity) {
-      // CONTRACT section 5: missing, wrong or stale signature.
-      return send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
-    }
-  }
+  const identity = isPublicPath(path) ? signedIdentity(req, svc, rawUrl) : null;
+  if (isPublicPath(path) && !identity) return unauthenticated();
 
   const match = router.match(req.method ?? 'GET', path);
   if (!match) {
     // A known path with another method: 405 where the envelope has it; /v1 has no such code (not_found).
     if (!router.hasPath(path)) return fail(new ApiError('not_found', 'No such route.'));
-    return fail(new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'));
+    return fail(
+      new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'),
+    );
   }
   envelope = match.envelope;
 
-  let body: unknown = undefined;
   const bodyless = req.method === 'GET' || req.method === 'HEAD';
   const buf = bodyless ? Buffer.alloc(0) : await readBody(req, svc.config.bodyLimitBytes);
-  if (buf === 'too_large') {
-    return fail(new ApiError('payload_too_large'));
-  }
+  if (buf === 'too_large') return fail(new ApiError('payload_too_large'));
   if (identity) {
     // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
-    const unauthenticated = () => send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
     if (!digestMatches(req.headers['content-digest'] as string | undefined, buf)) return unauthenticated();
     if (!replays.firstUse(req.headers['x-gateway-signature'] as string, svc.clock.now())) return unauthenticated();
   }
-  if (!bodyless) {
-    if (buf.length > 0) {
-      try {
-        body = JSON.parse(buf.toString('utf8'));
-      } catch {
-        return fail(new ApiError('invalid_request', 'Request body is not valid JSON.'));
-      }
-    }
-  }
+  const parsed = parseJsonBody(buf);
+  if (parsed instanceof ApiError) return fail(parsed);
 
   const log = svc.log.child({ requestId });
   const ctx: Ctx = {
@@ -156,7 +221,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     identity,
     requestId,
     log,
-    body,
+    body: parsed.body,
     db: svc.db,
     // Handlers log through ctx.svc.log and hand ctx.svc down: this request's view carries the request id.
     svc: { ...svc, log },
@@ -171,30 +236,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, svc: BackendSer
     // The validators (validation.ts) should have refused bad input first, naming the field: the
     // warning says one did not.
     if (clientError.code === 'invalid_request') {
-      log.warn({ pgCode: (err as { code: string }).code, route: match.pattern }, 'input reached the database unvalidated');
+      log.warn(
+        { pgCode: (err as { code: string }).code, route: match.pattern },
+        'input reached the database unvalidated',
+      );
     }
     return fail(clientError);
   }
-  const status = reply.status ?? 200;
-  const headers = reply.headers ?? {};
-  if (reply.raw) {
-    res.writeHead(status, { 'content-type': reply.raw.contentType, ...headers });
-    return res.end(reply.raw.body);
-  }
-  if (status === 204) {
-    res.writeHead(204, headers);
-    return res.end();
-  }
-  const successEnvelope = reply.envelope ?? envelope;
-  let out: unknown;
-  if (successEnvelope === 'A') out = okA(reply.data ?? null);
-  else if (successEnvelope === 'v1' || successEnvelope === 'raw') out = reply.data;
-  else {
-    out = {
-      data: reply.data ?? null,
-      meta: { request_id: requestId, timestamp: new Date(svc.clock.now()).toISOString(), ...reply.meta },
-      ...(reply.pagination ? { pagination: reply.pagination } : {}),
-    };
-  }
-  send(res, status, out, headers);
+  sendReply(res, reply, envelope, requestId, svc.clock.now());
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
+import type { Bands } from '../config/bands.js';
 import type { MinRole } from '../config/routes.js';
 import type { Clock } from '../limits/types.js';
 import type { AccessVersions } from '../access/versions.js';
@@ -16,7 +17,6 @@ export interface BackendConfig {
   microsoftGraphUrl: string;
   /** `host:port` of the DNS server for live lookups; the system resolver when unset. */
   dnsResolver?: string;
-  warmupBandsFile: string;
   /** The OAuth application behind consent links (`oauth-url`); unset ids make that route 503. */
   oauthClientIds: { google?: string; microsoft?: string };
   oauthRedirectUri?: string;
@@ -24,10 +24,12 @@ export interface BackendConfig {
   auditRetentionDays?: number;
 }
 
-/** What every handler may use; built once at start and handed down (STYLE habit 7). */
+/** What every handler may use; built once at start and handed down, so no module reaches for a global. */
 export interface BackendServices {
   db: Db;
   plans: () => Plans;
+  /** The automatic reply-rate and thread-tendency bands (WARMUP_BANDS_FILE). */
+  bands: () => Bands;
   /** Every known scope and its minimum role (config/routes.json). */
   scopes: () => Record<string, MinRole>;
   clock: Clock;

@@ -35,8 +35,15 @@ function fmt(tz: string): Intl.DateTimeFormat {
   if (!formatter) {
     const make = (timeZone: string) =>
       new Intl.DateTimeFormat('en-US', {
-        timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
-        hour: '2-digit', minute: '2-digit', second: '2-digit', weekday: 'long',
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        weekday: 'long',
       });
     try {
       formatter = make(tz);
@@ -60,7 +67,11 @@ export interface LocalParts {
 }
 
 export function localParts(instant: number, tz: string): LocalParts {
-  const parts = Object.fromEntries(fmt(tz).formatToParts(new Date(instant)).map((x) => [x.type, x.value]));
+  const parts = Object.fromEntries(
+    fmt(tz)
+      .formatToParts(new Date(instant))
+      .map((x) => [x.type, x.value]),
+  );
   return {
     date: `${parts.year}-${parts.month}-${parts.day}`,
     day: DAYS.indexOf(parts.weekday.toLowerCase() as Day),
@@ -70,8 +81,19 @@ export function localParts(instant: number, tz: string): LocalParts {
 
 /** The zone's offset from UTC at instant t, in ms (local = utc + offset). */
 function offsetAt(instant: number, tz: string): number {
-  const parts = Object.fromEntries(fmt(tz).formatToParts(new Date(instant)).map((x) => [x.type, x.value]));
-  const asUtc = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
+  const parts = Object.fromEntries(
+    fmt(tz)
+      .formatToParts(new Date(instant))
+      .map((x) => [x.type, x.value]),
+  );
+  const asUtc = Date.UTC(
+    Number(parts.year),
+    Number(parts.month) - 1,
+    Number(parts.day),
+    Number(parts.hour),
+    Number(parts.minute),
+    Number(parts.second),
+  );
   return asUtc - (instant - (instant % 1000));
 }
 

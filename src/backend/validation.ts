@@ -7,7 +7,11 @@ export const PG_INT_MAX = 2_147_483_647;
 
 /** An integer a PostgreSQL `integer` column holds, within [min, max]. */
 export const pgInt = (min: number, max = PG_INT_MAX) =>
-  z.number().int().min(min).max(Math.min(max, PG_INT_MAX), `must be at most ${Math.min(max, PG_INT_MAX)}`);
+  z
+    .number()
+    .int()
+    .min(min)
+    .max(Math.min(max, PG_INT_MAX), `must be at most ${Math.min(max, PG_INT_MAX)}`);
 
 /** An id sent in a body: a positive integer within PostgreSQL's `integer`. */
 export const pgId = z.number().int().positive().max(PG_INT_MAX, `must be an id from 1 to ${PG_INT_MAX}`);
@@ -16,6 +20,8 @@ export const pgId = z.number().int().positive().max(PG_INT_MAX, `must be an id f
  * PostgreSQL text (and jsonb) cannot hold NUL (SQLSTATE 22021, 22P05), and a UTF-16 surrogate
  * without its pair has no UTF-8 form at all (the driver would store U+FFFD in its place).
  */
+// NUL is the very character looked for here (PostgreSQL text cannot hold it).
+// eslint-disable-next-line no-control-regex
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function isStorableText(text: string): boolean {
@@ -29,7 +35,11 @@ export function isStorableText(text: string): boolean {
  * so a deeply nested body can neither overflow the stack nor cost quadratic time.
  */
 export function unstorableTextAt(value: unknown): { field: string; inName: boolean } | null {
-  interface Node { v: unknown; key: string; parent: Node | null }
+  interface Node {
+    v: unknown;
+    key: string;
+    parent: Node | null;
+  }
   const pathOf = (node: Node | null, last?: string) => {
     const keys = last === undefined ? [] : [last];
     for (let ancestor = node; ancestor && ancestor.parent; ancestor = ancestor.parent) keys.push(ancestor.key);
@@ -42,11 +52,13 @@ export function unstorableTextAt(value: unknown): { field: string; inName: boole
     if (typeof nodeValue === 'string') {
       if (!isStorableText(nodeValue)) return { field: pathOf(node), inName: false };
     } else if (Array.isArray(nodeValue)) {
-      for (let index = nodeValue.length - 1; index >= 0; index--) stack.push({ v: nodeValue[index], key: String(index), parent: node });
+      for (let index = nodeValue.length - 1; index >= 0; index--)
+        stack.push({ v: nodeValue[index], key: String(index), parent: node });
     } else if (nodeValue !== null && typeof nodeValue === 'object') {
       const keys = Object.keys(nodeValue);
       for (const key of keys) if (!isStorableText(key)) return { field: pathOf(node, key), inName: true };
-      for (let index = keys.length - 1; index >= 0; index--) stack.push({ v: (nodeValue as Record<string, unknown>)[keys[index]], key: keys[index], parent: node });
+      for (let index = keys.length - 1; index >= 0; index--)
+        stack.push({ v: (nodeValue as Record<string, unknown>)[keys[index]], key: keys[index], parent: node });
     }
   }
   return null;

@@ -1,4 +1,4 @@
-// What the key-management commands work with, built once per command (STYLE habit 7): the same
+// What the key-management commands work with, built once per command and handed down: the same
 // database the programs use, its pepper, the data files, and the access-version bump the backend's
 // routes make after every access change (src/backend/services.ts accessChangedVia).
 import { userInfo } from 'node:os';

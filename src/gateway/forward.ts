@@ -1,7 +1,7 @@
 // Forwarding over an undici Pool (keep-alive connections to the upstream), through its lowest-level
 // `dispatch` API: no stream or promise per request, and the response head arrives as raw fields that
 // are copied once (the gateway's CPU per request went from 165 to 128 µs with it; bench/RESULTS.md,
-// "What changed this session"). The request target is sent exactly as it was
+// "2026-11-23: the forwarding path, per commit"). The request target is sent exactly as it was
 // authorized and signed (no URL parser re-serialises it), every forwarded request is bounded by
 // UPSTREAM_TIMEOUT_MS from the moment it is handed over (waiting for a pooled connection included),
 // and the response head is cleaned: hop-by-hop fields and the fields the gateway owns (its rate-limit

@@ -1,7 +1,7 @@
 // The rate-limit and failed-authentication stores, and the access versions' storage, behind one set
 // of interfaces.
 // Implementations: memory (single instance) and Redis (shared by every gateway instance).
-// See ../shared/design/CONTRACT.md section 3.
+// See docs/decisions.md section 3.
 
 /** Milliseconds since the epoch; injected so windows can be tested without sleeping. */
 export interface Clock {

@@ -1,4 +1,4 @@
-// STYLE habit 6: strict config, validated once, failing with the field's name.
+// Strict config, validated once, failing with the field's name (CONTRIBUTING.md, adding a setting).
 import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

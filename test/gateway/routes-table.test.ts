@@ -1,4 +1,4 @@
-// STYLE habit 8: the same security tests for every route of config/routes.json.
+// The same security tests for every route of config/routes.json (CONTRIBUTING.md, adding a route).
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';

@@ -1,6 +1,21 @@
-// What other domains use from accounts: loading an account of a workspace, its record and reply-rate
-// views, due lowered limits, its DNS checks, and the /v1 views of the partner interface.
-export { ACCOUNT_COLUMNS, WARMUP_MIN_LIMIT, accountRecord, getAccount, getAccountById, replyRateView, settleDueLimits } from './store.js';
-export { dnsPasses, liveDns } from './dns.js';
-export { ORG_ACCOUNTS, accountIdParam, loadAccount, loadAccounts, notFound, orgOf, scoresOf, settle, warmupStatusOf } from './v1-views.js';
-export { checkRange, rate } from './v1-deliverability.js';
+// Mailboxes of a workspace (/v2) and of a partner's organization (/v1): connecting, listing, tagging,
+// status changes, deletion, and the /v1 setup and deliverability scores. What other domains share
+// with accounts lives below both, in ../mailbox/.
+import type { BackendDomain } from '../domain.js';
+import { jobs } from './jobs.js';
+import { register as registerV2 } from './routes.js';
+import { schemas as schemasV2 } from './schemas.js';
+import { register as registerDeliverability } from './v1-deliverability.js';
+import { register as registerV1 } from './v1-routes.js';
+import { schemas as schemasV1 } from './v1-schemas.js';
+
+export const accounts: BackendDomain = {
+  name: 'accounts',
+  register(router) {
+    registerV2(router);
+    registerV1(router);
+    registerDeliverability(router);
+  },
+  jobs,
+  schemas: { ...schemasV2, ...schemasV1 },
+};

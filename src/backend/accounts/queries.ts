@@ -2,8 +2,7 @@
 // and the record views are in store.ts.
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/accounts.js';
-import { ACCOUNT_COLUMNS } from './store.js';
-import { ORG_ACCOUNTS } from './v1-views.js';
+import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/queries.js';
 import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {
@@ -21,7 +20,12 @@ export function escapeLike(text: string): string {
 }
 
 /** One page of the workspace's accounts matching the filter, and how many match in all. */
-export async function listAccounts(db: Queryable, workspaceId: number, filter: AccountFilter, page: { limit: number; offset: number }) {
+export async function listAccounts(
+  db: Queryable,
+  workspaceId: number,
+  filter: AccountFilter,
+  page: { limit: number; offset: number },
+) {
   const params: unknown[] = [workspaceId];
   const where = ['a.workspace_id = $1'];
   if (filter.status) where.push(`a.status = $${params.push(filter.status)}`);
@@ -69,30 +73,54 @@ export async function insertMailbox(db: Queryable, workspaceId: number, mailbox:
     `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
        time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, last_connected_at, created_at, updated_at)
      VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $10, $10) RETURNING id`,
-    [workspaceId, mailbox.emailAddress, mailbox.fromName, mailbox.warmupMaxLimit, mailbox.timeZone, sealed.smtp, sealed.imap,
-      sealed.smtpPasswordSealed, sealed.imapPasswordSealed, mailbox.now],
+    [
+      workspaceId,
+      mailbox.emailAddress,
+      mailbox.fromName,
+      mailbox.warmupMaxLimit,
+      mailbox.timeZone,
+      sealed.smtp,
+      sealed.imap,
+      sealed.smtpPasswordSealed,
+      sealed.imapPasswordSealed,
+      mailbox.now,
+    ],
   );
   return rows[0].id;
 }
 
 export async function accountsByIds(db: Queryable, workspaceId: number, accountIds: number[]): Promise<Row[]> {
-  return db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.workspace_id = $1 AND a.id = ANY($2::int[])`, [workspaceId, accountIds]);
+  return db.query(`SELECT ${ACCOUNT_COLUMNS} FROM accounts a WHERE a.workspace_id = $1 AND a.id = ANY($2::int[])`, [
+    workspaceId,
+    accountIds,
+  ]);
 }
 
 /** The ids among `accountIds` of the workspace's accounts, locked until the transaction ends, in id order. */
 export async function lockAccountIds(db: Queryable, workspaceId: number, accountIds: number[]): Promise<number[]> {
-  const rows = await db.query(`SELECT id FROM accounts WHERE workspace_id = $1 AND id = ANY($2::int[]) ORDER BY id FOR UPDATE`, [workspaceId, accountIds]);
+  const rows = await db.query(
+    `SELECT id FROM accounts WHERE workspace_id = $1 AND id = ANY($2::int[]) ORDER BY id FOR UPDATE`,
+    [workspaceId, accountIds],
+  );
   return rows.map((row) => row.id as number);
 }
 
 /** Deletes the account; its address, or null when the workspace has no such account. */
 export async function deleteAccount(db: Queryable, workspaceId: number, accountId: number): Promise<string | null> {
-  const rows = await db.query(`DELETE FROM accounts WHERE id = $1 AND workspace_id = $2 RETURNING id, email_address`, [accountId, workspaceId]);
+  const rows = await db.query(`DELETE FROM accounts WHERE id = $1 AND workspace_id = $2 RETURNING id, email_address`, [
+    accountId,
+    workspaceId,
+  ]);
   return rows[0]?.email_address ?? null;
 }
 
 /** Disconnects the account; false when the workspace has no such account. */
-export async function disconnectAccount(db: Queryable, workspaceId: number, accountId: number, now: Date): Promise<boolean> {
+export async function disconnectAccount(
+  db: Queryable,
+  workspaceId: number,
+  accountId: number,
+  now: Date,
+): Promise<boolean> {
   const rows = await db.query(
     // A disconnected mailbox keeps no credential: its OAuth token is dropped (the refresh job skips it).
     `UPDATE accounts SET status = 'disconnected', warmup_requested = false, auto_warmup = false,
@@ -104,7 +132,13 @@ export async function disconnectAccount(db: Queryable, workspaceId: number, acco
 }
 
 /** Stores an account's setup score (a manual refresh also stamps manual_last_refreshed_at). */
-export async function storeSetupScore(db: Queryable, id: number, checks: SetupChecks, now: number, manual: boolean): Promise<Row> {
+export async function storeSetupScore(
+  db: Queryable,
+  id: number,
+  checks: SetupChecks,
+  now: number,
+  manual: boolean,
+): Promise<Row> {
   const rows = await db.query(
     `INSERT INTO v1_setup_scores (account_id, score, spf, dkim, dmarc, mx, ip_listed, ip_not_listed, domain_listed, domain_not_listed,
         updated_at, manual_last_refreshed_at)
@@ -113,8 +147,20 @@ export async function storeSetupScore(db: Queryable, id: number, checks: SetupCh
         domain_listed = $9, domain_not_listed = $10, updated_at = $11,
         manual_last_refreshed_at = CASE WHEN $12::boolean THEN $11::timestamptz ELSE v1_setup_scores.manual_last_refreshed_at END
      RETURNING *`,
-    [id, checks.score, checks.spf, checks.dkim, checks.dmarc, checks.mx, checks.ip?.listed ?? null, checks.ip?.notListed ?? null, checks.domain?.listed ?? null,
-      checks.domain?.notListed ?? null, new Date(now), manual],
+    [
+      id,
+      checks.score,
+      checks.spf,
+      checks.dkim,
+      checks.dmarc,
+      checks.mx,
+      checks.ip?.listed ?? null,
+      checks.ip?.notListed ?? null,
+      checks.domain?.listed ?? null,
+      checks.domain?.notListed ?? null,
+      new Date(now),
+      manual,
+    ],
   );
   return rows[0];
 }
@@ -147,7 +193,11 @@ export async function deliverabilityByEsp(db: Queryable, accountId: number, from
 
 // /v1 email accounts (v1-routes.ts): scoped by the partner key's organization.
 
-const SORT_COLUMNS = { createdAt: 'a.created_at', fromEmail: 'lower(a.email_address)', fromName: 'lower(a.from_name)' } as const;
+const SORT_COLUMNS = {
+  createdAt: 'a.created_at',
+  fromEmail: 'lower(a.email_address)',
+  fromName: 'lower(a.from_name)',
+} as const;
 
 export interface OrgAccountFilter {
   /** Matched in the lower-cased address or sender name. */
@@ -190,7 +240,11 @@ export async function listOrganizationAccounts(db: Queryable, organizationId: nu
 }
 
 /** A provider workspace of the organization whose workspace, if any, is live; null otherwise. */
-export async function providerWorkspaceOf(db: Queryable, providerWorkspaceId: number, organizationId: number): Promise<{ id: number; workspace_id: number | null } | null> {
+export async function providerWorkspaceOf(
+  db: Queryable,
+  providerWorkspaceId: number,
+  organizationId: number,
+): Promise<{ id: number; workspace_id: number | null } | null> {
   const rows = await db.query(
     `SELECT p.id, p.workspace_id FROM provider_workspaces p LEFT JOIN workspaces w ON w.id = p.workspace_id
       WHERE p.id = $1 AND p.organization_id = $2 AND (p.workspace_id IS NULL OR w.deleted_at IS NULL)`,
@@ -201,19 +255,38 @@ export async function providerWorkspaceOf(db: Queryable, providerWorkspaceId: nu
 
 /** The organization's oldest live workspace, or null. */
 export async function oldestLiveWorkspace(db: Queryable, organizationId: number): Promise<number | null> {
-  const rows = await db.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+  const rows = await db.query(
+    `SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`,
+    [organizationId],
+  );
   return rows[0]?.id ?? null;
 }
 
 /** A new SMTP/IMAP mailbox connected through /v1 (active, its check pending), as stored. */
-export async function insertPartnerMailbox(db: Queryable, workspaceId: number, providerWorkspaceId: number | null, mailbox: NewMailbox): Promise<Row> {
+export async function insertPartnerMailbox(
+  db: Queryable,
+  workspaceId: number,
+  providerWorkspaceId: number | null,
+  mailbox: NewMailbox,
+): Promise<Row> {
   const { sealed } = mailbox;
   const rows = await db.query(
     `INSERT INTO accounts (workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit, warmup_current_limit,
        time_zone, smtp, imap, smtp_password_sealed, imap_password_sealed, provider_workspace_id, last_connected_at, created_at, updated_at)
      VALUES ($1, $2, $3, 'smtp', 'active', 'pending', $4, 5, $5, $6::jsonb, $7::jsonb, $8, $9, $10, $11, $11, $11) RETURNING *`,
-    [workspaceId, mailbox.emailAddress, mailbox.fromName, mailbox.warmupMaxLimit, mailbox.timeZone,
-      sealed.smtp, sealed.imap, sealed.smtpPasswordSealed, sealed.imapPasswordSealed, providerWorkspaceId, mailbox.now],
+    [
+      workspaceId,
+      mailbox.emailAddress,
+      mailbox.fromName,
+      mailbox.warmupMaxLimit,
+      mailbox.timeZone,
+      sealed.smtp,
+      sealed.imap,
+      sealed.smtpPasswordSealed,
+      sealed.imapPasswordSealed,
+      providerWorkspaceId,
+      mailbox.now,
+    ],
   );
   return rows[0];
 }
@@ -226,10 +299,17 @@ export async function deleteAccountsByIds(db: Queryable, accountIds: number[]): 
  * Adds the named tags to the accounts: a name unknown in an account's workspace is created there
  * first. The accounts' updated_at moves.
  */
-export async function assignTagNames(db: Queryable, accounts: { id: number; workspace_id: number }[], names: string[]): Promise<void> {
+export async function assignTagNames(
+  db: Queryable,
+  accounts: { id: number; workspace_id: number }[],
+  names: string[],
+): Promise<void> {
   for (const workspaceId of new Set(accounts.map((account) => account.workspace_id))) {
     for (const name of names) {
-      await db.query(`INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`, [workspaceId, name]);
+      await db.query(
+        `INSERT INTO tags (workspace_id, name) VALUES ($1, $2) ON CONFLICT (workspace_id, lower(name)) DO NOTHING`,
+        [workspaceId, name],
+      );
     }
   }
   const accountIds = accounts.map((account) => account.id);

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { isTimeZone } from '../time.js';
 import { pgId } from '../validation.js';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 // Here rather than in store.ts: schemas import nothing heavier than zod, so any module may read them
 // without an import cycle (store.ts -> warmup -> accounts -> v1 schemas -> these).
@@ -11,7 +11,11 @@ export const STATUSES = ['active', 'warming', 'paused', 'error', 'auth-expired',
 /** An SMTP or IMAP server (accounts.smtp, accounts.imap); shared with the /v1 connect. */
 export const connection = z
   .object({
-    host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
+    host: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[A-Za-z0-9.-]+$/, 'must be a host name or IPv4 address'),
     port: z.number().int().min(1).max(65535),
     username: z.string().min(1).max(320),
     password: z.string().min(1).max(1024),
@@ -34,7 +38,11 @@ export const connectSchema = z
   .strict();
 
 const int = (min: number, max: number) =>
-  z.string().regex(/^-?\d{1,9}$/, 'must be an integer').transform(Number).pipe(z.number().int().min(min).max(max));
+  z
+    .string()
+    .regex(/^-?\d{1,9}$/, 'must be an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 
 /**
  * GET /accounts query. `tag` matches accounts carrying the tag: an all-digit value is a tag id,

@@ -6,9 +6,8 @@ import type { Row } from '../../db/types.js';
 import { parse, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
-import { accountIdParam, loadAccount, orgOf } from './v1-views.js';
-import { daysBetween } from '../time.js';
-import { deliverabilityBody, emptyBody } from './v1-schemas.js';
+import { accountIdParam, checkRange, emptyBody, loadAccount, orgOf, rate } from '../mailbox/index.js';
+import { deliverabilityBody } from './v1-schemas.js';
 import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
@@ -16,7 +15,6 @@ export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.
 export const IP_BLOCKLISTS = ['zen.spamhaus.org', 'bl.spamcop.net', 'b.barracudacentral.org'];
 /** Weights of the consolidated score; only the checks that ran count toward the total. */
 const WEIGHTS = { spf: 25, dkim: 25, dmarc: 20, mx: 10, domainBlacklist: 10, ipBlacklist: 10 };
-export const MAX_RANGE_DAYS = 366;
 const NOT_FOUND = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
 
 interface Listing {
@@ -25,7 +23,11 @@ interface Listing {
 }
 
 /** Query each list; a list that errors (timeout, refusal, an open-resolver answer) did not run. Null when none ran. */
-async function blocklist(resolver: ReturnType<typeof makeResolver>, name: string, zones: string[]): Promise<Listing | null> {
+async function blocklist(
+  resolver: ReturnType<typeof makeResolver>,
+  name: string,
+  zones: string[],
+): Promise<Listing | null> {
   const results = await Promise.all(
     zones.map(async (zone) => {
       try {
@@ -95,7 +97,10 @@ export async function computeSetupScore(svc: BackendServices, account: Row): Pro
     possible += WEIGHTS[check];
     if (result[check]) earned += WEIGHTS[check];
   }
-  for (const [field, listed] of [['domainBlacklist', result.domain], ['ipBlacklist', result.ip]] as const) {
+  for (const [field, listed] of [
+    ['domainBlacklist', result.domain],
+    ['ipBlacklist', result.ip],
+  ] as const) {
     if (!listed) continue;
     possible += WEIGHTS[field];
     earned += (WEIGHTS[field] * listed.notListed) / (listed.listed + listed.notListed);
@@ -103,7 +108,6 @@ export async function computeSetupScore(svc: BackendServices, account: Row): Pro
   result.score = possible ? Math.round((100 * earned) / possible) : 0;
   return result;
 }
-
 
 /** The setup-score response: a check that has not run is omitted, not false. */
 function setupView(row: Row) {
@@ -119,16 +123,6 @@ function setupView(row: Row) {
 /** Cache rows older than this are recomputed by the accounts job (jobs.ts), so GET stays current without a manual refresh. */
 export const SETUP_SCORE_MAX_AGE_MS = 24 * 3600_000;
 
-
-/** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
-export function checkRange(from: string, to: string, names: [string, string]): void {
-  if (from > to) throw new ApiError('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
-  if (daysBetween(from, to) + 1 > MAX_RANGE_DAYS) {
-    throw new ApiError('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, { field: names[1] });
-  }
-}
-
-export const rate = (inbox: number, sent: number) => (sent ? Math.round((10_000 * inbox) / sent) / 100 : 0);
 const dayStart = (d: string) => new Date(`${d}T00:00:00Z`);
 const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_000);
 
@@ -157,10 +151,23 @@ export function register(router: Router): void {
     try {
       checks = await checkDomain(domain, ctx.svc.config.dnsResolver);
     } catch (err) {
-      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, { domain, reason: (err as NodeJS.ErrnoException).code ?? 'error' });
+      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, {
+        domain,
+        reason: (err as NodeJS.ErrnoException).code ?? 'error',
+      });
     }
     // A live lookup: cachedAt is when it ran.
-    return { data: { emailAccountId: account.id, domain, spf: checks.spf, dkim: checks.dkim, dmarc: checks.dmarc, mx: checks.mx, cachedAt: new Date(ctx.svc.clock.now()).toISOString() } };
+    return {
+      data: {
+        emailAccountId: account.id,
+        domain,
+        spf: checks.spf,
+        dkim: checks.dkim,
+        dmarc: checks.dmarc,
+        mx: checks.mx,
+        cachedAt: new Date(ctx.svc.clock.now()).toISOString(),
+      },
+    };
   });
 
   router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
@@ -169,19 +176,41 @@ export function register(router: Router): void {
     const body = parse(deliverabilityBody, ctx.body ?? {});
     checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
     await loadAccount(ctx.db, org, id);
-    const rows = await deliverabilityByEsp(ctx.db, id, dayStart(body.startDate), dayAfter(body.endDate), new Date(ctx.svc.clock.now()));
+    const rows = await deliverabilityByEsp(
+      ctx.db,
+      id,
+      dayStart(body.startDate),
+      dayAfter(body.endDate),
+      new Date(ctx.svc.clock.now()),
+    );
     const by = new Map(rows.map((r) => [r.esp as string, r]));
     const out: Record<string, unknown> = { emailAccountId: id };
-    let sent = 0, inbox = 0, spam = 0;
+    let sent = 0,
+      inbox = 0,
+      spam = 0;
     const per: Record<string, unknown> = {};
     for (const esp of body.esps) {
       const counts = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
       sent += counts.sent;
       inbox += counts.inbox;
       spam += counts.spam;
-      per[esp] = { deliverabilityRate: rate(counts.inbox, counts.sent), sentCount: counts.sent, inboxCount: counts.inbox, spamCount: counts.spam };
+      per[esp] = {
+        deliverabilityRate: rate(counts.inbox, counts.sent),
+        sentCount: counts.sent,
+        inboxCount: counts.inbox,
+        spamCount: counts.spam,
+      };
     }
-    Object.assign(out, { totalDeliverabilityRate: rate(inbox, sent), totalSentCount: sent, totalInboxCount: inbox, totalSpamInboxCount: spam }, per);
+    Object.assign(
+      out,
+      {
+        totalDeliverabilityRate: rate(inbox, sent),
+        totalSentCount: sent,
+        totalInboxCount: inbox,
+        totalSpamInboxCount: spam,
+      },
+      per,
+    );
     return { data: out };
   });
 }

@@ -2,10 +2,10 @@
 // (v1-deliverability.ts): requests strict (an unknown field is 400 invalid_request naming it), and the
 // response bodies whose shape the spec shows (fields beyond those shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { connection } from './schemas.js';
 import { PG_INT_MAX } from '../validation.js';
-import { idList } from './v1-views.js';
+import { emptyBody, idList, notFoundItem } from '../mailbox/v1-schemas.js';
 import { isDate, isTimeZone } from '../time.js';
 
 /** Page size bounds of the account list (the spec does not show them). */
@@ -14,7 +14,12 @@ export const LIST_LIMIT_MAX = 100;
 export const STATUS_FILTER = ['active', 'warming', 'paused', 'error', 'auth-expired'] as const;
 
 const intParam = (min: number, max: number, dflt: number) =>
-  z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max)).default(dflt as never);
+  z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .default(dflt as never);
 
 export const listQuery = z
   .object({
@@ -57,7 +62,6 @@ export const bulkStatusBody = z.object({ emailAccountIds: idList(50) }).strict()
 export const bulkDeleteBody = z.object({ emailAccountIds: idList(20) }).strict();
 
 /** Actions without fields (disconnect, warmup start and stop, setup-score refresh): `{}` is tolerated. */
-export const emptyBody = z.object({}).strict();
 
 export const deliverabilityBody = z
   .object({
@@ -95,7 +99,6 @@ export const accountStatus = z.looseObject({
 });
 
 /** A bulk answer's item for an id that is not an account of the organization. */
-export const notFoundItem = z.looseObject({ emailAccountId: z.number().int(), errorCode: z.literal('not_found') });
 
 /** A check that has not run is omitted, not false (spec). */
 const listing = z.looseObject({ listed: z.number().int(), notListed: z.number().int() });
@@ -121,7 +124,12 @@ export const dnsHealth = z.looseObject({
   cachedAt: z.string(),
 });
 
-const espScore = z.looseObject({ deliverabilityRate: z.number(), sentCount: z.number().int(), inboxCount: z.number().int(), spamCount: z.number().int() });
+const espScore = z.looseObject({
+  deliverabilityRate: z.number(),
+  sentCount: z.number().int(),
+  inboxCount: z.number().int(),
+  spamCount: z.number().int(),
+});
 export const deliverabilityScore = z.looseObject({
   emailAccountId: z.number().int(),
   totalDeliverabilityRate: z.number(),
@@ -150,18 +158,25 @@ export const schemas: SchemaRegistry = {
   [`POST ${ACC}`]: { body: connectBody, response: accountItem, status: [201] },
   // Always 501 not_implemented (spec): connect with POST /v1/email-accounts instead.
   [`POST ${ACC}/oauth`]: { status: [] },
-  [`POST ${ACC}/bulk-status`]: { body: bulkStatusBody, response: z.looseObject({ results: z.array(z.union([accountStatus, notFoundItem])) }) },
+  [`POST ${ACC}/bulk-status`]: {
+    body: bulkStatusBody,
+    response: z.looseObject({ results: z.array(z.union([accountStatus, notFoundItem])) }),
+  },
   [`POST ${ACC}/bulk-delete`]: {
     body: bulkDeleteBody,
     response: z.looseObject({
-      results: z.array(z.looseObject({ emailAccountId: z.number().int(), deleted: z.boolean(), errorCode: z.string().optional() })),
+      results: z.array(
+        z.looseObject({ emailAccountId: z.number().int(), deleted: z.boolean(), errorCode: z.string().optional() }),
+      ),
     }),
   },
   [`POST ${ACC}/tags/assign`]: { body: tagsBody, response: z.array(accountItem) },
   [`POST ${ACC}/tags/unassign`]: { body: tagsBody, response: z.array(accountItem) },
   [`GET ${ACC}/{emailAccountId}/status`]: { response: accountStatus },
   [`POST ${ACC}/{emailAccountId}/disconnect`]: { body: emptyBody.optional(), response: accountStatus },
-  [`DELETE ${ACC}/{emailAccountId}`]: { response: z.looseObject({ emailAccountId: z.number().int(), deleted: z.literal(true) }) },
+  [`DELETE ${ACC}/{emailAccountId}`]: {
+    response: z.looseObject({ emailAccountId: z.number().int(), deleted: z.literal(true) }),
+  },
   'GET /v1/setup-score/{emailAccountId}': { response: setupScore },
   'POST /v1/setup-score/{emailAccountId}/refresh': { body: emptyBody.optional(), response: setupScore },
   'GET /v1/dns-health/{emailAccountId}': { response: dnsHealth },

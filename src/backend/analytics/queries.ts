@@ -13,7 +13,7 @@
 // Every message has exactly one outcome, so deliverabilityRate + spamRate + bounceRate = 100 (up to
 // rounding) when sent > 0. With no sends every count and rate is 0 (never a 404, never null).
 import type { Queryable } from '../../db/index.js';
-import { ORG_ACCOUNTS } from '../accounts/index.js';
+import { ORG_ACCOUNTS } from '../mailbox/queries.js';
 
 export const WINDOW_DAYS = 30;
 
@@ -31,7 +31,8 @@ export function windowJson(period: Window) {
 }
 
 /** Rate in percent, 2 decimals, 0 when nothing was sent. */
-const rate = (num: string, den = 'sent') => `(CASE WHEN ${den} = 0 THEN 0 ELSE round(100.0 * ${num} / ${den}, 2) END)::float8`;
+const rate = (num: string, den = 'sent') =>
+  `(CASE WHEN ${den} = 0 THEN 0 ELSE round(100.0 * ${num} / ${den}, 2) END)::float8`;
 
 /** Per-account counts over the window, for the accounts of one workspace (optionally one account). */
 const COUNTS = `
@@ -100,8 +101,18 @@ function record(row: AccountRow): DeliverabilityRecord {
  * One deliverability record per account of the workspace, by account id. The per-account route
  * calls this same function with the account's id, so its row is the workspace row (spec).
  */
-export async function deliverability(db: Queryable, workspaceId: number, period: Window, accountId: number | null = null) {
-  const rows = await db.query<AccountRow>(`${PER_ACCOUNT} ORDER BY id`, [workspaceId, period.start, period.end, accountId]);
+export async function deliverability(
+  db: Queryable,
+  workspaceId: number,
+  period: Window,
+  accountId: number | null = null,
+) {
+  const rows = await db.query<AccountRow>(`${PER_ACCOUNT} ORDER BY id`, [
+    workspaceId,
+    period.start,
+    period.end,
+    accountId,
+  ]);
   return rows.map(record);
 }
 
@@ -264,7 +275,15 @@ export async function accountStats(db: Queryable, workspaceId: number, accountId
 /** Per account and UTC day of [from, to], messages sent up to `now`, by outcome. */
 export async function reportRows(db: Queryable, accountIds: number[], from: string, to: string, now: number) {
   if (!accountIds.length) return [];
-  return db.query<{ account_id: number; d: string; sent: number; inbox: number; spam: number; bounced: number; replied: number }>(
+  return db.query<{
+    account_id: number;
+    d: string;
+    sent: number;
+    inbox: number;
+    spam: number;
+    bounced: number;
+    replied: number;
+  }>(
     `SELECT account_id, to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS d,
             count(*)::int AS sent,
             count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox,
@@ -280,12 +299,21 @@ export async function reportRows(db: Queryable, accountIds: number[], from: stri
 
 /** Every account of the organization's live workspaces: id and address, by id. */
 export async function organizationAccounts(db: Queryable, organizationId: number) {
-  return db.query<{ id: number; email_address: string }>(`SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`, [organizationId]);
+  return db.query<{ id: number; email_address: string }>(
+    `SELECT a.id, a.email_address FROM ${ORG_ACCOUNTS} ORDER BY a.id`,
+    [organizationId],
+  );
 }
 
 /** The organization's accounts by state, and the mean cached setup score (null when none has one). */
 export async function dashboardCounts(db: Queryable, organizationId: number) {
-  const [counts] = await db.query<{ total: number; warming: number; paused: number; errors: number; avg_score: number | null }>(
+  const [counts] = await db.query<{
+    total: number;
+    warming: number;
+    paused: number;
+    errors: number;
+    avg_score: number | null;
+  }>(
     `SELECT count(*)::int AS total,
             count(*) FILTER (WHERE a.status = 'warming')::int AS warming,
             count(*) FILTER (WHERE a.status IN ('paused', 'disconnected'))::int AS paused,

@@ -35,7 +35,10 @@ export function register(router: Router, svc: BackendServices): void {
   router.get(`${base}/analytics/leaderboard`, async (ctx) => {
     const query = parse(leaderboardQuery, queryObject(ctx.query));
     const period = win();
-    return { data: await leaderboard(ctx.db, idParam(ctx, 'workspaceId'), period, query.limit ?? 10), meta: windowJson(period) };
+    return {
+      data: await leaderboard(ctx.db, idParam(ctx, 'workspaceId'), period, query.limit ?? 10),
+      meta: windowJson(period),
+    };
   });
 
   router.get(`${base}/analytics/deliverability`, async (ctx) => {

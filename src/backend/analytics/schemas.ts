@@ -1,11 +1,18 @@
 // Query schemas of the analytics domain: the window is fixed (see queries.ts), so a query parameter
 // trying to change it is refused as unknown.
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const noQuery = z.object({}).strict();
 export const leaderboardQuery = z
-  .object({ limit: z.string().regex(/^[0-9]{1,3}$/, 'must be an integer from 1 to 100').transform(Number).pipe(z.number().int().min(1).max(100)).optional() })
+  .object({
+    limit: z
+      .string()
+      .regex(/^[0-9]{1,3}$/, 'must be an integer from 1 to 100')
+      .transform(Number)
+      .pipe(z.number().int().min(1).max(100))
+      .optional(),
+  })
   .strict();
 
 /** The spec's account deliverability record (a rolling 30-day window; zeros without sends). */

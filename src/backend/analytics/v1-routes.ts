@@ -3,7 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
 import { parse, queryObject, type Router } from '../router.js';
-import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../accounts/index.js';
+import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../mailbox/index.js';
 import { dateRange } from '../time.js';
 import { bulkReportBody, rangeQuery } from './v1-schemas.js';
 import { dashboardCounts, organizationAccounts, reportRows } from './queries.js';
@@ -25,7 +25,13 @@ export interface ReportDay {
  * mailbox (inbox + spam + other); other = delivered to another folder, which the recorded outcomes
  * (inbox, spam, bounced) never show, so it is 0; undelivered = bounced.
  */
-export async function reportDays(db: Queryable, ids: number[], from: string, to: string, now: number): Promise<Map<number, ReportDay[]>> {
+export async function reportDays(
+  db: Queryable,
+  ids: number[],
+  from: string,
+  to: string,
+  now: number,
+): Promise<Map<number, ReportDay[]>> {
   const rows = await reportRows(db, ids, from, to, now);
   const byAccountAndDay = new Map(rows.map((row) => [`${row.account_id}/${row.d}`, row]));
   const days = dateRange(from, to);
@@ -75,7 +81,9 @@ export function register(router: Router): void {
     const days = await reportDays(ctx.db, [...found.keys()], body.from, body.to, ctx.svc.clock.now());
     // In input order; an id that is not the organization's gets errorCode not_found.
     const reports = body.emailAccountIds.map((id) =>
-      found.has(id) ? { emailAccountId: id, from: body.from, to: body.to, days: days.get(id) } : { emailAccountId: id, errorCode: 'not_found' },
+      found.has(id)
+        ? { emailAccountId: id, from: body.from, to: body.to, days: days.get(id) }
+        : { emailAccountId: id, errorCode: 'not_found' },
     );
     return { data: { reports } };
   });
@@ -85,12 +93,46 @@ export function register(router: Router): void {
     const range = parse(rangeQuery, queryObject(ctx.query));
     checkRange(range.from, range.to, ['from', 'to']);
     const accounts = await organizationAccounts(ctx.db, org);
-    const days = await reportDays(ctx.db, accounts.map((account) => account.id), range.from, range.to, ctx.svc.clock.now());
-    const columns = ['emailAccountId', 'fromEmail', 'date', 'sent', 'inbox', 'received', 'spam', 'other', 'undelivered', 'replied', 'deliverabilityRate'];
+    const days = await reportDays(
+      ctx.db,
+      accounts.map((account) => account.id),
+      range.from,
+      range.to,
+      ctx.svc.clock.now(),
+    );
+    const columns = [
+      'emailAccountId',
+      'fromEmail',
+      'date',
+      'sent',
+      'inbox',
+      'received',
+      'spam',
+      'other',
+      'undelivered',
+      'replied',
+      'deliverabilityRate',
+    ];
     const lines = [columns.join(',')];
     for (const account of accounts) {
       for (const day of days.get(account.id)!) {
-        lines.push([account.id, account.email_address, day.date, day.sent, day.inbox, day.received, day.spam, day.other, day.undelivered, day.replied, day.deliverabilityRate].map(csvField).join(','));
+        lines.push(
+          [
+            account.id,
+            account.email_address,
+            day.date,
+            day.sent,
+            day.inbox,
+            day.received,
+            day.spam,
+            day.other,
+            day.undelivered,
+            day.replied,
+            day.deliverabilityRate,
+          ]
+            .map(csvField)
+            .join(','),
+        );
       }
     }
     return {
@@ -116,7 +158,8 @@ export function register(router: Router): void {
 
   router.get('/v1/health', async (ctx) => {
     orgOf(ctx);
-    if (!(await ctx.db.ping())) throw new ApiError('service_unavailable', 'The database does not answer.', { database: 'down' });
+    if (!(await ctx.db.ping()))
+      throw new ApiError('service_unavailable', 'The database does not answer.', { database: 'down' });
     return { data: { status: 'ok', database: 'ok', time: new Date(ctx.svc.clock.now()).toISOString() } };
   });
 }

@@ -2,9 +2,8 @@
 // field is 400 invalid_request naming it), and the response bodies whose shape the spec shows (fields
 // beyond those shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
-import { idList } from '../accounts/v1-views.js';
-import { notFoundItem } from '../accounts/v1-schemas.js';
+import type { SchemaRegistry } from '../domain.js';
+import { idList, notFoundItem } from '../mailbox/index.js';
 import { isDate } from '../time.js';
 
 export const date = z.string().refine(isDate, 'must be a date YYYY-MM-DD');
@@ -31,13 +30,21 @@ const reportDay = z.looseObject({
   replied: z.number().int(),
   deliverabilityRate: z.number(),
 });
-export const report = z.looseObject({ emailAccountId: z.number().int(), from: z.string(), to: z.string(), days: z.array(reportDay) });
+export const report = z.looseObject({
+  emailAccountId: z.number().int(),
+  from: z.string(),
+  to: z.string(),
+  days: z.array(reportDay),
+});
 
 /** The routes of this domain on /v1 and their schemas (read by the API description, src/openapi/). */
 export const schemas: SchemaRegistry = {
   'GET /v1/health': { response: z.looseObject({ status: z.literal('ok') }) },
   'GET /v1/reports/export': { query: rangeQuery, envelope: 'csv' },
-  'POST /v1/reports/bulk': { body: bulkReportBody, response: z.looseObject({ reports: z.array(z.union([report, notFoundItem])) }) },
+  'POST /v1/reports/bulk': {
+    body: bulkReportBody,
+    response: z.looseObject({ reports: z.array(z.union([report, notFoundItem])) }),
+  },
   'GET /v1/reports/{emailAccountId}': { query: rangeQuery, response: report },
   'GET /v1/dashboard': { response: dashboard },
 };

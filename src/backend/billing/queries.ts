@@ -3,7 +3,10 @@
 import type { Queryable, Row } from '../../db/types.js';
 
 export async function findOrganization(db: Queryable, organizationId: number): Promise<Row | null> {
-  const rows = await db.query(`SELECT id, name, plan, api_access, paused, warmup_cap FROM organizations WHERE id = $1`, [organizationId]);
+  const rows = await db.query(
+    `SELECT id, name, plan, api_access, paused, warmup_cap FROM organizations WHERE id = $1`,
+    [organizationId],
+  );
   return rows[0] ?? null;
 }
 
@@ -22,7 +25,14 @@ export async function mailboxCounts(db: Queryable, organizationId: number, works
 }
 
 /** The organization role of a user of the organization, or null. */
-export async function orgRoleOf(db: Queryable, userId: number, organizationId: number): Promise<'OWNER' | 'MEMBER' | null> {
-  const rows = await db.query(`SELECT org_role FROM users WHERE id = $1 AND organization_id = $2`, [userId, organizationId]);
+export async function orgRoleOf(
+  db: Queryable,
+  userId: number,
+  organizationId: number,
+): Promise<'OWNER' | 'MEMBER' | null> {
+  const rows = await db.query(`SELECT org_role FROM users WHERE id = $1 AND organization_id = $2`, [
+    userId,
+    organizationId,
+  ]);
   return rows[0]?.org_role ?? null;
 }

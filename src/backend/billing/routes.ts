@@ -1,9 +1,9 @@
 // Billing reads of /v2 (CONTRACT section 6; billing:read, ADMIN, enforced by the gateway): the
 // organization's plan, its usage against the plan's limits, and the caller's resolved capabilities.
 import { ApiError } from '../../http/errors.js';
+import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { idParam, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
 import { resolveCapabilities } from './capabilities.js';
 import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
@@ -18,7 +18,7 @@ async function organization(ctx: Ctx) {
   return found;
 }
 
-function planView(ctx: Ctx, organization: Record<string, any>) {
+function planView(ctx: Ctx, organization: Row) {
   const { id, plan } = planOf(ctx.svc.plans(), organization.plan);
   return {
     // null when the organization has no plan: the Free budgets apply (spec, Limits rule 1).
@@ -26,7 +26,13 @@ function planView(ctx: Ctx, organization: Record<string, any>) {
     effectivePlan: id,
     label: organization.plan ? plan.label : 'No plan',
     apiAccess: organization.api_access,
-    budgets: { read: plan.read, write: plan.write, bulk: plan.bulk, windowSeconds: 60, ipPerMinute: IP_LIMIT_PER_MINUTE },
+    budgets: {
+      read: plan.read,
+      write: plan.write,
+      bulk: plan.bulk,
+      windowSeconds: 60,
+      ipPerMinute: IP_LIMIT_PER_MINUTE,
+    },
     maxWarmupPerAccount: plan.maxWarmupPerAccount,
     warmingMailboxCap: plan.warmingMailboxCap,
     entitlements: plan.entitlements,
@@ -34,7 +40,7 @@ function planView(ctx: Ctx, organization: Record<string, any>) {
   };
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces/{workspaceId}/billing/plan', async (ctx) => {
     idParam(ctx, 'workspaceId');
     const org = await organization(ctx);
@@ -57,10 +63,16 @@ export function register(router: Router, _svc: BackendServices): void {
           connected: counts.connected,
           warming: counts.warming,
           warmingCap: plan.warmingMailboxCap,
-          warmingAvailable: plan.warmingMailboxCap === null ? null : Math.max(0, plan.warmingMailboxCap - counts.warming),
+          warmingAvailable:
+            plan.warmingMailboxCap === null ? null : Math.max(0, plan.warmingMailboxCap - counts.warming),
           maxWarmupPerAccount: plan.maxWarmupPerAccount,
         },
-        warmupBudgets: { orgLimit: budgets.orgLimit, allocated: budgets.allocated, available: budgets.available, workspaces: budgets.workspaces.length },
+        warmupBudgets: {
+          orgLimit: budgets.orgLimit,
+          allocated: budgets.allocated,
+          available: budgets.available,
+          workspaces: budgets.workspaces.length,
+        },
         workspace: {
           workspaceId: wid,
           connected: counts.ws_connected,

@@ -1,5 +1,5 @@
 // The billing reads take no input; their routes are listed for the API description (src/openapi/).
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
 

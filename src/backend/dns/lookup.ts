@@ -40,7 +40,11 @@ async function txt(resolver: Resolver, name: string): Promise<string[] | null> {
  * MX: at least one MX record. Lookup errors other than "no such record" are thrown (the caller
  * decides whether a check ran).
  */
-export async function checkDomain(domain: string, server?: string, selectors = ['default', 'google', 'selector1', 'k1']): Promise<DomainChecks> {
+export async function checkDomain(
+  domain: string,
+  server?: string,
+  selectors = ['default', 'google', 'selector1', 'k1'],
+): Promise<DomainChecks> {
   const resolver = makeResolver(server);
   const [spfTxt, dmarcTxt, mx] = await Promise.all([
     txt(resolver, domain),
@@ -51,7 +55,11 @@ export async function checkDomain(domain: string, server?: string, selectors = [
     }),
   ]);
   const spfRec = spfTxt?.find((t) => t.toLowerCase().startsWith('v=spf1'));
-  const spf: CheckResult = !spfRec ? 'missing' : /[+]?all\s*$/i.test(spfRec) && !/[-~?]all\s*$/i.test(spfRec) ? 'fail' : 'pass';
+  const spf: CheckResult = !spfRec
+    ? 'missing'
+    : /[+]?all\s*$/i.test(spfRec) && !/[-~?]all\s*$/i.test(spfRec)
+      ? 'fail'
+      : 'pass';
   const dmarcRec = dmarcTxt?.find((t) => t.toUpperCase().startsWith('V=DMARC1'));
   const dmarc: CheckResult = !dmarcRec ? 'missing' : /;\s*p=(none|quarantine|reject)/i.test(dmarcRec) ? 'pass' : 'fail';
   let dkim: CheckResult = 'missing';

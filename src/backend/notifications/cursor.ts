@@ -72,7 +72,8 @@ export class CursorCodec {
     const payload = validated.data;
     if (payload.w !== expect.workspaceId) return 'cursor was issued for another workspace';
     if (payload.u !== expect.unreadOnly) return 'cursor was issued for another unreadOnly filter';
-    if (payload.t > nowMs + SKEW_MS || nowMs - payload.t > CURSOR_TTL_MS) return 'cursor has expired; start again without a cursor';
+    if (payload.t > nowMs + SKEW_MS || nowMs - payload.t > CURSOR_TTL_MS)
+      return 'cursor has expired; start again without a cursor';
     return { workspaceId: payload.w, unreadOnly: payload.u, afterId: payload.i, offset: payload.o };
   }
 }

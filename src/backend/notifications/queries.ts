@@ -33,7 +33,13 @@ export function toNotification(row: NotificationRow) {
 }
 
 /** One page: up to `limit` rows with id < afterId (or the newest), plus whether more follow. */
-export async function listPage(db: Queryable, workspaceId: number, unreadOnly: boolean, afterId: number | null, limit: number) {
+export async function listPage(
+  db: Queryable,
+  workspaceId: number,
+  unreadOnly: boolean,
+  afterId: number | null,
+  limit: number,
+) {
   const rows = await db.query<NotificationRow>(
     `SELECT ${COLUMNS} FROM notifications
       WHERE workspace_id = $1 AND ($2::boolean = false OR read_at IS NULL) AND ($3::int IS NULL OR id < $3)
@@ -91,7 +97,16 @@ export async function notify(db: Queryable, notification: NewNotification, at: D
   const [row] = await db.query<{ id: number }>(
     `INSERT INTO notifications (workspace_id, type, severity, category, title, body, email_account_id, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz) RETURNING id`,
-    [notification.workspaceId, notification.type, notification.severity, notification.category, notification.title, notification.body, notification.emailAccountId ?? null, at.toISOString()],
+    [
+      notification.workspaceId,
+      notification.type,
+      notification.severity,
+      notification.category,
+      notification.title,
+      notification.body,
+      notification.emailAccountId ?? null,
+      at.toISOString(),
+    ],
   );
   return row.id;
 }

@@ -33,7 +33,10 @@ export function register(router: Router, svc: BackendServices): void {
     const page = await listPage(ctx.db, workspaceId, unreadOnly, afterId, limit);
     const totals = await counts(ctx.db, workspaceId, unreadOnly);
     const last = page.rows[page.rows.length - 1];
-    const nextCursor = page.hasMore && last ? codec.encode({ workspaceId, unreadOnly, afterId: last.id, offset: offset + page.rows.length }, now) : null;
+    const nextCursor =
+      page.hasMore && last
+        ? codec.encode({ workspaceId, unreadOnly, afterId: last.id, offset: offset + page.rows.length }, now)
+        : null;
     const pageMeta = pagination(Math.floor(offset / limit) + 1, limit, totals.total);
     return {
       data: page.rows.map(toNotification),

@@ -1,6 +1,6 @@
 // Request schemas of the notifications domain (spec: unreadOnly, cursor, limit).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const listQuery = z
   .object({

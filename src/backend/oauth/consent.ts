@@ -2,9 +2,8 @@
 // to grant access, with a signed, expiring `state` that binds the grant to the workspace, provider and
 // redirect URI, and a PKCE challenge whose verifier is derived from the state (no server-side storage).
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { BackendConfig } from '../services.js';
 import { safeEqual } from '../../http/safe-equal.js';
-import type { BackendServices } from '../services.js';
+import type { BackendConfig, BackendServices } from '../services.js';
 import type { OAuthProvider } from './profile.js';
 
 export const STATE_TTL_MS = 10 * 60_000;
@@ -17,7 +16,8 @@ const AUTHORIZE: Record<OAuthProvider, { url: string; scope: string; extra: Reco
   },
   microsoft: {
     url: 'https://login.microsoftonline.com/common/oauth2/v2.0/authorize',
-    scope: 'openid email offline_access User.Read https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send',
+    scope:
+      'openid email offline_access User.Read https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send',
     extra: { prompt: 'select_account', response_mode: 'query' },
   },
 };
@@ -82,10 +82,28 @@ export function codeVerifierFor(pepper: string, state: string): string {
   return createHmac('sha256', stateKey(pepper)).update(`pkce:${state}`).digest('base64url');
 }
 
-export function consentUrl(svc: BackendServices, request: { organizationId: number; workspaceId: number; keyId: number; provider: OAuthProvider; redirectUri: string; clientId: string; loginHint?: string }) {
+export function consentUrl(
+  svc: BackendServices,
+  request: {
+    organizationId: number;
+    workspaceId: number;
+    keyId: number;
+    provider: OAuthProvider;
+    redirectUri: string;
+    clientId: string;
+    loginHint?: string;
+  },
+) {
   const expiresAt = svc.clock.now() + STATE_TTL_MS;
   const state = signState(svc.pepper, {
-    v: 1, o: request.organizationId, w: request.workspaceId, p: request.provider, r: request.redirectUri, k: request.keyId, e: expiresAt, n: randomBytes(12).toString('base64url'),
+    v: 1,
+    o: request.organizationId,
+    w: request.workspaceId,
+    p: request.provider,
+    r: request.redirectUri,
+    k: request.keyId,
+    e: expiresAt,
+    n: randomBytes(12).toString('base64url'),
   });
   const challenge = createHash('sha256').update(codeVerifierFor(svc.pepper, state)).digest('base64url');
   const spec = AUTHORIZE[request.provider];

@@ -1,5 +1,5 @@
 // The partner OAuth job: access tokens nearing expiry are refreshed through the partner callback.
-import type { Job } from '../jobs.js';
+import type { Job } from '../domain.js';
 import type { BackendServices } from '../services.js';
 import { refreshTokens } from './refresh.js';
 

@@ -4,12 +4,22 @@ import type { Queryable, Row } from '../../db/types.js';
 
 /** The organization's plan and partner callback (rule 1 reads whether it is registered and verified). */
 export async function findPartnerOrganization(db: Queryable, organizationId: number): Promise<Row | undefined> {
-  const rows = await db.query(`SELECT id, plan, partner_callback_url, partner_callback_verified FROM organizations WHERE id = $1`, [organizationId]);
+  const rows = await db.query(
+    `SELECT id, plan, partner_callback_url, partner_callback_verified FROM organizations WHERE id = $1`,
+    [organizationId],
+  );
   return rows[0];
 }
 
-export async function workspaceOfOrganizationExists(db: Queryable, workspaceId: number, organizationId: number): Promise<boolean> {
-  const rows = await db.query(`SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [workspaceId, organizationId]);
+export async function workspaceOfOrganizationExists(
+  db: Queryable,
+  workspaceId: number,
+  organizationId: number,
+): Promise<boolean> {
+  const rows = await db.query(
+    `SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`,
+    [workspaceId, organizationId],
+  );
   return rows.length > 0;
 }
 
@@ -25,7 +35,13 @@ export async function findAccount(db: Queryable, accountId: number): Promise<Row
 }
 
 /** A reconnect with a fresh token: an expired or broken connection becomes active again. */
-export async function reconnectPartnerAccount(db: Queryable, accountId: number, sealedToken: string, expiresAt: Date, at: Date): Promise<Row> {
+export async function reconnectPartnerAccount(
+  db: Queryable,
+  accountId: number,
+  sealedToken: string,
+  expiresAt: Date,
+  at: Date,
+): Promise<Row> {
   const [row] = await db.query(
     `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3,
         status = CASE WHEN status IN ('auth-expired','error','disconnected') THEN 'active' ELSE status END,
@@ -61,7 +77,13 @@ export async function insertPartnerAccount(db: Queryable, input: NewPartnerAccou
  * Claim up to `batch` partner accounts whose token expires before `refreshBefore` and that are neither backing
  * off nor claimed, until `claimUntil`. `UPDATE ... FOR UPDATE SKIP LOCKED`: several backends never claim one row twice.
  */
-export async function claimTokensToRefresh(db: Queryable, now: Date, claimUntil: Date, refreshBefore: Date, batch: number): Promise<Row[]> {
+export async function claimTokensToRefresh(
+  db: Queryable,
+  now: Date,
+  claimUntil: Date,
+  refreshBefore: Date,
+  batch: number,
+): Promise<Row[]> {
   return db.query(
     `UPDATE accounts a SET oauth_refresh_claimed_until = $2
       FROM organizations o, workspaces w
@@ -83,7 +105,13 @@ export async function claimTokensToRefresh(db: Queryable, now: Date, claimUntil:
 }
 
 /** A refreshed token; an `auth-expired` mailbox becomes active again. Returns the new status. */
-export async function storeRefreshedToken(db: Queryable, accountId: number, sealedToken: string, expiresAt: Date, at: Date): Promise<Row | undefined> {
+export async function storeRefreshedToken(
+  db: Queryable,
+  accountId: number,
+  sealedToken: string,
+  expiresAt: Date,
+  at: Date,
+): Promise<Row | undefined> {
   const [after] = await db.query(
     `UPDATE accounts SET oauth_access_token_sealed = $2, oauth_expires_at = $3, oauth_refresh_failures = 0, oauth_refresh_error = NULL,
         oauth_refresh_next_at = NULL, oauth_refresh_claimed_until = NULL, oauth_refreshed_at = $4,
@@ -97,7 +125,14 @@ export async function storeRefreshedToken(db: Queryable, accountId: number, seal
 }
 
 /** A failed refresh: count it, remember why, retry at `nextAt`, release the claim. */
-export async function recordRefreshFailure(db: Queryable, accountId: number, failures: number, error: string, nextAt: Date, at: Date): Promise<void> {
+export async function recordRefreshFailure(
+  db: Queryable,
+  accountId: number,
+  failures: number,
+  error: string,
+  nextAt: Date,
+  at: Date,
+): Promise<void> {
   await db.query(
     `UPDATE accounts SET oauth_refresh_failures = $2, oauth_refresh_error = $3, oauth_refresh_next_at = $4,
         oauth_refresh_claimed_until = NULL, updated_at = $5

@@ -7,7 +7,12 @@
 import { z } from 'zod';
 import type { BackendServices } from '../services.js';
 import { partnerOauthConnected } from '../warmup/index.js';
-import { claimTokensToRefresh, expireLapsedPartnerTokens, recordRefreshFailure, storeRefreshedToken } from './queries.js';
+import {
+  claimTokensToRefresh,
+  expireLapsedPartnerTokens,
+  recordRefreshFailure,
+  storeRefreshedToken,
+} from './queries.js';
 
 /** Refresh this long before expiry. */
 export const REFRESH_AHEAD_MS = 15 * 60_000;
@@ -37,12 +42,28 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
   const now = new Date(svc.clock.now());
   const out: RefreshRun = { refreshed: [], failed: [], expired: [] };
 
-  const claimed = await claimTokensToRefresh(svc.db, now, new Date(now.getTime() + CLAIM_MS), new Date(now.getTime() + REFRESH_AHEAD_MS), BATCH);
+  const claimed = await claimTokensToRefresh(
+    svc.db,
+    now,
+    new Date(now.getTime() + CLAIM_MS),
+    new Date(now.getTime() + REFRESH_AHEAD_MS),
+    BATCH,
+  );
 
   const refreshOne = async (account: (typeof claimed)[number]) => {
-    const ok = await callPartner(account.partner_callback_url, { accountId: account.id, emailAddress: account.email_address, provider: account.provider });
+    const ok = await callPartner(account.partner_callback_url, {
+      accountId: account.id,
+      emailAddress: account.email_address,
+      provider: account.provider,
+    });
     if (ok.kind === 'ok' && Date.parse(ok.expiresAt) > svc.clock.now()) {
-      const after = await storeRefreshedToken(svc.db, account.id, svc.credentials.seal('oauth_access_token', ok.accessToken), new Date(ok.expiresAt), new Date(svc.clock.now()));
+      const after = await storeRefreshedToken(
+        svc.db,
+        account.id,
+        svc.credentials.seal('oauth_access_token', ok.accessToken),
+        new Date(ok.expiresAt),
+        new Date(svc.clock.now()),
+      );
       // A mailbox that had run out is active again: it warms again by itself once its checks pass.
       if (after?.status === 'active' && account.status === 'auth-expired') await partnerOauthConnected(svc, account.id);
       out.refreshed.push(account.id);
@@ -50,7 +71,14 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
     }
     const error = ok.kind === 'ok' ? 'the callback answered an expiresAt in the past' : ok.error;
     const failures = account.oauth_refresh_failures + 1;
-    await recordRefreshFailure(svc.db, account.id, failures, error, new Date(svc.clock.now() + backoffMs(failures)), new Date(svc.clock.now()));
+    await recordRefreshFailure(
+      svc.db,
+      account.id,
+      failures,
+      error,
+      new Date(svc.clock.now() + backoffMs(failures)),
+      new Date(svc.clock.now()),
+    );
     svc.log.warn({ accountId: account.id, failures, error }, 'partner token refresh failed');
     out.failed.push(account.id);
   };
@@ -64,12 +92,19 @@ export async function refreshTokens(svc: BackendServices): Promise<RefreshRun> {
 
 type CallResult = { kind: 'ok'; accessToken: string; expiresAt: string } | { kind: 'error'; error: string };
 
-async function callPartner(url: string, body: { accountId: number; emailAddress: string; provider: string }): Promise<CallResult> {
+async function callPartner(
+  url: string,
+  body: { accountId: number; emailAddress: string; provider: string },
+): Promise<CallResult> {
   let res: Response;
   try {
     res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'keygate-token-refresh' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'user-agent': 'keygate-token-refresh',
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
       redirect: 'error',
@@ -88,7 +123,8 @@ async function callPartner(url: string, body: { accountId: number; emailAddress:
     return { kind: 'error', error: 'callback answered something other than JSON' };
   }
   const parsed = callbackAnswer.safeParse(json);
-  if (!parsed.success) return { kind: 'error', error: `callback answer invalid at ${parsed.error.issues[0].path.join('.') || '(body)'}` };
+  if (!parsed.success)
+    return { kind: 'error', error: `callback answer invalid at ${parsed.error.issues[0].path.join('.') || '(body)'}` };
   return { kind: 'ok', ...parsed.data };
 }
 

@@ -3,7 +3,6 @@
 // background job (jobs.ts); the automatic start of warming is the warmup domain's (auto_warmup).
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { assertPartnerConfigured, connectPartnerMailbox } from './connect.js';
 import { acceptableRedirect, consentConfig, consentUrl } from './consent.js';
 import { connectBody, consentBody } from './schemas.js';
@@ -16,14 +15,18 @@ function refuseRefreshTokens(body: unknown): void {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return;
   const field = Object.keys(body).find((k) => /refresh/i.test(k));
   if (field) {
-    throw new ApiError('invalid_request', `${field}: refresh tokens are not accepted; the service asks the partner callback for fresh access tokens.`, {
-      field,
-      issues: [{ field, message: 'refresh tokens are not accepted' }],
-    });
+    throw new ApiError(
+      'invalid_request',
+      `${field}: refresh tokens are not accepted; the service asks the partner callback for fresh access tokens.`,
+      {
+        field,
+        issues: [{ field, message: 'refresh tokens are not accepted' }],
+      },
+    );
   }
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.post('/v2/workspaces/{workspaceId}/accounts/oauth', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const orgId = ctx.identity!.organizationId;
@@ -33,7 +36,14 @@ export function register(router: Router, _svc: BackendServices): void {
     const input = parse(connectBody, ctx.body ?? {});
     const connected = await connectPartnerMailbox(
       ctx.svc,
-      { organizationId: orgId, workspaceId: wid, provider: input.provider, emailAddress: input.emailAddress, accessToken: input.accessToken, expiresAt: new Date(input.expiresAt) },
+      {
+        organizationId: orgId,
+        workspaceId: wid,
+        provider: input.provider,
+        emailAddress: input.emailAddress,
+        accessToken: input.accessToken,
+        expiresAt: new Date(input.expiresAt),
+      },
       org,
     );
     return { status: connected.created ? 201 : 200, data: connected.account };
@@ -44,12 +54,24 @@ export function register(router: Router, _svc: BackendServices): void {
     const body = parse(consentBody, ctx.body ?? {});
     const cfg = consentConfig(ctx.svc.config);
     const redirectUri = body.redirectUri ?? cfg.redirectUri;
-    if (!redirectUri) throw new ApiError('invalid_request', 'redirectUri: required (no default redirect URI is configured).', { field: 'redirectUri' });
+    if (!redirectUri)
+      throw new ApiError('invalid_request', 'redirectUri: required (no default redirect URI is configured).', {
+        field: 'redirectUri',
+      });
     if (!acceptableRedirect(redirectUri)) {
-      throw new ApiError('invalid_request', 'redirectUri: must be an https URL (or http on a loopback host) without credentials or fragment.', { field: 'redirectUri' });
+      throw new ApiError(
+        'invalid_request',
+        'redirectUri: must be an https URL (or http on a loopback host) without credentials or fragment.',
+        { field: 'redirectUri' },
+      );
     }
     const clientId = cfg.clientId[body.provider];
-    if (!clientId) throw new ApiError('service_unavailable', `Consent links for ${body.provider} are not configured on this server.`, { provider: body.provider });
+    if (!clientId)
+      throw new ApiError(
+        'service_unavailable',
+        `Consent links for ${body.provider} are not configured on this server.`,
+        { provider: body.provider },
+      );
     const link = consentUrl(ctx.svc, {
       organizationId: ctx.identity!.organizationId,
       workspaceId: wid,

@@ -1,6 +1,6 @@
 // Request schemas of the partner OAuth routes of /v2: strict, and no refresh-token field (spec).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const provider = z.enum(['google', 'microsoft']);
 

@@ -71,7 +71,13 @@ const EMAIL = z.string().email().max(254);
 
 const googlePage = z.object({
   users: z
-    .array(z.object({ primaryEmail: z.string(), name: z.object({ fullName: z.string().optional() }).optional(), suspended: z.boolean().optional() }))
+    .array(
+      z.object({
+        primaryEmail: z.string(),
+        name: z.object({ fullName: z.string().optional() }).optional(),
+        suspended: z.boolean().optional(),
+      }),
+    )
     .optional()
     .default([]),
   nextPageToken: z.string().min(1).optional(),
@@ -102,11 +108,16 @@ export class ProviderClient {
     const add = (email: string, name: string | null | undefined) => {
       const normalized = email.trim().toLowerCase();
       if (!EMAIL.safeParse(normalized).success || out.has(normalized)) return;
-      out.set(normalized, { email: normalized, displayName: (name ?? '').trim(), domain: normalized.slice(normalized.lastIndexOf('@') + 1) });
+      out.set(normalized, {
+        email: normalized,
+        displayName: (name ?? '').trim(),
+        domain: normalized.slice(normalized.lastIndexOf('@') + 1),
+      });
     };
     let token: string | undefined;
     for (let pages = 0; ; pages++) {
-      if (out.size > MAX_MAILBOXES || pages > MAX_MAILBOXES / 10) throw new ProviderError('unavailable', 'the tenant has too many mailboxes to import at once');
+      if (out.size > MAX_MAILBOXES || pages > MAX_MAILBOXES / 10)
+        throw new ProviderError('unavailable', 'the tenant has too many mailboxes to import at once');
       if (tenantRef.provider === 'google') {
         const url = new URL(`${trimBase(this.cfg.googleAdminUrl)}/admin/directory/v1/users`);
         url.searchParams.set('customer', 'my_customer');
@@ -114,15 +125,20 @@ export class ProviderClient {
         if (token) url.searchParams.set('pageToken', token);
         const page = googlePage.safeParse(await this.get(url, { 'x-goog-delegated-user': tenantRef.adminEmail ?? '' }));
         if (!page.success) throw new ProviderError('unavailable', 'the provider answered an unexpected body');
-        for (const directoryUser of page.data.users) if (!directoryUser.suspended) add(directoryUser.primaryEmail, directoryUser.name?.fullName);
+        for (const directoryUser of page.data.users)
+          if (!directoryUser.suspended) add(directoryUser.primaryEmail, directoryUser.name?.fullName);
         token = page.data.nextPageToken;
       } else {
-        const url = new URL(`${trimBase(this.cfg.microsoftGraphUrl)}/v1.0/tenants/${encodeURIComponent(tenantRef.tenantId ?? '')}/users`);
+        const url = new URL(
+          `${trimBase(this.cfg.microsoftGraphUrl)}/v1.0/tenants/${encodeURIComponent(tenantRef.tenantId ?? '')}/users`,
+        );
         url.searchParams.set('$top', String(PAGE_SIZE));
         if (token) url.searchParams.set('$skiptoken', token);
         const page = microsoftPage.safeParse(await this.get(url, {}));
         if (!page.success) throw new ProviderError('unavailable', 'the provider answered an unexpected body');
-        for (const directoryUser of page.data.value) if (directoryUser.accountEnabled !== false) add(directoryUser.mail || directoryUser.userPrincipalName || '', directoryUser.displayName);
+        for (const directoryUser of page.data.value)
+          if (directoryUser.accountEnabled !== false)
+            add(directoryUser.mail || directoryUser.userPrincipalName || '', directoryUser.displayName);
         token = page.data.skipToken;
       }
       if (!token) return [...out.values()];
@@ -132,14 +148,20 @@ export class ProviderClient {
   private async get(url: URL, headers: Record<string, string>): Promise<unknown> {
     let res: Response;
     try {
-      res = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(this.cfg.timeoutMs ?? 10_000), redirect: 'error' });
+      res = await fetch(url, {
+        headers: { accept: 'application/json', ...headers },
+        signal: AbortSignal.timeout(this.cfg.timeoutMs ?? 10_000),
+        redirect: 'error',
+      });
     } catch (err) {
       throw new ProviderError('unavailable', `the provider could not be reached (${(err as Error).name})`);
     }
     const text = await res.text().catch(() => '');
     if (res.status === 401) throw new ProviderError('credentials_failed', 'the provider refused our credentials');
-    if (res.status === 403) throw new ProviderError('not_authorized', 'domain-wide delegation or admin consent is not in place');
-    if (res.status === 404) throw new ProviderError('unknown_tenant', 'the provider does not know this admin address or tenant');
+    if (res.status === 403)
+      throw new ProviderError('not_authorized', 'domain-wide delegation or admin consent is not in place');
+    if (res.status === 404)
+      throw new ProviderError('unknown_tenant', 'the provider does not know this admin address or tenant');
     if (res.status !== 200) throw new ProviderError('unavailable', `the provider answered HTTP ${res.status}`);
     try {
       return JSON.parse(text);

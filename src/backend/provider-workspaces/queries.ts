@@ -33,13 +33,18 @@ const COLS = `id, organization_id, workspace_id, provider, admin_email, tenant_i
 
 /** The organization of a live workspace, or null. */
 export async function organizationOfWorkspace(db: Queryable, workspaceId: number): Promise<number | null> {
-  const rows = await db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [workspaceId]);
+  const rows = await db.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [
+    workspaceId,
+  ]);
   return rows[0]?.organization_id ?? null;
 }
 
 /** Which workspace an organization-level (/v1) registration imports into. */
 export async function defaultWorkspace(db: Queryable, organizationId: number): Promise<number | null> {
-  const rows = await db.query(`SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`, [organizationId]);
+  const rows = await db.query(
+    `SELECT id FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 1`,
+    [organizationId],
+  );
   return rows[0]?.id ?? null;
 }
 
@@ -53,19 +58,36 @@ export async function organizationPlan(db: Queryable, organizationId: number): P
   return (org?.plan ?? null) as string | null;
 }
 
-export async function listProviderWorkspaces(db: Queryable, filter: { workspaceId?: number; organizationId?: number }): Promise<PwRow[]> {
+export async function listProviderWorkspaces(
+  db: Queryable,
+  filter: { workspaceId?: number; organizationId?: number },
+): Promise<PwRow[]> {
   if (filter.workspaceId !== undefined) {
-    return db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE workspace_id = $1 ORDER BY id`, [filter.workspaceId]);
+    return db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE workspace_id = $1 ORDER BY id`, [
+      filter.workspaceId,
+    ]);
   }
-  return db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE organization_id = $1 ORDER BY id`, [filter.organizationId]);
+  return db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE organization_id = $1 ORDER BY id`, [
+    filter.organizationId,
+  ]);
 }
 
 /** One registration within a workspace (/v2) or an organization (/v1), or undefined. */
-export async function findProviderWorkspace(db: Queryable, id: number, scope: { workspaceId?: number; organizationId?: number }): Promise<PwRow | undefined> {
+export async function findProviderWorkspace(
+  db: Queryable,
+  id: number,
+  scope: { workspaceId?: number; organizationId?: number },
+): Promise<PwRow | undefined> {
   const rows =
     scope.workspaceId !== undefined
-      ? await db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND workspace_id = $2`, [id, scope.workspaceId])
-      : await db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND organization_id = $2`, [id, scope.organizationId]);
+      ? await db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND workspace_id = $2`, [
+          id,
+          scope.workspaceId,
+        ])
+      : await db.query<PwRow>(`SELECT ${COLS} FROM provider_workspaces WHERE id = $1 AND organization_id = $2`, [
+          id,
+          scope.organizationId,
+        ]);
   return rows[0];
 }
 
@@ -76,7 +98,12 @@ export async function lockProviderWorkspace(db: Queryable, id: number): Promise<
 }
 
 /** The id of the organization's registration of this tenant (`key`: lower-cased tenant id or admin address), or null. */
-export async function findRegisteredTenant(db: Queryable, organizationId: number, provider: Provider, key: string | null): Promise<number | null> {
+export async function findRegisteredTenant(
+  db: Queryable,
+  organizationId: number,
+  provider: Provider,
+  key: string | null,
+): Promise<number | null> {
   const rows = await db.query(
     `SELECT id FROM provider_workspaces WHERE organization_id = $1 AND provider = $2 AND lower(coalesce(tenant_id, admin_email)) = $3`,
     [organizationId, provider, key],
@@ -122,24 +149,42 @@ export async function markProviderWorkspaceError(db: Queryable, id: number): Pro
   await db.query(`UPDATE provider_workspaces SET status = 'error' WHERE id = $1`, [id]);
 }
 
-export async function markProviderWorkspaceSynced(db: Queryable, id: number, finishedIso: string, domainsJson: string): Promise<void> {
-  await db.query(`UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`, [id, finishedIso, domainsJson]);
+export async function markProviderWorkspaceSynced(
+  db: Queryable,
+  id: number,
+  finishedIso: string,
+  domainsJson: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE provider_workspaces SET status = 'active', last_synced_at = $2::timestamptz, domains = $3::jsonb WHERE id = $1`,
+    [id, finishedIso, domainsJson],
+  );
 }
 
 /** Which of these (lower-cased) addresses are connected as accounts in any workspace. */
 export async function connectedEmails(db: Queryable, emails: string[]): Promise<Set<string>> {
   if (!emails.length) return new Set();
-  const rows = await db.query<{ e: string }>(`SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`, [emails]);
+  const rows = await db.query<{ e: string }>(
+    `SELECT lower(email_address) AS e FROM accounts WHERE lower(email_address) = ANY($1::text[])`,
+    [emails],
+  );
   return new Set(rows.map((r) => r.e));
 }
 
 export async function latestSyncRow(db: Queryable, providerWorkspaceId: number): Promise<SyncRow | undefined> {
-  const rows = await db.query<SyncRow>(`SELECT * FROM provider_workspace_syncs WHERE provider_workspace_id = $1 ORDER BY id DESC LIMIT 1`, [providerWorkspaceId]);
+  const rows = await db.query<SyncRow>(
+    `SELECT * FROM provider_workspace_syncs WHERE provider_workspace_id = $1 ORDER BY id DESC LIMIT 1`,
+    [providerWorkspaceId],
+  );
   return rows[0];
 }
 
 /** The id of a `running` sync of the tenant started after `startedAfterIso`, or null. */
-export async function findRunningSync(db: Queryable, providerWorkspaceId: number, startedAfterIso: string): Promise<number | null> {
+export async function findRunningSync(
+  db: Queryable,
+  providerWorkspaceId: number,
+  startedAfterIso: string,
+): Promise<number | null> {
   const rows = await db.query(
     `SELECT id FROM provider_workspace_syncs WHERE provider_workspace_id = $1 AND status = 'running' AND started_at > $2::timestamptz`,
     [providerWorkspaceId, startedAfterIso],
@@ -156,7 +201,12 @@ export async function interruptRunningSyncs(db: Queryable, providerWorkspaceId: 
   );
 }
 
-export async function insertRunningSync(db: Queryable, providerWorkspaceId: number, workspaceId: number | null, nowIso: string): Promise<SyncRow> {
+export async function insertRunningSync(
+  db: Queryable,
+  providerWorkspaceId: number,
+  workspaceId: number | null,
+  nowIso: string,
+): Promise<SyncRow> {
   const [syncRow] = await db.query<SyncRow>(
     `INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, $2, 'running', $3::timestamptz) RETURNING *`,
     [providerWorkspaceId, workspaceId, nowIso],
@@ -165,10 +215,19 @@ export async function insertRunningSync(db: Queryable, providerWorkspaceId: numb
 }
 
 export async function failSync(db: Queryable, syncId: number, error: string, finishedIso: string): Promise<void> {
-  await db.query(`UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`, [syncId, error, finishedIso]);
+  await db.query(
+    `UPDATE provider_workspace_syncs SET status = 'failed', error = $2, finished_at = $3::timestamptz WHERE id = $1`,
+    [syncId, error, finishedIso],
+  );
 }
 
-export async function completeSync(db: Queryable, syncId: number, total: number, imported: number, finishedIso: string): Promise<SyncRow> {
+export async function completeSync(
+  db: Queryable,
+  syncId: number,
+  total: number,
+  imported: number,
+  finishedIso: string,
+): Promise<SyncRow> {
   const [sync] = await db.query<SyncRow>(
     `UPDATE provider_workspace_syncs SET status = 'completed', total = $2, imported = $3, skipped = $4, finished_at = $5::timestamptz
       WHERE id = $1 RETURNING *`,

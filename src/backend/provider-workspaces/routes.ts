@@ -6,12 +6,23 @@ import { ApiError } from '../../http/errors.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { ProviderClient } from './client.js';
-import { ProviderWorkspaces, defaultWorkspace, organizationOfWorkspace, notStarted, toRecord, toSync, type PwRow } from './service.js';
+import {
+  ProviderWorkspaces,
+  defaultWorkspace,
+  organizationOfWorkspace,
+  toRecord,
+  type notStarted,
+  type toSync,
+  type PwRow,
+} from './service.js';
 import { emptyBody, noQuery, previewQuery, registerBody } from './schemas.js';
 
 function previewFilters(ctx: Ctx) {
   const query = parse(previewQuery, queryObject(ctx.query));
-  const domains = query.domain?.split(',').map((domain) => domain.trim()).filter(Boolean);
+  const domains = query.domain
+    ?.split(',')
+    .map((domain) => domain.trim())
+    .filter(Boolean);
   return { search: query.search, domains, page: query.page ?? 1, limit: query.limit ?? 50 };
 }
 
@@ -104,7 +115,8 @@ export function register(router: Router, svc: BackendServices): void {
   const v1Pw = (ctx: Ctx) => {
     const raw = ctx.params.workspaceId;
     // Our ids are canonical decimals; any other string names no registration.
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new ApiError('not_found', `No workspace ${raw}.`);
+    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
+      throw new ApiError('not_found', `No workspace ${raw}.`);
     return pws.get(Number(raw), { organizationId: orgOf(ctx) }).catch((err) => {
       if (err instanceof ApiError && err.code === 'not_found') throw new ApiError('not_found', `No workspace ${raw}.`);
       throw err;
@@ -115,7 +127,10 @@ export function register(router: Router, svc: BackendServices): void {
     const body = parse(registerBody, ctx.body);
     const org = orgOf(ctx);
     const target = await defaultWorkspace(ctx.db, org);
-    if (target === null) throw new ApiError('unprocessable_entity', 'The organization has no workspace to import mailboxes into.', { reason: 'no_workspace' });
+    if (target === null)
+      throw new ApiError('unprocessable_entity', 'The organization has no workspace to import mailboxes into.', {
+        reason: 'no_workspace',
+      });
     const row = await pws.register(body, { organizationId: org, workspaceId: target });
     return { status: 201, data: v1Record(row) };
   });

@@ -1,6 +1,6 @@
 // Request schemas of the provider workspace routes of both interfaces (see service.ts for the rules).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 export const registerBody = z
   .object({
@@ -12,11 +12,15 @@ export const registerBody = z
   .superRefine((body, ctx) => {
     // Required / forbidden by provider (v1 spec, POST /workspaces); a malformed value is 422 later.
     if (body.provider === 'google') {
-      if (body.adminEmail == null) ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
-      if (body.tenantId != null) ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
+      if (body.adminEmail == null)
+        ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'required when provider is google' });
+      if (body.tenantId != null)
+        ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'not accepted when provider is google' });
     } else {
-      if (body.tenantId == null) ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
-      if (body.adminEmail != null) ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
+      if (body.tenantId == null)
+        ctx.addIssue({ code: 'custom', path: ['tenantId'], message: 'required when provider is microsoft' });
+      if (body.adminEmail != null)
+        ctx.addIssue({ code: 'custom', path: ['adminEmail'], message: 'not accepted when provider is microsoft' });
     }
   });
 
@@ -25,7 +29,13 @@ const intIn = (min: number, max: number) =>
     .string()
     .regex(/^[0-9]{1,6}$/, `must be an integer from ${min} to ${max}`)
     .transform(Number)
-    .pipe(z.number().int().min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`));
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(min, `must be an integer from ${min} to ${max}`)
+        .max(max, `must be an integer from ${min} to ${max}`),
+    );
 
 export const previewQuery = z
   .object({

@@ -30,7 +30,7 @@ import type { Clock } from '../../limits/types.js';
 import { planOf } from '../../config/plans.js';
 import { ApiError } from '../../http/errors.js';
 import { notify } from '../notifications/queries.js';
-import { ProviderClient, ProviderError, type Mailbox, type Provider } from './client.js';
+import { ProviderError, type ProviderClient, type Mailbox, type Provider } from './client.js';
 import {
   completeSync,
   connectedEmails,
@@ -116,16 +116,27 @@ const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@([A-Za-z0-9]([A-Za-z0-9-]{
 function domainsOf(mailboxes: Mailbox[]) {
   const countByDomain = new Map<string, number>();
   for (const mailbox of mailboxes) countByDomain.set(mailbox.domain, (countByDomain.get(mailbox.domain) ?? 0) + 1);
-  return [...countByDomain.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
+  return [...countByDomain.entries()]
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+    .map(([domain, mailboxCount]) => ({ domain, mailboxCount }));
 }
 
 function providerFailure(err: unknown, pw: { provider: Provider }): ApiError {
   if (!(err instanceof ProviderError)) throw err;
-  if (err.failure === 'unavailable') return new ApiError('bad_gateway', `The provider could not be used: ${err.message}.`, { reason: 'provider_unavailable' });
+  if (err.failure === 'unavailable')
+    return new ApiError('bad_gateway', `The provider could not be used: ${err.message}.`, {
+      reason: 'provider_unavailable',
+    });
   const reason =
-    err.failure === 'not_authorized' ? (pw.provider === 'google' ? 'delegation_missing' : 'consent_missing')
-    : err.failure === 'unknown_tenant' ? (pw.provider === 'google' ? 'invalid_admin_email' : 'invalid_tenant_id')
-    : 'credentials_failed';
+    err.failure === 'not_authorized'
+      ? pw.provider === 'google'
+        ? 'delegation_missing'
+        : 'consent_missing'
+      : err.failure === 'unknown_tenant'
+        ? pw.provider === 'google'
+          ? 'invalid_admin_email'
+          : 'invalid_tenant_id'
+        : 'credentials_failed';
   return new ApiError('unprocessable_entity', `The tenant cannot be used: ${err.message}.`, { reason });
 }
 
@@ -160,16 +171,24 @@ export class ProviderWorkspaces {
     let tenantId: string | null = null;
     if (provider === 'google') {
       adminEmail = (input.adminEmail ?? '').trim().toLowerCase();
-      if (!EMAIL.test(adminEmail)) throw new ApiError('unprocessable_entity', 'adminEmail is not a valid email address.', { field: 'adminEmail', reason: 'invalid_admin_email' });
+      if (!EMAIL.test(adminEmail))
+        throw new ApiError('unprocessable_entity', 'adminEmail is not a valid email address.', {
+          field: 'adminEmail',
+          reason: 'invalid_admin_email',
+        });
     } else {
       tenantId = (input.tenantId ?? '').trim().toLowerCase();
       if (!GUID.test(tenantId) && !DOMAIN.test(tenantId)) {
-        throw new ApiError('unprocessable_entity', 'tenantId must be a tenant GUID or a verified domain name.', { field: 'tenantId', reason: 'invalid_tenant_id' });
+        throw new ApiError('unprocessable_entity', 'tenantId must be a tenant GUID or a verified domain name.', {
+          field: 'tenantId',
+          reason: 'invalid_tenant_id',
+        });
       }
     }
     const key = tenantId ?? adminEmail;
     const existingId = await findRegisteredTenant(this.db, target.organizationId, provider, key);
-    if (existingId !== null) throw new ApiError('conflict', 'This tenant is already registered.', { providerWorkspaceId: existingId });
+    if (existingId !== null)
+      throw new ApiError('conflict', 'This tenant is already registered.', { providerWorkspaceId: existingId });
     let mailboxes: Mailbox[];
     try {
       mailboxes = await this.client.listMailboxes({ provider, adminEmail, tenantId });
@@ -192,7 +211,11 @@ export class ProviderWorkspaces {
   /** The tenant's mailboxes, or the registration deleted (and 422) when its credentials fail. */
   private async mailboxesOrForget(pw: PwRow): Promise<Mailbox[]> {
     try {
-      return await this.client.listMailboxes({ provider: pw.provider, adminEmail: pw.admin_email, tenantId: pw.tenant_id });
+      return await this.client.listMailboxes({
+        provider: pw.provider,
+        adminEmail: pw.admin_email,
+        tenantId: pw.tenant_id,
+      });
     } catch (err) {
       const failure = providerFailure(err, pw);
       if (failure.code === 'unprocessable_entity') {
@@ -208,22 +231,31 @@ export class ProviderWorkspaces {
   async preview(pw: PwRow, filters: { search?: string; domains?: string[]; page: number; limit: number }) {
     const mailboxes = await this.mailboxesOrForget(pw);
     await setProviderWorkspaceDomains(this.db, pw.id, JSON.stringify(domainsOf(mailboxes)));
-    const connected = await connectedEmails(this.db, mailboxes.map((m) => m.email));
+    const connected = await connectedEmails(
+      this.db,
+      mailboxes.map((m) => m.email),
+    );
     const fresh = mailboxes.filter((m) => !connected.has(m.email));
     const needle = filters.search?.trim().toLowerCase();
-    const searched = needle ? fresh.filter((m) => m.email.includes(needle) || m.displayName.toLowerCase().includes(needle)) : fresh;
+    const searched = needle
+      ? fresh.filter((m) => m.email.includes(needle) || m.displayName.toLowerCase().includes(needle))
+      : fresh;
     const facet = new Map<string, number>();
     for (const mailbox of searched) facet.set(mailbox.domain, (facet.get(mailbox.domain) ?? 0) + 1);
     const wanted = filters.domains?.length ? new Set(filters.domains.map((d) => d.toLowerCase())) : null;
     const filtered = wanted ? searched.filter((m) => wanted.has(m.domain)) : searched;
     const start = (filters.page - 1) * filters.limit;
     return {
-      newEmails: filtered.slice(start, start + filters.limit).map((m) => ({ email: m.email, displayName: m.displayName, domain: m.domain })),
+      newEmails: filtered
+        .slice(start, start + filters.limit)
+        .map((m) => ({ email: m.email, displayName: m.displayName, domain: m.domain })),
       total: filtered.length,
       page: filters.page,
       limit: filters.limit,
       connectedCount: connected.size,
-      domains: [...facet.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([domain, count]) => ({ domain, count })),
+      domains: [...facet.entries()]
+        .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+        .map(([domain, count]) => ({ domain, count })),
     };
   }
 
@@ -248,12 +280,14 @@ export class ProviderWorkspaces {
       if (pinned === null) {
         const live = target !== null && (await workspaceIsLive(tx, target));
         if (!live) target = await defaultWorkspace(tx, row.organization_id);
-        if (target === null) throw new ApiError('conflict', 'The organization has no workspace to import mailboxes into.');
+        if (target === null)
+          throw new ApiError('conflict', 'The organization has no workspace to import mailboxes into.');
         if (target !== row.workspace_id) await setProviderWorkspaceTarget(tx, row.id, target);
       }
       // One sync at a time per tenant; a `running` one older than 10 minutes died with its process.
       const runningId = await findRunningSync(tx, row.id, staleBefore);
-      if (runningId !== null) throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: runningId });
+      if (runningId !== null)
+        throw new ApiError('conflict', 'A sync of this tenant is already running.', { syncId: runningId });
       await interruptRunningSyncs(tx, row.id, now.toISOString());
       const syncRow = await insertRunningSync(tx, row.id, target, now.toISOString());
       return { row, sync: syncRow, target: target!, plan: await organizationPlan(tx, row.organization_id) };
@@ -261,7 +295,11 @@ export class ProviderWorkspaces {
 
     let mailboxes: Mailbox[];
     try {
-      mailboxes = await this.client.listMailboxes({ provider: start.row.provider, adminEmail: start.row.admin_email, tenantId: start.row.tenant_id });
+      mailboxes = await this.client.listMailboxes({
+        provider: start.row.provider,
+        adminEmail: start.row.admin_email,
+        tenantId: start.row.tenant_id,
+      });
     } catch (err) {
       const failure = providerFailure(err, start.row);
       const finished = new Date(clock.now()).toISOString();

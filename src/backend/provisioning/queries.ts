@@ -3,12 +3,22 @@
 import type { Queryable, Row } from '../../db/types.js';
 
 export async function orgRoleOf(db: Queryable, userId: number, organizationId: number): Promise<string | null> {
-  const rows = await db.query(`SELECT org_role FROM users WHERE id = $1 AND organization_id = $2`, [userId, organizationId]);
+  const rows = await db.query(`SELECT org_role FROM users WHERE id = $1 AND organization_id = $2`, [
+    userId,
+    organizationId,
+  ]);
   return rows[0]?.org_role ?? null;
 }
 
-export async function findLiveWorkspace(db: Queryable, workspaceId: number, organizationId: number): Promise<Row | null> {
-  const rows = await db.query(`SELECT * FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`, [workspaceId, organizationId]);
+export async function findLiveWorkspace(
+  db: Queryable,
+  workspaceId: number,
+  organizationId: number,
+): Promise<Row | null> {
+  const rows = await db.query(
+    `SELECT * FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`,
+    [workspaceId, organizationId],
+  );
   return rows[0] ?? null;
 }
 
@@ -21,7 +31,13 @@ export async function liveWorkspacesWithRole(db: Queryable, organizationId: numb
   );
 }
 
-export async function insertWorkspace(db: Queryable, organizationId: number, name: string, dailyWarmupBudget: number, now: Date): Promise<Row> {
+export async function insertWorkspace(
+  db: Queryable,
+  organizationId: number,
+  name: string,
+  dailyWarmupBudget: number,
+  now: Date,
+): Promise<Row> {
   const [workspace] = await db.query(
     `INSERT INTO workspaces (organization_id, name, daily_warmup_budget, created_at) VALUES ($1, $2, $3, $4) RETURNING *`,
     [organizationId, name, dailyWarmupBudget, now],
@@ -33,12 +49,19 @@ export async function insertWorkspace(db: Queryable, organizationId: number, nam
  * The creator and every owner of the organization become owners of a new workspace (spec, creation
  * rule 1); the members it then has, by user id.
  */
-export async function addOwners(db: Queryable, workspaceId: number, organizationId: number, creatorId: number): Promise<Row[]> {
+export async function addOwners(
+  db: Queryable,
+  workspaceId: number,
+  organizationId: number,
+  creatorId: number,
+): Promise<Row[]> {
   await db.query(
     `INSERT INTO memberships (workspace_id, user_id, role)
      SELECT $1, u.id, 'OWNER' FROM users u WHERE u.organization_id = $2 AND (u.org_role = 'OWNER' OR u.id = $3)
      ON CONFLICT (workspace_id, user_id) DO NOTHING`,
     [workspaceId, organizationId, creatorId],
   );
-  return db.query(`SELECT m.user_id, m.role FROM memberships m WHERE m.workspace_id = $1 ORDER BY m.user_id`, [workspaceId]);
+  return db.query(`SELECT m.user_id, m.role FROM memberships m WHERE m.workspace_id = $1 ORDER BY m.user_id`, [
+    workspaceId,
+  ]);
 }

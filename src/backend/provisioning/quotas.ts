@@ -27,7 +27,9 @@ export function quotasView(budget: OrgBudget) {
 
 /** Read the cap and the live workspaces; with `lock`, hold the organization row until the transaction ends. */
 export async function readOrgBudget(db: Queryable, organizationId: number, lock: boolean): Promise<OrgBudget> {
-  const orgs = await db.query(`SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [organizationId]);
+  const orgs = await db.query(`SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [
+    organizationId,
+  ]);
   if (!orgs.length) throw new ApiError('not_found', `No organization ${organizationId}.`);
   const ws = await db.query(
     `SELECT id, name, daily_warmup_budget FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id`,
@@ -55,21 +57,39 @@ export function assertWithinCap(budget: OrgBudget, newAllocated: number): void {
 }
 
 /** Apply a set of budgets in the caller's transaction: one check across the whole request, then the writes. */
-export async function setBudgets(db: Queryable, organizationId: number, quotas: { workspaceId: number; dailyWarmupBudget: number }[]): Promise<OrgBudget> {
+export async function setBudgets(
+  db: Queryable,
+  organizationId: number,
+  quotas: { workspaceId: number; dailyWarmupBudget: number }[],
+): Promise<OrgBudget> {
   const budget = await readOrgBudget(db, organizationId, true);
   const live = new Map(budget.workspaces.map((w) => [w.workspaceId, w]));
   const unknown = quotas.map((x) => x.workspaceId).filter((id) => !live.has(id));
   if (unknown.length) {
-    throw new ApiError('invalid_request', `quotas: no live workspace of this organization with id ${unknown.join(', ')}.`, {
-      field: 'quotas',
-      workspaceIds: unknown,
-    });
+    throw new ApiError(
+      'invalid_request',
+      `quotas: no live workspace of this organization with id ${unknown.join(', ')}.`,
+      {
+        field: 'quotas',
+        workspaceIds: unknown,
+      },
+    );
   }
   const next = new Map(quotas.map((x) => [x.workspaceId, x.dailyWarmupBudget]));
   const newAllocated = budget.workspaces.reduce((s, w) => s + (next.get(w.workspaceId) ?? w.dailyWarmupBudget), 0);
   assertWithinCap(budget, newAllocated);
   for (const quota of quotas) {
-    await db.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [quota.workspaceId, organizationId, quota.dailyWarmupBudget]);
+    await db.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [
+      quota.workspaceId,
+      organizationId,
+      quota.dailyWarmupBudget,
+    ]);
   }
-  return { orgLimit: budget.orgLimit, workspaces: budget.workspaces.map((w) => ({ ...w, dailyWarmupBudget: next.get(w.workspaceId) ?? w.dailyWarmupBudget })) };
+  return {
+    orgLimit: budget.orgLimit,
+    workspaces: budget.workspaces.map((w) => ({
+      ...w,
+      dailyWarmupBudget: next.get(w.workspaceId) ?? w.dailyWarmupBudget,
+    })),
+  };
 }

@@ -3,7 +3,6 @@
 // organization owner (or, on GET /v2/workspaces, a workspace key holding workspace:read).
 import { ApiError } from '../../http/errors.js';
 import { parse, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import type { Row } from '../../db/types.js';
 import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } from './quotas.js';
 import { createBody, quotasBody } from './schemas.js';
@@ -23,18 +22,21 @@ function element(workspace: Row, role: string | null) {
 /** Defence in depth behind the gateway's step 10: provisioning needs a personal key of an organization owner. */
 async function assertOrgOwner(ctx: Ctx): Promise<number> {
   const id = ctx.identity!;
-  if (id.keyType !== 'personal' || id.userId === null) throw new ApiError('forbidden', 'Provisioning needs a personal key of an organization owner.');
-  if ((await orgRoleOf(ctx.db, id.userId, id.organizationId)) !== 'OWNER') throw new ApiError('forbidden', 'Provisioning needs a personal key of an organization owner.');
+  if (id.keyType !== 'personal' || id.userId === null)
+    throw new ApiError('forbidden', 'Provisioning needs a personal key of an organization owner.');
+  if ((await orgRoleOf(ctx.db, id.userId, id.organizationId)) !== 'OWNER')
+    throw new ApiError('forbidden', 'Provisioning needs a personal key of an organization owner.');
   return id.userId;
 }
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces', async (ctx) => {
     const id = ctx.identity!;
     if (id.keyType === 'workspace') {
       // A workspace key sees exactly its own workspace (spec, creation and listing rule 3).
-      const workspace = id.workspaceId === null ? null : await findLiveWorkspace(ctx.db, id.workspaceId, id.organizationId);
-      if (!workspace) throw new ApiError('forbidden', 'The key\'s workspace no longer exists.');
+      const workspace =
+        id.workspaceId === null ? null : await findLiveWorkspace(ctx.db, id.workspaceId, id.organizationId);
+      if (!workspace) throw new ApiError('forbidden', "The key's workspace no longer exists.");
       return { data: [element(workspace, id.role)] };
     }
     const userId = await assertOrgOwner(ctx);
@@ -49,7 +51,10 @@ export function register(router: Router, _svc: BackendServices): void {
     const create = parse(createBody, ctx.body ?? {});
     const orgId = ctx.identity!.organizationId;
     if (create.dailyWarmupBudget !== undefined && !ctx.identity!.scopes.includes('workspace:quota')) {
-      throw new ApiError('forbidden', 'Setting dailyWarmupBudget also needs the workspace:quota scope.', { field: 'dailyWarmupBudget', scope: 'workspace:quota' });
+      throw new ApiError('forbidden', 'Setting dailyWarmupBudget also needs the workspace:quota scope.', {
+        field: 'dailyWarmupBudget',
+        scope: 'workspace:quota',
+      });
     }
     const created = await ctx.db.tx(async (tx) => {
       const budget = await readOrgBudget(tx, orgId, true);
@@ -65,7 +70,10 @@ export function register(router: Router, _svc: BackendServices): void {
     ctx.svc.log.info({ organizationId: orgId, workspaceId: created.workspace.id }, 'workspace created');
     return {
       status: 201,
-      data: { ...element(created.workspace, 'OWNER'), members: created.members.map((member) => ({ userId: member.user_id, role: member.role })) },
+      data: {
+        ...element(created.workspace, 'OWNER'),
+        members: created.members.map((member) => ({ userId: member.user_id, role: member.role })),
+      },
     };
   });
 

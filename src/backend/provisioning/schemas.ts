@@ -1,6 +1,6 @@
 // Request schemas of provisioning and budgets (/v2 routes without a workspace segment).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { workspaceName } from '../workspace/schemas.js';
 import { pgId, pgInt } from '../validation.js';
 
@@ -17,7 +17,12 @@ export const quotasBody = z
       .superRefine((qs, ctx) => {
         const seen = new Set<number>();
         qs.forEach((quota, index) => {
-          if (seen.has(quota.workspaceId)) ctx.addIssue({ code: 'custom', path: [index, 'workspaceId'], message: `workspace ${quota.workspaceId} is listed twice` });
+          if (seen.has(quota.workspaceId))
+            ctx.addIssue({
+              code: 'custom',
+              path: [index, 'workspaceId'],
+              message: `workspace ${quota.workspaceId} is listed twice`,
+            });
           seen.add(quota.workspaceId);
         });
       }),

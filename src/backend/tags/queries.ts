@@ -17,19 +17,27 @@ export async function insertTag(db: Queryable, workspaceId: number, name: string
 }
 
 export async function findTagByName(db: Queryable, workspaceId: number, name: string): Promise<Tag | null> {
-  const rows = await db.query<Tag & Record<string, unknown>>(`SELECT id, name FROM tags WHERE workspace_id = $1 AND lower(name) = lower($2)`, [workspaceId, name]);
+  const rows = await db.query<Tag & Record<string, unknown>>(
+    `SELECT id, name FROM tags WHERE workspace_id = $1 AND lower(name) = lower($2)`,
+    [workspaceId, name],
+  );
   return rows[0] ?? null;
 }
 
 export async function listTags(db: Queryable, workspaceId: number): Promise<Tag[]> {
-  return db.query<Tag & Record<string, unknown>>(`SELECT id, name FROM tags WHERE workspace_id = $1 ORDER BY id`, [workspaceId]);
+  return db.query<Tag & Record<string, unknown>>(`SELECT id, name FROM tags WHERE workspace_id = $1 ORDER BY id`, [
+    workspaceId,
+  ]);
 }
 
 /** Every id must be a tag of the workspace; otherwise 400 naming the unknown ids. Returns the distinct ids. */
 export async function assertTagsExist(db: Queryable, workspaceId: number, tagIds: number[]): Promise<number[]> {
   const ids = [...new Set(tagIds)];
   if (!ids.length) return ids;
-  const rows = await db.query(`SELECT id FROM tags WHERE workspace_id = $1 AND id = ANY($2::int[])`, [workspaceId, ids]);
+  const rows = await db.query(`SELECT id FROM tags WHERE workspace_id = $1 AND id = ANY($2::int[])`, [
+    workspaceId,
+    ids,
+  ]);
   const known = new Set(rows.map((r) => r.id as number));
   const unknown = ids.filter((id) => !known.has(id));
   if (unknown.length) {
@@ -44,9 +52,15 @@ export async function assertTagsExist(db: Queryable, workspaceId: number, tagIds
 
 /** Replace the account's tags with `tagIds` (already checked to belong to the account's workspace). */
 export async function replaceAccountTags(db: Queryable, accountId: number, tagIds: number[]): Promise<Tag[]> {
-  await db.query(`DELETE FROM account_tags WHERE account_id = $1 AND NOT (tag_id = ANY($2::int[]))`, [accountId, tagIds]);
+  await db.query(`DELETE FROM account_tags WHERE account_id = $1 AND NOT (tag_id = ANY($2::int[]))`, [
+    accountId,
+    tagIds,
+  ]);
   if (tagIds.length) {
-    await db.query(`INSERT INTO account_tags (account_id, tag_id) SELECT $1, unnest($2::int[]) ON CONFLICT DO NOTHING`, [accountId, tagIds]);
+    await db.query(
+      `INSERT INTO account_tags (account_id, tag_id) SELECT $1, unnest($2::int[]) ON CONFLICT DO NOTHING`,
+      [accountId, tagIds],
+    );
   }
   return db.query<Tag & Record<string, unknown>>(
     `SELECT t.id, t.name FROM account_tags x JOIN tags t ON t.id = x.tag_id WHERE x.account_id = $1 ORDER BY t.id`,

@@ -2,14 +2,13 @@
 // inside Envelope A"), create, and set an account's tags.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
-import { getAccount } from '../accounts/index.js';
+import { getAccount } from '../mailbox/index.js';
 import { assertTagsExist, findTagByName, insertTag, listTags, replaceAccountTags } from './queries.js';
 import { createSchema, setTagsSchema } from './schemas.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get(`${WS}/tags`, async (ctx) => ({
     envelope: 'A',
     data: await listTags(ctx.db, idParam(ctx, 'workspaceId')),
@@ -21,7 +20,10 @@ export function register(router: Router, _svc: BackendServices): void {
     const created = await insertTag(ctx.db, ws, name);
     if (!created) {
       const existing = await findTagByName(ctx.db, ws, name);
-      throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, { field: 'name', tagId: existing?.id ?? null });
+      throw new ApiError('conflict', `A tag named "${existing?.name ?? name}" already exists in this workspace.`, {
+        field: 'name',
+        tagId: existing?.id ?? null,
+      });
     }
     return { status: 201, data: { id: created.id, name: created.name } };
   });

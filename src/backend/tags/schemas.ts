@@ -1,6 +1,6 @@
 // Request schemas of the tags domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { pgId } from '../validation.js';
 
 export const tagIdsSchema = z.array(pgId).max(100);

@@ -3,9 +3,28 @@ import { z } from 'zod';
 import type { Queryable } from '../../db/index.js';
 import { pagination } from '../router.js';
 
-const GOOGLE_FAMILY = new Set(['google', 'gmail', 'gsuite', 'g-suite', 'googlemail', 'google-workspace', 'googleworkspace']);
+const GOOGLE_FAMILY = new Set([
+  'google',
+  'gmail',
+  'gsuite',
+  'g-suite',
+  'googlemail',
+  'google-workspace',
+  'googleworkspace',
+]);
 const MICROSOFT_FAMILY = new Set([
-  'microsoft', 'outlook', 'hotmail', 'live', 'msn', 'office365', 'office-365', 'o365', 'microsoft365', 'microsoft-365', 'exchange', 'exchange-online',
+  'microsoft',
+  'outlook',
+  'hotmail',
+  'live',
+  'msn',
+  'office365',
+  'office-365',
+  'o365',
+  'microsoft365',
+  'microsoft-365',
+  'exchange',
+  'exchange-online',
 ]);
 
 /**
@@ -34,7 +53,11 @@ export const DEPRECATION_HEADERS: Record<string, string> = {
 };
 
 const int = (min: number, max: number) =>
-  z.string().regex(/^-?\d{1,9}$/, 'must be an integer').transform(Number).pipe(z.number().int().min(min).max(max));
+  z
+    .string()
+    .regex(/^-?\d{1,9}$/, 'must be an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 
 export const activityQuerySchema = z
   .object({
@@ -44,7 +67,9 @@ export const activityQuerySchema = z
   .strict();
 
 export async function listActivity(db: Queryable, accountId: number, provider: string, page: number, perPage: number) {
-  const [{ n: total }] = await db.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [accountId]);
+  const [{ n: total }] = await db.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [
+    accountId,
+  ]);
   const rows = await db.query(
     `SELECT id, sent_at, recipient_esp, outcome, replied FROM warmup_messages WHERE account_id = $1
      ORDER BY sent_at DESC, id DESC LIMIT $2 OFFSET $3`,

@@ -1,6 +1,6 @@
 // The warmup domain's jobs: pending lowered limits taking effect, remembered starts, and the planned
 // warmup sends of warming mailboxes (kept filled for today and tomorrow).
-import type { Job } from '../jobs.js';
+import type { Job } from '../domain.js';
 import type { BackendServices } from '../services.js';
 import { autoStartDue } from './lifecycle.js';
 import { applyDueLimits } from './limits.js';
@@ -41,7 +41,10 @@ export function jobs(svc: BackendServices): Job[] {
           `SELECT a.*, s.max_below_floor FROM accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL
              LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
         );
-        const windows = await windowsOf(svc.db, warming.map((a) => a.id));
+        const windows = await windowsOf(
+          svc.db,
+          warming.map((a) => a.id),
+        );
         for (const account of warming) {
           try {
             await svc.db.tx((q) => planAhead(q, account, now, windows.get(account.id)));

@@ -4,7 +4,7 @@
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
-import { dnsPasses, getAccount, getAccountById, liveDns } from '../accounts/index.js';
+import { dnsPasses, getAccount, getAccountById, liveDns } from '../mailbox/index.js';
 import { capacityError, capacityLeft, orgOfAccount, orgOfWorkspace } from './org.js';
 
 type StartOutcome =
@@ -19,7 +19,12 @@ type StartOutcome =
  * is remembered (warmup_requested) and the call answers 409; warmup then starts by itself when the
  * check passes. Starting an account that is warming already is a no-op.
  */
-export async function startWarmup(svc: BackendServices, workspaceId: number, accountId: number, via: 'enable' | 'resume'): Promise<Row> {
+export async function startWarmup(
+  svc: BackendServices,
+  workspaceId: number,
+  accountId: number,
+  via: 'enable' | 'resume',
+): Promise<Row> {
   const now = new Date(svc.clock.now());
   const out: StartOutcome = await svc.db.tx(async (tx) => {
     const org = await orgOfWorkspace(svc, tx, workspaceId, 'update');
@@ -34,25 +39,38 @@ export async function startWarmup(svc: BackendServices, workspaceId: number, acc
     if (acc.verification === 'failed') return { kind: 'failed' };
     const capacity = await capacityLeft(tx, org);
     if (!capacity.ok) return { kind: 'full', error: capacityError(org, capacity.cap!, capacity.warming) };
-    await tx.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
+    await tx.query(
+      `UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`,
+      [accountId, now],
+    );
     return { kind: 'ok' };
   });
   switch (out.kind) {
     case 'pending':
-      throw new ApiError('mailbox_verification_pending', 'The mailbox check is still running; warmup starts by itself when it passes, so there is no need to retry.', {
-        accountId,
-        verification: 'pending',
-        warmupRequested: true,
-      });
+      throw new ApiError(
+        'mailbox_verification_pending',
+        'The mailbox check is still running; warmup starts by itself when it passes, so there is no need to retry.',
+        {
+          accountId,
+          verification: 'pending',
+          warmupRequested: true,
+        },
+      );
     case 'failed':
-      throw new ApiError('mailbox_verification_failed', 'The mailbox failed the send-and-receive check; fix the mailbox before enabling warmup.', {
-        accountId,
-        verification: 'failed',
-      });
+      throw new ApiError(
+        'mailbox_verification_failed',
+        'The mailbox failed the send-and-receive check; fix the mailbox before enabling warmup.',
+        {
+          accountId,
+          verification: 'failed',
+        },
+      );
     case 'status':
       throw new ApiError(
         'conflict',
-        via === 'resume' ? `Warmup is not paused (account status ${out.status}); use warmup/enable.` : `Warmup cannot start while the account is ${out.status}.`,
+        via === 'resume'
+          ? `Warmup is not paused (account status ${out.status}); use warmup/enable.`
+          : `Warmup cannot start while the account is ${out.status}.`,
         { accountId, status: out.status },
       );
     case 'full':
@@ -67,17 +85,24 @@ export async function pauseWarmup(svc: BackendServices, workspaceId: number, acc
   await svc.db.tx(async (tx) => {
     const acc = await getAccount(tx, workspaceId, accountId, true);
     if (acc.status === 'warming') {
-      await tx.query(`UPDATE accounts SET status = 'paused', warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await tx.query(`UPDATE accounts SET status = 'paused', warmup_requested = false, updated_at = $2 WHERE id = $1`, [
+        accountId,
+        now,
+      ]);
     } else if (acc.warmup_requested) {
       await tx.query(`UPDATE accounts SET warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
     } else if (acc.status !== 'paused') {
-      throw new ApiError('conflict', `Warmup is not running (account status ${acc.status}).`, { accountId, status: acc.status });
+      throw new ApiError('conflict', `Warmup is not running (account status ${acc.status}).`, {
+        accountId,
+        status: acc.status,
+      });
     }
   });
   return getAccount(svc.db, workspaceId, accountId);
 }
 
-export type AutoStartResult = 'started' | 'already_warming' | 'not_eligible' | 'dns_failed' | 'warming_capacity_reached' | 'not_found';
+export type AutoStartResult =
+  'started' | 'already_warming' | 'not_eligible' | 'dns_failed' | 'warming_capacity_reached' | 'not_found';
 
 function wantsStart(account: Row): 'explicit' | 'auto' | null {
   if (account.verification !== 'passed') return null;
@@ -118,7 +143,10 @@ export async function tryAutoStart(svc: BackendServices, accountId: number): Pro
     if (wanted === 'auto' && !dnsOk) return 'dns_failed';
     const capacity = await capacityLeft(tx, org);
     if (!capacity.ok) return 'warming_capacity_reached';
-    await tx.query(`UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`, [accountId, now]);
+    await tx.query(
+      `UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`,
+      [accountId, now],
+    );
     return 'started';
   });
 }
@@ -127,7 +155,11 @@ export async function tryAutoStart(svc: BackendServices, accountId: number): Pro
  * The mailbox checker's outcome (POST /internal/accounts/{id}/verification). A failure withdraws a
  * remembered enable request (the caller fixes the mailbox and enables again); a pass may start warmup.
  */
-export async function recordVerification(svc: BackendServices, accountId: number, result: 'passed' | 'failed'): Promise<{ autoStart: AutoStartResult | null } | null> {
+export async function recordVerification(
+  svc: BackendServices,
+  accountId: number,
+  result: 'passed' | 'failed',
+): Promise<{ autoStart: AutoStartResult | null } | null> {
   const now = new Date(svc.clock.now());
   const found = await svc.db.tx(async (tx) => {
     const acc = await getAccountById(tx, accountId, true);

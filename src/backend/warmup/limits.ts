@@ -1,11 +1,14 @@
 // Daily limits: a lowered warmupMaxLimit waits for the mailbox's next local midnight; a plan change
 // lowers every mailbox above the new cap at once (spec, States: "Daily limit").
 import type { Queryable } from '../../db/index.js';
-import { settleDueLimits } from '../accounts/index.js';
+import { settleDueLimits } from '../mailbox/queries.js';
 
 /** The first instant of the next local day in `timeZone` after `now` (PostgreSQL's tz database, DST-aware). */
 export async function nextLocalMidnight(db: Queryable, now: Date, timeZone: string): Promise<Date> {
-  const rows = await db.query(`SELECT (date_trunc('day', $1::timestamptz AT TIME ZONE $2) + interval '1 day') AT TIME ZONE $2 AS at`, [now, timeZone]);
+  const rows = await db.query(
+    `SELECT (date_trunc('day', $1::timestamptz AT TIME ZONE $2) + interval '1 day') AT TIME ZONE $2 AS at`,
+    [now, timeZone],
+  );
   return rows[0].at as Date;
 }
 
@@ -22,7 +25,8 @@ export async function applyDueLimits(db: Queryable, now: Date): Promise<number[]
  */
 export async function applyPlanCap(db: Queryable, orgId: number, cap: number | null): Promise<number> {
   if (cap === null) return 0;
-  if (!Number.isInteger(cap) || cap < 5) throw new Error(`applyPlanCap: cap must be an integer >= 5 or null, got ${cap}`);
+  if (!Number.isInteger(cap) || cap < 5)
+    throw new Error(`applyPlanCap: cap must be an integer >= 5 or null, got ${cap}`);
   const rows = await db.query(
     `UPDATE accounts a SET
        warmup_max_limit = LEAST(a.warmup_max_limit, $2),

@@ -4,8 +4,7 @@ import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { requireInternal } from '../internal/auth.js';
-import { accountRecord, getAccount, getAccountById } from '../accounts/index.js';
-import { bandsFrom } from './bands.js';
+import { accountRecord, getAccount, getAccountById } from '../mailbox/index.js';
 import { patchSettings, patchSettingsSchema, readSettings } from './settings.js';
 import { pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';
 import { activityQuerySchema, DEPRECATION_HEADERS, listActivity } from './activity.js';
@@ -20,7 +19,7 @@ function noBody(body: unknown) {
 
 export function register(router: Router, svc: BackendServices): void {
   // Fail at start, naming the field, when the band table is invalid.
-  bandsFrom(svc.config.warmupBandsFile);
+  svc.bands();
 
   router.get(`${ACC}/warmup/settings`, async (ctx) => ({
     data: await readSettings(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId')),
@@ -33,17 +32,29 @@ export function register(router: Router, svc: BackendServices): void {
 
   router.post(`${ACC}/warmup/enable`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'enable')) };
+    return {
+      data: accountRecord(
+        ctx.svc,
+        await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'enable'),
+      ),
+    };
   });
 
   router.post(`${ACC}/warmup/resume`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'resume')) };
+    return {
+      data: accountRecord(
+        ctx.svc,
+        await startWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'), 'resume'),
+      ),
+    };
   });
 
   router.post(`${ACC}/warmup/pause`, async (ctx) => {
     noBody(ctx.body);
-    return { data: accountRecord(ctx.svc, await pauseWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'))) };
+    return {
+      data: accountRecord(ctx.svc, await pauseWarmup(ctx.svc, idParam(ctx, 'workspaceId'), idParam(ctx, 'accountId'))),
+    };
   });
 
   router.get(`${ACC}/warmup/activity`, async (ctx) => {
@@ -64,4 +75,3 @@ export function register(router: Router, svc: BackendServices): void {
     return { data: { ...accountRecord(ctx.svc, row!), autoStart: verification.autoStart } };
   });
 }
-

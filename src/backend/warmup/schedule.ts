@@ -10,7 +10,9 @@ import { addDays, localParts, weekdayOf, zonedToUtc } from '../time.js';
  */
 export function dailyLimitOf(account: Row): number {
   const below = account.max_below_floor;
-  return below != null && account.warmup_max_limit === 5 ? Math.min(account.warmup_current_limit, below) : account.warmup_current_limit;
+  return below != null && account.warmup_max_limit === 5
+    ? Math.min(account.warmup_current_limit, below)
+    : account.warmup_current_limit;
 }
 
 export const DEFAULT_WINDOW = { from: 9 * 60, to: 17 * 60 };
@@ -21,9 +23,14 @@ export interface Window {
 
 /** The seven windows (0 = monday) of each account; days without a row have the default window. */
 export async function windowsOf(db: Queryable, ids: number[]): Promise<Map<number, Window[]>> {
-  const out = new Map<number, Window[]>(ids.map((id) => [id, Array.from({ length: 7 }, () => ({ ...DEFAULT_WINDOW }))]));
+  const out = new Map<number, Window[]>(
+    ids.map((id) => [id, Array.from({ length: 7 }, () => ({ ...DEFAULT_WINDOW }))]),
+  );
   if (!ids.length) return out;
-  const rows = await db.query(`SELECT account_id, day, from_minute, to_minute FROM v1_time_slots WHERE account_id = ANY($1::int[])`, [ids]);
+  const rows = await db.query(
+    `SELECT account_id, day, from_minute, to_minute FROM v1_time_slots WHERE account_id = ANY($1::int[])`,
+    [ids],
+  );
   for (const row of rows) out.get(row.account_id)![row.day] = { from: row.from_minute, to: row.to_minute };
   return out;
 }
@@ -33,7 +40,13 @@ export async function windowsOf(db: Queryable, ids: number[]): Promise<Map<numbe
  * deterministic, so a slot already planned (or made) is not planned twice and a slot whose time has
  * passed is skipped, not moved: running it again (the job) adds nothing. Never more than the limit.
  */
-export async function planDay(db: Queryable, account: Row, date: string, sendingWindow: Window, now: number): Promise<number> {
+export async function planDay(
+  db: Queryable,
+  account: Row,
+  date: string,
+  sendingWindow: Window,
+  now: number,
+): Promise<number> {
   const limit = dailyLimitOf(account);
   const rows = await db.query(
     `SELECT local_minute FROM v1_scheduled_sends WHERE account_id = $1 AND local_date = $2 AND status <> 'cancelled'`,
@@ -74,7 +87,10 @@ export async function planAhead(db: Queryable, account: Row, now: number, window
 
 export async function cancelPendingSends(db: Queryable, ids: number[]): Promise<void> {
   if (!ids.length) return;
-  await db.query(`UPDATE v1_scheduled_sends SET status = 'cancelled' WHERE account_id = ANY($1::int[]) AND status = 'pending'`, [ids]);
+  await db.query(
+    `UPDATE v1_scheduled_sends SET status = 'cancelled' WHERE account_id = ANY($1::int[]) AND status = 'pending'`,
+    [ids],
+  );
 }
 
 /**
@@ -109,4 +125,3 @@ export async function replanDays(db: Queryable, account: Row, days: number[], no
   const ws = (await windowsOf(db, [account.id])).get(account.id)!;
   for (const localDate of dates) await planDay(db, account, localDate, ws[weekdayOf(localDate)], now);
 }
-

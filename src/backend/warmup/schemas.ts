@@ -1,7 +1,7 @@
 // Request schemas of the warmup domain. The settings PATCH and the activity query live beside the code
 // that applies them (settings.ts, activity.ts); they are listed here with the others.
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 import { patchSettingsSchema } from './settings.js';
 import { activityQuerySchema } from './activity.js';
 

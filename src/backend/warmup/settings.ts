@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
-import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../accounts/index.js';
+import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../mailbox/index.js';
 import { orgOfWorkspace } from './org.js';
 import { nextLocalMidnight } from './limits.js';
 import { pgInt } from '../validation.js';
@@ -48,9 +48,18 @@ export const patchSettingsSchema = z
   .partial()
   .strict()
   .superRefine((body, ctx) => {
-    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'send at least one of warmupMaxLimit, replyRateMode, replyRate' });
+    if (Object.keys(body).length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: [],
+        message: 'send at least one of warmupMaxLimit, replyRateMode, replyRate',
+      });
     if (body.replyRateMode === 'LEVEL' && body.replyRate !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['replyRate'], message: 'a custom replyRate cannot be sent with replyRateMode LEVEL' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['replyRate'],
+        message: 'a custom replyRate cannot be sent with replyRateMode LEVEL',
+      });
     }
   });
 export type PatchSettings = z.infer<typeof patchSettingsSchema>;
@@ -83,7 +92,8 @@ export async function patchSettings(svc: BackendServices, workspaceId: number, a
         issues: [{ field: 'replyRate', message: 'required with replyRateMode CUSTOM' }],
       });
     }
-    if ((await settleDueLimits(tx, now, { accountId })).length) acc = await getAccount(tx, workspaceId, accountId, true);
+    if ((await settleDueLimits(tx, now, { accountId })).length)
+      acc = await getAccount(tx, workspaceId, accountId, true);
 
     let max: number = acc.warmup_max_limit;
     let pending: number | null = acc.pending_max_limit;

@@ -2,18 +2,31 @@
 // start, stop and bulk start/stop.
 import { ApiError } from '../../http/errors.js';
 import * as lifecycle from './lifecycle.js';
-import { bandsFrom } from './bands.js';
 import { planOf } from '../../config/plans.js';
 import type { Queryable, Row } from '../../db/types.js';
-import { parse, type Router, type Ctx } from '../router.js';
+import { parse, type Router, type Ctx, type Reply } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { accountIdParam, loadAccount, notFound, orgOf, scoresOf, settle, warmupStatusOf } from '../accounts/index.js';
+import {
+  accountIdParam,
+  loadAccount,
+  notFound,
+  orgOf,
+  scoresOf,
+  settle,
+  warmupStatusOf,
+  emptyBody,
+} from '../mailbox/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
 import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
-import { emptyBody } from '../accounts/v1-schemas.js';
 import { bulkWarmupBody, patchBody } from './v1-schemas.js';
 import {
-  accountWithV1Settings, lockAccountWithFloor, updateAccountColumns, updateV1Settings, upsertTimeSlot, v1StrategyOf, warmupCounts,
+  accountWithV1Settings,
+  lockAccountWithFloor,
+  updateAccountColumns,
+  updateV1Settings,
+  upsertTimeSlot,
+  v1StrategyOf,
+  warmupCounts,
 } from './queries.js';
 
 /** v2's fixed warmupMinLimit: accounts.warmup_max_limit and warmup_current_limit never go below it. */
@@ -29,7 +42,10 @@ async function settingsRow(db: Queryable, orgId: number, id: number): Promise<Ro
 /** The GET (and PATCH) response; a missing v1_warmup_settings row means the defaults. */
 async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
   const windows = (await windowsOf(db, [account.id])).get(account.id)!;
-  const maxSendingLimit = account.max_below_floor != null && account.warmup_max_limit === V2_FLOOR ? account.max_below_floor : account.warmup_max_limit;
+  const maxSendingLimit =
+    account.max_below_floor != null && account.warmup_max_limit === V2_FLOOR
+      ? account.max_below_floor
+      : account.warmup_max_limit;
   const daily = dailyLimitOf(account);
   return {
     emailAccountId: account.id,
@@ -37,7 +53,10 @@ async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
     timeZone: account.time_zone,
     warmupStatus: warmupStatusOf(account),
     warmupLanguage: account.language ?? 'English',
-    upcomingContentConfig: account.content_industry != null ? { industry: account.content_industry, topics: account.content_topics ?? [] } : DEFAULT_CONTENT,
+    upcomingContentConfig:
+      account.content_industry != null
+        ? { industry: account.content_industry, topics: account.content_topics ?? [] }
+        : DEFAULT_CONTENT,
     googleVolumePercentage: account.google_volume ?? 40,
     microsoftVolumePercentage: account.microsoft_volume ?? 40,
     othersVolumePercentage: account.others_volume ?? 20,
@@ -45,7 +64,7 @@ async function settingsView(svc: BackendServices, db: Queryable, account: Row) {
     warmUpInitialSendingLimit: account.initial_limit ?? 5,
     increaseEmailsByNumber: account.increase_by ?? 2,
     // A custom rate, else (automatic mode) the top of the band of the current daily limit, as on /v2.
-    replyRate: account.reply_rate_custom ?? bandsFrom(svc.config.warmupBandsFile).forLimit(account.warmup_current_limit).replyRate.max,
+    replyRate: account.reply_rate_custom ?? svc.bands().forLimit(account.warmup_current_limit).replyRate.max,
     dailySendingLimit: daily,
     // The warmup pool pairs every send with a receive, so a mailbox receives as many as it sends.
     dailyReceivingLimit: daily,
@@ -93,11 +112,17 @@ function v1ErrorOf(err: ApiError, id: number): ApiError {
     case 'mailbox_verification_failed':
       return new ApiError('unprocessable_entity', err.message, { reason: 'mailbox_verification_failed' });
     case 'warming_capacity_reached':
-      return new ApiError('forbidden', err.message, { reason: 'warming_capacity_reached', warmingMailboxCap: err.details.warmingMailboxCap });
+      return new ApiError('forbidden', err.message, {
+        reason: 'warming_capacity_reached',
+        warmingMailboxCap: err.details.warmingMailboxCap,
+      });
     case 'not_found':
       return notFound(id);
     case 'conflict':
-      return new ApiError('unprocessable_entity', err.message, { reason: 'account_not_connected', status: err.details.status });
+      return new ApiError('unprocessable_entity', err.message, {
+        reason: 'account_not_connected',
+        status: err.details.status,
+      });
     default:
       return new ApiError('conflict', err.message, err.details);
   }
@@ -140,82 +165,150 @@ function entitlementsOf(ctx: Ctx): string[] {
   return planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.entitlements;
 }
 
-export function register(router: Router): void {
-  router.get('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
-    await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
-    const account = await settingsRow(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    return { data: await settingsView(ctx.svc, ctx.db, account) };
-  });
+async function readWarmupSettings(ctx: Ctx): Promise<Reply> {
+  await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
+  const account = await settingsRow(ctx.db, orgOf(ctx), accountIdParam(ctx));
+  return { data: await settingsView(ctx.svc, ctx.db, account) };
+}
 
-  // The spec does not show the PATCH response: it is the updated settings, as GET returns them.
-  // Validation (every rule of the table), entitlements and the plan cap all pass before anything is written.
-  router.patch('/v1/warmup-settings/{emailAccountId}', async (ctx) => {
-    const org = orgOf(ctx);
-    const id = accountIdParam(ctx);
-    const body = parse(patchBody, ctx.body ?? {});
-    const ent = entitlementsOf(ctx);
-    if (body.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
-      throw new ApiError('entitlement_required', 'warmupLanguage needs the warmup-language entitlement of a higher plan.', { field: 'warmupLanguage', entitlement: 'warmup_language' });
-    }
-    if (body.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
-      throw new ApiError('entitlement_required', 'upcomingContentConfig needs the content-setting entitlement of a higher plan.', { field: 'upcomingContentConfig', entitlement: 'content_settings' });
-    }
-    // maxSendingLimit is the shared warmup_max_limit, so the plan's per-mailbox cap holds as on /v2.
-    const cap = planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.maxWarmupPerAccount;
-    if (body.maxSendingLimit !== undefined && cap !== null && body.maxSendingLimit > cap) {
-      throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, { field: 'maxSendingLimit', maxWarmupPerAccount: cap });
-    }
-    const now = ctx.svc.clock.now();
-    await ctx.db.tx(async (tx) => {
-      const account = await loadAccount(tx, org, id, true);
-      // Shared columns. v2 keeps warmup_max_limit >= 5 (CHECK, warmupMinLimit fixed at 5) while v1
-      // accepts 0..100: a v1 max of 0..4 sets the shared column to the floor of 5 and is kept in
-      // v1_warmup_settings.max_below_floor, which caps the daily limit in force (see dailyLimitOf).
-      // A v1 change applies at once and replaces a lowered max still waiting for local midnight.
-      const accountColumns: Record<string, unknown> = {};
-      if (body.maxSendingLimit !== undefined) {
-        const shared = Math.max(V2_FLOOR, body.maxSendingLimit);
-        accountColumns.warmup_max_limit = shared;
-        accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(account.warmup_current_limit, shared));
-        accountColumns.pending_max_limit = null;
-        accountColumns.pending_effective_at = null;
-      }
-      if (body.replyRate !== undefined) accountColumns.reply_rate_custom = body.replyRate;
-      if (body.timeZone !== undefined) accountColumns.time_zone = body.timeZone;
-      await updateAccountColumns(tx, id, accountColumns);
-
-      // v1-only columns.
-      const v1Columns: Record<string, unknown> = {};
-      if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
-      if (body.maxSendingLimit !== undefined) v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
-      if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
-      if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
-      if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
-      if (body.upcomingContentConfig !== undefined) {
-        v1Columns.content_industry = body.upcomingContentConfig.industry;
-        v1Columns.content_topics = body.upcomingContentConfig.topics;
-      }
-      if (body.googleVolume !== undefined) {
-        v1Columns.google_volume = body.googleVolume;
-        v1Columns.microsoft_volume = body.microsoftVolume;
-        v1Columns.others_volume = body.othersVolume;
-      }
-      await updateV1Settings(tx, id, v1Columns);
-
-      // Windows: only the days sent change; the others keep theirs.
-      for (const slot of body.timeSlots ?? []) {
-        await upsertTimeSlot(tx, id, DAYS.indexOf(slot.day), slot.fromHour * 60 + slot.fromMinute, slot.toHour * 60 + slot.toMinute);
-      }
-      // A new zone keeps every pending send at its local wall-clock time, read in the new zone.
-      if (body.timeZone !== undefined && body.timeZone !== account.time_zone) await shiftPendingSends(tx, id, body.timeZone, now);
-      if (body.timeSlots) {
-        const fresh = await settingsRow(tx, org, id);
-        await replanDays(tx, fresh, body.timeSlots.map((s) => DAYS.indexOf(s.day)), now);
-      }
+// The spec does not show the PATCH response: it is the updated settings, as GET returns them.
+// Validation (every rule of the table), entitlements and the plan cap all pass before anything is written.
+async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const id = accountIdParam(ctx);
+  const body = parse(patchBody, ctx.body ?? {});
+  const ent = entitlementsOf(ctx);
+  if (body.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
+    throw new ApiError(
+      'entitlement_required',
+      'warmupLanguage needs the warmup-language entitlement of a higher plan.',
+      { field: 'warmupLanguage', entitlement: 'warmup_language' },
+    );
+  }
+  if (body.upcomingContentConfig !== undefined && !ent.includes('content_settings')) {
+    throw new ApiError(
+      'entitlement_required',
+      'upcomingContentConfig needs the content-setting entitlement of a higher plan.',
+      { field: 'upcomingContentConfig', entitlement: 'content_settings' },
+    );
+  }
+  // maxSendingLimit is the shared warmup_max_limit, so the plan's per-mailbox cap holds as on /v2.
+  const cap = planOf(ctx.svc.plans(), ctx.identity?.plan ?? null).plan.maxWarmupPerAccount;
+  if (body.maxSendingLimit !== undefined && cap !== null && body.maxSendingLimit > cap) {
+    throw new ApiError('invalid_request', `maxSendingLimit: must be at most ${cap}, the plan's per-mailbox cap`, {
+      field: 'maxSendingLimit',
+      maxWarmupPerAccount: cap,
     });
-    ctx.svc.log.info({ organizationId: org, emailAccountId: id, fields: Object.keys(body) }, 'v1 warmup settings updated');
-    return { data: await settingsView(ctx.svc, ctx.db, await settingsRow(ctx.db, org, id)) };
+  }
+  const now = ctx.svc.clock.now();
+  await ctx.db.tx(async (tx) => {
+    const account = await loadAccount(tx, org, id, true);
+    // Shared columns. v2 keeps warmup_max_limit >= 5 (CHECK, warmupMinLimit fixed at 5) while v1
+    // accepts 0..100: a v1 max of 0..4 sets the shared column to the floor of 5 and is kept in
+    // v1_warmup_settings.max_below_floor, which caps the daily limit in force (see dailyLimitOf).
+    // A v1 change applies at once and replaces a lowered max still waiting for local midnight.
+    const accountColumns: Record<string, unknown> = {};
+    if (body.maxSendingLimit !== undefined) {
+      const shared = Math.max(V2_FLOOR, body.maxSendingLimit);
+      accountColumns.warmup_max_limit = shared;
+      accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(account.warmup_current_limit, shared));
+      accountColumns.pending_max_limit = null;
+      accountColumns.pending_effective_at = null;
+    }
+    if (body.replyRate !== undefined) accountColumns.reply_rate_custom = body.replyRate;
+    if (body.timeZone !== undefined) accountColumns.time_zone = body.timeZone;
+    await updateAccountColumns(tx, id, accountColumns);
+
+    // v1-only columns.
+    const v1Columns: Record<string, unknown> = {};
+    if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
+    if (body.maxSendingLimit !== undefined)
+      v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
+    if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
+    if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
+    if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
+    if (body.upcomingContentConfig !== undefined) {
+      v1Columns.content_industry = body.upcomingContentConfig.industry;
+      v1Columns.content_topics = body.upcomingContentConfig.topics;
+    }
+    if (body.googleVolume !== undefined) {
+      v1Columns.google_volume = body.googleVolume;
+      v1Columns.microsoft_volume = body.microsoftVolume;
+      v1Columns.others_volume = body.othersVolume;
+    }
+    await updateV1Settings(tx, id, v1Columns);
+
+    // Windows: only the days sent change; the others keep theirs.
+    for (const slot of body.timeSlots ?? []) {
+      await upsertTimeSlot(
+        tx,
+        id,
+        DAYS.indexOf(slot.day),
+        slot.fromHour * 60 + slot.fromMinute,
+        slot.toHour * 60 + slot.toMinute,
+      );
+    }
+    // A new zone keeps every pending send at its local wall-clock time, read in the new zone.
+    if (body.timeZone !== undefined && body.timeZone !== account.time_zone)
+      await shiftPendingSends(tx, id, body.timeZone, now);
+    if (body.timeSlots) {
+      const fresh = await settingsRow(tx, org, id);
+      await replanDays(
+        tx,
+        fresh,
+        body.timeSlots.map((s) => DAYS.indexOf(s.day)),
+        now,
+      );
+    }
   });
+  ctx.svc.log.info(
+    { organizationId: org, emailAccountId: id, fields: Object.keys(body) },
+    'v1 warmup settings updated',
+  );
+  return { data: await settingsView(ctx.svc, ctx.db, await settingsRow(ctx.db, org, id)) };
+}
+
+async function startWarmupRoute(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  if (ctx.body !== undefined) parse(emptyBody, ctx.body);
+  const account = await startWarmup(ctx.svc, org, accountIdParam(ctx));
+  return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
+}
+
+async function stopWarmupRoute(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  if (ctx.body !== undefined) parse(emptyBody, ctx.body);
+  const account = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
+  return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
+}
+
+// Each account is its own transaction: results say per account what happened, in input order.
+async function bulkWarmup(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const body = parse(bulkWarmupBody, ctx.body ?? {});
+  const results = [];
+  for (const id of body.emailAccountIds) {
+    try {
+      const account =
+        body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
+      results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(account) });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      results.push({
+        emailAccountId: id,
+        success: false,
+        errorCode: err.code,
+        message: err.message,
+        ...(err.details.reason ? { reason: err.details.reason } : {}),
+      });
+    }
+  }
+  return { data: { action: body.action, results } };
+}
+
+export function register(router: Router): void {
+  router.get('/v1/warmup-settings/{emailAccountId}', readWarmupSettings);
+  router.patch('/v1/warmup-settings/{emailAccountId}', patchWarmupSettings);
 
   const status = async (ctx: Ctx) => {
     await settle(ctx.db, ctx.svc.clock.now(), accountIdParam(ctx));
@@ -225,35 +318,7 @@ export function register(router: Router): void {
   // The spec's Get Warmup Status and Warmup Activity History are the same route and response.
   router.get('/v1/warmup-status/{emailAccountId}', status);
   router.get('/v1/warmup-activity/{emailAccountId}', status);
-
-  router.post('/v1/warmup/{emailAccountId}/start', async (ctx) => {
-    const org = orgOf(ctx);
-    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const account = await startWarmup(ctx.svc, org, accountIdParam(ctx));
-    return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
-  });
-
-  router.post('/v1/warmup/{emailAccountId}/stop', async (ctx) => {
-    const org = orgOf(ctx);
-    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const account = await stopWarmup(ctx.svc, org, accountIdParam(ctx));
-    return { data: await warmupStatusView(ctx.db, account, ctx.svc.clock.now()) };
-  });
-
-  // Each account is its own transaction: results say per account what happened, in input order.
-  router.post('/v1/warmup/bulk', async (ctx) => {
-    const org = orgOf(ctx);
-    const body = parse(bulkWarmupBody, ctx.body ?? {});
-    const results = [];
-    for (const id of body.emailAccountIds) {
-      try {
-        const account = body.action === 'start' ? await startWarmup(ctx.svc, org, id) : await stopWarmup(ctx.svc, org, id);
-        results.push({ emailAccountId: id, success: true, warmupStatus: warmupStatusOf(account) });
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        results.push({ emailAccountId: id, success: false, errorCode: err.code, message: err.message, ...(err.details.reason ? { reason: err.details.reason } : {}) });
-      }
-    }
-    return { data: { action: body.action, results } };
-  });
+  router.post('/v1/warmup/{emailAccountId}/start', startWarmupRoute);
+  router.post('/v1/warmup/{emailAccountId}/stop', stopWarmupRoute);
+  router.post('/v1/warmup/bulk', bulkWarmup);
 }

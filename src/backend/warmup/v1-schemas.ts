@@ -2,13 +2,25 @@
 // invalid_request naming it), and the response bodies whose shape the spec shows (fields beyond those
 // shown may follow).
 import { z } from 'zod';
-import type { SchemaRegistry } from '../schemas.js';
-import { idList } from '../accounts/v1-views.js';
-import { emptyBody } from '../accounts/v1-schemas.js';
+import type { SchemaRegistry } from '../domain.js';
+import { emptyBody, idList } from '../mailbox/index.js';
 import { DAYS, isTimeZone } from '../time.js';
 
 export const STRATEGIES = ['progressive', 'flat', 'randomize', 'smart'] as const;
-export const LANGUAGES = ['English', 'Spanish', 'French', 'German', 'Portuguese', 'Chinese', 'Japanese', 'Arabic', 'Hindi', 'Russian', 'Italian', 'Dutch'] as const;
+export const LANGUAGES = [
+  'English',
+  'Spanish',
+  'French',
+  'German',
+  'Portuguese',
+  'Chinese',
+  'Japanese',
+  'Arabic',
+  'Hindi',
+  'Russian',
+  'Italian',
+  'Dutch',
+] as const;
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 
@@ -16,7 +28,9 @@ const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const timeSlot = z
   .object({ day: z.enum(DAYS), fromHour: int(0, 23), fromMinute: int(0, 59), toHour: int(0, 23), toMinute: int(0, 59) })
   .strict()
-  .refine((s) => s.fromHour * 60 + s.fromMinute < s.toHour * 60 + s.toMinute, { message: 'fromHour:fromMinute must be earlier than toHour:toMinute' });
+  .refine((s) => s.fromHour * 60 + s.fromMinute < s.toHour * 60 + s.toMinute, {
+    message: 'fromHour:fromMinute must be earlier than toHour:toMinute',
+  });
 
 export const patchBody = z
   .object({
@@ -34,7 +48,10 @@ export const patchBody = z
       .optional(),
     warmupLanguage: z.enum(LANGUAGES).optional(),
     upcomingContentConfig: z
-      .object({ industry: z.string().trim().min(1).max(100), topics: z.array(z.string().trim().min(1).max(100)).max(20) })
+      .object({
+        industry: z.string().trim().min(1).max(100),
+        topics: z.array(z.string().trim().min(1).max(100)).max(20),
+      })
       .strict()
       .optional(),
     googleVolume: int(1, 98).optional(),
@@ -43,18 +60,37 @@ export const patchBody = z
   })
   .strict()
   .superRefine((body, ctx) => {
-    if (Object.keys(body).length === 0) ctx.addIssue({ code: 'custom', path: [], message: 'at least one setting is required' });
+    if (Object.keys(body).length === 0)
+      ctx.addIssue({ code: 'custom', path: [], message: 'at least one setting is required' });
     // Enforced only when strategy is sent in the same request (spec, PATCH table).
-    if ((body.strategy === 'flat' || body.strategy === 'randomize') && body.increaseEmailsByNumber !== undefined && body.increaseEmailsByNumber !== 0) {
-      ctx.addIssue({ code: 'custom', path: ['increaseEmailsByNumber'], message: `must be 0 when strategy is ${body.strategy}` });
+    if (
+      (body.strategy === 'flat' || body.strategy === 'randomize') &&
+      body.increaseEmailsByNumber !== undefined &&
+      body.increaseEmailsByNumber !== 0
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['increaseEmailsByNumber'],
+        message: `must be 0 when strategy is ${body.strategy}`,
+      });
     }
     const vols = [body.googleVolume, body.microsoftVolume, body.othersVolume];
     const sent = vols.filter((v) => v !== undefined).length;
     if (sent > 0 && sent < 3) {
-      const missing = (['googleVolume', 'microsoftVolume', 'othersVolume'] as const).find((k) => body[k] === undefined)!;
-      ctx.addIssue({ code: 'custom', path: [missing], message: 'googleVolume, microsoftVolume and othersVolume are sent together' });
+      const missing = (['googleVolume', 'microsoftVolume', 'othersVolume'] as const).find(
+        (k) => body[k] === undefined,
+      )!;
+      ctx.addIssue({
+        code: 'custom',
+        path: [missing],
+        message: 'googleVolume, microsoftVolume and othersVolume are sent together',
+      });
     } else if (sent === 3 && vols.reduce((x, y) => x! + y!, 0) !== 100) {
-      ctx.addIssue({ code: 'custom', path: ['googleVolume'], message: 'googleVolume + microsoftVolume + othersVolume must be exactly 100' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['googleVolume'],
+        message: 'googleVolume + microsoftVolume + othersVolume must be exactly 100',
+      });
     }
   });
 

@@ -22,7 +22,13 @@ export interface Member {
 }
 
 function view(row: Row): Member {
-  return { userId: row.user_id, email: row.email, role: row.role, orgRole: row.org_role, joinedAt: new Date(row.created_at).toISOString() };
+  return {
+    userId: row.user_id,
+    email: row.email,
+    role: row.role,
+    orgRole: row.org_role,
+    joinedAt: new Date(row.created_at).toISOString(),
+  };
 }
 
 const MEMBER_SQL = `SELECT m.user_id, u.email, m.role, u.org_role, m.created_at
@@ -44,23 +50,32 @@ async function lockWorkspace(db: Queryable, scope: MemberScope): Promise<void> {
 /** A caller can never grant a role above the one it acts at (like key creation, spec 150102). */
 function assertGrantable(scope: MemberScope, role: Role): void {
   if (roleRank(role) > roleRank(scope.callerRole)) {
-    throw new ApiError('forbidden', `Cannot grant role ${role}: it is above the caller's role ${scope.callerRole ?? 'none'}.`, {
-      field: 'role',
-      callerRole: scope.callerRole,
-    });
+    throw new ApiError(
+      'forbidden',
+      `Cannot grant role ${role}: it is above the caller's role ${scope.callerRole ?? 'none'}.`,
+      {
+        field: 'role',
+        callerRole: scope.callerRole,
+      },
+    );
   }
 }
 
 async function lockMember(db: Queryable, scope: MemberScope, userId: number): Promise<Row> {
   const rows = await db.query(`${MEMBER_SQL} AND m.user_id = $2 FOR UPDATE OF m`, [scope.workspaceId, userId]);
-  if (!rows.length) throw new ApiError('not_found', `User ${userId} is not a member of workspace ${scope.workspaceId}.`);
+  if (!rows.length)
+    throw new ApiError('not_found', `User ${userId} is not a member of workspace ${scope.workspaceId}.`);
   const memberRow = rows[0];
   // A member above the caller's own role is out of the caller's reach (an ADMIN cannot demote an OWNER).
   if (roleRank(memberRow.role) > roleRank(scope.callerRole)) {
-    throw new ApiError('forbidden', `Cannot change member ${userId}: their role ${memberRow.role} is above the caller's role ${scope.callerRole ?? 'none'}.`, {
-      userId,
-      callerRole: scope.callerRole,
-    });
+    throw new ApiError(
+      'forbidden',
+      `Cannot change member ${userId}: their role ${memberRow.role} is above the caller's role ${scope.callerRole ?? 'none'}.`,
+      {
+        userId,
+        callerRole: scope.callerRole,
+      },
+    );
   }
   return memberRow;
 }
@@ -80,7 +95,11 @@ async function assertOwnerRemains(db: Queryable, scope: MemberScope, userId: num
  * sign in later. An address that belongs to another organization's user is 409 conflict (a user
  * belongs to exactly one organization). Already a member: 409 conflict.
  */
-export async function inviteMember(db: Db, scope: MemberScope, invite: { email: string; role: Role }): Promise<{ member: Member; userCreated: boolean }> {
+export async function inviteMember(
+  db: Db,
+  scope: MemberScope,
+  invite: { email: string; role: Role },
+): Promise<{ member: Member; userCreated: boolean }> {
   assertGrantable(scope, invite.role);
   return db.tx(async (tx) => {
     await lockWorkspace(tx, scope);
@@ -89,7 +108,9 @@ export async function inviteMember(db: Db, scope: MemberScope, invite: { email: 
        ON CONFLICT (lower(email)) DO NOTHING RETURNING id`,
       [scope.organizationId, invite.email],
     );
-    const [user] = await tx.query(`SELECT id, organization_id FROM users WHERE lower(email) = lower($1)`, [invite.email]);
+    const [user] = await tx.query(`SELECT id, organization_id FROM users WHERE lower(email) = lower($1)`, [
+      invite.email,
+    ]);
     if (user.organization_id !== scope.organizationId) {
       throw new ApiError('conflict', 'That address belongs to a user of another organization.', { field: 'email' });
     }
@@ -98,7 +119,10 @@ export async function inviteMember(db: Db, scope: MemberScope, invite: { email: 
        ON CONFLICT (workspace_id, user_id) DO NOTHING RETURNING user_id`,
       [scope.workspaceId, user.id, invite.role],
     );
-    if (!added.length) throw new ApiError('conflict', `User ${user.id} is already a member of workspace ${scope.workspaceId}.`, { userId: user.id });
+    if (!added.length)
+      throw new ApiError('conflict', `User ${user.id} is already a member of workspace ${scope.workspaceId}.`, {
+        userId: user.id,
+      });
     const [row] = await tx.query(`${MEMBER_SQL} AND m.user_id = $2`, [scope.workspaceId, user.id]);
     return { member: view(row), userCreated: inserted.length > 0 };
   });
@@ -110,7 +134,11 @@ export async function reroleMember(db: Db, scope: MemberScope, userId: number, r
     await lockWorkspace(tx, scope);
     const member = await lockMember(tx, scope, userId);
     if (member.role === 'OWNER' && role !== 'OWNER') await assertOwnerRemains(tx, scope, userId);
-    await tx.query(`UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2`, [scope.workspaceId, userId, role]);
+    await tx.query(`UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2`, [
+      scope.workspaceId,
+      userId,
+      role,
+    ]);
     return view({ ...member, role });
   });
 }

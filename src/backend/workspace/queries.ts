@@ -3,7 +3,11 @@
 import type { Queryable, Row } from '../../db/types.js';
 
 /** The live workspace of the organization, or null. */
-export async function findLiveWorkspace(db: Queryable, workspaceId: number, organizationId: number): Promise<Row | null> {
+export async function findLiveWorkspace(
+  db: Queryable,
+  workspaceId: number,
+  organizationId: number,
+): Promise<Row | null> {
   const rows = await db.query(
     `SELECT id, organization_id, name, daily_warmup_budget, created_at FROM workspaces
       WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL`,
@@ -13,7 +17,12 @@ export async function findLiveWorkspace(db: Queryable, workspaceId: number, orga
 }
 
 /** Renames a live workspace of the organization; false when there is none. */
-export async function renameWorkspace(db: Queryable, workspaceId: number, organizationId: number, name: string): Promise<boolean> {
+export async function renameWorkspace(
+  db: Queryable,
+  workspaceId: number,
+  organizationId: number,
+  name: string,
+): Promise<boolean> {
   const rows = await db.query(
     `UPDATE workspaces SET name = $2 WHERE id = $1 AND organization_id = $3 AND deleted_at IS NULL RETURNING id`,
     [workspaceId, name, organizationId],
@@ -21,7 +30,10 @@ export async function renameWorkspace(db: Queryable, workspaceId: number, organi
   return rows.length > 0;
 }
 
-export async function countMembersAndAccounts(db: Queryable, workspaceId: number): Promise<{ members: number; accounts: number }> {
+export async function countMembersAndAccounts(
+  db: Queryable,
+  workspaceId: number,
+): Promise<{ members: number; accounts: number }> {
   const [counts] = await db.query(
     `SELECT (SELECT count(*)::int FROM memberships WHERE workspace_id = $1) AS members,
             (SELECT count(*)::int FROM accounts WHERE workspace_id = $1) AS accounts`,

@@ -3,12 +3,11 @@
 // access data, so the gateways are told after each commit.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Ctx, type Router } from '../router.js';
-import type { BackendServices } from '../services.js';
 import { inviteBody, renameBody, reroleBody } from './schemas.js';
 import { inviteMember, listMembers, removeMember, reroleMember } from './members.js';
 import { countMembersAndAccounts, findLiveWorkspace, renameWorkspace } from './queries.js';
 
-export function register(router: Router, _svc: BackendServices): void {
+export function register(router: Router): void {
   router.get('/v2/workspaces/{workspaceId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     return { data: await readWorkspace(ctx, wid) };
@@ -32,9 +31,16 @@ export function register(router: Router, _svc: BackendServices): void {
   router.post('/v2/workspaces/{workspaceId}/members', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const invite = parse(inviteBody, ctx.body ?? {});
-    const invited = await inviteMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, invite);
+    const invited = await inviteMember(
+      ctx.db,
+      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
+      invite,
+    );
     await ctx.svc.accessChanged(org(ctx));
-    ctx.svc.log.info({ workspaceId: wid, userId: invited.member.userId, role: invited.member.role, userCreated: invited.userCreated }, 'member invited');
+    ctx.svc.log.info(
+      { workspaceId: wid, userId: invited.member.userId, role: invited.member.role, userCreated: invited.userCreated },
+      'member invited',
+    );
     return { status: 201, data: { ...invited.member, userCreated: invited.userCreated } };
   });
 
@@ -42,7 +48,12 @@ export function register(router: Router, _svc: BackendServices): void {
     const wid = idParam(ctx, 'workspaceId');
     const uid = idParam(ctx, 'userId');
     const { role } = parse(reroleBody, ctx.body ?? {});
-    const member = await reroleMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, uid, role);
+    const member = await reroleMember(
+      ctx.db,
+      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
+      uid,
+      role,
+    );
     // Re-roles apply to the very next request on every gateway (spec, Authentication rule 2).
     await ctx.svc.accessChanged(org(ctx));
     return { data: member };
@@ -51,7 +62,11 @@ export function register(router: Router, _svc: BackendServices): void {
   router.delete('/v2/workspaces/{workspaceId}/members/{userId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const uid = idParam(ctx, 'userId');
-    const removed = await removeMember(ctx.db, { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null }, uid);
+    const removed = await removeMember(
+      ctx.db,
+      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
+      uid,
+    );
     await ctx.svc.accessChanged(org(ctx));
     return { data: { ...removed, removed: true } };
   });

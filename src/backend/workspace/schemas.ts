@@ -1,7 +1,7 @@
 // Request bodies of the workspace domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
-import type { SchemaRegistry } from '../schemas.js';
+import type { SchemaRegistry } from '../domain.js';
 
 /** A workspace name: trimmed, 1 to 100 characters, no control characters. */
 export const workspaceName = z
@@ -9,6 +9,7 @@ export const workspaceName = z
   .trim()
   .min(1, 'must not be empty')
   .max(100, 'must be at most 100 characters')
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters');
 
 export const renameBody = z.object({ name: workspaceName }).strict();
@@ -25,7 +26,13 @@ export const inviteBody = z
 export const reroleBody = z.object({ role }).strict();
 
 /** A member of the roster (members.ts view). */
-export const member = z.looseObject({ userId: z.number().int(), email: z.string(), role, orgRole: z.enum(['OWNER', 'MEMBER']), joinedAt: z.string() });
+export const member = z.looseObject({
+  userId: z.number().int(),
+  email: z.string(),
+  role,
+  orgRole: z.enum(['OWNER', 'MEMBER']),
+  joinedAt: z.string(),
+});
 
 const WS = '/v2/workspaces/{workspaceId}';
 

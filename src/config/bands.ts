@@ -1,8 +1,8 @@
 // config/warmup-bands.json: the automatic reply-rate and thread-tendency bands by current daily limit
 // (spec, Warmup settings rule 1). Validated strictly once per file, failing fast with the field's name.
 import { z } from 'zod';
-import { ConfigError, formatZodIssue } from '../../config/errors.js';
-import { readJson } from '../../config/plans.js';
+import { ConfigError, formatZodIssue } from './errors.js';
+import { readJson } from './plans.js';
 
 const percent = z.number().min(0).max(100);
 const range = z
@@ -18,7 +18,10 @@ const bandSchema = z
     threadTendency: range,
   })
   .strict()
-  .refine((b) => b.toLimit === null || b.toLimit >= b.fromLimit, { message: 'toLimit must not be below fromLimit', path: ['toLimit'] });
+  .refine((b) => b.toLimit === null || b.toLimit >= b.fromLimit, {
+    message: 'toLimit must not be below fromLimit',
+    path: ['toLimit'],
+  });
 
 export const bandsFileSchema = z
   .object({
@@ -28,13 +31,24 @@ export const bandsFileSchema = z
   .strict()
   .superRefine((file, ctx) => {
     // Every limit from 5 (warmupMinLimit) upward falls in exactly one band.
-    if (file.bands[0].fromLimit !== 5) ctx.addIssue({ code: 'custom', path: ['bands', 0, 'fromLimit'], message: 'the first band must start at 5' });
+    if (file.bands[0].fromLimit !== 5)
+      ctx.addIssue({ code: 'custom', path: ['bands', 0, 'fromLimit'], message: 'the first band must start at 5' });
     file.bands.forEach((band, index) => {
       const last = index === file.bands.length - 1;
-      if (last && band.toLimit !== null) ctx.addIssue({ code: 'custom', path: ['bands', index, 'toLimit'], message: 'the last band must be open (null)' });
-      if (!last && band.toLimit === null) ctx.addIssue({ code: 'custom', path: ['bands', index, 'toLimit'], message: 'only the last band may be open' });
+      if (last && band.toLimit !== null)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bands', index, 'toLimit'],
+          message: 'the last band must be open (null)',
+        });
+      if (!last && band.toLimit === null)
+        ctx.addIssue({ code: 'custom', path: ['bands', index, 'toLimit'], message: 'only the last band may be open' });
       if (!last && band.toLimit !== null && file.bands[index + 1].fromLimit !== band.toLimit + 1) {
-        ctx.addIssue({ code: 'custom', path: ['bands', index + 1, 'fromLimit'], message: `must be ${band.toLimit + 1}, right after the previous band` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['bands', index + 1, 'fromLimit'],
+          message: `must be ${band.toLimit + 1}, right after the previous band`,
+        });
       }
     });
   });
@@ -59,7 +73,7 @@ export function parseBands(raw: unknown, source = 'warmup-bands'): Bands {
 
 const loaded = new Map<string, Bands>();
 
-/** The bands of `file`, read and validated on first use (the warmup domain loads them at start). */
+/** The bands of `file`, read and validated on first use (the backend asks for them at start). */
 export function bandsFrom(file: string): Bands {
   let bands = loaded.get(file);
   if (!bands) {

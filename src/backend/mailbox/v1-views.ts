@@ -3,12 +3,11 @@
 // is scoped by ctx.identity.organizationId), org-scoped account loading (404 not_found for an account
 // that is not the organization's), and the account views of the spec (the account item and the
 // account status). GET /v1/rate-limit is answered by the gateway.
-import { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import { idParam, type Ctx } from '../router.js';
-import { settleDueLimits } from './store.js';
-import { pgId } from '../validation.js';
+import { daysBetween } from '../time.js';
+import { cachedSetupScores, orgAccountRows, settleDueLimits, tagNamesOf, warmupSendCounts } from './queries.js';
 
 /** Warmup score window: the inbox rate of the last 14 days of warmup sends. */
 export const SCORE_WINDOW_DAYS = 14;
@@ -27,9 +26,6 @@ export function accountIdParam(ctx: Ctx): number {
   return idParam(ctx, 'emailAccountId');
 }
 
-/** Accounts of live workspaces of the organization: `a` is accounts, `w` its workspace. */
-export const ORG_ACCOUNTS = `accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL AND w.organization_id = $1`;
-
 export function notFound(id: number): ApiError {
   return new ApiError('not_found', `Email account ${id} not found.`, { emailAccountId: id });
 }
@@ -44,25 +40,20 @@ export async function settle(db: Queryable, now: number, accountId?: number): Pr
 
 /** The account row, or 404 not_found when it is not one of the organization's. `lock` takes FOR UPDATE. */
 export async function loadAccount(db: Queryable, orgId: number, id: number, lock = false): Promise<Row> {
-  const rows = await db.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = $2${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, id]);
+  const rows = await orgAccountRows(db, orgId, [id], lock);
   if (!rows.length) throw notFound(id);
   return rows[0];
 }
 
 /** The subset of `ids` that are the organization's, as a map id -> row. */
-export async function loadAccounts(db: Queryable, orgId: number, ids: number[], lock = false): Promise<Map<number, Row>> {
-  if (!ids.length) return new Map();
-  const rows = await db.query(`SELECT a.* FROM ${ORG_ACCOUNTS} WHERE a.id = ANY($2::int[]) ORDER BY a.id${lock ? ' FOR UPDATE OF a' : ''}`, [orgId, ids]);
+export async function loadAccounts(
+  db: Queryable,
+  orgId: number,
+  ids: number[],
+  lock = false,
+): Promise<Map<number, Row>> {
+  const rows = await orgAccountRows(db, orgId, ids, lock);
   return new Map(rows.map((r) => [r.id as number, r]));
-}
-
-/** 1..max distinct positive ids. */
-export function idList(max: number) {
-  return z
-    .array(pgId)
-    .min(1)
-    .max(max)
-    .refine((a) => new Set(a).size === a.length, 'ids must be unique');
 }
 
 /** The spec's `type`: gmail for the Google family, outlook for Microsoft, else the provider name (smtp, zoho...). */
@@ -101,7 +92,12 @@ export function authStatusOf(account: Row): string {
 /** warmupStatus and warmup-status `current`: active (warming), pending (asked for, check running), paused, inactive. */
 export function warmupStatusOf(account: Row): string {
   if (account.status === 'warming') return 'active';
-  if (account.warmup_requested && account.verification === 'pending' && !['error', 'auth-expired', 'disconnected'].includes(account.status)) return 'pending';
+  if (
+    account.warmup_requested &&
+    account.verification === 'pending' &&
+    !['error', 'auth-expired', 'disconnected'].includes(account.status)
+  )
+    return 'pending';
   if (account.status === 'paused') return 'paused';
   return 'inactive';
 }
@@ -120,10 +116,11 @@ export async function scoresOf(db: Queryable, accounts: Row[], now: number): Pro
   const out = new Map<number, Scores>();
   if (!accounts.length) return out;
   const since = new Date(now - SCORE_WINDOW_DAYS * 86_400_000);
-  const rows = await db.query(
-    `SELECT account_id, count(*)::int AS sent, count(*) FILTER (WHERE outcome = 'inbox')::int AS inbox
-       FROM warmup_messages WHERE account_id = ANY($1::int[]) AND sent_at > $2 AND sent_at <= $3 GROUP BY account_id`,
-    [accounts.map((a) => a.id), since, new Date(now)],
+  const rows = await warmupSendCounts(
+    db,
+    accounts.map((a) => a.id),
+    since,
+    new Date(now),
   );
   const agg = new Map(rows.map((r) => [r.account_id as number, r]));
   for (const account of accounts) {
@@ -147,14 +144,7 @@ const wsId = (a: Row) => (a.provider_workspace_id == null ? null : String(a.prov
 export async function accountItems(db: Queryable, accounts: Row[], now: number) {
   if (!accounts.length) return [];
   const ids = accounts.map((a) => a.id);
-  const [scores, tagRows] = await Promise.all([
-    scoresOf(db, accounts, now),
-    db.query(
-      `SELECT at.account_id, t.name FROM account_tags at JOIN tags t ON t.id = at.tag_id
-        WHERE at.account_id = ANY($1::int[]) ORDER BY lower(t.name), t.id`,
-      [ids],
-    ),
-  ]);
+  const [scores, tagRows] = await Promise.all([scoresOf(db, accounts, now), tagNamesOf(db, ids)]);
   const tags = new Map<number, string[]>();
   for (const row of tagRows) tags.set(row.account_id, [...(tags.get(row.account_id) ?? []), row.name]);
   return accounts.map((account) => ({
@@ -176,7 +166,10 @@ export async function accountStatuses(db: Queryable, accounts: Row[], now: numbe
   if (!accounts.length) return [];
   const [scores, cached] = await Promise.all([
     scoresOf(db, accounts, now),
-    db.query(`SELECT account_id, score FROM v1_setup_scores WHERE account_id = ANY($1::int[])`, [accounts.map((a) => a.id)]),
+    cachedSetupScores(
+      db,
+      accounts.map((a) => a.id),
+    ),
   ]);
   const health = new Map(cached.map((r) => [r.account_id as number, r.score as number]));
   return accounts.map((account) => ({
@@ -193,3 +186,20 @@ export async function accountStatuses(db: Queryable, accounts: Row[], now: numbe
     workspaceId: wsId(account),
   }));
 }
+
+/** The longest date range a /v1 report accepts, both ends included. */
+export const MAX_RANGE_DAYS = 366;
+
+/** from <= to and at most MAX_RANGE_DAYS days, inclusive (dates are UTC calendar days). */
+export function checkRange(from: string, to: string, names: [string, string]): void {
+  if (from > to)
+    throw new ApiError('invalid_request', `${names[0]}: must not be after ${names[1]}`, { field: names[0] });
+  if (daysBetween(from, to) + 1 > MAX_RANGE_DAYS) {
+    throw new ApiError('invalid_request', `${names[1]}: the range spans at most ${MAX_RANGE_DAYS} days`, {
+      field: names[1],
+    });
+  }
+}
+
+/** A percentage with two decimals; 0 without sends. */
+export const rate = (inbox: number, sent: number) => (sent ? Math.round((10_000 * inbox) / sent) / 100 : 0);

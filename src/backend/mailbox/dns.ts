@@ -3,6 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import { checkDomain, domainOf, type DomainChecks } from '../dns/lookup.js';
 import type { BackendServices } from '../services.js';
+import { storeDnsCheck } from './queries.js';
 
 export interface AccountDns extends DomainChecks {
   checkedAt: Date;
@@ -19,11 +20,7 @@ export async function liveDns(svc: BackendServices, accountId: number, emailAddr
     throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again later.`, { domain });
   }
   const checkedAt = new Date(svc.clock.now());
-  await svc.db.query(
-    `INSERT INTO account_dns_checks (account_id, domain, spf, dkim, dmarc, mx, checked_at) VALUES ($1,$2,$3,$4,$5,$6,$7)
-     ON CONFLICT (account_id) DO UPDATE SET domain=$2, spf=$3, dkim=$4, dmarc=$5, mx=$6, checked_at=$7`,
-    [accountId, checks.domain, checks.spf, checks.dkim, checks.dmarc, checks.mx, checkedAt],
-  );
+  await storeDnsCheck(svc.db, accountId, checks, checkedAt);
   return { ...checks, checkedAt };
 }
 

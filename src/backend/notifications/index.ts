@@ -1,0 +1,6 @@
+// The workspace's notifications, read state and cursor pages.
+import type { BackendDomain } from '../domain.js';
+import { register } from './routes.js';
+import { schemas } from './schemas.js';
+
+export const notifications: BackendDomain = { name: 'notifications', register, schemas };

@@ -1,0 +1,6 @@
+// Provider workspaces (Google Workspace, Microsoft 365) registered for /v1 provisioning.
+import type { BackendDomain } from '../domain.js';
+import { register } from './routes.js';
+import { schemas } from './schemas.js';
+
+export const providerWorkspaces: BackendDomain = { name: 'provider-workspaces', register, schemas };

@@ -1,0 +1,6 @@
+// The workspace's tags and their assignment to accounts.
+import type { BackendDomain } from '../domain.js';
+import { register } from './routes.js';
+import { schemas } from './schemas.js';
+
+export const tags: BackendDomain = { name: 'tags', register, schemas };
