@@ -8,7 +8,7 @@ import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
 import { migrate } from './db/index.js';
 import { applySeed, parseSeed } from './access/seed.js';
-import { ADMIN_COMMANDS, USAGE, runAdminCommand } from './cli/index.js';
+import { ADMIN_COMMANDS } from './cli/commands.js';
 import { openDatabase } from './cli/context.js';
 import { getPepper } from './access/pepper.js';
 import { dataFile } from './cli/paths.js';
@@ -26,11 +26,12 @@ function withDataFiles(s: Settings): Settings {
 async function main() {
   const args = process.argv.slice(2);
   if (args.some((a) => a === '--help' || a === '-h') || args[0] === 'help') {
-    process.stdout.write(USAGE);
+    process.stdout.write((await import('./cli/index.js')).USAGE);
     return;
   }
   if ((ADMIN_COMMANDS as readonly string[]).includes(args[0])) {
     // The commands need no program's secrets: validated as for `migrate`.
+    const { runAdminCommand } = await import('./cli/index.js');
     return runAdminCommand(withDataFiles(loadSettings(process.env, 'migrate')), args);
   }
   const mode = (args[0] ?? 'start') as Mode;

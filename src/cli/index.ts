@@ -13,7 +13,7 @@ import { sessionsCommand } from './sessions.js';
 import { auditCommand } from './audit.js';
 import { adminTokensCommand } from './admin-tokens.js';
 
-export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'audit', 'admin-tokens', 'limits'] as const;
+export { ADMIN_COMMANDS } from './commands.js';
 
 export const USAGE = `usage: keygate <command>
 

@@ -31,6 +31,38 @@ const GATE_LUA = `
 local now, ttl = tonumber(ARGV[1]), ARGV[2]
 local f = {}
 for field in string.gmatch(ARGV[3], '[^\\n]+') do f[#f + 1] = field end
+-- The batch reads each key once: the cooldowns and versions it reads are not written by this script,
+-- and a counter is INCRed on its first use and counted here after it (its count, and what is owed
+-- to Redis), then written once with INCRBY at the end. Atomic all the same: nothing else runs
+-- between the script's commands.
+local got, count, owed = {}, {}, {}
+local function read(key)
+  local v = got[key]
+  if v == nil then
+    v = redis.call('GET', key) or false
+    got[key] = v
+  end
+  return v
+end
+local function incr(key, pttl)
+  local n = count[key]
+  if n == nil then
+    n = redis.call('INCR', key)
+    if n == 1 then redis.call('PEXPIRE', key, pttl) end
+  else
+    n = n + 1
+    owed[key] = (owed[key] or 0) + 1
+  end
+  count[key] = n
+  return n
+end
+local function decr(key)
+  count[key] = count[key] - 1
+  owed[key] = (owed[key] or 0) - 1
+end
+local function peek(key)
+  return count[key] or tonumber(read(key) or '0')
+end
 local out = {}
 local k = 1
 while k <= #f do
@@ -38,40 +70,36 @@ while k <= #f do
   local kind, ncs, m = string.match(op, '^(%a)(%d+)(m?)$')
   local spend, nc, month = kind == 's', tonumber(ncs), m == 'm'
   local res
-  local cd = redis.call('GET', f[k + 2])
+  local cd = read(f[k + 2])
   if cd and tonumber(cd) > now then
     res = 'c ' .. cd
   else
-    local v = redis.call('GET', f[k + 3]) or '0'
+    local v = read(f[k + 3]) or '0'
     if tonumber(v) ~= ver then
       res = 'v ' .. v
     elseif month then
       res = 's'
       local within = true
       for i = k + 4, k + 2 + nc do
-        local n = redis.call('INCR', f[i])
-        if n == 1 then redis.call('PEXPIRE', f[i], ttl) end
+        local n = incr(f[i], ttl)
         if n > tonumber(f[i + nc]) then within = false end
         res = res .. ' ' .. n
       end
       local mk = f[k + 3 + nc]
       if within then
-        local n = redis.call('INCR', mk)
-        if n == 1 then redis.call('PEXPIRE', mk, ARGV[4]) end
-        if n > tonumber(f[k + 3 + 2 * nc]) then redis.call('DECR', mk) end
+        local n = incr(mk, ARGV[4])
+        if n > tonumber(f[k + 3 + 2 * nc]) then decr(mk) end
         res = res .. ' ' .. n
       else
-        res = res .. ' ' .. (redis.call('GET', mk) or '0')
+        res = res .. ' ' .. peek(mk)
       end
     else
       res = 's'
       for i = k + 4, k + 3 + nc do
         if spend then
-          local n = redis.call('INCR', f[i])
-          if n == 1 then redis.call('PEXPIRE', f[i], ttl) end
-          res = res .. ' ' .. n
+          res = res .. ' ' .. incr(f[i], ttl)
         else
-          res = res .. ' ' .. (redis.call('GET', f[i]) or '0')
+          res = res .. ' ' .. peek(f[i])
         end
       end
     end
@@ -79,6 +107,9 @@ while k <= #f do
   k = k + 4 + nc
   if month then k = k + nc end
   out[#out + 1] = res
+end
+for key, n in pairs(owed) do
+  if n ~= 0 then redis.call('INCRBY', key, n) end
 end
 return table.concat(out, '\\n')
 `;
