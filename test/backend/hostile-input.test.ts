@@ -168,8 +168,8 @@ const BODY_ONLY: { name: string; raw: string }[] = [
 
 /**
  * Raw (already percent-encoded) query values. A lone surrogate cannot be UTF-8 encoded: its
- * nearest wire form is the invalid UTF-8 of one (%ED%A0%80). A request line of 100 KB is refused
- * by Node's parser (431) before any handler, so the huge value here is 8 KB (tested apart below).
+ * nearest wire form is the invalid UTF-8 of one (%ED%A0%80). A target over REQUEST_TARGET_MAX_BYTES
+ * (8 KiB) is refused by the gateway (414) before any handler, so the huge value here is 7 KB.
  */
 const QUERY_VALUES: { name: string; raw: (p: string) => string; refuse?: boolean }[] = [
   { name: 'NUL', raw: (p) => `${p}=%00`, refuse: true },
@@ -184,7 +184,7 @@ const QUERY_VALUES: { name: string; raw: (p: string) => string; refuse?: boolean
   { name: 'zero', raw: (p) => `${p}=0` },
   { name: 'empty', raw: (p) => `${p}=` },
   { name: 'null', raw: (p) => `${p}=null` },
-  { name: '8 KB', raw: (p) => `${p}=${'y'.repeat(8 * 1024)}` },
+  { name: '7 KB', raw: (p) => `${p}=${'y'.repeat(7 * 1024)}` },
   { name: 'repeated', raw: (p) => `${p}=a&${p}=b` },
   { name: 'array form', raw: (p) => `${p}%5B%5D=a` },
   { name: 'object form', raw: (p) => `${p}%5Bk%5D=a` },

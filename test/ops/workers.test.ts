@@ -30,7 +30,7 @@ describe('WORKERS settings', () => {
     expect(r.status).toBe(2);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^keygate: setting WORKERS: 2 needs REDIS_URL or REDIS_CLUSTER_NODES/);
+    expect(lines[0]).toMatch(/^keygate: setting WORKERS: 2 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS/);
   });
 
   it('merges the workers\' metrics with a worker label, each family once', () => {
