@@ -48,14 +48,18 @@ export default defineConfig({
       { test: { ...common, name: 'perf', include: PERF_FILES, testTimeout: 180_000 } },
       // `npm run test:cluster` (CI runs it after `npm test`): the gateway and limiter suites again,
       // against a three-primary Redis Cluster that test/helpers/cluster-setup.ts starts on loopback ports.
-      ...(redisServer ? [{
-        test: {
-          ...common,
-          name: 'cluster',
-          include: ['test/gateway/**/*.test.ts', 'test/limits/**/*.test.ts'],
-          globalSetup: [...common.globalSetup, 'test/helpers/cluster-setup.ts'],
-        },
-      }] : []),
+      ...(redisServer
+        ? [
+            {
+              test: {
+                ...common,
+                name: 'cluster',
+                include: ['test/gateway/**/*.test.ts', 'test/limits/**/*.test.ts'],
+                globalSetup: [...common.globalSetup, 'test/helpers/cluster-setup.ts'],
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

@@ -70,7 +70,8 @@ async function main() {
     // pino at the production default level, to a file: what a deployed gateway would pay for logging.
     const log = createLogger(settings.LOG_LEVEL, createWriteStream(cfg.logFile, { flags: 'a' }));
     const db = await openDb({ databaseUrl: cfg.databaseUrl, dataDir: 'memory://', schema: cfg.schema });
-    if (cfg.role === 'gateway' && cfg.redisUrl) countRedisWrites(Number(new URL(cfg.redisUrl).port || 6379), redisWrites);
+    if (cfg.role === 'gateway' && cfg.redisUrl)
+      countRedisWrites(Number(new URL(cfg.redisUrl).port || 6379), redisWrites);
     // The stores are startApp's own, built from REDIS_URL as in production; only the key prefix is the bench's.
     const app = await startApp({
       mode: cfg.role,
@@ -91,7 +92,9 @@ async function main() {
         const text = await (await fetch(`${app.adminUrl}/metrics`)).text();
         const sum = (name: string) => {
           let n = 0;
-          for (const line of text.split('\n')) if (line.startsWith(name + '{') || line.startsWith(name + ' ')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+          for (const line of text.split('\n'))
+            if (line.startsWith(name + '{') || line.startsWith(name + ' '))
+              n += Number(line.slice(line.lastIndexOf(' ') + 1));
           return n;
         };
         return { requests: sum('keygate_requests_total'), degradedCalls: sum('keygate_degraded_calls_total') };
@@ -108,7 +111,15 @@ async function main() {
     if (m.cmd === 'stats') {
       const mem = memory();
       const cpu = process.cpuUsage();
-      send({ cmd: 'stats', redisWrites: redisWrites.n, ...(await metricsOf()), rssBytes: mem.rss, peakRssBytes: mem.peak, heapUsedBytes: process.memoryUsage().heapUsed, cpuMicros: cpu.user + cpu.system });
+      send({
+        cmd: 'stats',
+        redisWrites: redisWrites.n,
+        ...(await metricsOf()),
+        rssBytes: mem.rss,
+        peakRssBytes: mem.peak,
+        heapUsedBytes: process.memoryUsage().heapUsed,
+        cpuMicros: cpu.user + cpu.system,
+      });
     } else if (m.cmd === 'profile-start') {
       session = new Session();
       session.connect();

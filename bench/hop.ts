@@ -14,7 +14,17 @@
 //                      unset: keygate's rows are skipped (the gateway program needs PostgreSQL)
 //   BENCH_RESULTS_DIR  where the JSON goes (bench/results)
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,7 +44,18 @@ const PEERS = join(ROOT, 'bench', 'peers');
 const BUILD = join(ROOT, 'bench', '.build', 'hop');
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
-export const HOP_TARGETS = ['direct', 'nginx', 'bare', 'keygate', 'keygate-2w', 'keygate-access-log', 'keygate-traced', 'fastify', 'express', 'undici-min'] as const;
+export const HOP_TARGETS = [
+  'direct',
+  'nginx',
+  'bare',
+  'keygate',
+  'keygate-2w',
+  'keygate-access-log',
+  'keygate-traced',
+  'fastify',
+  'express',
+  'undici-min',
+] as const;
 type TargetId = (typeof HOP_TARGETS)[number];
 const TITLES: Record<TargetId, string> = {
   direct: 'upstream direct (ceiling, no hop)',
@@ -52,14 +73,25 @@ const TITLES: Record<TargetId, string> = {
 const PEER_FILES: Partial<Record<TargetId, { file: string; packages: string[] }>> = {
   bare: { file: 'bare-proxy.mjs', packages: ['http-proxy-3'] },
   fastify: { file: 'fastify-peer.mjs', packages: ['fastify', '@fastify/http-proxy', '@fastify/rate-limit', 'ioredis'] },
-  express: { file: 'express-peer.mjs', packages: ['express', 'http-proxy-middleware', 'express-rate-limit', 'rate-limit-redis', 'ioredis'] },
+  express: {
+    file: 'express-peer.mjs',
+    packages: ['express', 'http-proxy-middleware', 'express-rate-limit', 'rate-limit-redis', 'ioredis'],
+  },
   'undici-min': { file: 'undici-min.mjs', packages: ['undici', 'ioredis'] },
 };
 
 const WS = 100;
 const PATH = `/v2/workspaces/${WS}/tags`;
 export const HOP_PATH = PATH;
-const READ_SCOPES = ['accounts:read', 'warmup:read', 'tags:read', 'analytics:read', 'notifications:read', 'billing:read', 'workspace:read'];
+const READ_SCOPES = [
+  'accounts:read',
+  'warmup:read',
+  'tags:read',
+  'analytics:read',
+  'notifications:read',
+  'billing:read',
+  'workspace:read',
+];
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const randomAlnum = (n: number) => Array.from(randomBytes(n), (b) => ALNUM[b % ALNUM.length]).join('');
 
@@ -172,13 +204,18 @@ const f = (v: number, d: number) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 /** Whether node can load the packages a peer needs (their engines say Node 22 for some majors). */
 function cannotLoad(packages: string[]): string | null {
   const code = `Promise.all(${JSON.stringify(packages)}.map((p) => import(p))).then(() => process.exit(0), (e) => { console.error(String(e.message).split('\\n')[0]); process.exit(1); })`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return r.status === 0 ? null : r.stderr.trim() || `exit ${r.status}`;
 }
 
 export async function runHopSuite(o: HopOptions) {
   const want = (o.only?.length ? o.only : [...HOP_TARGETS]) as TargetId[];
-  for (const t of want) if (!HOP_TARGETS.includes(t)) throw new Error(`BENCH_TARGETS: unknown ${t} (known: ${HOP_TARGETS.join(', ')})`);
+  for (const t of want)
+    if (!HOP_TARGETS.includes(t)) throw new Error(`BENCH_TARGETS: unknown ${t} (known: ${HOP_TARGETS.join(', ')})`);
   const startedAt = new Date();
   const work = mkdtempSync(join(tmpdir(), 'keygate-hop-'));
   const logDir = join(o.resultsDir, 'logs', `hop-${startedAt.toISOString().replace(/[:.]/g, '-')}`);
@@ -199,7 +236,11 @@ export async function runHopSuite(o: HopOptions) {
   const start = (name: string, cmd: string, args: string[], env: Record<string, string>, cwd = ROOT): Proc => {
     const logFile = join(logDir, `${name}.log`);
     const out = openSync(logFile, 'a');
-    const cp = spawn(cmd, args, { cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? work, NODE_ENV: 'production', ...env }, stdio: ['ignore', out, out] });
+    const cp = spawn(cmd, args, {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? work, NODE_ENV: 'production', ...env },
+      stdio: ['ignore', out, out],
+    });
     closeSync(out);
     cp.on('error', (err) => log(`${name}: ${err.message}`));
     const p: Proc = { name, cp, pid: cp.pid ?? -1, exited: false, log: logFile };
@@ -245,7 +286,12 @@ export async function runHopSuite(o: HopOptions) {
     const redisBin = await which('redis-server');
     if (!redisBin) throw new Error('redis-server is not on PATH (the limits of keygate and the peers live in Redis)');
     const redisPort = await freePort();
-    const redisProc = start('redis', redisBin, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], {});
+    const redisProc = start(
+      'redis',
+      redisBin,
+      ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work],
+      {},
+    );
     await waitForPort(redisPort, 10_000);
     const REDIS_URL = `redis://127.0.0.1:${redisPort}`;
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
@@ -253,26 +299,43 @@ export async function runHopSuite(o: HopOptions) {
 
     // ---- The trivial upstream.
     const upPort = await freePort();
-    const upstream = start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], { PORT: String(upPort), HOST: '127.0.0.1' });
+    const upstream = start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], {
+      PORT: String(upPort),
+      HOST: '127.0.0.1',
+    });
     await waitForPort(upPort, 10_000);
     const UPSTREAM_URL = `http://127.0.0.1:${upPort}`;
 
     const targets: Target[] = [];
-    if (want.includes('direct')) targets.push({ id: 'direct', url: UPSTREAM_URL, pids: () => [upstream.pid], checks: false });
+    if (want.includes('direct'))
+      targets.push({ id: 'direct', url: UPSTREAM_URL, pids: () => [upstream.pid], checks: false });
 
     if (want.includes('nginx')) {
       const nginxBin = await which('nginx');
       if (!nginxBin) skip('nginx', 'not installed (apt-get install -y nginx-light)');
       else {
         const port = await freePort();
-        const ng = start('nginx', nginxBin, ['-p', work, '-c', nginxConf(work, port, UPSTREAM_URL), '-g', 'daemon off;'], {});
+        const ng = start(
+          'nginx',
+          nginxBin,
+          ['-p', work, '-c', nginxConf(work, port, UPSTREAM_URL), '-g', 'daemon off;'],
+          {},
+        );
         const why = await listening(ng, port, 10_000);
         if (why) skip('nginx', why);
         else targets.push({ id: 'nginx', url: `http://127.0.0.1:${port}`, pids: () => tree(ng.pid), checks: false });
       }
     }
 
-    const peerEnv = { HOST: '127.0.0.1', UPSTREAM_URL, REDIS_URL, API_KEY: KEY, GATEWAY_SECRET: SECRET, WORKSPACE_ID: String(WS), RATE_LIMIT: '1000000000' };
+    const peerEnv = {
+      HOST: '127.0.0.1',
+      UPSTREAM_URL,
+      REDIS_URL,
+      API_KEY: KEY,
+      GATEWAY_SECRET: SECRET,
+      WORKSPACE_ID: String(WS),
+      RATE_LIMIT: '1000000000',
+    };
     const startPeer = async (id: TargetId) => {
       const peer = PEER_FILES[id]!;
       if (!want.includes(id)) return;
@@ -288,7 +351,8 @@ export async function runHopSuite(o: HopOptions) {
 
     // ---- keygate: the compiled program, a seed with one organization on growth and one key, the bench's plans (1e9 a minute).
     const kgWanted = want.filter((t) => t.startsWith('keygate'));
-    if (kgWanted.length && !o.databaseUrl) for (const t of kgWanted) skip(t, 'the gateway program needs PostgreSQL: set BENCH_DATABASE_URL or DATABASE_URL');
+    if (kgWanted.length && !o.databaseUrl)
+      for (const t of kgWanted) skip(t, 'the gateway program needs PostgreSQL: set BENCH_DATABASE_URL or DATABASE_URL');
     else if (kgWanted.length) {
       const entry = compileKeygate(log);
       const schema = `hop_${randomBytes(4).toString('hex')}`;
@@ -336,14 +400,26 @@ export async function runHopSuite(o: HopOptions) {
           ACCESS_LOG: id === 'keygate-access-log' ? 'on' : 'off',
           WORKERS: id === 'keygate-2w' ? '2' : '1',
           // Tracing at 1 % (parent-based: the generator sends no traceparent, so each request is a root).
-          ...(id === 'keygate-traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01', OTEL_SERVICE_NAME: 'keygate-bench' } : {}),
+          ...(id === 'keygate-traced'
+            ? {
+                OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
+                OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+                OTEL_TRACES_SAMPLER_ARG: '0.01',
+                OTEL_SERVICE_NAME: 'keygate-bench',
+              }
+            : {}),
           // node:cluster's own switch (rr, the default on Linux, or none: the kernel spreads the connections).
-          ...(process.env.NODE_CLUSTER_SCHED_POLICY ? { NODE_CLUSTER_SCHED_POLICY: process.env.NODE_CLUSTER_SCHED_POLICY } : {}),
+          ...(process.env.NODE_CLUSTER_SCHED_POLICY
+            ? { NODE_CLUSTER_SCHED_POLICY: process.env.NODE_CLUSTER_SCHED_POLICY }
+            : {}),
         });
         const deadline = Date.now() + 90_000;
         let ready = false;
         while (!ready && !kg.exited && Date.now() < deadline) {
-          ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.status === 200, () => false);
+          ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
+            (r) => r.status === 200,
+            () => false,
+          );
           if (!ready) await new Promise((r) => setTimeout(r, 200));
         }
         if (!ready) skip(id, `did not become ready: ${tail(kg.log)}`);
@@ -353,10 +429,17 @@ export async function runHopSuite(o: HopOptions) {
     for (const id of ['fastify', 'express', 'undici-min'] as const) await startPeer(id);
 
     // ---- Functional checks: every contender answers and refuses alike before it is loaded.
-    log('\nfunctional checks (200 with the key; 5 X-RateLimit-* headers; X-Request-Id; the upstream saw a valid HMAC identity and no Authorization; no key, unknown key, other workspace, missing scope):');
+    log(
+      '\nfunctional checks (200 with the key; 5 X-RateLimit-* headers; X-Request-Id; the upstream saw a valid HMAC identity and no Authorization; no key, unknown key, other workspace, missing scope):',
+    );
     const checks: Awaited<ReturnType<typeof check>>[] = [];
     for (const t of targets) {
-      const r = await check(t, UPSTREAM_URL, bearer, SECRET).catch((e) => ({ target: t.id, error: (e as Error).message, ok: 0, pass: false }));
+      const r = await check(t, UPSTREAM_URL, bearer, SECRET).catch((e) => ({
+        target: t.id,
+        error: (e as Error).message,
+        ok: 0,
+        pass: false,
+      }));
       checks.push(r);
       log(`  ${t.id.padEnd(18)} ${JSON.stringify(r)}`);
     }
@@ -378,25 +461,43 @@ export async function runHopSuite(o: HopOptions) {
       return n;
     };
     const headers = () => ({ authorization: bearer, 'x-forwarded-for': nextIp() });
-    const load = (url: string, seconds: number) => runLoad([{ url, path: PATH, connections: o.connections, duration: seconds, headers }]);
+    const load = (url: string, seconds: number) =>
+      runLoad([{ url, path: PATH, connections: o.connections, duration: seconds, headers }]);
     /** A fixed offered load, evenly paced (load.ts's runPaced: autocannon's overallRate comes in bursts). */
-    const paced = (url: string, seconds: number, rate: number) => runPaced({ url, path: PATH, connections: o.connections, duration: seconds, rate, headers });
+    const paced = (url: string, seconds: number, rate: number) =>
+      runPaced({ url, path: PATH, connections: o.connections, duration: seconds, rate, headers });
     const results = new Map<TargetId, RoundRow[]>(loadable.map((t) => [t.id, []]));
     const fixed: FixedRound[] = [];
     // Once, before round 1: every target twice the warm-up, so that no round-1 window carries a fresh
     // process's JIT compilation (the WORKERS=2 row has two processes to warm, each seeing half the load).
     log(`\nfirst warm-up: ${2 * o.warmup} s per target`);
     for (const t of loadable) await load(t.url, 2 * o.warmup);
-    log(`${o.rounds} round(s); per target ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`);
+    log(
+      `${o.rounds} round(s); per target ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`,
+    );
     for (let round = 1; round <= o.rounds; round++) {
       if (o.signal?.aborted) throw new Error('aborted');
       const order = loadable.map((_, i) => loadable[(i + round - 1) % loadable.length]);
       for (const t of order) {
         await load(t.url, o.warmup);
         const pids = t.pids();
-        const b = { cpu: ticks(pids), redis: ticks([redisProc.pid]), ours: ticks(ours()), m: machineTicks(), scripts: await scripts(), t: performance.now() };
+        const b = {
+          cpu: ticks(pids),
+          redis: ticks([redisProc.pid]),
+          ours: ticks(ours()),
+          m: machineTicks(),
+          scripts: await scripts(),
+          t: performance.now(),
+        };
         const r: LoadResult = await load(t.url, o.duration);
-        const a = { cpu: ticks(pids), redis: ticks([redisProc.pid]), ours: ticks(ours()), m: machineTicks(), scripts: await scripts(), t: performance.now() };
+        const a = {
+          cpu: ticks(pids),
+          redis: ticks([redisProc.pid]),
+          ours: ticks(ours()),
+          m: machineTicks(),
+          scripts: await scripts(),
+          t: performance.now(),
+        };
         const secs = (a.t - b.t) / 1000;
         const us = (dt: number) => (r.requests ? (dt * 1e6) / CLK_TCK / r.requests : NaN);
         const row: RoundRow = {
@@ -442,7 +543,9 @@ export async function runHopSuite(o: HopOptions) {
         const two = await at(second);
         const [b, k] = first === bare ? [one, two] : [two, one];
         fixed.push({ round, rate, bare: b, keygate: k, p99AddedMs: k.p99 - b.p99 });
-        log(`  [${round}/${o.rounds}] fixed ${rate} req/s paced: bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`);
+        log(
+          `  [${round}/${o.rounds}] fixed ${rate} req/s paced: bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`,
+        );
       }
     }
 
@@ -482,36 +585,93 @@ export async function runHopSuite(o: HopOptions) {
     const kgCpu = summary.find((s) => s.target === 'keygate')?.cpuXBare ?? { median: NaN, rounds: [] };
     const verdict = (v: number, limit: number) => (Number.isFinite(v) ? (v <= limit ? 'PASS' : 'FAIL') : 'not run');
     const targetsOut = [
-      { target: 'keygate CPU µs/req ≤ 1.10 × bare http-proxy-3', value: kgCpu.median, rounds: kgCpu.rounds, verdict: verdict(kgCpu.median, 1.1) },
-      { target: 'WORKERS=2 CPU µs/req ≤ 1.10 × one worker', value: twoOverOne.median, rounds: twoOverOne.rounds, verdict: verdict(twoOverOne.median, 1.1) },
-      { target: 'tracing at 1 % CPU µs/req ≤ 1.05 × tracing off', value: tracedOverOff.median, rounds: tracedOverOff.rounds, verdict: verdict(tracedOverOff.median, 1.05) },
-      { target: 'p99 added ≤ +1 ms at half the bare proxy\'s throughput', value: p99Added.median, rounds: p99Added.rounds, verdict: verdict(p99Added.median, 1) },
+      {
+        target: 'keygate CPU µs/req ≤ 1.10 × bare http-proxy-3',
+        value: kgCpu.median,
+        rounds: kgCpu.rounds,
+        verdict: verdict(kgCpu.median, 1.1),
+      },
+      {
+        target: 'WORKERS=2 CPU µs/req ≤ 1.10 × one worker',
+        value: twoOverOne.median,
+        rounds: twoOverOne.rounds,
+        verdict: verdict(twoOverOne.median, 1.1),
+      },
+      {
+        target: 'tracing at 1 % CPU µs/req ≤ 1.05 × tracing off',
+        value: tracedOverOff.median,
+        rounds: tracedOverOff.rounds,
+        verdict: verdict(tracedOverOff.median, 1.05),
+      },
+      {
+        target: "p99 added ≤ +1 ms at half the bare proxy's throughput",
+        value: p99Added.median,
+        rounds: p99Added.rounds,
+        verdict: verdict(p99Added.median, 1),
+      },
     ];
 
     const m = machine();
     const commit = spawnSync('git', ['-C', ROOT, 'log', '-1', '--format=%h %cI'], { encoding: 'utf8' }).stdout.trim();
-    const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).stdout.trim() ? ' + uncommitted changes in src/' : '';
+    const dirty = spawnSync('git', ['-C', ROOT, 'status', '--porcelain', '--', 'src'], {
+      encoding: 'utf8',
+    }).stdout.trim()
+      ? ' + uncommitted changes in src/'
+      : '';
     log(`\n${m.cpus} x ${m.cpuModel}, ${m.memoryGB} GB, ${m.os}, node ${m.node}; keygate ${commit}${dirty}`);
-    log(`${o.rounds} round(s) x ${o.duration} s (after ${o.warmup} s warm-up), ${o.connections} connections, GET ${PATH} to a trivial upstream; medians over rounds; ratios round by round`);
+    log(
+      `${o.rounds} round(s) x ${o.duration} s (after ${o.warmup} s warm-up), ${o.connections} connections, GET ${PATH} to a trivial upstream; medians over rounds; ratios round by round`,
+    );
     log('');
-    log("| target | req/s | x bare | p50 ms | p99 ms | non-2xx | errors | CPU µs/req | CPU x bare | redis µs/req | scripts/req | RSS MB | others' load (cores) | CPU µs/req per round |");
+    log(
+      "| target | req/s | x bare | p50 ms | p99 ms | non-2xx | errors | CPU µs/req | CPU x bare | redis µs/req | scripts/req | RSS MB | others' load (cores) | CPU µs/req per round |",
+    );
     log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
     for (const s of summary) {
       log(
         `| ${s.title} | ${f(s.rps, 0)} | ${f(s.xBare.median, 2)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.non2xx} | ${s.errors} | ${f(s.cpuUs, 0)} | ${f(s.cpuXBare.median, 2)} | ${f(s.redisUs, 1)} | ${f(s.redisScriptsPerReq, 2)} | ${s.rssMB} | ${f(s.othersCores, 2)} | ${s.cpuUsRounds.join(' / ')} |`,
       );
     }
-    for (const s of skipped) log(`| ${TITLES[s.target as TargetId] ?? s.target} | skipped: ${s.reason.replace(/\|/g, '/')} |||||||||||||`);
+    for (const s of skipped)
+      log(`| ${TITLES[s.target as TargetId] ?? s.target} | skipped: ${s.reason.replace(/\|/g, '/')} |||||||||||||`);
     if (fixed.length) {
-      log(`\nfixed offered load (half the bare proxy's throughput of each round), paced evenly over ${o.connections} connections:`);
-      for (const x of fixed) log(`  round ${x.round}: ${x.rate} req/s: bare p50 ${f(x.bare.p50, 2)} / p99 ${f(x.bare.p99, 2)} ms, keygate p50 ${f(x.keygate.p50, 2)} / p99 ${f(x.keygate.p99, 2)} ms, added ${f(x.p99AddedMs, 2)} ms`);
+      log(
+        `\nfixed offered load (half the bare proxy's throughput of each round), paced evenly over ${o.connections} connections:`,
+      );
+      for (const x of fixed)
+        log(
+          `  round ${x.round}: ${x.rate} req/s: bare p50 ${f(x.bare.p50, 2)} / p99 ${f(x.bare.p99, 2)} ms, keygate p50 ${f(x.keygate.p50, 2)} / p99 ${f(x.keygate.p99, 2)} ms, added ${f(x.p99AddedMs, 2)} ms`,
+        );
     }
-    log('\ntargets (median of the rounds\' values, each round\'s in brackets):');
-    for (const t of targetsOut) log(`  ${t.verdict.padEnd(7)} ${t.target}: ${f(t.value, 2)} [${t.rounds.map((v) => f(v, 2)).join(', ')}]`);
-    log('\nCPU µs/req: user+system time of the process under test (/proc/<pid>/stat; nginx: master+worker; WORKERS=2: the primary and its workers; direct: the upstream) over the measured window, per response.');
-    log("others' load: CPU the machine spent outside this run's processes during the window, in cores (of " + m.cpus + ').');
+    log("\ntargets (median of the rounds' values, each round's in brackets):");
+    for (const t of targetsOut)
+      log(`  ${t.verdict.padEnd(7)} ${t.target}: ${f(t.value, 2)} [${t.rounds.map((v) => f(v, 2)).join(', ')}]`);
+    log(
+      '\nCPU µs/req: user+system time of the process under test (/proc/<pid>/stat; nginx: master+worker; WORKERS=2: the primary and its workers; direct: the upstream) over the measured window, per response.',
+    );
+    log(
+      "others' load: CPU the machine spent outside this run's processes during the window, in cores (of " +
+        m.cpus +
+        ').',
+    );
 
-    const json = JSON.stringify({ suite: 'hop', startedAt, machine: m, keygate: commit + dirty, settings: { rounds: o.rounds, warmup: o.warmup, duration: o.duration, connections: o.connections, path: PATH }, checks, skipped, summary, fixed, targets: targetsOut, rounds: Object.fromEntries(results) }, null, 1);
+    const json = JSON.stringify(
+      {
+        suite: 'hop',
+        startedAt,
+        machine: m,
+        keygate: commit + dirty,
+        settings: { rounds: o.rounds, warmup: o.warmup, duration: o.duration, connections: o.connections, path: PATH },
+        checks,
+        skipped,
+        summary,
+        fixed,
+        targets: targetsOut,
+        rounds: Object.fromEntries(results),
+      },
+      null,
+      1,
+    );
     mkdirSync(o.resultsDir, { recursive: true });
     const file = join(o.resultsDir, `hop-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, json);
@@ -527,11 +687,22 @@ export async function runHopSuite(o: HopOptions) {
 /** src/ compiled as the Docker image builds it (tsconfig.build.json), migrations beside db/; returns the entry. */
 function compileKeygate(log: (s: string) => void): string {
   rmSync(BUILD, { recursive: true, force: true });
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      join(ROOT, 'tsconfig.build.json'),
+      '--outDir',
+      BUILD,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
   const entry = join(BUILD, 'cli.js');
   if (!existsSync(entry)) throw new Error(`compiling keygate failed: ${r.stdout}${r.stderr}`);
   // Type errors elsewhere (work in progress in a shared tree) do not stop the emit; say so.
-  if (r.status !== 0) log(`note: tsc reported type errors (emitted anyway): ${(r.stdout + r.stderr).trim().split('\n')[0]}`);
+  if (r.status !== 0)
+    log(`note: tsc reported type errors (emitted anyway): ${(r.stdout + r.stderr).trim().split('\n')[0]}`);
   cpSync(join(ROOT, 'src', 'db', 'migrations'), join(BUILD, 'db', 'migrations'), { recursive: true });
   return entry;
 }
@@ -540,7 +711,11 @@ function compileKeygate(log: (s: string) => void): string {
 async function check(t: Target, upstreamUrl: string, bearer: string, secret: string) {
   const ip = `192.0.2.${1 + Math.floor(Math.random() * 250)}`;
   const get = (path: string, headers: Record<string, string>, method = 'GET') =>
-    fetch(t.url + path, { method, headers: { 'x-forwarded-for': ip, ...headers }, ...(method === 'POST' ? { body: '' } : {}) });
+    fetch(t.url + path, {
+      method,
+      headers: { 'x-forwarded-for': ip, ...headers },
+      ...(method === 'POST' ? { body: '' } : {}),
+    });
   const status = async (p: Promise<Response>) => {
     const res = await p;
     await res.arrayBuffer();
@@ -553,15 +728,29 @@ async function check(t: Target, upstreamUrl: string, bearer: string, secret: str
   if (!t.checks) return r;
   r.rlHeaders = [...ok.headers.keys()].filter((k) => /^x-ratelimit-/i.test(k)).length;
   r.requestId = ok.headers.has('x-request-id');
-  const seen = (await (await fetch(`${upstreamUrl}/__probe/${id}`)).json()) as { headers: Record<string, string> } | null;
+  const seen = (await (await fetch(`${upstreamUrl}/__probe/${id}`)).json()) as {
+    headers: Record<string, string>;
+  } | null;
   const h = seen?.headers ?? {};
-  const want = createHmac('sha256', secret).update(`${h['x-gateway-timestamp']}\n${h['x-request-id']}\nGET\n${PATH}\n`).update(h['x-gateway-identity'] ?? '').digest('hex');
+  const want = createHmac('sha256', secret)
+    .update(`${h['x-gateway-timestamp']}\n${h['x-request-id']}\nGET\n${PATH}\n`)
+    .update(h['x-gateway-identity'] ?? '')
+    .digest('hex');
   r.signed = Boolean(h['x-gateway-signature']) && want === h['x-gateway-signature'];
   r.authStripped = seen !== null && h.authorization === undefined;
   r.noKey = await status(get(PATH, {}));
   r.badKey = await status(get(PATH, { authorization: `Bearer svc_ws_${randomAlnum(40)}` }));
   r.otherWs = await status(get(PATH.replace(`/${WS}/`, `/${WS + 1}/`), { authorization: bearer }));
   r.noScope = await status(get(PATH, { authorization: bearer }, 'POST'));
-  r.pass = r.ok === 200 && r.rlHeaders === 5 && r.requestId === true && r.signed === true && r.authStripped === true && r.noKey === 401 && r.badKey === 401 && r.otherWs === 403 && r.noScope === 403;
+  r.pass =
+    r.ok === 200 &&
+    r.rlHeaders === 5 &&
+    r.requestId === true &&
+    r.signed === true &&
+    r.authStripped === true &&
+    r.noKey === 401 &&
+    r.badKey === 401 &&
+    r.otherWs === 403 &&
+    r.noScope === 403;
   return r;
 }

@@ -10,15 +10,29 @@ import { createJwtSigner, parseJwtKeys, type JwtSignInput } from '../src/http/id
 const N = Number(process.argv[2] ?? 20_000);
 const ROUNDS = 5;
 const identity: Identity = {
-  keyId: 1000, keyType: 'workspace', organizationId: 1, userId: null, workspaceId: 100, role: 'ADMIN',
-  scopes: ['accounts:read', 'accounts:write', 'tags:read', 'tags:write', 'analytics:read', 'warmup:read'], plan: 'growth',
+  keyId: 1000,
+  keyType: 'workspace',
+  organizationId: 1,
+  userId: null,
+  workspaceId: 100,
+  role: 'ADMIN',
+  scopes: ['accounts:read', 'accounts:write', 'tags:read', 'tags:write', 'analytics:read', 'warmup:read'],
+  plan: 'growth',
 };
 const input: JwtSignInput = {
-  identity, method: 'POST', target: '/v2/workspaces/100/tags?limit=20', requestId: 'b2c1f0a4-6a1e-4d57-9d0f-2f0f6c1e9a11',
+  identity,
+  method: 'POST',
+  target: '/v2/workspaces/100/tags?limit=20',
+  requestId: 'b2c1f0a4-6a1e-4d57-9d0f-2f0f6c1e9a11',
   contentDigest: 'sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:',
 };
 const ed = { ...generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }), kid: 'bench-ed' };
-const es = { kid: 'bench-es', pem: generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString() };
+const es = {
+  kid: 'bench-es',
+  pem: generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    .privateKey.export({ format: 'pem', type: 'pkcs8' })
+    .toString(),
+};
 const [edKey] = parseJwtKeys(JSON.stringify([ed]));
 const [esKey] = parseJwtKeys(JSON.stringify([es]));
 const edSigner = createJwtSigner({ keys: [edKey], audience: 'orders' });
@@ -27,15 +41,37 @@ const encoded = encodeIdentity(identity);
 
 function joseToken(alg: 'EdDSA' | 'ES256', key: typeof edKey, now: number): Promise<string> {
   const iat = Math.floor(now / 1000);
-  return new SignJWT({ htm: input.method, htu: input.target, cd: input.contentDigest, rid: input.requestId, kg: identity })
+  return new SignJWT({
+    htm: input.method,
+    htu: input.target,
+    cd: input.contentDigest,
+    rid: input.requestId,
+    kg: identity,
+  })
     .setProtectedHeader({ alg, kid: key.kid, typ: 'JWT' })
-    .setIssuer('keygate').setAudience('orders').setSubject(`key:${identity.keyId}`)
-    .setIssuedAt(iat).setExpirationTime(iat + 60).setJti(crypto.randomUUID())
+    .setIssuer('keygate')
+    .setAudience('orders')
+    .setSubject(`key:${identity.keyId}`)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 60)
+    .setJti(crypto.randomUUID())
     .sign(key.privateKey);
 }
 
 const cases: [string, (now: number) => unknown][] = [
-  ['hmac headers (CONTRACT 5)', (now) => hmacSign('a-gateway-secret-of-32-characters', String(now), input.requestId, input.method, input.target, encoded, input.contentDigest)],
+  [
+    'hmac headers (CONTRACT 5)',
+    (now) =>
+      hmacSign(
+        'a-gateway-secret-of-32-characters',
+        String(now),
+        input.requestId,
+        input.method,
+        input.target,
+        encoded,
+        input.contentDigest,
+      ),
+  ],
   ['jwt EdDSA (identity-jwt.ts)', (now) => edSigner.sign(input, now)],
   ['jwt ES256 (identity-jwt.ts)', (now) => esSigner.sign(input, now)],
   ['jwt EdDSA (jose SignJWT)', (now) => joseToken('EdDSA', edKey, now)],

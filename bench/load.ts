@@ -49,7 +49,8 @@ class Samples {
   }
 }
 
-const pct = (s: Float64Array, p: number) => (s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]);
+const pct = (s: Float64Array, p: number) =>
+  s.length === 0 ? 0 : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 
 /** Client IPs 10.0.0.0/16 in rotation (the IP layer allows 100 a minute each; 65,536 of them keep every IP far below). */
 let ipCounter = Math.floor(Math.random() * 65_536);
@@ -218,7 +219,11 @@ export function runPaced(spec: PacedSpec): Promise<LoadResult> {
   const conns = new Set<Conn>();
 
   const complete = (c: Conn) => {
-    { const ms = performance.now() - c.origin; samples.push(ms); spec.onSample?.(c.origin, ms); }
+    {
+      const ms = performance.now() - c.origin;
+      samples.push(ms);
+      spec.onSample?.(c.origin, ms);
+    }
     statuses[c.status] = (statuses[c.status] ?? 0) + 1;
     c.busy = false;
     inFlight--;
@@ -307,7 +312,18 @@ export function runPaced(spec: PacedSpec): Promise<LoadResult> {
   const open = (): Promise<void> =>
     new Promise((resolve) => {
       const sock = connect({ host, port, noDelay: true });
-      const c: Conn = { sock, alive: false, busy: false, origin: 0, sentAt: 0, closing: false, st: St.Head, remaining: 0, status: 0, pending: null };
+      const c: Conn = {
+        sock,
+        alive: false,
+        busy: false,
+        origin: 0,
+        sentAt: 0,
+        closing: false,
+        st: St.Head,
+        remaining: 0,
+        status: 0,
+        pending: null,
+      };
       conns.add(c);
       sock.once('connect', () => {
         c.alive = true;
@@ -329,7 +345,11 @@ export function runPaced(spec: PacedSpec): Promise<LoadResult> {
           c.busy = false;
           inFlight--;
           if (c.st === St.UntilClose) {
-            { const ms = performance.now() - c.origin; samples.push(ms); spec.onSample?.(c.origin, ms); }
+            {
+              const ms = performance.now() - c.origin;
+              samples.push(ms);
+              spec.onSample?.(c.origin, ms);
+            }
             statuses[c.status] = (statuses[c.status] ?? 0) + 1;
           } else errors++;
         } else if (!wasAlive) errors++; // could not connect

@@ -1,12 +1,11 @@
 // Starting and stopping what the bench runs: forked bench/child.ts processes, a private redis-server,
 // nginx. Everything started here is stopped by the same object, by its own pid.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, rmSync, openSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { openSync, closeSync } from 'node:fs';
 import type { ChildConfig, FromChild, ToChild } from './protocol.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -21,7 +20,11 @@ let compiled = false;
  */
 export function compileForBench(): void {
   rmSync(BUILD, { recursive: true, force: true });
-  execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json'), '--outDir', BUILD], { stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json'), '--outDir', BUILD],
+    { stdio: 'inherit' },
+  );
   cpSync(join(ROOT, 'src', 'db', 'migrations'), join(BUILD, 'src', 'db', 'migrations'), { recursive: true });
   compiled = true;
 }
@@ -38,13 +41,19 @@ export async function startChild(cfg: ChildConfig, timeoutMs = 120_000): Promise
   const out = openSync(cfg.logFile, 'a');
   const child = compiled ? join(BUILD, 'bench', 'child.js') : fileURLToPath(new URL('./child.ts', import.meta.url));
   const cp = fork(child, [], {
-    execArgv: [...(process.env.BENCH_NODE_FLAGS && cfg.role !== 'backend' ? process.env.BENCH_NODE_FLAGS.split(' ') : []), ...(compiled ? [] : ['--import', 'tsx'])],
+    execArgv: [
+      ...(process.env.BENCH_NODE_FLAGS && cfg.role !== 'backend' ? process.env.BENCH_NODE_FLAGS.split(' ') : []),
+      ...(compiled ? [] : ['--import', 'tsx']),
+    ],
     env: { ...process.env, BENCH_CHILD: JSON.stringify(cfg) },
     stdio: ['ignore', out, out, 'ipc'],
   });
   closeSync(out);
   const ready = await new Promise<Extract<FromChild, { cmd: 'ready' }>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${cfg.name} did not start within ${timeoutMs} ms (log: ${cfg.logFile})`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${cfg.name} did not start within ${timeoutMs} ms (log: ${cfg.logFile})`)),
+      timeoutMs,
+    );
     cp.on('message', (m: FromChild) => {
       if (m.cmd === 'ready') {
         clearTimeout(timer);

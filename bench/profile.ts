@@ -72,8 +72,14 @@ export function summarise(file: string, top = 25): ProfileSummary {
   const pct = (ms: number) => Math.round((ms / (busy || 1)) * 1000) / 10;
   return {
     totalMs: Math.round(total),
-    areas: [...areas].map(([area, ms]) => ({ area, ms: Math.round(ms), pct: pct(ms) })).sort((a, b) => b.ms - a.ms).slice(0, top),
-    functions: [...fns.values()].map((f) => ({ ...f, ms: Math.round(f.ms), pct: pct(f.ms) })).sort((a, b) => b.ms - a.ms).slice(0, top),
+    areas: [...areas]
+      .map(([area, ms]) => ({ area, ms: Math.round(ms), pct: pct(ms) }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, top),
+    functions: [...fns.values()]
+      .map((f) => ({ ...f, ms: Math.round(f.ms), pct: pct(f.ms) }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, top),
   };
 }
 

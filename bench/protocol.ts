@@ -20,11 +20,21 @@ export interface ChildConfig {
   logFile: string;
 }
 
-export type ToChild = { cmd: 'stats' } | { cmd: 'profile-start' } | { cmd: 'profile-stop'; file: string } | { cmd: 'stop' };
+export type ToChild =
+  { cmd: 'stats' } | { cmd: 'profile-start' } | { cmd: 'profile-stop'; file: string } | { cmd: 'stop' };
 export type FromChild =
   | { cmd: 'ready'; url: string }
   | { cmd: 'failed'; error: string }
-  | { cmd: 'stats'; redisWrites: number; requests: number; degradedCalls: number; rssBytes: number; peakRssBytes: number; heapUsedBytes: number; cpuMicros: number }
+  | {
+      cmd: 'stats';
+      redisWrites: number;
+      requests: number;
+      degradedCalls: number;
+      rssBytes: number;
+      peakRssBytes: number;
+      heapUsedBytes: number;
+      cpuMicros: number;
+    }
   | { cmd: 'profiled'; file: string }
   | { cmd: 'profile-started' };
 
@@ -39,4 +49,3 @@ export function memory(pid: number | 'self' = 'self'): { rss: number; peak: numb
     return { rss, peak: rss };
   }
 }
-

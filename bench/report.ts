@@ -8,7 +8,21 @@ const f = (v: number | null | undefined, d: number) => (v === null || v === unde
 
 export function table(r: SuiteResult): string {
   const bare = r.scenarios.find((s) => s.name === 'bare-proxy');
-  const head = ['scenario', 'req/s', 'x bare', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'redis rt/req', 'redis cmds/req', 'no-redis calls', 'hop CPU µs/req', 'redis CPU µs/req', 'gw RSS / peak / heap MB'];
+  const head = [
+    'scenario',
+    'req/s',
+    'x bare',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'non-2xx',
+    'redis rt/req',
+    'redis cmds/req',
+    'no-redis calls',
+    'hop CPU µs/req',
+    'redis CPU µs/req',
+    'gw RSS / peak / heap MB',
+  ];
   const rows = r.scenarios.map((s) =>
     s.skipped
       ? [s.title, `skipped: ${s.skipped}`, '', '', '', '', '', '', '', '', '', '']
@@ -25,17 +39,31 @@ export function table(r: SuiteResult): string {
           s.degradedCalls === null ? '-' : String(s.degradedCalls),
           f(s.hopCpuMicrosPerRequest, 0),
           f(s.redisCpuMicrosPerRequest, 0),
-          s.gatewayRssMB === null ? '-' : `${f(s.gatewayRssMB, 0)} / ${f(s.gatewayPeakRssMB, 0)} / ${f(s.gatewayHeapUsedMB, 0)}`,
+          s.gatewayRssMB === null
+            ? '-'
+            : `${f(s.gatewayRssMB, 0)} / ${f(s.gatewayPeakRssMB, 0)} / ${f(s.gatewayHeapUsedMB, 0)}`,
         ],
   );
-  const lines = [markdownTable(head, rows), '', markdownTable(['target', 'goal', 'measured', 'result'], r.targets.map((t) => [t.name, t.goal, t.display, t.pass === null ? 'not run' : t.pass ? 'PASS' : 'FAIL'])) ];
+  const lines = [
+    markdownTable(head, rows),
+    '',
+    markdownTable(
+      ['target', 'goal', 'measured', 'result'],
+      r.targets.map((t) => [t.name, t.goal, t.display, t.pass === null ? 'not run' : t.pass ? 'PASS' : 'FAIL']),
+    ),
+  ];
   return lines.join('\n');
 }
 
 function markdownTable(head: string[], rows: string[][]): string {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => '| ' + cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(' | ') + ' |';
-  return [line(head), '|' + w.map((n, i) => (i === 0 ? ':' + '-'.repeat(n + 1) : '-'.repeat(n + 1) + ':')).join('|') + '|', ...rows.map(line)].join('\n');
+  const line = (cells: string[]) =>
+    '| ' + cells.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join(' | ') + ' |';
+  return [
+    line(head),
+    '|' + w.map((n, i) => (i === 0 ? ':' + '-'.repeat(n + 1) : '-'.repeat(n + 1) + ':')).join('|') + '|',
+    ...rows.map(line),
+  ].join('\n');
 }
 
 export function profiles(r: SuiteResult): string {

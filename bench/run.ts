@@ -33,7 +33,8 @@ const num = (name: string, dflt: number) => {
 
 async function main() {
   const suite = env.BENCH_SUITE || 'backend';
-  if (suite !== 'backend' && suite !== 'hop') throw new Error(`BENCH_SUITE: unknown suite ${suite} (known: backend, hop)`);
+  if (suite !== 'backend' && suite !== 'hop')
+    throw new Error(`BENCH_SUITE: unknown suite ${suite} (known: backend, hop)`);
   if (suite === 'hop') {
     const abortHop = new AbortController();
     for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -48,15 +49,25 @@ async function main() {
       warmup: num('BENCH_WARMUP', 3),
       duration: num('BENCH_DURATION', 10),
       connections: num('BENCH_CONNECTIONS', 50),
-      only: env.BENCH_TARGETS ? env.BENCH_TARGETS.split(',').map((s) => s.trim()).filter(Boolean) : undefined,
+      only: env.BENCH_TARGETS
+        ? env.BENCH_TARGETS.split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : undefined,
       databaseUrl: env.BENCH_DATABASE_URL || env.DATABASE_URL || undefined,
       resultsDir: env.BENCH_RESULTS_DIR ?? fileURLToPath(new URL('./results/', import.meta.url)),
       signal: abortHop.signal,
     });
     return;
   }
-  const only = env.BENCH_SCENARIOS ? (env.BENCH_SCENARIOS.split(',').map((s) => s.trim()).filter(Boolean) as ScenarioName[]) : undefined;
-  for (const s of only ?? []) if (!SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario ${s} (known: ${SCENARIOS.join(', ')})`);
+  const only = env.BENCH_SCENARIOS
+    ? (env.BENCH_SCENARIOS.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean) as ScenarioName[])
+    : undefined;
+  for (const s of only ?? [])
+    if (!SCENARIOS.includes(s))
+      throw new Error(`BENCH_SCENARIOS: unknown scenario ${s} (known: ${SCENARIOS.join(', ')})`);
   const abort = new AbortController();
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
@@ -90,14 +101,18 @@ async function main() {
   const file = writeJson(resultsDir, r);
   const m = r.machine;
   console.log(`\n${m.cpus} x ${m.cpuModel}, ${m.memoryGB} GB, ${m.os}, node ${m.node}`);
-  console.log(`${r.settings.rounds} x ${r.settings.duration} s per scenario, each after ${r.settings.warmup} s warm-up, ${r.settings.connections} connections, GET ${r.settings.path}`);
+  console.log(
+    `${r.settings.rounds} x ${r.settings.duration} s per scenario, each after ${r.settings.warmup} s warm-up, ${r.settings.connections} connections, GET ${r.settings.path}`,
+  );
   console.log(`gateway RSS idle after start: ${r.settings.gatewayIdleRssMB} MB\n`);
   console.log(table(r));
   if (r.fixedRate) {
     const f = r.fixedRate;
-    console.log(`\nat a fixed ${f.rate} req/s (half the bare proxy's throughput), ${r.settings.connections} connections: ` +
-      `bare proxy p50 ${f.bare.p50.toFixed(2)} / p99 ${f.bare.p99.toFixed(2)} ms, gateway p50 ${f.gateway.p50.toFixed(2)} / p99 ${f.gateway.p99.toFixed(2)} ms, ` +
-      `p99 added ${(f.gateway.p99 - f.bare.p99).toFixed(2)} ms`);
+    console.log(
+      `\nat a fixed ${f.rate} req/s (half the bare proxy's throughput), ${r.settings.connections} connections: ` +
+        `bare proxy p50 ${f.bare.p50.toFixed(2)} / p99 ${f.bare.p99.toFixed(2)} ms, gateway p50 ${f.gateway.p50.toFixed(2)} / p99 ${f.gateway.p99.toFixed(2)} ms, ` +
+        `p99 added ${(f.gateway.p99 - f.bare.p99).toFixed(2)} ms`,
+    );
   }
   const p = profiles(r);
   if (p) console.log('\n' + p);

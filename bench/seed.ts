@@ -3,7 +3,15 @@
 // `free` plan, whose read budget is 1 a minute in bench/plans.json: its key is over its limit after one
 // request, so scenario 5 answers 429 and nothing else does.
 /** Every read scope of config/routes.json: the bench keys may call any candidate read route. */
-export const ALL_READ_SCOPES = ['accounts:read', 'warmup:read', 'tags:read', 'analytics:read', 'notifications:read', 'billing:read', 'workspace:read'];
+export const ALL_READ_SCOPES = [
+  'accounts:read',
+  'warmup:read',
+  'tags:read',
+  'analytics:read',
+  'notifications:read',
+  'billing:read',
+  'workspace:read',
+];
 
 export const ORG = 1;
 export const WS = 100;
@@ -41,7 +49,14 @@ export function benchSeed(manyKeyCount: number) {
     ],
     apiKeys: [
       { id: KEY_ID, secret: ONE_KEY, name: 'bench', workspaceId: WS, role: 'ADMIN', scopes: ALL_READ_SCOPES },
-      { id: LIMITED_KEY_ID, secret: LIMITED_KEY, name: 'limited', workspaceId: LIMITED_WS, role: 'ADMIN', scopes: ALL_READ_SCOPES },
+      {
+        id: LIMITED_KEY_ID,
+        secret: LIMITED_KEY,
+        name: 'limited',
+        workspaceId: LIMITED_WS,
+        role: 'ADMIN',
+        scopes: ALL_READ_SCOPES,
+      },
       ...manyKeys(manyKeyCount).map((secret, i) => ({
         id: MANY_FIRST_ID + i,
         secret,
@@ -57,8 +72,27 @@ export function benchSeed(manyKeyCount: number) {
       { id: 3, workspaceId: LIMITED_WS, name: 'other' },
     ],
     accounts: [
-      { id: ACCOUNT, workspaceId: WS, emailAddress: 'a@bench.test', fromName: 'Ann', provider: 'google', status: 'active', verification: 'passed', warmupMaxLimit: 40, tagIds: [1] },
-      { id: 5200, workspaceId: LIMITED_WS, emailAddress: 'b@limited.test', fromName: 'Bob', provider: 'google', status: 'active', verification: 'passed', warmupMaxLimit: 10 },
+      {
+        id: ACCOUNT,
+        workspaceId: WS,
+        emailAddress: 'a@bench.test',
+        fromName: 'Ann',
+        provider: 'google',
+        status: 'active',
+        verification: 'passed',
+        warmupMaxLimit: 40,
+        tagIds: [1],
+      },
+      {
+        id: 5200,
+        workspaceId: LIMITED_WS,
+        emailAddress: 'b@limited.test',
+        fromName: 'Bob',
+        provider: 'google',
+        status: 'active',
+        verification: 'passed',
+        warmupMaxLimit: 10,
+      },
     ],
   };
 }

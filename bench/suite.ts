@@ -8,13 +8,41 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { encodeIdentity, sign, type Identity } from '../src/http/identity.js';
-import { compileForBench, startChild, spawnProgram, freePort, waitForPort, which, type Child, type Spawned } from './procs.js';
+import {
+  compileForBench,
+  startChild,
+  spawnProgram,
+  freePort,
+  waitForPort,
+  which,
+  type Child,
+  type Spawned,
+} from './procs.js';
 import { memory, type ChildConfig } from './protocol.js';
 import { runLoad, runPaced, nextIp, type LoadResult, type LoadSpec } from './load.js';
-import { benchSeed, manyKeys, ONE_KEY, LIMITED_KEY, WS, LIMITED_WS, ACCOUNT, KEY_ID, ORG, ALL_READ_SCOPES } from './seed.js';
+import {
+  benchSeed,
+  manyKeys,
+  ONE_KEY,
+  LIMITED_KEY,
+  WS,
+  LIMITED_WS,
+  ACCOUNT,
+  KEY_ID,
+  ORG,
+  ALL_READ_SCOPES,
+} from './seed.js';
 import { summarise, type ProfileSummary } from './profile.js';
 
-export const SCENARIOS = ['direct', 'bare-proxy', 'gateway', 'gateway-many-keys', 'gateway-rejections', 'gateway-2-processes', 'nginx'] as const;
+export const SCENARIOS = [
+  'direct',
+  'bare-proxy',
+  'gateway',
+  'gateway-many-keys',
+  'gateway-rejections',
+  'gateway-2-processes',
+  'nginx',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface SuiteOptions {
@@ -87,7 +115,17 @@ export interface SuiteResult {
   startedAt: string;
   command: string;
   machine: { cpus: number; cpuModel: string; memoryGB: number; os: string; node: string };
-  settings: { duration: number; warmup: number; rounds: number; connections: number; manyKeys: number; path: string; database: string; redis: string; gatewayIdleRssMB: number };
+  settings: {
+    duration: number;
+    warmup: number;
+    rounds: number;
+    connections: number;
+    manyKeys: number;
+    path: string;
+    database: string;
+    redis: string;
+    gatewayIdleRssMB: number;
+  };
   scenarios: ScenarioResult[];
   targets: Target[];
   /**
@@ -155,9 +193,16 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
     if (!redisUrl && !bin && o.fallbackRedisUrl) redisUrl = o.fallbackRedisUrl;
     const sharedRedis = redisUrl !== undefined;
     if (!redisUrl) {
-      if (!bin) throw new Error('no Redis: install redis-server or set BENCH_REDIS_URL (the gateways share their counters through Redis)');
+      if (!bin)
+        throw new Error(
+          'no Redis: install redis-server or set BENCH_REDIS_URL (the gateways share their counters through Redis)',
+        );
       const port = await freePort();
-      const rs: Spawned = spawnProgram(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], join(logDir, 'redis.log'));
+      const rs: Spawned = spawnProgram(
+        bin,
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        join(logDir, 'redis.log'),
+      );
       stopList.push(() => rs.stop());
       await waitForPort(port, 10_000);
       redisUrl = `redis://127.0.0.1:${port}`;
@@ -189,7 +234,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
       });
     }
-    const dbLabel = o.databaseUrl ? `PostgreSQL ${o.databaseUrl.replace(/\/\/([^@/:]*):[^@/]*@/, '//$1:***@')}, schema ${schema}` : 'PGlite in memory in each process';
+    const dbLabel = o.databaseUrl
+      ? `PostgreSQL ${o.databaseUrl.replace(/\/\/([^@/:]*):[^@/]*@/, '//$1:***@')}, schema ${schema}`
+      : 'PGlite in memory in each process';
 
     // ---- Seed, secrets, plans.
     const seedFile = join(work, 'seed.json');
@@ -210,7 +257,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       return c;
     };
 
-    log(`starting: backend (seeding ${o.manyKeys + 2} keys), bare proxy, gateway; Redis: ${redisLabel}; database: ${dbLabel}`);
+    log(
+      `starting: backend (seeding ${o.manyKeys + 2} keys), bare proxy, gateway; Redis: ${redisLabel}; database: ${dbLabel}`,
+    );
     const backend = await child({ role: 'backend', name: 'backend', seedFile });
     const gatewaySeed = o.databaseUrl ? undefined : seedFile;
     const [bare, gw1] = await Promise.all([
@@ -236,15 +285,30 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       return () => {
         const ts = String(Date.now());
         const rid = `bench-${ts}-${sent++}`;
-        return { 'x-request-id': rid, 'x-gateway-identity': identity, 'x-gateway-timestamp': ts, 'x-gateway-signature': sign(gatewaySecret, ts, rid, 'GET', path, identity), 'x-forwarded-for': nextIp() };
+        return {
+          'x-request-id': rid,
+          'x-gateway-identity': identity,
+          'x-gateway-timestamp': ts,
+          'x-gateway-signature': sign(gatewaySecret, ts, rid, 'GET', path, identity),
+          'x-forwarded-for': nextIp(),
+        };
       };
     };
     const fill = (p: string, wid: number) => p.replace('{wid}', String(wid)).replace('{account}', String(ACCOUNT));
-    const path = await chooseRoute(o.path ? [o.path] : CANDIDATES, backend.url, (p) => signer(fill(p, WS)), (p) => fill(p, WS), log);
+    const path = await chooseRoute(
+      o.path ? [o.path] : CANDIDATES,
+      backend.url,
+      (p) => signer(fill(p, WS)),
+      (p) => fill(p, WS),
+      log,
+    );
     const pattern = o.path ?? CANDIDATES.find((c) => fill(c, WS) === path)!;
     const limitedPath = fill(pattern, LIMITED_WS);
-    const gwCheck = await fetch(gw1.url + path, { headers: { authorization: `Bearer ${ONE_KEY}`, 'x-forwarded-for': nextIp() } });
-    if (!gwCheck.ok) throw new Error(`GET ${path} through the gateway answers ${gwCheck.status}: ${await gwCheck.text()}`);
+    const gwCheck = await fetch(gw1.url + path, {
+      headers: { authorization: `Bearer ${ONE_KEY}`, 'x-forwarded-for': nextIp() },
+    });
+    if (!gwCheck.ok)
+      throw new Error(`GET ${path} through the gateway answers ${gwCheck.status}: ${await gwCheck.text()}`);
     log(`route: GET ${path}`);
 
     // ---- Header generators (every scenario builds a fresh headers object per request: the same generator cost).
@@ -287,11 +351,30 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       warm?: () => Promise<unknown>;
     }
     const plans: Plan[] = [];
-    const single = (url: string, p: string, h: () => Record<string, string>) => (d: number): LoadSpec[] => [{ url, path: p, connections: c, duration: d, headers: h }];
-    if (want('direct')) plans.push({ name: 'direct', target: `${backend.url}${path}`, specs: single(backend.url, path, headers.signed), gws: [] });
-    plans.push({ name: 'bare-proxy', target: `${bare.url}${path}`, specs: single(bare.url, path, headers.signed), gws: [], hop: [bare] });
+    const single =
+      (url: string, p: string, h: () => Record<string, string>) =>
+      (d: number): LoadSpec[] => [{ url, path: p, connections: c, duration: d, headers: h }];
+    if (want('direct'))
+      plans.push({
+        name: 'direct',
+        target: `${backend.url}${path}`,
+        specs: single(backend.url, path, headers.signed),
+        gws: [],
+      });
+    plans.push({
+      name: 'bare-proxy',
+      target: `${bare.url}${path}`,
+      specs: single(bare.url, path, headers.signed),
+      gws: [],
+      hop: [bare],
+    });
     if (want('gateway') || want('gateway-2-processes') || want('gateway-rejections') || want('gateway-many-keys')) {
-      plans.push({ name: 'gateway', target: `${gw1.url}${path}`, specs: single(gw1.url, path, headers.one), gws: [gw1] });
+      plans.push({
+        name: 'gateway',
+        target: `${gw1.url}${path}`,
+        specs: single(gw1.url, path, headers.one),
+        gws: [gw1],
+      });
     }
     if (want('gateway-many-keys')) {
       plans.push({
@@ -304,7 +387,12 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       });
     }
     if (want('gateway-rejections')) {
-      plans.push({ name: 'gateway-rejections', target: `${gw1.url}${limitedPath} (key over its limit)`, specs: single(gw1.url, limitedPath, headers.limited), gws: [gw1] });
+      plans.push({
+        name: 'gateway-rejections',
+        target: `${gw1.url}${limitedPath} (key over its limit)`,
+        specs: single(gw1.url, limitedPath, headers.limited),
+        gws: [gw1],
+      });
     }
     if (want('gateway-2-processes')) {
       const gw2 = await child({ role: 'gateway', name: 'gateway-2', upstream: backend.url, seedFile: gatewaySeed });
@@ -335,7 +423,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
     }
 
     const measure = async (p: Plan, roundNo: number): Promise<ScenarioResult> => {
-      log(`${TITLES[p.name]}${o.rounds > 1 ? ` [round ${roundNo + 1}/${o.rounds}]` : ''}: warm-up ${o.warmup} s, then ${o.duration} s at ${c} connections`);
+      log(
+        `${TITLES[p.name]}${o.rounds > 1 ? ` [round ${roundNo + 1}/${o.rounds}]` : ''}: warm-up ${o.warmup} s, then ${o.duration} s at ${c} connections`,
+      );
       await p.warm?.();
       await runLoad(p.specs(o.warmup));
       const beforeRun = p.gws.length ? await stats(p.gws) : null;
@@ -344,7 +434,8 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       // The profiled process: the first gateway, or the bare proxy (a baseline profile to compare with).
       const profiling = o.profile && hop.length > 0 && roundNo === 0;
       if (profiling) await hop[0].ask({ cmd: 'profile-start' }, 'profile-started');
-      const cpu = async () => (await Promise.all(hop.map((h) => h.ask({ cmd: 'stats' }, 'stats')))).reduce((a, st) => a + st.cpuMicros, 0);
+      const cpu = async () =>
+        (await Promise.all(hop.map((h) => h.ask({ cmd: 'stats' }, 'stats')))).reduce((a, st) => a + st.cpuMicros, 0);
       const cpuBefore = hop.length ? await cpu() : 0;
       const redisCpu = async () => parseRedisCpuMicros(await redis.info('cpu'));
       const redisCpuBefore = p.gws.length ? await redisCpu() : 0;
@@ -362,7 +453,9 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       let rt: { writes: number; served: number; cmds: Record<string, number>; degraded: number } | null = null;
       if (p.gws.length) {
         const before = await stats(p.gws);
-        const probe = p.specs(1).map((sp) => ({ ...sp, duration: undefined, amount: o.probe ?? PROBE, connections: 1 }));
+        const probe = p
+          .specs(1)
+          .map((sp) => ({ ...sp, duration: undefined, amount: o.probe ?? PROBE, connections: 1 }));
         await runLoad(probe);
         const after = await stats(p.gws);
         const served = Math.max(1, after.requests - before.requests);
@@ -393,11 +486,13 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         redisCpuMicrosPerRequest: redisCpuMicros === null ? null : round(redisCpuMicros, 1),
         profile,
       };
-      log(`  ${fmt(res.rps, 0)} req/s, p50 ${fmt(res.p50, 2)} ms, p99 ${fmt(res.p99, 2)} ms, errors ${res.errors}, non-2xx ${res.non2xx}` +
-        (res.hopCpuMicrosPerRequest !== null ? `, hop CPU ${res.hopCpuMicrosPerRequest} µs/req` : '') +
-        (res.redisCpuMicrosPerRequest !== null ? `, redis CPU ${res.redisCpuMicrosPerRequest} µs/req` : '') +
-        (res.redisRoundTrips !== null ? `, redis ${res.redisRoundTrips} rt/req` : '') +
-        (res.degradedCalls ? `, ${res.degradedCalls} store calls without Redis (breaker open)` : ''));
+      log(
+        `  ${fmt(res.rps, 0)} req/s, p50 ${fmt(res.p50, 2)} ms, p99 ${fmt(res.p99, 2)} ms, errors ${res.errors}, non-2xx ${res.non2xx}` +
+          (res.hopCpuMicrosPerRequest !== null ? `, hop CPU ${res.hopCpuMicrosPerRequest} µs/req` : '') +
+          (res.redisCpuMicrosPerRequest !== null ? `, redis CPU ${res.redisCpuMicrosPerRequest} µs/req` : '') +
+          (res.redisRoundTrips !== null ? `, redis ${res.redisRoundTrips} rt/req` : '') +
+          (res.degradedCalls ? `, ${res.degradedCalls} store calls without Redis (breaker open)` : ''),
+      );
       return res;
     };
 
@@ -419,12 +514,20 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       // The median round by throughput represents the scenario; every round is kept.
       const sorted = [...rs].sort((a, b) => a.rps - b.rps);
       const median = sorted[Math.floor((sorted.length - 1) / 2)];
-      const rounds = rs.map((r) => ({ rps: round(r.rps, 1), p50: round3(r.p50), p99: round3(r.p99), errors: r.errors, non2xx: r.non2xx }));
+      const rounds = rs.map((r) => ({
+        rps: round(r.rps, 1),
+        p50: round3(r.p50),
+        p99: round3(r.p99),
+        errors: r.errors,
+        non2xx: r.non2xx,
+      }));
       results.push({
         ...median,
         rounds,
         errors: rs.reduce((n, r) => n + r.errors, 0),
-        degradedCalls: rs.some((r) => r.degradedCalls !== null) ? rs.reduce((n, r) => n + (r.degradedCalls ?? 0), 0) : null,
+        degradedCalls: rs.some((r) => r.degradedCalls !== null)
+          ? rs.reduce((n, r) => n + (r.degradedCalls ?? 0), 0)
+          : null,
         non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
         profile: rs.find((r) => r.profile)?.profile,
         // Peak RSS is a high-water mark over the process's life: the first round's reading is the one
@@ -443,7 +546,14 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
         log(`${TITLES[p.name]} at a fixed ${rate} req/s, evenly paced: ${o.duration} s at ${c} connections`);
         // One target each; runPaced spaces the requests evenly (autocannon's overallRate comes in bursts).
         const [sp] = p.specs(o.duration);
-        const r = await runPaced({ url: sp.url, path: sp.path, connections: sp.connections, duration: o.duration, rate, headers: sp.headers });
+        const r = await runPaced({
+          url: sp.url,
+          path: sp.path,
+          connections: sp.connections,
+          duration: o.duration,
+          rate,
+          headers: sp.headers,
+        });
         log(`  ${fmt(r.rps, 0)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms, errors ${r.errors}`);
         return { rps: round(r.rps, 1), p50: round3(r.p50), p99: round3(r.p99) };
       };
@@ -455,7 +565,17 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
       startedAt: new Date().toISOString(),
       command: '',
       machine: machine(),
-      settings: { duration: o.duration, warmup: o.warmup, rounds: o.rounds, connections: o.connections, manyKeys: o.manyKeys, path, database: dbLabel, redis: redisLabel, gatewayIdleRssMB: round(idle.rss / 2 ** 20, 1) },
+      settings: {
+        duration: o.duration,
+        warmup: o.warmup,
+        rounds: o.rounds,
+        connections: o.connections,
+        manyKeys: o.manyKeys,
+        path,
+        database: dbLabel,
+        redis: redisLabel,
+        gatewayIdleRssMB: round(idle.rss / 2 ** 20, 1),
+      },
       scenarios: results,
       targets: targets(results),
     };
@@ -468,9 +588,31 @@ export async function runSuite(o: SuiteOptions): Promise<SuiteResult> {
 
 function skipped(name: ScenarioName, why: string): ScenarioResult {
   return {
-    name, title: TITLES[name], target: '', connections: 0, rounds: [], requests: 0, seconds: 0, rps: 0, p50: 0, p90: 0, p99: 0, mean: 0,
-    errors: 0, non2xx: 0, statuses: {}, redisRoundTrips: null, redisCommands: null, redisCommandBreakdown: null,
-    gatewayRssMB: null, gatewayPeakRssMB: null, gatewayHeapUsedMB: null, hopCpuMicrosPerRequest: null, redisCpuMicrosPerRequest: null, degradedCalls: null, skipped: why,
+    name,
+    title: TITLES[name],
+    target: '',
+    connections: 0,
+    rounds: [],
+    requests: 0,
+    seconds: 0,
+    rps: 0,
+    p50: 0,
+    p90: 0,
+    p99: 0,
+    mean: 0,
+    errors: 0,
+    non2xx: 0,
+    statuses: {},
+    redisRoundTrips: null,
+    redisCommands: null,
+    redisCommandBreakdown: null,
+    gatewayRssMB: null,
+    gatewayPeakRssMB: null,
+    gatewayHeapUsedMB: null,
+    hopCpuMicrosPerRequest: null,
+    redisCpuMicrosPerRequest: null,
+    degradedCalls: null,
+    skipped: why,
   };
 }
 
@@ -497,9 +639,12 @@ async function chooseRoute(
     for (let i = 0; i < 200; i++) await (await fetch(backendUrl + path, { headers: h() })).arrayBuffer();
     timings.push({ path, ms: (performance.now() - t0) / 200 });
   }
-  if (!timings.length) throw new Error(`no candidate route answers 2xx at the backend: ${refused.join(', ')} (set BENCH_PATH)`);
+  if (!timings.length)
+    throw new Error(`no candidate route answers 2xx at the backend: ${refused.join(', ')} (set BENCH_PATH)`);
   timings.sort((a, b) => a.ms - b.ms);
-  log(`route candidates (mean ms, sequential): ${timings.map((t) => `${t.path} ${t.ms.toFixed(2)}`).join('; ')}${refused.length ? `; not 2xx: ${refused.join(', ')}` : ''}`);
+  log(
+    `route candidates (mean ms, sequential): ${timings.map((t) => `${t.path} ${t.ms.toFixed(2)}`).join('; ')}${refused.length ? `; not 2xx: ${refused.join(', ')}` : ''}`,
+  );
   return timings[0].path;
 }
 
@@ -573,7 +718,11 @@ export function targets(rs: ScenarioResult[]): Target[] {
   // Two scenarios are compared round by round (rounds interleave the scenarios, so the two runs of one
   // round are minutes apart and meet the same machine), and the median of those values is the measure.
   // Pairing the median round of one scenario with the median round of another would mix rounds.
-  const paired = (a: ScenarioResult, b: ScenarioResult, f: (x: ScenarioResult['rounds'][number], y: ScenarioResult['rounds'][number]) => number | null) => {
+  const paired = (
+    a: ScenarioResult,
+    b: ScenarioResult,
+    f: (x: ScenarioResult['rounds'][number], y: ScenarioResult['rounds'][number]) => number | null,
+  ) => {
     const n = Math.min(a.rounds.length, b.rounds.length);
     const vs = n === 0 ? [f(a, b)] : Array.from({ length: n }, (_, i) => f(a.rounds[i], b.rounds[i]));
     const ok = vs.filter((v): v is number => v !== null);
@@ -583,7 +732,8 @@ export function targets(rs: ScenarioResult[]): Target[] {
     const s = [...vs].sort((x, y) => x - y);
     return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   };
-  const rounds = (vs: number[], d: number) => (vs.length > 1 ? ` (rounds ${vs.map((v) => v.toFixed(d)).join(', ')})` : '');
+  const rounds = (vs: number[], d: number) =>
+    vs.length > 1 ? ` (rounds ${vs.map((v) => v.toFixed(d)).join(', ')})` : '';
   const ratio = (name: string, goal: number, a?: ScenarioResult, b?: ScenarioResult) => {
     const vs = a && b ? paired(a, b, (x, y) => (y.rps > 0 ? x.rps / y.rps : null)) : null;
     const v = vs ? median(vs) : null;

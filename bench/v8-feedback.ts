@@ -19,7 +19,10 @@ export function runWithNatives(args: string[]): string {
   const file = join(dir, 'out.txt');
   const fd = openSync(file, 'w');
   try {
-    execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--import', 'tsx', ...args], { stdio: ['ignore', fd, 'inherit'], timeout: 120_000 });
+    execFileSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--import', 'tsx', ...args], {
+      stdio: ['ignore', fd, 'inherit'],
+      timeout: 120_000,
+    });
     return readFileSync(file, 'utf8');
   } finally {
     closeSync(fd);

@@ -12,7 +12,10 @@ const target = new URL('deploy/base/tables-configmap.yaml', root);
 function block(key, path) {
   const text = readFileSync(new URL(path, root), 'utf8');
   JSON.parse(text); // refuse to ship a file that is not even JSON
-  const lines = text.trimEnd().split('\n').map((l) => (l.trim() === '' ? '' : `    ${l.trimEnd()}`));
+  const lines = text
+    .trimEnd()
+    .split('\n')
+    .map((l) => (l.trim() === '' ? '' : `    ${l.trimEnd()}`));
   return `  ${key}: |\n${lines.join('\n')}\n`;
 }
 
@@ -43,7 +46,9 @@ if (process.argv.includes('--check')) {
     // missing: out of date
   }
   if (current !== text) {
-    console.error('deploy/base/tables-configmap.yaml is out of date with config/plans.json or config/routes.json: run `node deploy/sync-tables.mjs`');
+    console.error(
+      'deploy/base/tables-configmap.yaml is out of date with config/plans.json or config/routes.json: run `node deploy/sync-tables.mjs`',
+    );
     process.exit(1);
   }
 } else {

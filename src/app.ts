@@ -1,5 +1,5 @@
 // Composition: build the services once and hand them down (CONTRIBUTING.md, backend domains). Used by the CLI and tests.
-import http from 'node:http';
+import type http from 'node:http';
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
@@ -86,10 +86,16 @@ export async function startApp(o: AppOptions): Promise<App> {
   // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
   await keepTickShape();
   // An unreachable database stops the start with one line naming DATABASE_URL (or DATA_DIR).
-  const [dbSetting, dbWhere] = s.DATABASE_URL ? ['DATABASE_URL', { url: s.DATABASE_URL }] : ['DATA_DIR', { path: s.DATA_DIR }];
-  const db = o.db ?? (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }).catch((err): never => {
-    throw settingError(dbSetting, err, dbWhere);
-  }));
+  const [dbSetting, dbWhere] = s.DATABASE_URL
+    ? ['DATABASE_URL', { url: s.DATABASE_URL }]
+    : ['DATA_DIR', { path: s.DATA_DIR }];
+  const db =
+    o.db ??
+    (await openDb({ databaseUrl: s.DATABASE_URL, dataDir: s.DATA_DIR, queryTimeoutMs: s.DB_QUERY_TIMEOUT_MS }).catch(
+      (err): never => {
+        throw settingError(dbSetting, err, dbWhere);
+      },
+    ));
   await migrate(db).catch(async (err) => {
     if (!o.db) await db.close().catch(() => {});
     throw settingError(dbSetting, err, dbWhere);
@@ -98,11 +104,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   let routes: Routes = loadRoutes(s.ROUTES_FILE);
   const metrics = createMetrics({ defaults: !o.ephemeralPorts });
   let cache: PrincipalCache | null = null;
-  const redis = o.stores
-    ? null
-    : redisClientSettings(s)
-      ? createRedisClient(redisClientSettings(s)!)
-      : null;
+  const redis = o.stores ? null : redisClientSettings(s) ? createRedisClient(redisClientSettings(s)!) : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
   const shared = redis ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock }) : null;
@@ -142,15 +144,23 @@ export async function startApp(o: AppOptions): Promise<App> {
   if (o.seed !== undefined) {
     const orgs = await applySeed(db, parseSeed(o.seed));
     // Cached principals of these organizations (other instances) must not outlive the seed.
-    for (const org of orgs) await stores.versions.bump(org).catch(() => o.log.warn({ org }, 'access version bump after seeding failed'));
+    for (const org of orgs)
+      await stores.versions.bump(org).catch(() => o.log.warn({ org }, 'access version bump after seeding failed'));
   }
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
   // A port in use names its setting; an address this machine does not have names HOST.
-  const listen = (srv: http.Server, p: number, host: string, setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT') =>
+  const listen = (
+    srv: http.Server,
+    p: number,
+    host: string,
+    setting: 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT',
+  ) =>
     new Promise<string>((resolve, reject) => {
       srv.once('error', (err) => reject(listenError(setting, host, p, err)));
-      srv.listen(p, host, () => resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`));
+      srv.listen(p, host, () =>
+        resolve(`http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${(srv.address() as AddressInfo).port}`),
+      );
     });
 
   const closers: (() => Promise<void>)[] = [];
@@ -161,7 +171,13 @@ export async function startApp(o: AppOptions): Promise<App> {
     const backendLog = o.log.child({ c: 'backend' });
     // Stored mailbox credentials are brought under the current key before the backend answers anything.
     const { openCredentials } = await import('./backend/credentials/accounts.js');
-    const credentials = await openCredentials({ db, log: backendLog, clock, keys: s.CREDENTIAL_KEYS, dataDir: s.DATA_DIR });
+    const credentials = await openCredentials({
+      db,
+      log: backendLog,
+      clock,
+      keys: s.CREDENTIAL_KEYS,
+      dataDir: s.DATA_DIR,
+    });
     backend = {
       db,
       plans: () => plans,
@@ -221,23 +237,47 @@ export async function startApp(o: AppOptions): Promise<App> {
     });
     closers.push(unlisten);
     // Each key's last use, written once a minute and on close (after the drain, before the database).
-    const lastUse = new LastUseRecorder(db, clock, (err) => o.log.warn({ err: err.message }, 'last-use write failed; kept for the next'));
+    const lastUse = new LastUseRecorder(db, clock, (err) =>
+      o.log.warn({ err: err.message }, 'last-use write failed; kept for the next'),
+    );
     lastUse.start();
     const upstream = o.upstreamOverride ?? (o.mode === 'start' && backendUrl ? backendUrl : s.UPSTREAM_URL);
-    const forwarder = createForwarder({ upstream, timeoutMs: s.UPSTREAM_TIMEOUT_MS, maxSockets: s.UPSTREAM_MAX_SOCKETS, ownCors: s.CORS_ORIGINS.length > 0, observe: (sec) => metrics.upstreamLatency(sec) });
+    const forwarder = createForwarder({
+      upstream,
+      timeoutMs: s.UPSTREAM_TIMEOUT_MS,
+      maxSockets: s.UPSTREAM_MAX_SOCKETS,
+      ownCors: s.CORS_ORIGINS.length > 0,
+      observe: (sec) => metrics.upstreamLatency(sec),
+    });
     // The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both.
     const jwt = jwtSignerFromSettings(s, o.mode);
     // Without an audience a token for one service is good at every other behind this gateway.
-    if (jwt && !s.IDENTITY_JWT_AUDIENCE) o.log.warn({ setting: 'IDENTITY_JWT_AUDIENCE' }, 'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service');
+    if (jwt && !s.IDENTITY_JWT_AUDIENCE)
+      o.log.warn(
+        { setting: 'IDENTITY_JWT_AUDIENCE' },
+        'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service',
+      );
     // Per-organization accepted/refused counts per minute for the admin console's chart: in memory, and
     // flushed to Redis in batches (when there is one) so any admin API instance reads the whole fleet.
-    const traffic = new OrgTraffic({ clock, redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, log: o.log.child({ c: 'traffic' }) });
+    const traffic = new OrgTraffic({
+      clock,
+      redis,
+      prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX,
+      log: o.log.child({ c: 'traffic' }),
+    });
     closers.push(() => traffic.close());
-    const identity = { identityHmac: s.IDENTITY_FORMAT !== 'jwt', identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt };
+    const identity = {
+      identityHmac: s.IDENTITY_FORMAT !== 'jwt',
+      identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt,
+    };
     // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
     const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
     if (tracing) closers.push(() => tracing.close());
-    const resolverEvents: ResolverEvents = { cache: (hit) => metrics.cache(hit), authFailure: (kind) => metrics.authFailure(kind), used: (p, now) => lastUse.record(p, now) };
+    const resolverEvents: ResolverEvents = {
+      cache: (hit) => metrics.cache(hit),
+      authFailure: (kind) => metrics.authFailure(kind),
+      used: (p, now) => lastUse.record(p, now),
+    };
     const access = createAccessResolver(cache, stores, resolverEvents, clock);
     const principals = cache;
     // A sampled request gets a resolver of its own, whose store calls open spans under its span.
@@ -272,7 +312,13 @@ export async function startApp(o: AppOptions): Promise<App> {
     const health = backgroundChecks(async () => {
       const database = (await withinMs(db.ping(), 1_000, false)) ? 'up' : 'down';
       const degraded = (stores as { degraded?: () => boolean }).degraded?.() === true;
-      const redisState = !redis ? 'absent' : degraded ? 'degraded' : (await withinMs(stores.ready(), 1_000, false)) ? 'up' : 'down';
+      const redisState = !redis
+        ? 'absent'
+        : degraded
+          ? 'degraded'
+          : (await withinMs(stores.ready(), 1_000, false))
+            ? 'up'
+            : 'down';
       metrics.dependency('database', database === 'up');
       if (redis) metrics.dependency('redis', redisState === 'up');
       return { database, redis: redisState };
@@ -286,7 +332,9 @@ export async function startApp(o: AppOptions): Promise<App> {
       // The breaker's verdict costs nothing to read: it is live, not a second old.
       checks: () => {
         const last = health.current();
-        return redis && (stores as { degraded?: () => boolean }).degraded?.() === true ? { ...last, redis: 'degraded' } : last;
+        return redis && (stores as { degraded?: () => boolean }).degraded?.() === true
+          ? { ...last, redis: 'degraded' }
+          : last;
       },
       maxConnections: s.ADMIN_MAX_CONNECTIONS,
     });
@@ -294,13 +342,25 @@ export async function startApp(o: AppOptions): Promise<App> {
       ? await new Promise<string>((resolve, reject) => {
           // exclusive: a handle of this worker's own, not one node:cluster shares through the primary.
           gatewaySrv!.once('error', reject);
-          gatewaySrv!.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () => resolve(`http://127.0.0.1:${(gatewaySrv!.address() as AddressInfo).port}`));
+          gatewaySrv!.listen({ port: 0, host: '127.0.0.1', exclusive: true }, () =>
+            resolve(`http://127.0.0.1:${(gatewaySrv!.address() as AddressInfo).port}`),
+          );
         })
       : await listen(gatewaySrv, port(s.PORT), s.HOST, 'PORT');
     adminUrl = await listen(admin, port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
     if (s.ADMIN_API_PORT !== undefined) {
       const { startAdminApi } = await import('./admin-api/index.js');
-      const adminApi = startAdminApi({ db, pepper, clock, log: o.log.child({ c: 'admin-api' }), stores, traffic, trusted: new TrustedProxies(s.TRUST_PROXY), plans: () => plans, scopes: () => routes.scopes });
+      const adminApi = startAdminApi({
+        db,
+        pepper,
+        clock,
+        log: o.log.child({ c: 'admin-api' }),
+        stores,
+        traffic,
+        trusted: new TrustedProxies(s.TRUST_PROXY),
+        plans: () => plans,
+        scopes: () => routes.scopes,
+      });
       adminApiUrl = await listen(adminApi, port(s.ADMIN_API_PORT), s.HOST, 'ADMIN_API_PORT');
       const adminApiDrain = drainable(adminApi);
       closers.unshift(() => adminApiDrain.drain(0));
@@ -366,7 +426,16 @@ export async function startApp(o: AppOptions): Promise<App> {
  * `reload` (the old tables stay, as with SIGHUP); fixing it triggers the next reload.
  */
 export function watchConfigFiles(files: string[], reload: () => unknown, log: Logger, debounceMs = 200): () => void {
-  const text = () => files.map((f) => { try { return readFileSync(f, 'utf8'); } catch { return ''; } }).join('\0');
+  const text = () =>
+    files
+      .map((f) => {
+        try {
+          return readFileSync(f, 'utf8');
+        } catch {
+          return '';
+        }
+      })
+      .join('\0');
   let seen = text();
   let timer: NodeJS.Timeout | undefined;
   const changed = () => {
@@ -405,7 +474,14 @@ function withinMs<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
 }
 
 /** Wait until the Redis client is connected: true; false after `ms`; at once the error of a bad setting (isMisconfigured). */
-function waitForRedis(redis: { status: string; on(ev: string, fn: (err: Error) => void): unknown; off(ev: string, fn: (err: Error) => void): unknown }, ms: number): Promise<boolean | Error> {
+function waitForRedis(
+  redis: {
+    status: string;
+    on(ev: string, fn: (err: Error) => void): unknown;
+    off(ev: string, fn: (err: Error) => void): unknown;
+  },
+  ms: number,
+): Promise<boolean | Error> {
   if (redis.status === 'ready') return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (v: boolean | Error) => {

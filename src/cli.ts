@@ -20,7 +20,13 @@ const DEMO_SEED = dataFile('config/demo-seed.json');
 
 /** Relative data-file paths are found from any working directory (src/cli/paths.ts). */
 function withDataFiles(s: Settings): Settings {
-  return { ...s, PLANS_FILE: dataFile(s.PLANS_FILE), ROUTES_FILE: dataFile(s.ROUTES_FILE), WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE), OPENAPI_DIR: dataFile(s.OPENAPI_DIR) };
+  return {
+    ...s,
+    PLANS_FILE: dataFile(s.PLANS_FILE),
+    ROUTES_FILE: dataFile(s.ROUTES_FILE),
+    WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE),
+    OPENAPI_DIR: dataFile(s.OPENAPI_DIR),
+  };
 }
 
 async function main() {
@@ -36,7 +42,9 @@ async function main() {
   }
   const mode = (args[0] ?? 'start') as Mode;
   if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
-    throw new ConfigError(`unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions, audit, admin-tokens or limits (keygate --help)`);
+    throw new ConfigError(
+      `unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions, audit, admin-tokens or limits (keygate --help)`,
+    );
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
   const log = createLogger(settings.LOG_LEVEL);
@@ -58,9 +66,17 @@ async function main() {
   if (mode !== 'backend' && workerCount(settings.WORKERS) > 1) {
     if (cluster.isPrimary) return runGatewayCluster(mode, settings, log);
     // All-in-one's backend stays in the primary, which applied the seed and passed its URL and secrets.
-    const app = await startApp({ mode: 'gateway', settings: withGeneratedSecrets(settings), log: log.child({ worker: workerId(), pid: process.pid }), handedConnections: true });
+    const app = await startApp({
+      mode: 'gateway',
+      settings: withGeneratedSecrets(settings),
+      log: log.child({ worker: workerId(), pid: process.pid }),
+      handedConnections: true,
+    });
     const stop = installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
-    servePrimaryHandoffs((socket) => app.acceptConnection(socket), () => stop('SIGTERM'));
+    servePrimaryHandoffs(
+      (socket) => app.acceptConnection(socket),
+      () => stop('SIGTERM'),
+    );
     log.info({ worker: workerId(), pid: process.pid, gateway: app.gatewayUrl }, 'keygate gateway worker listening');
     return announceWorkerReady(app.gatewayUrl, app.adminUrl);
   }
@@ -75,9 +91,12 @@ async function main() {
   installShutdown(app, log, settings.DRAIN_TIMEOUT_MS);
 
   if (mode === 'start') {
-    const adminToken = app.adminApiUrl ? await (await import('./admin-api/index.js')).demoAdminToken(app.db, await getPepper(app.db)) : null;
+    const adminToken = app.adminApiUrl
+      ? await (await import('./admin-api/index.js')).demoAdminToken(app.db, await getPepper(app.db))
+      : null;
     printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!, adminToken);
-  } else log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
+  } else
+    log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
 }
 
 /**
@@ -94,7 +113,12 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   if (mode === 'start') {
     backend = await startApp({ mode: 'backend', settings: { ...full, HOST: '127.0.0.1' }, log, seed });
     const upstream = process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : backend.backendUrl!;
-    workerEnv = { GATEWAY_SECRET: full.GATEWAY_SECRET, INTERNAL_TOKEN: full.INTERNAL_TOKEN, UPSTREAM_URL: upstream, SEED_FILE: '' };
+    workerEnv = {
+      GATEWAY_SECRET: full.GATEWAY_SECRET,
+      INTERNAL_TOKEN: full.INTERNAL_TOKEN,
+      UPSTREAM_URL: upstream,
+      SEED_FILE: '',
+    };
   }
   const group = await runPrimary({
     count: workerCount(settings.WORKERS),
@@ -113,10 +137,22 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
     await backend?.close(0).catch(() => {});
     throw err;
   });
-  if (mode === 'start') printBanner({ ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl }, full.INTERNAL_TOKEN, seed, seedFile!);
+  if (mode === 'start')
+    printBanner(
+      { ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl },
+      full.INTERNAL_TOKEN,
+      seed,
+      seedFile!,
+    );
 }
 
-function printBanner(app: App, internalToken: string, seed: ReturnType<typeof parseSeed> | undefined, seedFile: string, adminToken: string | null = null) {
+function printBanner(
+  app: App,
+  internalToken: string,
+  seed: ReturnType<typeof parseSeed> | undefined,
+  seedFile: string,
+  adminToken: string | null = null,
+) {
   const lines = [
     '',
     `keygate is running (all-in-one)`,
@@ -124,14 +160,24 @@ function printBanner(app: App, internalToken: string, seed: ReturnType<typeof pa
     `  backend   ${app.backendUrl}    (private: /api-keys, /internal)`,
     `  admin     ${app.adminUrl}    (/healthz, /readyz, /metrics)`,
     `  internal token (this start only): ${internalToken}`,
-    ...(app.adminApiUrl && adminToken ? [`  admin API and console ${app.adminApiUrl}/    (sign in with the admin token below)`, `  admin token (write, this start only): ${adminToken}`] : []),
+    ...(app.adminApiUrl && adminToken
+      ? [
+          `  admin API and console ${app.adminApiUrl}/    (sign in with the admin token below)`,
+          `  admin token (write, this start only): ${adminToken}`,
+        ]
+      : []),
     '',
     `API keys from ${seedFile}:`,
   ];
   for (const k of seed?.apiKeys ?? []) lines.push(`  ${k.secret}  ${k.name}`);
   const ws = seed?.apiKeys.find((k) => k.secret.startsWith('svc_ws_'));
   if (ws?.workspaceId) {
-    lines.push('', 'Try:', `  curl -i -H "Authorization: Bearer ${ws.secret}" ${app.gatewayUrl}/v2/workspaces/${ws.workspaceId}/accounts`, '');
+    lines.push(
+      '',
+      'Try:',
+      `  curl -i -H "Authorization: Bearer ${ws.secret}" ${app.gatewayUrl}/v2/workspaces/${ws.workspaceId}/accounts`,
+      '',
+    );
   }
   process.stdout.write(lines.join('\n') + '\n');
 }

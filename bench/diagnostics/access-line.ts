@@ -35,7 +35,9 @@ async function measure(name: string, write: (s: AccessLogSource) => void): Promi
     perLine.push((used.user + used.system) / BURST);
   }
   perLine.sort((a, b) => a - b);
-  process.stderr.write(`${name}: ${perLine[perLine.length >> 1].toFixed(2)} µs per line (median of ${ROUNDS} turns of ${BURST} lines)\n`);
+  process.stderr.write(
+    `${name}: ${perLine[perLine.length >> 1].toFixed(2)} µs per line (median of ${ROUNDS} turns of ${BURST} lines)\n`,
+  );
 }
 
 const viaPino = createLogger('info', pino.destination({ dest, sync: false }));

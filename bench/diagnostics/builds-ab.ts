@@ -37,7 +37,10 @@ let port = 40_000 + Math.floor(Math.random() * 20_000);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const start = (name: string, cmd: string, args: string[], e: Record<string, string>) => {
   const out = openSync(join(tmpdir(), `builds-ab-${name}.log`), 'w');
-  const cp = spawn(cmd, args, { env: { PATH: env.PATH ?? '', HOME: env.HOME ?? tmpdir(), NODE_ENV: 'production', ...e }, stdio: ['ignore', out, out] });
+  const cp = spawn(cmd, args, {
+    env: { PATH: env.PATH ?? '', HOME: env.HOME ?? tmpdir(), NODE_ENV: 'production', ...e },
+    stdio: ['ignore', out, out],
+  });
   procs.push(cp);
   return cp;
 };
@@ -55,7 +58,12 @@ interface Target {
 async function main() {
   if (!databaseUrl) throw new Error('set DATABASE_URL (keygate reads its key from PostgreSQL)');
   const redisPort = port++;
-  start('redis', 'redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {});
+  start(
+    'redis',
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {},
+  );
   const upstreamPort = port++;
   start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], { PORT: String(upstreamPort) });
   await sleep(500);
@@ -69,7 +77,14 @@ async function main() {
   writeFileSync(seed, JSON.stringify(hopSeed(KEY)));
   const dbUrl = new URL(databaseUrl);
   dbUrl.searchParams.set('options', `-c search_path=${schema}`);
-  const common = { HOST: '127.0.0.1', UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, REDIS_URL: `redis://127.0.0.1:${redisPort}`, API_KEY: KEY, WORKSPACE_ID: '100', GATEWAY_SECRET: SECRET };
+  const common = {
+    HOST: '127.0.0.1',
+    UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    API_KEY: KEY,
+    WORKSPACE_ID: '100',
+    GATEWAY_SECRET: SECRET,
+  };
 
   const targets: Target[] = [];
   for (const spec of (env.AB_TARGETS ?? 'bare=bare').split(';')) {
@@ -81,7 +96,12 @@ async function main() {
     let cp: ChildProcess;
     let adminPort: number | null = null;
     if (entry === 'bare' || entry === 'undici-min') {
-      cp = start(name, process.execPath, [...flags, join(PEERS, entry === 'bare' ? 'bare-proxy.mjs' : 'undici-min.mjs')], { ...common, PORT: String(p), ...vars });
+      cp = start(
+        name,
+        process.execPath,
+        [...flags, join(PEERS, entry === 'bare' ? 'bare-proxy.mjs' : 'undici-min.mjs')],
+        { ...common, PORT: String(p), ...vars },
+      );
     } else {
       adminPort = port++;
       cp = start(name, process.execPath, [...flags, resolve(ROOT, entry), 'gateway'], {
@@ -117,13 +137,17 @@ async function main() {
       const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers }]);
       const us = (cpuUs(pids) - c0) / r.requests;
       (cpu[t.name] ??= []).push(us);
-      console.log(`round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`);
+      console.log(
+        `round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`,
+      );
     }
   }
   const base = cpu[targets[0].name];
   for (const t of targets) {
     const ratios = cpu[t.name].map((v, i) => v / base[i]);
-    console.log(`${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`);
+    console.log(
+      `${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`,
+    );
   }
 
   if (env.AB_FIXED) {
@@ -138,7 +162,15 @@ async function main() {
         await lagOf(t); // prom-client resets its loop-delay histogram at each scrape
         const slow: [number, number][] = [];
         const t0 = performance.now();
-        const r = await runPaced({ url: t.url, path: PATH, connections: 50, duration, rate, headers, onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])) });
+        const r = await runPaced({
+          url: t.url,
+          path: PATH,
+          connections: 50,
+          duration,
+          rate,
+          headers,
+          onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])),
+        });
         const lag = await lagOf(t);
         // Slow requests (> 5 ms) grouped into episodes: gaps of more than 20 ms between them.
         const episodes: string[] = [];
@@ -158,7 +190,9 @@ async function main() {
         }
         flush();
         const top = episodes.sort((a, b) => Number(/n=(\d+)/.exec(b)![1]) - Number(/n=(\d+)/.exec(a)![1])).slice(0, 5);
-        console.log(`fixed ${rate} req/s round ${round + 1} ${t.name.padEnd(12)} p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms${lag ? `  loop lag max ${(Number(lag) * 1000).toFixed(0)} ms` : ''}  largest slow episodes: ${top.join('; ')}`);
+        console.log(
+          `fixed ${rate} req/s round ${round + 1} ${t.name.padEnd(12)} p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms${lag ? `  loop lag max ${(Number(lag) * 1000).toFixed(0)} ms` : ''}  largest slow episodes: ${top.join('; ')}`,
+        );
       }
     }
   }

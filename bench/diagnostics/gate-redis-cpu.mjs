@@ -12,11 +12,16 @@ const GATE = src.slice(at, src.indexOf('`;', at));
 const variants = { shipped: GATE.replaceAll('\\\\n', '\\n') };
 
 const port = 20000 + Math.floor(Math.random() * 20000);
-const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+const server = spawn(
+  'redis-server',
+  ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+  { stdio: 'ignore' },
+);
 const r = new Redis(port, { retryStrategy: (n) => (n > 50 ? null : 100) });
 try {
   await r.ping();
-  const cpu = async () => [...(await r.info('cpu')).matchAll(/used_cpu_(?:sys|user):([\d.]+)/g)].reduce((a, m) => a + Number(m[1]) * 1e6, 0);
+  const cpu = async () =>
+    [...(await r.info('cpu')).matchAll(/used_cpu_(?:sys|user):([\d.]+)/g)].reduce((a, m) => a + Number(m[1]) * 1e6, 0);
   let ipn = 0;
   for (const round of [1, 2]) {
     for (const [name, lua] of Object.entries(variants)) {
@@ -36,7 +41,9 @@ try {
         const reply = await r[cmd](now, 65_000, fields);
         if (reply.split('\n').length !== B) throw new Error(`unexpected reply: ${reply}`);
       }
-      console.log(`round ${round}  ${name.padEnd(15)} ${(((await cpu()) - c0) / N).toFixed(1)} µs of redis-server CPU per request`);
+      console.log(
+        `round ${round}  ${name.padEnd(15)} ${(((await cpu()) - c0) / N).toFixed(1)} µs of redis-server CPU per request`,
+      );
     }
   }
 } finally {

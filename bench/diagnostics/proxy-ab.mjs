@@ -5,7 +5,10 @@ import http from 'node:http';
 import { createProxyServer } from 'http-proxy-3';
 import autocannon from 'autocannon';
 import { createHmac } from 'node:crypto';
-const up = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"data":{"ok":true},"meta":{"request_id":"x"}}'); });
+const up = http.createServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end('{"data":{"ok":true},"meta":{"request_id":"x"}}');
+});
 await new Promise((r) => up.listen(0, '127.0.0.1', r));
 const target = `http://127.0.0.1:${up.address().port}`;
 function make(mode) {
@@ -16,8 +19,13 @@ function make(mode) {
   return http.createServer(async (req, res) => {
     if (mode === 'await') await Promise.resolve();
     if (mode === 'immediate') await new Promise((r) => setImmediate(r));
-    if (mode === 'headers') { for (let i = 0; i < 6; i++) res.setHeader('X-RateLimit-' + i, 12345); }
-    if (mode === 'hmac') { createHmac('sha256', 'k').update('abc').digest('hex'); createHmac('sha256', 'k').update('abcdef').digest('hex'); }
+    if (mode === 'headers') {
+      for (let i = 0; i < 6; i++) res.setHeader('X-RateLimit-' + i, 12345);
+    }
+    if (mode === 'hmac') {
+      createHmac('sha256', 'k').update('abc').digest('hex');
+      createHmac('sha256', 'k').update('abcdef').digest('hex');
+    }
     if (mode === 'finish') res.on('finish', () => {});
     proxy.web(req, res);
   });
@@ -30,7 +38,14 @@ for (const mode of process.argv.slice(2)) {
   const c0 = process.cpuUsage();
   const r = await autocannon({ url, connections: 50, duration: 5 });
   const c1 = process.cpuUsage(c0);
-  console.log(mode.padEnd(10), Math.round(r.requests.average), 'req/s', Math.round((c1.user + c1.system) / r.requests.total), 'µs cpu/req (all in one process)');
-  srv.close(); srv.closeAllConnections();
+  console.log(
+    mode.padEnd(10),
+    Math.round(r.requests.average),
+    'req/s',
+    Math.round((c1.user + c1.system) / r.requests.total),
+    'µs cpu/req (all in one process)',
+  );
+  srv.close();
+  srv.closeAllConnections();
 }
 process.exit(0);

@@ -13,7 +13,8 @@ import autocannon from 'autocannon';
 import { keepTickShape } from '../../src/ops/tick-shape.js';
 import { PRINT_NEXT_TICK, runWithNatives, tickLiteralFeedback } from '../v8-feedback.js';
 
-const listen = (srv: http.Server) => new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
+const listen = (srv: http.Server) =>
+  new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
 
 async function child(keep: boolean) {
   if (keep) await keepTickShape();
@@ -35,7 +36,9 @@ async function child(keep: boolean) {
   const r = await autocannon({ url, connections: 50, duration: 5 });
   const c1 = process.cpuUsage(c0);
   const micros = (c1.user + c1.system) / r.requests.total;
-  process.stdout.write(`RESULT ${JSON.stringify({ rps: Math.round(r.requests.average), micros: Math.round(micros * 10) / 10 })}\n`);
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ rps: Math.round(r.requests.average), micros: Math.round(micros * 10) / 10 })}\n`,
+  );
   // V8's view last: it prints through C's stdio, which reaches the file only at exit.
   new Function(PRINT_NEXT_TICK)();
   process.exit(0);
@@ -51,7 +54,9 @@ if (process.argv[2] === 'child') {
       const out = runWithNatives([self, 'child', variant]);
       const r = JSON.parse(/^RESULT (.*)$/m.exec(out)![1]) as { rps: number; micros: number };
       const feedback = tickLiteralFeedback(out).join(' ') || '(not printed)';
-      console.log(`${variant.padEnd(5)} ${String(r.rps).padStart(6)} req/s  ${r.micros.toFixed(1).padStart(6)} µs cpu/req (all in one process)  nextTick literal: ${feedback}`);
+      console.log(
+        `${variant.padEnd(5)} ${String(r.rps).padStart(6)} req/s  ${r.micros.toFixed(1).padStart(6)} µs cpu/req (all in one process)  nextTick literal: ${feedback}`,
+      );
     }
   }
 }

@@ -6,7 +6,13 @@
 // of BURST requests, microseconds per request, for each sampling ratio.
 //   npx tsx bench/diagnostics/tracing-cost.ts
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import { createTracing, type Tracing } from '../../src/ops/tracing.js';
 import type { AccessResolver } from '../../src/access/resolver.js';
 import type { LimitStores } from '../../src/limits/types.js';
@@ -17,15 +23,29 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3000);
 
 const dropping: SpanExporter = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
 const state = { limit: 20, used: 1, remaining: 19, reset: 0 };
-const stores = { gate: async () => ({ kind: 'spent', hit: { key: state, ip: state } }), limiter: { spend: async () => [state, state] } } as unknown as LimitStores;
+const stores = {
+  gate: async () => ({ kind: 'spent', hit: { key: state, ip: state } }),
+  limiter: { spend: async () => [state, state] },
+} as unknown as LimitStores;
 const events = { cache: () => {}, authFailure: () => {} };
-const resolved = { kind: 'resolved', principal: { organizationId: 1, keyId: 1 }, decision: null, states: [state, state], spent: true };
-const makeResolver = (st: LimitStores): AccessResolver => ({ resolve: async () => (await st.gate({} as never), resolved) as never });
+const resolved = {
+  kind: 'resolved',
+  principal: { organizationId: 1, keyId: 1 },
+  decision: null,
+  states: [state, state],
+  spent: true,
+};
+const makeResolver = (st: LimitStores): AccessResolver => ({
+  resolve: async () => (await st.gate({} as never), resolved) as never,
+});
 const base = makeResolver(stores);
 const forwarder: Forwarder = { forward: (_r, _res, _fail, done) => done?.(), close: async () => {} };
 
 function tracingAt(ratio: number): { tracing: Tracing; forward: Forwarder } {
-  const provider = new BasicTracerProvider({ sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }), spanProcessors: [new BatchSpanProcessor(dropping)] });
+  const provider = new BasicTracerProvider({
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
+    spanProcessors: [new BatchSpanProcessor(dropping)],
+  });
   const tracing = createTracing(provider.getTracer('bench'), () => provider.shutdown());
   tracing.resolvers(makeResolver, stores, events);
   return { tracing, forward: tracing.forwarder(forwarder) };
@@ -33,10 +53,22 @@ function tracingAt(ratio: number): { tracing: Tracing; forward: Forwarder } {
 
 async function request(t: { tracing: Tracing; forward: Forwarder } | null): Promise<void> {
   const req = { headers: { host: 'x', authorization: 'Bearer k' } } as unknown as IncomingMessage;
-  const res = { headersSent: true, statusCode: 200, once: (_event: string, fn: () => void) => queueMicrotask(fn) } as unknown as ServerResponse;
+  const res = {
+    headersSent: true,
+    statusCode: 200,
+    once: (_event: string, fn: () => void) => queueMicrotask(fn),
+  } as unknown as ServerResponse;
   const span = t ? t.tracing.request(req, res, 'GET', 'rid') : null;
-  await (span?.access ?? base).resolve('k', ['workspace'], '10.0.0.1', () => ({ decision: null, counters: { spend: [] } }));
-  (t ? t.forward : forwarder).forward({ method: 'GET', target: '/v2/x', headers: { 'x-request-id': 'rid' }, body: null, head: [] }, res, () => {}, () => {});
+  await (span?.access ?? base).resolve('k', ['workspace'], '10.0.0.1', () => ({
+    decision: null,
+    counters: { spend: [] },
+  }));
+  (t ? t.forward : forwarder).forward(
+    { method: 'GET', target: '/v2/x', headers: { 'x-request-id': 'rid' }, body: null, head: [] },
+    res,
+    () => {},
+    () => {},
+  );
   span?.end({ route: '/v2/workspaces/{workspaceId}/tags', status: 200, code: null, organizationId: 1, keyId: 1 });
 }
 
@@ -67,6 +99,11 @@ const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const off = med(results.get('off')!);
 for (const [n] of configs) {
   const m = med(results.get(n)!);
-  console.log(`${n.padEnd(6)} ${m.toFixed(2).padStart(6)} µs/request   added ${(m - off).toFixed(2).padStart(5)} µs   [${results.get(n)!.map((x) => x.toFixed(2)).join(', ')}]`);
+  console.log(
+    `${n.padEnd(6)} ${m.toFixed(2).padStart(6)} µs/request   added ${(m - off).toFixed(2).padStart(5)} µs   [${results
+      .get(n)!
+      .map((x) => x.toFixed(2))
+      .join(', ')}]`,
+  );
 }
 for (const [, t] of configs) await t?.tracing.close();

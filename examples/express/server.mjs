@@ -20,7 +20,11 @@ app.use(express.raw({ type: () => true, limit: '1mb' })); // req.body: a Buffer 
 
 app.use(async (req, res, next) => {
   // originalUrl: the target exactly as forwarded (req.url is rewritten under mounted routers).
-  const request = { method: req.method, target: req.originalUrl, body: Buffer.isBuffer(req.body) ? req.body : undefined };
+  const request = {
+    method: req.method,
+    target: req.originalUrl,
+    body: Buffer.isBuffer(req.body) ? req.body : undefined,
+  };
   try {
     req.identity = verifyJwt
       ? await verifyJwt(req.headers, request)

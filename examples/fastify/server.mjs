@@ -35,7 +35,10 @@ app.addHook('preHandler', async (req, reply) => {
   }
 });
 
-app.get('/v2/workspaces/:wid/tags', async (req) => ({ data: [], meta: { keyId: req.identity.keyId, workspaceId: req.identity.workspaceId } }));
+app.get('/v2/workspaces/:wid/tags', async (req) => ({
+  data: [],
+  meta: { keyId: req.identity.keyId, workspaceId: req.identity.workspaceId },
+}));
 app.post('/v2/workspaces/:wid/tags', async (req, reply) => {
   const tag = JSON.parse(req.body.toString('utf8'));
   return reply.code(201).send({ data: { name: tag.name, createdByKey: req.identity.keyId } });

@@ -20,7 +20,11 @@ http
     };
     let who;
     try {
-      who = await verifyHmacIdentity(secret, { method: req.method, target: req.url, headers: req.headers, body: body.length ? body : undefined }, { replay });
+      who = await verifyHmacIdentity(
+        secret,
+        { method: req.method, target: req.url, headers: req.headers, body: body.length ? body : undefined },
+        { replay },
+      );
     } catch (err) {
       if (err instanceof IdentityVerificationError) return reply(401, { error: 'unauthenticated', reason: err.reason });
       throw err;

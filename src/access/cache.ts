@@ -13,7 +13,9 @@ import { StoreUnavailableError } from '../limits/resilient.js';
 
 /** SHA-256 in base64: the one-shot `crypto.hash` where Node has it (20.12 and later), else a Hash object. */
 const sha256: (s: string) => string =
-  typeof crypto.hash === 'function' ? (s) => crypto.hash('sha256', s, 'base64') : (s) => crypto.createHash('sha256').update(s).digest('base64');
+  typeof crypto.hash === 'function'
+    ? (s) => crypto.hash('sha256', s, 'base64')
+    : (s) => crypto.createHash('sha256').update(s).digest('base64');
 
 /** The database could not answer a lookup the cache could not serve on its own. */
 export class AccessStoreUnavailableError extends Error {
@@ -26,9 +28,7 @@ interface Entry {
 }
 
 export type Lookup =
-  | { kind: 'cooldown'; seconds: number }
-  | { kind: 'invalid' }
-  | { kind: 'ok'; principal: Principal; cached: boolean };
+  { kind: 'cooldown'; seconds: number } | { kind: 'invalid' } | { kind: 'ok'; principal: Principal; cached: boolean };
 
 export interface PrincipalCacheOptions {
   db: Db;

@@ -34,7 +34,8 @@ export class LastUseRecorder {
     const minute = Math.floor(now / 60_000);
     if (this.noted.get(p.secretHash) === minute) return;
     this.noted.set(p.secretHash, minute);
-    if (this.pending.size < MAX_PENDING || this.pending.has(p.secretHash)) this.pending.set(p.secretHash, { keyId: p.keyId, at: now });
+    if (this.pending.size < MAX_PENDING || this.pending.has(p.secretHash))
+      this.pending.set(p.secretHash, { keyId: p.keyId, at: now });
   }
 
   /** Write every noted use in one statement; a failure keeps them for the next flush. */

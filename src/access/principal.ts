@@ -120,6 +120,8 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
 
 /** The organization a key belongs to; it never changes, so the gateway may remember it unchecked. */
 export async function organizationOfKey(q: Queryable, keyHash: string): Promise<number | null> {
-  const rows = await q.query(`SELECT organization_id FROM api_keys WHERE key_hash = $1 OR previous_key_hash = $1`, [keyHash]);
+  const rows = await q.query(`SELECT organization_id FROM api_keys WHERE key_hash = $1 OR previous_key_hash = $1`, [
+    keyHash,
+  ]);
   return rows[0]?.organization_id ?? null;
 }

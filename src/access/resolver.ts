@@ -10,11 +10,10 @@
 // cooldown, so parallel failures cannot all slip under the limit. An expired secret is an invalid key
 // from the first instant at or after its expiry: the check compares the clock with a number the
 // principal holds, on every request, cached or not (no I/O, no grace).
-import type { LimitStores, CounterRef, LayerState } from '../limits/types.js';
 import { keyTypeOf, type KeyType } from './secrets.js';
 import type { PrincipalCache } from './cache.js';
 import { isExpired, type Principal } from './principal.js';
-import { systemClock, type Clock } from '../limits/types.js';
+import { systemClock, type Clock, type LimitStores, type CounterRef, type LayerState } from '../limits/types.js';
 
 /** What step 11 does with its counters: spend one token in each, or only read them. */
 export type CounterPlan = { spend: CounterRef[] } | { peek: CounterRef[] };
@@ -39,10 +38,20 @@ export interface ResolverEvents {
 }
 
 export interface AccessResolver {
-  resolve<D>(secret: string, accepted: readonly KeyType[], ip: string, plan: (p: Principal) => { decision: D; counters: CounterPlan }): Promise<Resolution<D>>;
+  resolve<D>(
+    secret: string,
+    accepted: readonly KeyType[],
+    ip: string,
+    plan: (p: Principal) => { decision: D; counters: CounterPlan },
+  ): Promise<Resolution<D>>;
 }
 
-export function createAccessResolver(cache: PrincipalCache, stores: LimitStores, events: ResolverEvents, clock: Clock = systemClock): AccessResolver {
+export function createAccessResolver(
+  cache: PrincipalCache,
+  stores: LimitStores,
+  events: ResolverEvents,
+  clock: Clock = systemClock,
+): AccessResolver {
   async function count(plan: CounterPlan): Promise<LayerState[]> {
     return 'peek' in plan ? stores.limiter.spend(plan.peek, 0) : stores.limiter.spend(plan.spend, 1);
   }
@@ -81,10 +90,22 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
       if (cached.principal) {
         const { decision, counters } = plan(cached.principal);
         // A key and an address, and the organization's monthly quota when it has one.
-        const pair = 'spend' in counters ? counters.spend.length === 2 || (counters.spend.length === 3 && counters.spend[2].month === true) : true;
+        const pair =
+          'spend' in counters
+            ? counters.spend.length === 2 || (counters.spend.length === 3 && counters.spend[2].month === true)
+            : true;
         if (pair) {
-          const spend = 'spend' in counters ? (counters.spend as [CounterRef, CounterRef] | [CounterRef, CounterRef, CounterRef]) : undefined;
-          const g = await stores.gate({ ip, orgId: cached.principal.organizationId, version: cached.version, spend, peek: 'peek' in counters ? counters.peek : undefined });
+          const spend =
+            'spend' in counters
+              ? (counters.spend as [CounterRef, CounterRef] | [CounterRef, CounterRef, CounterRef])
+              : undefined;
+          const g = await stores.gate({
+            ip,
+            orgId: cached.principal.organizationId,
+            version: cached.version,
+            spend,
+            peek: 'peek' in counters ? counters.peek : undefined,
+          });
           if (g.kind === 'cooldown') {
             events.authFailure('cooldown');
             return { kind: 'cooldown', seconds: g.seconds };
@@ -93,7 +114,12 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
             cache.noteHit();
             events.cache(true);
             events.used?.(cached.principal, clock.now());
-            const states = g.kind === 'spent' ? (g.hit.month ? [g.hit.key, g.hit.ip, g.hit.month] : [g.hit.key, g.hit.ip]) : g.states;
+            const states =
+              g.kind === 'spent'
+                ? g.hit.month
+                  ? [g.hit.key, g.hit.ip, g.hit.month]
+                  : [g.hit.key, g.hit.ip]
+                : g.states;
             return { kind: 'resolved', principal: cached.principal, decision, states, spent: g.kind === 'spent' };
           }
           cache.drop(cached.key); // an access change since it was cached: resolve again below
@@ -111,7 +137,13 @@ export function createAccessResolver(cache: PrincipalCache, stores: LimitStores,
       if (isExpired(found.principal, now)) return invalid(ip);
       events.used?.(found.principal, now);
       const { decision, counters } = plan(found.principal);
-      return { kind: 'resolved', principal: found.principal, decision, states: await count(counters), spent: 'spend' in counters };
+      return {
+        kind: 'resolved',
+        principal: found.principal,
+        decision,
+        states: await count(counters),
+        spent: 'spend' in counters,
+      };
     },
   };
 }

@@ -36,4 +36,3 @@ export function randomAlphanumeric(n: number): string {
 export function hintOf(secret: string): string {
   return secret.slice(0, 11) + '…';
 }
-

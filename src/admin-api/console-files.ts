@@ -8,9 +8,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import type http from 'node:http';
 
-export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-const TYPES: Record<string, string> = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' };
+const TYPES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
 
 export class ConsoleFiles {
   private readonly files = new Map<string, Promise<Buffer>>();
@@ -23,7 +28,9 @@ export class ConsoleFiles {
       const file = join(this.dir, name);
       p =
         name === 'app.js' && !existsSync(file)
-          ? import(pathToFileURL(join(this.dir, existsSync(join(this.dir, 'build.ts')) ? 'build.ts' : 'build.js')).href).then((m: { bundleConsole(): Promise<Buffer> }) => m.bundleConsole())
+          ? import(
+              pathToFileURL(join(this.dir, existsSync(join(this.dir, 'build.ts')) ? 'build.ts' : 'build.js')).href
+            ).then((m: { bundleConsole(): Promise<Buffer> }) => m.bundleConsole())
           : readFile(file);
       // A failed build or read is retried by the next request, not remembered.
       p.catch(() => this.files.delete(name));

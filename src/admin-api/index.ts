@@ -57,7 +57,9 @@ const DEMO_NAME = 'all-in-one demo';
 export async function demoAdminToken(db: Db, pepper: string): Promise<string> {
   const { createAdminToken, revokeAdminToken } = await import('../access/service/admin-tokens.js');
   const ctx = { db, pepper, clock: systemClock, actor: { kind: 'seed' as const } };
-  const old = await db.query<{ id: number }>(`SELECT id FROM admin_tokens WHERE name = $1 AND revoked_at IS NULL`, [DEMO_NAME]);
+  const old = await db.query<{ id: number }>(`SELECT id FROM admin_tokens WHERE name = $1 AND revoked_at IS NULL`, [
+    DEMO_NAME,
+  ]);
   for (const t of old) await revokeAdminToken(ctx, t.id);
   return (await createAdminToken(ctx, { name: DEMO_NAME, role: 'write' })).token;
 }

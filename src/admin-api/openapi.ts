@@ -17,7 +17,8 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
 const errorRef = (code: AdminErrorCode) => ({ $ref: `#/components/responses/${code}` });
 
 const ERROR_TEXT: Record<AdminErrorCode, string> = {
-  invalid_request: 'The input is not valid (a query parameter, the body, or a reference to something that does not fit).',
+  invalid_request:
+    'The input is not valid (a query parameter, the body, or a reference to something that does not fit).',
   unauthorized: 'No admin token, or one that is unknown or revoked.',
   forbidden: 'A read token on an operation that changes something.',
   not_found: 'No such route, or nothing with that id.',
@@ -39,9 +40,13 @@ export function adminOpenApi(): Json {
       required: true,
       schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
     }));
-    for (const q of r.query ?? []) params.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+    for (const q of r.query ?? [])
+      params.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
     const responses: Record<string, Json> = {
-      [String(r.status)]: { description: r.summary.split(':')[0], content: { 'application/json': { schema: jsonSchema(r.response, 'output') } } },
+      [String(r.status)]: {
+        description: r.summary.split(':')[0],
+        content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
+      },
     };
     const codes: AdminErrorCode[] = ['unauthorized', 'too_many_attempts', 'service_unavailable', 'internal'];
     if (r.role === 'write') codes.push('forbidden');
@@ -53,11 +58,16 @@ export function adminOpenApi(): Json {
     paths[r.path] ??= {};
     paths[r.path][r.method.toLowerCase()] = {
       summary: r.summary,
-      operationId: `${r.method.toLowerCase()}${r.path.replace(/^\/api/, '').replace(/\{(\w+)\}/g, 'By$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      operationId: `${r.method.toLowerCase()}${r.path
+        .replace(/^\/api/, '')
+        .replace(/\{(\w+)\}/g, 'By$1')
+        .replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
       description: `Needs a ${r.role} token${r.role === 'read' ? ' (a write token also reads)' : ''}.`,
       'x-admin-role': r.role,
       ...(params.length ? { parameters: params } : {}),
-      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } } } : {}),
+      ...(r.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } } }
+        : {}),
       responses,
     };
   }
@@ -83,7 +93,13 @@ export function adminOpenApi(): Json {
           c,
           {
             description: ERROR_TEXT[c],
-            ...(c === 'too_many_attempts' ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer', minimum: 1 } } } } : {}),
+            ...(c === 'too_many_attempts'
+              ? {
+                  headers: {
+                    'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer', minimum: 1 } },
+                  },
+                }
+              : {}),
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
           },
         ]),

@@ -34,6 +34,7 @@ import {
   UsageSchema,
   WorkspaceSchema,
 } from './schemas.js';
+import type { Row } from '../db/types.js';
 
 export interface Call {
   deps: AdminApiDeps;
@@ -66,8 +67,16 @@ export interface AdminRoute {
 
 const ID_QUERY = { type: 'string', pattern: '^[1-9][0-9]{0,9}$' };
 const PAGE: QueryParam[] = [
-  { name: 'limit', description: 'Items per page, 1 to 200 (default 50).', schema: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' } },
-  { name: 'cursor', description: 'The `nextCursor` of the previous page.', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
+  {
+    name: 'limit',
+    description: 'Items per page, 1 to 200 (default 50).',
+    schema: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' },
+  },
+  {
+    name: 'cursor',
+    description: 'The `nextCursor` of the previous page.',
+    schema: { type: 'string', pattern: '^[0-9]{1,12}$' },
+  },
 ];
 
 function iso(t: unknown): string | null {
@@ -77,17 +86,20 @@ function iso(t: unknown): string | null {
 function idQuery(q: URLSearchParams, name: string): number | undefined {
   const raw = q.get(name);
   if (raw === null || raw === '') return undefined;
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
+  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
+    throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
   return Number(raw);
 }
 
 function paging(q: URLSearchParams): { limit: number; after: number } {
   const rawLimit = q.get('limit');
   const limit = rawLimit === null ? 50 : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new AdminApiError('invalid_request', 'limit must be an integer from 1 to 200');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+    throw new AdminApiError('invalid_request', 'limit must be an integer from 1 to 200');
   const rawCursor = q.get('cursor');
   const after = rawCursor === null || rawCursor === '' ? 0 : Number(rawCursor);
-  if (!Number.isSafeInteger(after) || after < 0) throw new AdminApiError('invalid_request', 'cursor is not one this API gave');
+  if (!Number.isSafeInteger(after) || after < 0)
+    throw new AdminApiError('invalid_request', 'cursor is not one this API gave');
   return { limit, after };
 }
 
@@ -97,7 +109,12 @@ function pageOf<T extends { id: number }>(rows: T[], limit: number) {
   return { items, nextCursor: rows.length > limit ? String(items[items.length - 1].id) : null };
 }
 
-const wsView = (w: Record<string, any>) => ({ id: w.id, organizationId: w.organization_id, name: w.name, createdAt: iso(w.created_at)! });
+const wsView = (w: Row) => ({
+  id: w.id,
+  organizationId: w.organization_id,
+  name: w.name,
+  createdAt: iso(w.created_at)!,
+});
 
 /** The service layer's refusals in this API's shape. */
 async function service<T>(p: Promise<T>): Promise<T> {
@@ -127,14 +144,23 @@ function isIp(raw: string): boolean {
 const KEY_FILTERS: QueryParam[] = [
   { name: 'organization', description: "Only this organization's.", schema: ID_QUERY },
   { name: 'workspace', description: "Only this workspace's.", schema: ID_QUERY },
-  { name: 'type', description: 'workspace, personal or partner.', schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] } },
-  { name: 'status', description: 'active, expired or revoked.', schema: { type: 'string', enum: ['active', 'expired', 'revoked'] } },
+  {
+    name: 'type',
+    description: 'workspace, personal or partner.',
+    schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] },
+  },
+  {
+    name: 'status',
+    description: 'active, expired or revoked.',
+    schema: { type: 'string', enum: ['active', 'expired', 'revoked'] },
+  },
 ];
 
 function oneOfQuery<T extends string>(q: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {
   const v = q.get(name);
   if (v === null || v === '') return undefined;
-  if (!(allowed as readonly string[]).includes(v)) throw new AdminApiError('invalid_request', `${name} must be one of ${allowed.join(', ')}`);
+  if (!(allowed as readonly string[]).includes(v))
+    throw new AdminApiError('invalid_request', `${name} must be one of ${allowed.join(', ')}`);
   return v as T;
 }
 
@@ -174,12 +200,15 @@ export const ROUTES: AdminRoute[] = [
     method: 'PATCH',
     path: '/api/organizations/{id}',
     role: 'write',
-    summary: 'Pause or resume an organization, turn its API access on or off, or change its plan (as `keygate orgs`); the gateways apply it to the next request.',
+    summary:
+      'Pause or resume an organization, turn its API access on or off, or change its plan (as `keygate orgs`); the gateways apply it to the next request.',
     body: OrganizationChangeBody,
     status: 200,
     response: OrganizationSchema,
     handle: async ({ ctx, params, body }) => {
-      const { mailboxesLowered: _lowered, ...org } = await service(updateOrganization(ctx, params.id, body as z.infer<typeof OrganizationChangeBody>));
+      const { mailboxesLowered: _lowered, ...org } = await service(
+        updateOrganization(ctx, params.id, body as z.infer<typeof OrganizationChangeBody>),
+      );
       return org;
     },
   },
@@ -187,7 +216,8 @@ export const ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/api/organizations/{id}/traffic',
     role: 'read',
-    summary: "The organization's accepted and refused requests per minute over the last hour, from the gateways' own counters.",
+    summary:
+      "The organization's accepted and refused requests per minute over the last hour, from the gateways' own counters.",
     status: 200,
     response: TrafficSchema,
     handle: async ({ ctx, deps, params }) => {
@@ -246,7 +276,12 @@ export const ROUTES: AdminRoute[] = [
     response: CreatedKeySchema,
     handle: async ({ ctx, body }) => {
       const b = body as z.infer<typeof CreateKeyBody>;
-      const { key, secret } = await service(createKey(ctx, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+      const { key, secret } = await service(
+        createKey(ctx, {
+          ...b,
+          expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt),
+        }),
+      );
       return { ...key, secret };
     },
   },
@@ -269,7 +304,12 @@ export const ROUTES: AdminRoute[] = [
     response: KeySchema,
     handle: async ({ ctx, params, body }) => {
       const b = body as z.infer<typeof UpdateKeyBody>;
-      return service(updateKey(ctx, params.id, { ...b, expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt) }));
+      return service(
+        updateKey(ctx, params.id, {
+          ...b,
+          expiresAt: b.expiresAt === undefined ? undefined : b.expiresAt === null ? null : new Date(b.expiresAt),
+        }),
+      );
     },
   },
   {
@@ -289,7 +329,8 @@ export const ROUTES: AdminRoute[] = [
     method: 'POST',
     path: '/api/keys/{id}/rotate',
     role: 'write',
-    summary: 'Rotate a key (as `keygate keys rotate`): a new secret, shown only in this answer; the old one works for `graceSeconds` more (default a day, 0: stops at once).',
+    summary:
+      'Rotate a key (as `keygate keys rotate`): a new secret, shown only in this answer; the old one works for `graceSeconds` more (default a day, 0: stops at once).',
     body: RotateKeyBody,
     status: 200,
     response: RotatedKeySchema,
@@ -312,8 +353,15 @@ export const ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/api/keys/{id}/usage',
     role: 'read',
-    summary: "The key's live usage: this minute's counters per bucket (read without spending), the IP layer of an address when `ip` is given, this month's quota where kept, and its last use.",
-    query: [{ name: 'ip', description: 'A client address whose IP layer to show.', schema: { type: 'string', maxLength: 45 } }],
+    summary:
+      "The key's live usage: this minute's counters per bucket (read without spending), the IP layer of an address when `ip` is given, this month's quota where kept, and its last use.",
+    query: [
+      {
+        name: 'ip',
+        description: 'A client address whose IP layer to show.',
+        schema: { type: 'string', maxLength: 45 },
+      },
+    ],
     status: 200,
     response: UsageSchema,
     handle: async ({ ctx, deps, params, query }) => {
@@ -322,9 +370,13 @@ export const ROUTES: AdminRoute[] = [
       const plan = planOf(deps.plans(), org.plan);
       // The gateway's own counter names and budgets (src/gateway/guards/rate-limit.ts).
       const names = k.type === 'partner' ? ['partner'] : ['read', 'write', 'bulk'];
-      const counters = k.type === 'partner' ? [{ id: `v1:${k.id}`, limit: 20 }] : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: plan.plan[b] }));
+      const counters =
+        k.type === 'partner'
+          ? [{ id: `v1:${k.id}`, limit: 20 }]
+          : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: plan.plan[b] }));
       const ip = query.get('ip');
-      if (ip !== null && ip !== '' && !isIp(ip)) throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
+      if (ip !== null && ip !== '' && !isIp(ip))
+        throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
       if (ip) counters.push({ id: `ip:${addressKey(ip)}`, limit: 100 });
       const states = await deps.stores.limiter.spend(counters, 0);
       return {
@@ -346,8 +398,16 @@ export const ROUTES: AdminRoute[] = [
     summary: 'The audit trail, newest first: who changed what, before and after (never a secret).',
     query: [
       { name: 'organization', description: 'Changes of this organization.', schema: ID_QUERY },
-      { name: 'action', description: 'One action, e.g. `key.revoke`; `key.` for every key action.', schema: { type: 'string', pattern: '^[a-z][a-z-]*\\.([a-z][a-z-]*)?$' } },
-      { name: 'actor', description: 'The actor kind.', schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed'] } },
+      {
+        name: 'action',
+        description: 'One action, e.g. `key.revoke`; `key.` for every key action.',
+        schema: { type: 'string', pattern: '^[a-z][a-z-]*\\.([a-z][a-z-]*)?$' },
+      },
+      {
+        name: 'actor',
+        description: 'The actor kind.',
+        schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed'] },
+      },
       ...PAGE,
     ],
     status: 200,
@@ -355,7 +415,8 @@ export const ROUTES: AdminRoute[] = [
     handle: async ({ ctx, query }) => {
       const { limit, after } = paging(query);
       const action = query.get('action') || undefined;
-      if (action !== undefined && !/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(action)) throw new AdminApiError('invalid_request', 'action must look like key.revoke, or key. for every key action');
+      if (action !== undefined && !/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(action))
+        throw new AdminApiError('invalid_request', 'action must look like key.revoke, or key. for every key action');
       const rows = await service(
         listAudit(ctx, {
           organizationId: idQuery(query, 'organization'),
@@ -374,10 +435,19 @@ export const ROUTES: AdminRoute[] = [
     path: '/api/admin-tokens',
     role: 'read',
     summary: 'Admin tokens (revoked ones with `all=true`): never a token or a hash.',
-    query: [{ name: 'all', description: '`true` includes revoked tokens.', schema: { type: 'string', enum: ['true', 'false'] } }],
+    query: [
+      {
+        name: 'all',
+        description: '`true` includes revoked tokens.',
+        schema: { type: 'string', enum: ['true', 'false'] },
+      },
+    ],
     status: 200,
     response: page(AdminTokenSchema),
-    handle: async ({ deps, query }) => ({ items: await listAdminTokens(deps.db, { includeRevoked: query.get('all') === 'true' }), nextCursor: null }),
+    handle: async ({ deps, query }) => ({
+      items: await listAdminTokens(deps.db, { includeRevoked: query.get('all') === 'true' }),
+      nextCursor: null,
+    }),
   },
   {
     method: 'POST',

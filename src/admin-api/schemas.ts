@@ -17,7 +17,10 @@ export const ErrorSchema = z.object({
 });
 
 export const page = <T extends z.ZodType>(item: T) =>
-  z.object({ items: z.array(item), nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.') });
+  z.object({
+    items: z.array(item),
+    nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page.'),
+  });
 
 export const OrganizationSchema = z.object({
   id,
@@ -49,14 +52,22 @@ export const KeySchema = z.object({
   metadata: z.record(z.string(), z.unknown()).nullable(),
   lastUsedAt: time.nullable().describe('The last use of any of its secrets, to the minute.'),
   rotatedAt: time.nullable(),
-  previousSecret: z.object({ hint: z.string(), expiresAt: time, lastUsedAt: time.nullable() }).nullable().describe("The secret a rotation replaced, while its grace period runs."),
+  previousSecret: z
+    .object({ hint: z.string(), expiresAt: time, lastUsedAt: time.nullable() })
+    .nullable()
+    .describe('The secret a rotation replaced, while its grace period runs.'),
 });
 
-export const CreatedKeySchema = KeySchema.extend({ secret: z.string().describe('The secret, shown only in this answer.') });
+export const CreatedKeySchema = KeySchema.extend({
+  secret: z.string().describe('The secret, shown only in this answer.'),
+});
 export const RotatedKeySchema = CreatedKeySchema;
 
 const instant = z.iso.datetime({ offset: true }).describe('ISO 8601 date and time');
-const metadata = z.record(z.string(), z.unknown()).nullable().describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
+const metadata = z
+  .record(z.string(), z.unknown())
+  .nullable()
+  .describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
 
 const scope = z.string().regex(/^[a-z]+:[a-z]+$/);
 export const CreateKeyBody = z
@@ -80,44 +91,81 @@ export const CreateKeyBody = z
       personal: ['userId', 'scopes'],
       partner: ['organizationId'],
     };
-    if (b[need[b.type]] === undefined) ctx.addIssue({ code: 'custom', path: [need[b.type]], message: `required for a ${b.type} key` });
+    if (b[need[b.type]] === undefined)
+      ctx.addIssue({ code: 'custom', path: [need[b.type]], message: `required for a ${b.type} key` });
     for (const f of ['workspaceId', 'userId', 'organizationId', 'role', 'scopes', 'createdBy'] as const) {
-      if (b[f] !== undefined && !allowed[b.type].includes(f)) ctx.addIssue({ code: 'custom', path: [f], message: `a ${b.type} key takes no ${f}` });
+      if (b[f] !== undefined && !allowed[b.type].includes(f))
+        ctx.addIssue({ code: 'custom', path: [f], message: `a ${b.type} key takes no ${f}` });
     }
   });
 
 export const OrganizationChangeBody = z
-  .object({ paused: z.boolean().optional(), apiAccess: z.boolean().optional(), plan: z.enum(PLAN_IDS).nullable().optional() })
+  .object({
+    paused: z.boolean().optional(),
+    apiAccess: z.boolean().optional(),
+    plan: z.enum(PLAN_IDS).nullable().optional(),
+  })
   .strict()
   .refine((b) => Object.keys(b).length > 0, { message: 'give paused, apiAccess or plan' });
 
 export const UpdateKeyBody = z
-  .object({ name: z.string().trim().min(1).max(100).optional(), expiresAt: instant.nullable().optional(), metadata: metadata.optional() })
+  .object({
+    name: z.string().trim().min(1).max(100).optional(),
+    expiresAt: instant.nullable().optional(),
+    metadata: metadata.optional(),
+  })
   .strict()
   .refine((b) => Object.keys(b).length > 0, { message: 'give name, expiresAt or metadata' });
 
 export const ExpireKeyBody = z.object({ at: instant.optional().describe('When; now when absent.') }).strict();
 
 export const RotateKeyBody = z
-  .object({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional().describe('How long the replaced secret keeps working; default 86400.') })
+  .object({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86_400)
+      .optional()
+      .describe('How long the replaced secret keeps working; default 86400.'),
+  })
   .strict();
 
-const layer = z.object({ limit: z.number().int(), used: z.number().int(), remaining: z.number().int(), reset: z.number().int().describe('Unix seconds') });
+const layer = z.object({
+  limit: z.number().int(),
+  used: z.number().int(),
+  remaining: z.number().int(),
+  reset: z.number().int().describe('Unix seconds'),
+});
 
 export const UsageSchema = z.object({
   keyId: id,
   organizationId: id,
   plan: z.enum(PLAN_IDS),
   windowReset: z.number().int().describe('Unix seconds when the current minute ends'),
-  buckets: z.record(z.string(), layer).describe('The current minute per bucket (read, write, bulk), or `partner` for a /v1 key.'),
-  ip: layer.extend({ address: z.string() }).nullable().describe('The IP layer of the address given as `ip`, when asked.'),
-  monthlyQuota: z.object({ limit: z.number().int().nullable(), used: z.number().int() }).nullable().describe('This month\'s quota, where the deployment keeps one.'),
+  buckets: z
+    .record(z.string(), layer)
+    .describe('The current minute per bucket (read, write, bulk), or `partner` for a /v1 key.'),
+  ip: layer
+    .extend({ address: z.string() })
+    .nullable()
+    .describe('The IP layer of the address given as `ip`, when asked.'),
+  monthlyQuota: z
+    .object({ limit: z.number().int().nullable(), used: z.number().int() })
+    .nullable()
+    .describe("This month's quota, where the deployment keeps one."),
   lastUsedAt: time.nullable(),
 });
 
 export const TrafficSchema = z.object({
   organizationId: id,
-  points: z.array(z.object({ minute: z.number().int().describe('Unix seconds of the minute\'s start'), accepted: z.number().int(), refused: z.number().int() })),
+  points: z.array(
+    z.object({
+      minute: z.number().int().describe("Unix seconds of the minute's start"),
+      accepted: z.number().int(),
+      refused: z.number().int(),
+    }),
+  ),
 });
 
 export const AdminTokenSchema = z.object({
@@ -130,15 +178,23 @@ export const AdminTokenSchema = z.object({
   lastUsedAt: time.nullable(),
   revokedAt: time.nullable(),
 });
-export const CreatedAdminTokenSchema = AdminTokenSchema.extend({ token: z.string().describe('The token, shown only in this answer.') });
-export const CreateAdminTokenBody = z.object({ name: z.string().trim().min(1).max(100), role: z.enum(['read', 'write']) }).strict();
+export const CreatedAdminTokenSchema = AdminTokenSchema.extend({
+  token: z.string().describe('The token, shown only in this answer.'),
+});
+export const CreateAdminTokenBody = z
+  .object({ name: z.string().trim().min(1).max(100), role: z.enum(['read', 'write']) })
+  .strict();
 
 export const MeSchema = z.object({ id, name: z.string(), role: z.enum(['read', 'write']) });
 
 export const AuditEntrySchema = z.object({
   id: z.number().int(),
   at: time,
-  actor: z.object({ kind: z.enum(['admin-token', 'user', 'cli', 'internal', 'seed']), id: z.string().nullable(), name: z.string().nullable() }),
+  actor: z.object({
+    kind: z.enum(['admin-token', 'user', 'cli', 'internal', 'seed']),
+    id: z.string().nullable(),
+    name: z.string().nullable(),
+  }),
   action: z.string(),
   targetType: z.string(),
   targetIds: z.array(z.string()),

@@ -16,7 +16,7 @@ import type { ServiceContext } from '../access/service/context.js';
 import { AdminApiError, errorBody, type AdminErrorCode } from './errors.js';
 import { ROUTES, type AdminRoute } from './routes.js';
 import { adminOpenApi } from './openapi.js';
-import { ConsoleFiles } from './console-files.js';
+import { type ConsoleFiles } from './console-files.js';
 import type { OrgTraffic } from './traffic.js';
 
 /** Failed token attempts one client address may make per minute before it is refused (429). */
@@ -54,9 +54,20 @@ const compiled: Compiled[] = ROUTES.map((route) => {
 
 const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 
-function send(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string | number> = {}, head = false): void {
+function send(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string | number> = {},
+  head = false,
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...API_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    ...API_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(head ? undefined : text);
 }
 
@@ -64,7 +75,8 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const type = String(req.headers['content-type'] ?? '');
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > BODY_MAX) return reject(new AdminApiError('payload_too_large', `the body may be at most ${BODY_MAX} bytes`));
+    if (declared > BODY_MAX)
+      return reject(new AdminApiError('payload_too_large', `the body may be at most ${BODY_MAX} bytes`));
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -78,7 +90,8 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
     req.on('error', reject);
     req.on('end', () => {
       if (size === 0) return resolve(undefined);
-      if (!/^application\/json\s*(;|$)/i.test(type)) return reject(new AdminApiError('unsupported_media_type', 'send the body as application/json'));
+      if (!/^application\/json\s*(;|$)/i.test(type))
+        return reject(new AdminApiError('unsupported_media_type', 'send the body as application/json'));
       try {
         resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
       } catch {
@@ -96,7 +109,11 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
     const [seen] = await deps.stores.limiter.spend([failures], 0);
     if (seen.used >= ADMIN_AUTH_FAILURES) {
       const wait = Math.max(1, Math.ceil(seen.reset - deps.clock.now() / 1000));
-      throw new AdminApiError('too_many_attempts', 'too many failed token attempts from this address; try again later', wait);
+      throw new AdminApiError(
+        'too_many_attempts',
+        'too many failed token attempts from this address; try again later',
+        wait,
+      );
     }
     const auth = req.headers.authorization;
     const m = typeof auth === 'string' ? /^Bearer +(\S+) *$/i.exec(auth) : null;
@@ -109,13 +126,23 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
     return token;
   }
 
-  async function api(req: http.IncomingMessage, res: http.ServerResponse, path: string, query: URLSearchParams, requestId: string): Promise<void> {
+  async function api(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    query: URLSearchParams,
+    requestId: string,
+  ): Promise<void> {
     const method = req.method ?? 'GET';
     const head = method === 'HEAD';
     if (path === '/api' || path === '/api/' || path === '/api/openapi.json') {
       // The description holds no secret: a client reads it before it holds a token, as with /v2/openapi.json.
       if (method !== 'GET' && !head) throw new AdminApiError('method_not_allowed', 'the document is read with GET');
-      res.writeHead(200, { ...API_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': doc.length });
+      res.writeHead(200, {
+        ...API_HEADERS,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': doc.length,
+      });
       return void res.end(head ? undefined : doc);
     }
     const matches = compiled.filter((c) => c.pattern.test(path));
@@ -124,9 +151,14 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
     const token = await authenticate(req, ip);
     if (!matches.length) throw new AdminApiError('not_found', `no route ${path}`);
     const hit = matches.find((c) => c.route.method === method || (head && c.route.method === 'GET'));
-    if (!hit) throw new AdminApiError('method_not_allowed', `${method} is not allowed on ${path}; allowed: ${matches.map((c) => c.route.method).join(', ')}`);
+    if (!hit)
+      throw new AdminApiError(
+        'method_not_allowed',
+        `${method} is not allowed on ${path}; allowed: ${matches.map((c) => c.route.method).join(', ')}`,
+      );
     const { route } = hit;
-    if (route.role === 'write' && token.role !== 'write') throw new AdminApiError('forbidden', `this needs a write token; token ${token.id} may only read`);
+    if (route.role === 'write' && token.role !== 'write')
+      throw new AdminApiError('forbidden', `this needs a write token; token ${token.id} may only read`);
     const groups = hit.pattern.exec(path)!;
     const params = Object.fromEntries(hit.names.map((n, i) => [n, Number(groups[i + 1])]));
     let body: unknown;
@@ -135,13 +167,24 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
       const parsed = route.body.safeParse(raw ?? {});
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
-        throw new AdminApiError('invalid_request', `${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`);
+        throw new AdminApiError(
+          'invalid_request',
+          `${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`,
+        );
       }
       body = parsed.data;
     } else {
       req.resume();
     }
-    const result = await route.handle({ deps, ctx: deps.serviceContext(token, requestId), token, params, query, body, requestId });
+    const result = await route.handle({
+      deps,
+      ctx: deps.serviceContext(token, requestId),
+      token,
+      params,
+      query,
+      body,
+      requestId,
+    });
     send(res, route.status, result, {}, head);
   }
 
@@ -164,12 +207,20 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
         return send(res, err.status, errorBody(err.code, err.message, requestId), headers);
       }
       // A store that does not answer is a 503; anything else a 500, logged without the request's headers.
-      const code: AdminErrorCode = /timeout|ECONNREFUSED|connect|terminat/i.test(String((err as Error)?.message)) ? 'service_unavailable' : 'internal';
+      const code: AdminErrorCode = /timeout|ECONNREFUSED|connect|terminat/i.test(String((err as Error)?.message))
+        ? 'service_unavailable'
+        : 'internal';
       deps.log.error({ err: (err as Error)?.message, path, requestId }, 'admin api request failed');
-      send(res, code === 'internal' ? 500 : 503, errorBody(code, code === 'internal' ? 'internal error' : 'a store did not answer; try again', requestId));
+      send(
+        res,
+        code === 'internal' ? 500 : 503,
+        errorBody(code, code === 'internal' ? 'internal error' : 'a store did not answer; try again', requestId),
+      );
     };
-    if (path === '/api' || path.startsWith('/api/')) return void api(req, res, path, url.searchParams, requestId).catch(fail);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return fail(new AdminApiError('method_not_allowed', 'the console is read with GET'));
+    if (path === '/api' || path.startsWith('/api/'))
+      return void api(req, res, path, url.searchParams, requestId).catch(fail);
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return fail(new AdminApiError('method_not_allowed', 'the console is read with GET'));
     if (!deps.console) return fail(new AdminApiError('not_found', `no route ${path}`));
     deps.console
       .serve(path, req.method === 'HEAD', res)

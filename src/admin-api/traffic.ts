@@ -72,18 +72,20 @@ export class OrgTraffic {
     this.minutes = new Map();
     if (!taken.size) return Promise.resolve();
     const byOrg = new Map<number, [number, number, number][]>();
-    for (const [minute, counts] of taken) for (const [org, [a, r]] of counts) {
-      const rows = byOrg.get(org) ?? [];
-      rows.push([minute, a, r]);
-      byOrg.set(org, rows);
-    }
+    for (const [minute, counts] of taken)
+      for (const [org, [a, r]] of counts) {
+        const rows = byOrg.get(org) ?? [];
+        rows.push([minute, a, r]);
+        byOrg.set(org, rows);
+      }
     const pipeline = redis.pipeline();
-    for (const [org, rows] of byOrg) for (const [minute, a, r] of rows) {
-      const key = this.key(org, minute);
-      if (a) pipeline.hincrby(key, 'a', a);
-      if (r) pipeline.hincrby(key, 'r', r);
-      pipeline.pexpire(key, (KEEP + 5) * MINUTE);
-    }
+    for (const [org, rows] of byOrg)
+      for (const [minute, a, r] of rows) {
+        const key = this.key(org, minute);
+        if (a) pipeline.hincrby(key, 'a', a);
+        if (r) pipeline.hincrby(key, 'r', r);
+        pipeline.pexpire(key, (KEEP + 5) * MINUTE);
+      }
     this.flushing = pipeline
       .exec()
       .then((results) => {
@@ -91,12 +93,13 @@ export class OrgTraffic {
       })
       .catch((err: Error) => {
         // Not written: merged back, so a Redis outage delays the chart's counts instead of losing them.
-        for (const [minute, counts] of taken) for (const [org, [a, r]] of counts) {
-          let mine = this.minutes.get(minute);
-          if (!mine) this.minutes.set(minute, (mine = new Map()));
-          const c = mine.get(org) ?? [0, 0];
-          mine.set(org, [c[0] + a, c[1] + r]);
-        }
+        for (const [minute, counts] of taken)
+          for (const [org, [a, r]] of counts) {
+            let mine = this.minutes.get(minute);
+            if (!mine) this.minutes.set(minute, (mine = new Map()));
+            const c = mine.get(org) ?? [0, 0];
+            mine.set(org, [c[0] + a, c[1] + r]);
+          }
         this.prune(Math.floor(this.o.clock.now() / MINUTE));
         this.o.log?.debug({ err: err.message }, 'traffic counters not flushed; kept for the next flush');
       })

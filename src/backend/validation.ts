@@ -21,7 +21,7 @@ export const pgId = z.number().int().positive().max(PG_INT_MAX, `must be an id f
  * without its pair has no UTF-8 form at all (the driver would store U+FFFD in its place).
  */
 // NUL is the very character looked for here (PostgreSQL text cannot hold it).
-// eslint-disable-next-line no-control-regex
+
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function isStorableText(text: string): boolean {

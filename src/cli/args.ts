@@ -43,7 +43,8 @@ export function parseArgs(command: string, argv: readonly string[], spec: ArgSpe
     } else if (valueNames.has(name)) {
       if (name in values) throw new UsageError(`${command}: --${name} is given twice`);
       const value = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-      if (value === undefined || (eq < 0 && value.startsWith('--'))) throw new UsageError(`${command}: --${name} needs a value`);
+      if (value === undefined || (eq < 0 && value.startsWith('--')))
+        throw new UsageError(`${command}: --${name} needs a value`);
       values[name] = value;
     } else {
       throw new UsageError(`${command}: unknown option --${name}`);
@@ -51,7 +52,8 @@ export function parseArgs(command: string, argv: readonly string[], spec: ArgSpe
   }
   const names = spec.positionals ?? [];
   if (positional.length < names.length) throw new UsageError(`${command}: missing <${names[positional.length]}>`);
-  if (positional.length > names.length) throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positional[names.length])}`);
+  if (positional.length > names.length)
+    throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positional[names.length])}`);
   return { values, flags, positionals: Object.fromEntries(names.map((n, i) => [n, positional[i]])) };
 }
 

@@ -18,7 +18,8 @@ function filterOf(command: string, values: Record<string, string>): AuditFilter 
   if (values['actor-id'] !== undefined) f.actorId = values['actor-id'];
   if (values.action !== undefined) {
     // `key.rotate`, or `key.` for every action on keys.
-    if (!/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(values.action)) throw new UsageError(`${command}: --action must be like key.rotate, or key. for every key action`);
+    if (!/^[a-z][a-z-]*\.([a-z][a-z-]*)?$/.test(values.action))
+      throw new UsageError(`${command}: --action must be like key.rotate, or key. for every key action`);
     f.action = values.action;
   }
   if (values['target-type'] !== undefined) f.targetType = values['target-type'];
@@ -28,13 +29,18 @@ function filterOf(command: string, values: Record<string, string>): AuditFilter 
   return f;
 }
 
-export async function auditCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
+export async function auditCommand(
+  ctx: () => Promise<AdminContext>,
+  sub: string | undefined,
+  argv: readonly string[],
+): Promise<void> {
   if (sub === 'list') {
     const a = parseArgs('audit list', argv, { values: [...FILTERS, 'limit', 'before'] });
     const f = filterOf('audit list', a.values);
     if (a.values.limit !== undefined) {
       f.limit = Number(a.values.limit);
-      if (!/^[1-9][0-9]{0,3}$/.test(a.values.limit) || f.limit > AUDIT_PAGE_MAX) throw new UsageError(`audit list: --limit must be 1 to ${AUDIT_PAGE_MAX}`);
+      if (!/^[1-9][0-9]{0,3}$/.test(a.values.limit) || f.limit > AUDIT_PAGE_MAX)
+        throw new UsageError(`audit list: --limit must be 1 to ${AUDIT_PAGE_MAX}`);
     }
     if (a.values.before !== undefined) f.beforeId = idArg('audit list', '--before', a.values.before);
     const rows = await withContext(ctx, (c) => viaService('audit list', () => listAudit(c.service, f)));
@@ -44,7 +50,15 @@ export async function auditCommand(ctx: () => Promise<AdminContext>, sub: string
     }
     const lines = table(
       ['id', 'at', 'actor', 'action', 'target', 'org', 'request'],
-      rows.map((r) => [r.id, r.at, [r.actor.kind, r.actor.id, r.actor.name].filter(Boolean).join(':'), r.action, `${r.targetType} ${r.targetIds.join(',')}`, r.organizationId, r.requestId]),
+      rows.map((r) => [
+        r.id,
+        r.at,
+        [r.actor.kind, r.actor.id, r.actor.name].filter(Boolean).join(':'),
+        r.action,
+        `${r.targetType} ${r.targetIds.join(',')}`,
+        r.organizationId,
+        r.requestId,
+      ]),
     );
     process.stdout.write(lines.join('\n') + '\n');
     return;
@@ -55,7 +69,8 @@ export async function auditCommand(ctx: () => Promise<AdminContext>, sub: string
     await withContext(ctx, async (c) => {
       // A row at a time to stdout: an export of years of rows never sits in memory whole.
       for await (const row of exportAudit(c.service, f)) {
-        if (!process.stdout.write(JSON.stringify(row) + '\n')) await new Promise((r) => process.stdout.once('drain', r));
+        if (!process.stdout.write(JSON.stringify(row) + '\n'))
+          await new Promise((r) => process.stdout.once('drain', r));
       }
     });
     return;

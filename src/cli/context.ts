@@ -85,11 +85,10 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
   const log = createLogger('warn', stderrLines());
   // Without Redis every gateway keeps its versions in memory: the database's NOTIFY (the triggers of
   // migration 001) is then what reaches them, as it is for the backend in another process.
-  const redis =
-    redisClientSettings(s)
-      ? // A command waits for the connection once; the gateway's 50 ms budget is for requests.
-        createRedisClient({ ...redisClientSettings(s), commandTimeoutMs: Math.max(s.REDIS_COMMAND_TIMEOUT_MS, 3_000) })
-      : null;
+  const redis = redisClientSettings(s)
+    ? // A command waits for the connection once; the gateway's 50 ms budget is for requests.
+      createRedisClient({ ...redisClientSettings(s), commandTimeoutMs: Math.max(s.REDIS_COMMAND_TIMEOUT_MS, 3_000) })
+    : null;
   redis?.on('error', () => {}); // a failed bump is reported by accessChangedVia, once
   const versions = redis ? createRedisStores({ redis, prefix: s.REDIS_KEY_PREFIX }).versions : null;
   const bump = versions ? accessChangedVia(versions, log) : async () => {};
@@ -102,7 +101,15 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
     scopes,
     routes: () => loadRoutes(routesFile),
     accessChanged: bump,
-    service: { db, actor: { kind: 'cli', osUser: osUser() }, clock: systemClock, pepper, plans, scopes, accessChanged: bump },
+    service: {
+      db,
+      actor: { kind: 'cli', osUser: osUser() },
+      clock: systemClock,
+      pepper,
+      plans,
+      scopes,
+      accessChanged: bump,
+    },
     async close() {
       redis?.disconnect();
       await db.close();
@@ -111,7 +118,10 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
 }
 
 /** Open the context, run `fn`, close the context whatever happens. */
-export async function withContext<T>(open: () => Promise<AdminContext>, fn: (ctx: AdminContext) => Promise<T>): Promise<T> {
+export async function withContext<T>(
+  open: () => Promise<AdminContext>,
+  fn: (ctx: AdminContext) => Promise<T>,
+): Promise<T> {
   const ctx = await open();
   try {
     return await fn(ctx);

@@ -3,7 +3,18 @@
 // rotation, metadata) and the audit row live in the service layer (src/access/service/keys.ts); this
 // file parses arguments and prints results.
 import type { KeyType } from '../access/secrets.js';
-import { createKey, listKeys, revokeKey, rotateKey, updateKey, type CreateKeyInput, type KeyMetadata, type KeyStatus, type KeyView, type UpdateKeyInput } from '../access/service/keys.js';
+import {
+  createKey,
+  listKeys,
+  revokeKey,
+  rotateKey,
+  updateKey,
+  type CreateKeyInput,
+  type KeyMetadata,
+  type KeyStatus,
+  type KeyView,
+  type UpdateKeyInput,
+} from '../access/service/keys.js';
 import { ROLES } from '../config/routes.js';
 import { idArg, oneOf, parseArgs, required, UsageError, type ParsedArgs } from './args.js';
 import { withContext, type AdminContext } from './context.js';
@@ -21,10 +32,14 @@ const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 
 export function parseInstant(command: string, option: string, raw: string, now = Date.now()): Date {
   const rel = /^\+([1-9][0-9]{0,5})([smhd])$/.exec(raw);
   if (rel) return new Date(now + Number(rel[1]) * UNIT_MS[rel[2]]);
-  const ok = /^\d{4}-\d{2}-\d{2}$/.test(raw) || /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
+  const ok =
+    /^\d{4}-\d{2}-\d{2}$/.test(raw) ||
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
   const t = ok ? new Date(raw) : null;
   if (!t || Number.isNaN(t.getTime())) {
-    throw new UsageError(`${command}: ${option} must be an ISO 8601 time with a zone (2026-12-31T23:59:59Z), a date (2026-12-31) or +<n>[smhd] (got ${JSON.stringify(raw)})`);
+    throw new UsageError(
+      `${command}: ${option} must be an ISO 8601 time with a zone (2026-12-31T23:59:59Z), a date (2026-12-31) or +<n>[smhd] (got ${JSON.stringify(raw)})`,
+    );
   }
   return t;
 }
@@ -33,7 +48,10 @@ export function parseInstant(command: string, option: string, raw: string, now =
 export function parseSpan(command: string, option: string, raw: string): number {
   if (raw === '0') return 0;
   const m = /^([1-9][0-9]{0,5})([smhd])$/.exec(raw);
-  if (!m) throw new UsageError(`${command}: ${option} must be 0 or <n>s, <n>m, <n>h or <n>d such as 24h (got ${JSON.stringify(raw)})`);
+  if (!m)
+    throw new UsageError(
+      `${command}: ${option} must be 0 or <n>s, <n>m, <n>h or <n>d such as 24h (got ${JSON.stringify(raw)})`,
+    );
   return Number(m[1]) * UNIT_MS[m[2]];
 }
 
@@ -45,7 +63,8 @@ export function parseMetadata(command: string, raw: string): KeyMetadata | null 
   } catch {
     throw new UsageError(`${command}: --metadata must be a JSON object such as {"tier":"gold"}, or null`);
   }
-  if (v !== null && (typeof v !== 'object' || Array.isArray(v))) throw new UsageError(`${command}: --metadata must be a JSON object, or null`);
+  if (v !== null && (typeof v !== 'object' || Array.isArray(v)))
+    throw new UsageError(`${command}: --metadata must be a JSON object, or null`);
   return v as KeyMetadata | null;
 }
 
@@ -53,11 +72,19 @@ const CREATE = 'keys create';
 
 /** The arguments of `keys create`, checked before the database is opened (exit code 2). */
 export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; json: boolean } {
-  const a = parseArgs(CREATE, argv, { values: ['type', 'name', 'workspace', 'user', 'org', 'role', 'scopes', 'created-by', 'expires-at', 'metadata'] });
+  const a = parseArgs(CREATE, argv, {
+    values: ['type', 'name', 'workspace', 'user', 'org', 'role', 'scopes', 'created-by', 'expires-at', 'metadata'],
+  });
   const type = oneOf(CREATE, '--type', required(CREATE, a, 'type'), ['workspace', 'personal', 'partner'] as const);
   const name = required(CREATE, a, 'name').trim();
   if (name.length < 1 || name.length > 100) throw new UsageError(`${CREATE}: --name must be 1 to 100 characters`);
-  const scopes = a.values.scopes === undefined ? [] : a.values.scopes.split(',').map((s) => s.trim()).filter(Boolean);
+  const scopes =
+    a.values.scopes === undefined
+      ? []
+      : a.values.scopes
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
   const bad = scopes.find((s) => !SCOPE.test(s));
   if (bad) throw new UsageError(`${CREATE}: --scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`);
   if (scopes.length > MAX_SCOPES) throw new UsageError(`${CREATE}: --scopes: at most ${MAX_SCOPES}`);
@@ -67,7 +94,9 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
     personal: ['user', 'scopes'],
     partner: ['org'],
   };
-  const stray = ['workspace', 'user', 'org', 'role', 'scopes', 'created-by'].find((o) => a.values[o] !== undefined && !allowed[type].includes(o));
+  const stray = ['workspace', 'user', 'org', 'role', 'scopes', 'created-by'].find(
+    (o) => a.values[o] !== undefined && !allowed[type].includes(o),
+  );
   if (stray) throw new UsageError(`${CREATE}: a ${type} key takes no --${stray}`);
   const input: CreateKeyInput = { type, name, scopes };
   if (type === 'workspace') {
@@ -79,7 +108,8 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
   } else {
     input.organizationId = idArg(CREATE, '--org', required(CREATE, a, 'org'));
   }
-  if (a.values['expires-at'] !== undefined) input.expiresAt = parseInstant(CREATE, '--expires-at', a.values['expires-at']);
+  if (a.values['expires-at'] !== undefined)
+    input.expiresAt = parseInstant(CREATE, '--expires-at', a.values['expires-at']);
   if (a.values.metadata !== undefined) input.metadata = parseMetadata(CREATE, a.values.metadata);
   return { input, json: a.flags.has('json') };
 }
@@ -87,20 +117,31 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
 const UPDATE = 'keys update';
 
 export function parseUpdate(argv: readonly string[]): { id: number; input: UpdateKeyInput; json: boolean } {
-  const a = parseArgs(UPDATE, argv, { values: ['name', 'expires-at', 'metadata'], flags: ['no-expiry'], positionals: ['keyId'] });
+  const a = parseArgs(UPDATE, argv, {
+    values: ['name', 'expires-at', 'metadata'],
+    flags: ['no-expiry'],
+    positionals: ['keyId'],
+  });
   const id = idArg(UPDATE, '<keyId>', a.positionals.keyId);
   const input: UpdateKeyInput = {};
   if (a.values.name !== undefined) input.name = a.values.name;
-  if (a.values['expires-at'] !== undefined && a.flags.has('no-expiry')) throw new UsageError(`${UPDATE}: --expires-at and --no-expiry exclude each other`);
-  if (a.values['expires-at'] !== undefined) input.expiresAt = parseInstant(UPDATE, '--expires-at', a.values['expires-at']);
+  if (a.values['expires-at'] !== undefined && a.flags.has('no-expiry'))
+    throw new UsageError(`${UPDATE}: --expires-at and --no-expiry exclude each other`);
+  if (a.values['expires-at'] !== undefined)
+    input.expiresAt = parseInstant(UPDATE, '--expires-at', a.values['expires-at']);
   if (a.flags.has('no-expiry')) input.expiresAt = null;
   if (a.values.metadata !== undefined) input.metadata = parseMetadata(UPDATE, a.values.metadata);
-  if (!Object.keys(input).length) throw new UsageError(`${UPDATE}: nothing to change: give --name, --expires-at, --no-expiry or --metadata`);
+  if (!Object.keys(input).length)
+    throw new UsageError(`${UPDATE}: nothing to change: give --name, --expires-at, --no-expiry or --metadata`);
   return { id, input, json: a.flags.has('json') };
 }
 
 function where(k: KeyView): string {
-  return k.type === 'workspace' ? `workspace ${k.workspaceId}, role ${k.role}` : k.type === 'personal' ? `user ${k.userId}` : `organization ${k.organizationId}`;
+  return k.type === 'workspace'
+    ? `workspace ${k.workspaceId}, role ${k.role}`
+    : k.type === 'personal'
+      ? `user ${k.userId}`
+      : `organization ${k.organizationId}`;
 }
 
 function expiryLine(k: KeyView): string {
@@ -112,14 +153,21 @@ function listFilter(a: ParsedArgs) {
   if (a.values.org !== undefined) f.organizationId = idArg('keys list', '--org', a.values.org);
   if (a.values.workspace !== undefined) f.workspaceId = idArg('keys list', '--workspace', a.values.workspace);
   if (a.values.user !== undefined) f.userId = idArg('keys list', '--user', a.values.user);
-  if (a.values.type !== undefined) f.type = oneOf('keys list', '--type', a.values.type, ['workspace', 'personal', 'partner'] as const);
-  if (a.values.status !== undefined && a.flags.has('active')) throw new UsageError('keys list: --status and --active exclude each other');
-  if (a.values.status !== undefined) f.status = oneOf('keys list', '--status', a.values.status, ['active', 'expired', 'revoked'] as const) as KeyStatus;
+  if (a.values.type !== undefined)
+    f.type = oneOf('keys list', '--type', a.values.type, ['workspace', 'personal', 'partner'] as const);
+  if (a.values.status !== undefined && a.flags.has('active'))
+    throw new UsageError('keys list: --status and --active exclude each other');
+  if (a.values.status !== undefined)
+    f.status = oneOf('keys list', '--status', a.values.status, ['active', 'expired', 'revoked'] as const) as KeyStatus;
   if (a.flags.has('active')) f.status = 'active';
   return f;
 }
 
-export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
+export async function keysCommand(
+  ctx: () => Promise<AdminContext>,
+  sub: string | undefined,
+  argv: readonly string[],
+): Promise<void> {
   if (sub === 'create') {
     const { input, json } = parseCreate(argv);
     const { key, secret } = await withContext(ctx, (c) => viaService(CREATE, () => createKey(c.service, input)));
@@ -131,7 +179,10 @@ export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string 
     return;
   }
   if (sub === 'list') {
-    const a = parseArgs('keys list', argv, { values: ['org', 'workspace', 'user', 'type', 'status'], flags: ['active'] });
+    const a = parseArgs('keys list', argv, {
+      values: ['org', 'workspace', 'user', 'type', 'status'],
+      flags: ['active'],
+    });
     const f = listFilter(a);
     const keys = await withContext(ctx, (c) => viaService('keys list', () => listKeys(c.service, f)));
     output(
@@ -140,9 +191,22 @@ export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string 
       table(
         ['id', 'type', 'name', 'hint', 'org', 'workspace', 'user', 'role', 'status', 'expires', 'last used', 'scopes'],
         keys.map((k) => [
-          k.id, k.type, k.name, k.hint, k.organizationId, k.workspaceId, k.userId, k.role,
-          k.status === 'revoked' ? `revoked ${k.revokedAt}` : k.previousSecret ? `${k.status}, old secret until ${k.previousSecret.expiresAt}` : k.status,
-          k.expiresAt ?? 'never', k.lastUsedAt ?? '', k.scopes.join(','),
+          k.id,
+          k.type,
+          k.name,
+          k.hint,
+          k.organizationId,
+          k.workspaceId,
+          k.userId,
+          k.role,
+          k.status === 'revoked'
+            ? `revoked ${k.revokedAt}`
+            : k.previousSecret
+              ? `${k.status}, old secret until ${k.previousSecret.expiresAt}`
+              : k.status,
+          k.expiresAt ?? 'never',
+          k.lastUsedAt ?? '',
+          k.scopes.join(','),
         ]),
       ),
     );
@@ -151,14 +215,18 @@ export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string 
   if (sub === 'update') {
     const { id, input, json } = parseUpdate(argv);
     const key = await withContext(ctx, (c) => viaService(UPDATE, () => updateKey(c.service, id, input)));
-    output(json, key, [`Updated ${key.type} key ${key.id} "${key.name}" (${where(key)}). ${expiryLine(key)}${key.metadata ? ` Metadata: ${Buffer.byteLength(JSON.stringify(key.metadata))} bytes.` : ''}`]);
+    output(json, key, [
+      `Updated ${key.type} key ${key.id} "${key.name}" (${where(key)}). ${expiryLine(key)}${key.metadata ? ` Metadata: ${Buffer.byteLength(JSON.stringify(key.metadata))} bytes.` : ''}`,
+    ]);
     return;
   }
   if (sub === 'rotate') {
     const a = parseArgs('keys rotate', argv, { values: ['grace'], positionals: ['keyId'] });
     const id = idArg('keys rotate', '<keyId>', a.positionals.keyId);
     const graceMs = a.values.grace === undefined ? undefined : parseSpan('keys rotate', '--grace', a.values.grace);
-    const { key, secret } = await withContext(ctx, (c) => viaService('keys rotate', () => rotateKey(c.service, id, { graceMs })));
+    const { key, secret } = await withContext(ctx, (c) =>
+      viaService('keys rotate', () => rotateKey(c.service, id, { graceMs })),
+    );
     output(a.flags.has('json'), { ...key, secret }, [
       `Rotated ${key.type} key ${key.id} "${key.name}". ${key.previousSecret ? `The old secret (${key.previousSecret.hint}) works until ${key.previousSecret.expiresAt}.` : 'The old secret no longer works.'}`,
       `New secret, shown only this once (keygate keeps a keyed hash of it, never the secret):`,
@@ -171,8 +239,12 @@ export async function keysCommand(ctx: () => Promise<AdminContext>, sub: string 
     const id = idArg('keys revoke', '<keyId>', a.positionals.keyId);
     // As DELETE /api-keys/{id}: the very next request on every gateway instance is refused.
     const key = await withContext(ctx, (c) => viaService('keys revoke', () => revokeKey(c.service, id)));
-    output(a.flags.has('json'), key, [`Revoked ${key.type} key ${key.id} "${key.name}" (since ${iso(key.revokedAt!)}).`]);
+    output(a.flags.has('json'), key, [
+      `Revoked ${key.type} key ${key.id} "${key.name}" (since ${iso(key.revokedAt!)}).`,
+    ]);
     return;
   }
-  throw new UsageError(`keys: expected create, list, update, rotate or revoke${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  throw new UsageError(
+    `keys: expected create, list, update, rotate or revoke${sub ? ` (got ${JSON.stringify(sub)})` : ''}`,
+  );
 }

@@ -24,23 +24,36 @@ function newest(dir) {
 }
 
 const built = existsSync(entry) ? statSync(entry).mtimeMs : -1;
-const sources = Math.max(newest(join(root, 'src')), ...['tsconfig.json', 'tsconfig.build.json'].map((f) => (existsSync(join(root, f)) ? statSync(join(root, f)).mtimeMs : 0)));
+const sources = Math.max(
+  newest(join(root, 'src')),
+  ...['tsconfig.json', 'tsconfig.build.json'].map((f) =>
+    existsSync(join(root, f)) ? statSync(join(root, f)).mtimeMs : 0,
+  ),
+);
 if (built < sources) {
   const why = built < 0 ? 'dist/ is missing' : 'dist/ is older than src/';
   if (existsSync(join(root, 'node_modules', 'typescript'))) {
     process.stderr.write(`keygate: ${why}: building it (npm run build)\n`);
     // npm's own output goes to stderr: stdout stays the command's (`keygate keys list --json`).
     const npm = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath] : ['npm'];
-    const r = spawnSync(npm[0], [...npm.slice(1), 'run', 'build', '--silent'], { cwd: root, stdio: ['ignore', 2, 2], shell: npm.length === 1 && process.platform === 'win32' });
+    const r = spawnSync(npm[0], [...npm.slice(1), 'run', 'build', '--silent'], {
+      cwd: root,
+      stdio: ['ignore', 2, 2],
+      shell: npm.length === 1 && process.platform === 'win32',
+    });
     if (r.status !== 0) {
       process.stderr.write('keygate: npm run build failed\n');
       process.exit(1);
     }
   } else if (built < 0) {
-    process.stderr.write('keygate: dist/ is missing: run `npm run build` (it needs the dev dependencies) before running keygate without them\n');
+    process.stderr.write(
+      'keygate: dist/ is missing: run `npm run build` (it needs the dev dependencies) before running keygate without them\n',
+    );
     process.exit(2);
   } else {
-    process.stderr.write('keygate: warning: dist/ is older than src/; running it as built (`npm run build` updates it)\n');
+    process.stderr.write(
+      'keygate: warning: dist/ is older than src/; running it as built (`npm run build` updates it)\n',
+    );
   }
 }
 await import(pathToFileURL(entry).href);

@@ -8,7 +8,14 @@ import { ConfigError, formatZodIssue } from '../config/errors.js';
 import { parsePlans, readJson } from '../config/plans.js';
 import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
 import { parseAccessLine, replay, type AccessLine, type ReplayLimits, type ReplayReport } from '../limits/replay.js';
-import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits, type LimitsChange, type LimitsView } from '../access/service/limits.js';
+import {
+  getKeyLimits,
+  getOrganizationLimits,
+  setKeyLimits,
+  setOrganizationLimits,
+  type LimitsChange,
+  type LimitsView,
+} from '../access/service/limits.js';
 import { viaService } from './service.js';
 import { idArg, parseArgs, UsageError, type ParsedArgs } from './args.js';
 import { withContext, type AdminContext } from './context.js';
@@ -22,7 +29,8 @@ const LIMIT_OPTIONS = { values: ['read', 'write', 'bulk', 'monthly-quota'], flag
 function limitsChange(command: string, a: ParsedArgs, forKey: boolean): LimitsChange | null {
   const change: LimitsChange = {};
   const number = (name: string, raw: string) => {
-    if (!/^[1-9][0-9]{0,12}$/.test(raw)) throw new UsageError(`${command}: --${name} must be a positive integer or "plan" (got ${JSON.stringify(raw)})`);
+    if (!/^[1-9][0-9]{0,12}$/.test(raw))
+      throw new UsageError(`${command}: --${name} must be a positive integer or "plan" (got ${JSON.stringify(raw)})`);
     return Number(raw);
   };
   for (const b of BUCKETS) {
@@ -36,13 +44,16 @@ function limitsChange(command: string, a: ParsedArgs, forKey: boolean): LimitsCh
   }
   if (a.flags.has('clear')) {
     if (Object.keys(change).length > 0) throw new UsageError(`${command}: --clear takes no other limit`);
-    return forKey ? { read: null, write: null, bulk: null } : { read: null, write: null, bulk: null, monthlyQuota: null };
+    return forKey
+      ? { read: null, write: null, bulk: null }
+      : { read: null, write: null, bulk: null, monthlyQuota: null };
   }
   return Object.keys(change).length > 0 ? change : null;
 }
 
 function describe(v: LimitsView): string[] {
-  const what = v.keyId === undefined ? `Organization ${v.organizationId}` : `Key ${v.keyId} (organization ${v.organizationId})`;
+  const what =
+    v.keyId === undefined ? `Organization ${v.organizationId}` : `Key ${v.keyId} (organization ${v.organizationId})`;
   const own = (b: Bucket) => (v.overrides[b] === null ? 'plan' : 'override');
   const quota = v.effective.monthlyQuota === null ? 'none' : `${v.effective.monthlyQuota} requests per month (UTC)`;
   return [
@@ -53,7 +64,11 @@ function describe(v: LimitsView): string[] {
 }
 
 /** `orgs limits <orgId> [...]` and `keys limits <keyId> [...]`: without a change, shows them. */
-export async function limitsCommand(ctx: () => Promise<AdminContext>, of: 'orgs' | 'keys', argv: readonly string[]): Promise<void> {
+export async function limitsCommand(
+  ctx: () => Promise<AdminContext>,
+  of: 'orgs' | 'keys',
+  argv: readonly string[],
+): Promise<void> {
   const command = `${of} limits`;
   const what = of === 'orgs' ? '<orgId>' : '<keyId>';
   const a = parseArgs(command, argv, { ...LIMIT_OPTIONS, positionals: [what.slice(1, -1)] });
@@ -61,7 +76,8 @@ export async function limitsCommand(ctx: () => Promise<AdminContext>, of: 'orgs'
   const change = limitsChange(command, a, of === 'keys');
   const view = await withContext(ctx, (c) =>
     viaService(command, () => {
-      if (of === 'orgs') return change ? setOrganizationLimits(c.service, id, change) : getOrganizationLimits(c.service, id);
+      if (of === 'orgs')
+        return change ? setOrganizationLimits(c.service, id, change) : getOrganizationLimits(c.service, id);
       return change ? setKeyLimits(c.service, id, change) : getKeyLimits(c.service, id);
     }),
   );
@@ -76,31 +92,60 @@ const overridesSchema = z
     organizations: z
       .record(
         z.string().regex(/^[1-9][0-9]*$/, 'an organization id'),
-        z.object({ plan: z.string().nullable().optional(), read: budget, write: budget, bulk: budget, monthlyQuota: z.union([z.number().int().min(1), z.literal('none')]).nullable().optional() }).strict(),
+        z
+          .object({
+            plan: z.string().nullable().optional(),
+            read: budget,
+            write: budget,
+            bulk: budget,
+            monthlyQuota: z
+              .union([z.number().int().min(1), z.literal('none')])
+              .nullable()
+              .optional(),
+          })
+          .strict(),
       )
       .default({}),
     keys: z
-      .record(z.string().regex(/^[1-9][0-9]*$/, 'a key id'), z.object({ read: budget, write: budget, bulk: budget }).strict())
+      .record(
+        z.string().regex(/^[1-9][0-9]*$/, 'a key id'),
+        z.object({ read: budget, write: budget, bulk: budget }).strict(),
+      )
       .default({}),
   })
   .strict();
 
 /** Every organization's plan and overrides, and every key's overrides, from the database. */
 async function currentLimits(c: AdminContext): Promise<Omit<ReplayLimits, 'plans'>> {
-  const orgs = await c.db.query(`SELECT id, plan, limit_read AS o_read, limit_write AS o_write, limit_bulk AS o_bulk, monthly_quota, monthly_quota_off FROM organizations`);
-  const keys = await c.db.query(`SELECT id, limit_read, limit_write, limit_bulk FROM api_keys WHERE limit_read IS NOT NULL OR limit_write IS NOT NULL OR limit_bulk IS NOT NULL`);
+  const orgs = await c.db.query(
+    `SELECT id, plan, limit_read AS o_read, limit_write AS o_write, limit_bulk AS o_bulk, monthly_quota, monthly_quota_off FROM organizations`,
+  );
+  const keys = await c.db.query(
+    `SELECT id, limit_read, limit_write, limit_bulk FROM api_keys WHERE limit_read IS NOT NULL OR limit_write IS NOT NULL OR limit_bulk IS NOT NULL`,
+  );
   return {
-    organizations: new Map(orgs.map((o) => [o.id as number, { plan: o.plan as string | null, limits: limitOverridesOf(o) }])),
+    organizations: new Map(
+      orgs.map((o) => [o.id as number, { plan: o.plan as string | null, limits: limitOverridesOf(o) }]),
+    ),
     keys: new Map(
-      keys.map((k) => [k.id as number, Object.fromEntries(BUCKETS.filter((b) => k[`limit_${b}`] != null).map((b) => [b, Number(k[`limit_${b}`])]))]),
+      keys.map((k) => [
+        k.id as number,
+        Object.fromEntries(BUCKETS.filter((b) => k[`limit_${b}`] != null).map((b) => [b, Number(k[`limit_${b}`])])),
+      ]),
     ),
   };
 }
 
-function applyOverrides(base: Omit<ReplayLimits, 'plans'>, file: z.infer<typeof overridesSchema>): Omit<ReplayLimits, 'plans'> {
+function applyOverrides(
+  base: Omit<ReplayLimits, 'plans'>,
+  file: z.infer<typeof overridesSchema>,
+): Omit<ReplayLimits, 'plans'> {
   const organizations = new Map(base.organizations);
   for (const [id, o] of Object.entries(file.organizations)) {
-    const cur = organizations.get(Number(id)) ?? { plan: null, limits: { read: null, write: null, bulk: null, monthlyQuota: null } };
+    const cur = organizations.get(Number(id)) ?? {
+      plan: null,
+      limits: { read: null, write: null, bulk: null, monthlyQuota: null },
+    };
     const limits: LimitOverrides = { ...cur.limits };
     for (const b of BUCKETS) if (o[b] !== undefined) limits[b] = o[b];
     if (o.monthlyQuota !== undefined) limits.monthlyQuota = o.monthlyQuota === 'none' ? 'off' : o.monthlyQuota;
@@ -130,19 +175,42 @@ async function readLog(file: string): Promise<{ lines: AccessLine[]; skipped: nu
       else skipped++;
     }
   } catch (err) {
-    throw new ConfigError(`limits replay: --access-log ${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError(
+      `limits replay: --access-log ${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   return { lines, skipped };
 }
 
 function reportLines(r: ReplayReport): string[] {
   if (r.rows.length === 0) return [`No keyed request in the log (${r.lines + r.skipped} lines, ${r.skipped} skipped).`];
-  const when = (row: ReplayReport['rows'][number]) => (row.firstRefusal ? `${row.firstRefusal} .. ${row.lastRefusal}` : '');
+  const when = (row: ReplayReport['rows'][number]) =>
+    row.firstRefusal ? `${row.firstRefusal} .. ${row.lastRefusal}` : '';
   return [
     `Replayed ${r.lines} keyed requests from ${r.from} to ${r.to} (${r.skipped} other lines skipped).`,
     ...table(
-      ['org', 'key', 'plan', 'requests', 'refused now', 'would refuse/min', 'would refuse/month', 'admitted now', 'when'],
-      r.rows.map((row) => [row.organizationId, row.keyId ?? '(all)', row.plan, row.requests, row.refusedReal, row.refusedPerMinute, row.refusedMonthly, row.admittedNow, when(row)]),
+      [
+        'org',
+        'key',
+        'plan',
+        'requests',
+        'refused now',
+        'would refuse/min',
+        'would refuse/month',
+        'admitted now',
+        'when',
+      ],
+      r.rows.map((row) => [
+        row.organizationId,
+        row.keyId ?? '(all)',
+        row.plan,
+        row.requests,
+        row.refusedReal,
+        row.refusedPerMinute,
+        row.refusedMonthly,
+        row.admittedNow,
+        when(row),
+      ]),
     ),
   ];
 }
@@ -154,7 +222,8 @@ export async function replayCommand(ctx: () => Promise<AdminContext>, argv: read
   const logFile = a.values['access-log'];
   const plansFile = a.values.plans;
   if (logFile === undefined) throw new UsageError(`${command}: --access-log is required`);
-  if (plansFile === undefined) throw new UsageError(`${command}: --plans is required (the candidate plans, the format of config/plans.json)`);
+  if (plansFile === undefined)
+    throw new UsageError(`${command}: --plans is required (the candidate plans, the format of config/plans.json)`);
   const plans = parsePlans(readJson(plansFile), plansFile);
   let overrides: z.infer<typeof overridesSchema> | null = null;
   if (a.values.overrides !== undefined) {

@@ -11,17 +11,26 @@ import { viaService } from './service.js';
 
 /** Through the service layer (src/access/service/organizations.ts): validated, audited, version bumped. */
 export async function changeOrganization(ctx: AdminContext, command: string, id: number, change: OrganizationPatch) {
-  const { partnerCallback: _callback, ...org } = await viaService(command, () => updateOrganization(ctx.service, id, change));
+  const { partnerCallback: _callback, ...org } = await viaService(command, () =>
+    updateOrganization(ctx.service, id, change),
+  );
   return org;
 }
 
-export async function orgsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[], plans: () => Plans): Promise<void> {
+export async function orgsCommand(
+  ctx: () => Promise<AdminContext>,
+  sub: string | undefined,
+  argv: readonly string[],
+  plans: () => Plans,
+): Promise<void> {
   if (sub === 'pause' || sub === 'resume') {
     const command = `orgs ${sub}`;
     const a = parseArgs(command, argv, { positionals: ['orgId'] });
     const id = idArg(command, '<orgId>', a.positionals.orgId);
     const org = await withContext(ctx, (c) => changeOrganization(c, command, id, { paused: sub === 'pause' }));
-    output(a.flags.has('json'), org, [`Organization ${org.id} "${org.name}" is ${org.paused ? 'paused: every /v2 and /v1 call is refused' : 'active'}.`]);
+    output(a.flags.has('json'), org, [
+      `Organization ${org.id} "${org.name}" is ${org.paused ? 'paused: every /v2 and /v1 call is refused' : 'active'}.`,
+    ]);
     return;
   }
   if (sub === 'plan') {

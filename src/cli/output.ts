@@ -13,7 +13,12 @@ export function output(json: boolean, data: unknown, lines: string[]): void {
 export function table(head: string[], rows: unknown[][]): string[] {
   const cells = [head, ...rows.map((r) => r.map((c) => (c === null || c === undefined || c === '' ? '-' : String(c))))];
   const widths = head.map((_, i) => Math.max(...cells.map((r) => r[i].length)));
-  return cells.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
+  return cells.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function iso(t: Date | string): string {

@@ -13,11 +13,18 @@ const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000
 export function parseTtl(command: string, raw: string): number {
   const m = /^([1-9][0-9]{0,5})([mhd])$/.exec(raw);
   const ms = m ? Number(m[1]) * UNIT_MS[m[2]] : NaN;
-  if (!(ms <= 366 * UNIT_MS.d)) throw new UsageError(`${command}: --ttl must be minutes, hours or days such as 30m, 12h or 7d, at most 366d (got ${JSON.stringify(raw)})`);
+  if (!(ms <= 366 * UNIT_MS.d))
+    throw new UsageError(
+      `${command}: --ttl must be minutes, hours or days such as 30m, 12h or 7d, at most 366d (got ${JSON.stringify(raw)})`,
+    );
   return ms;
 }
 
-export async function sessionsCommand(ctx: () => Promise<AdminContext>, sub: string | undefined, argv: readonly string[]): Promise<void> {
+export async function sessionsCommand(
+  ctx: () => Promise<AdminContext>,
+  sub: string | undefined,
+  argv: readonly string[],
+): Promise<void> {
   if (sub !== 'create') throw new UsageError(`sessions: expected create${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
   const command = 'sessions create';
   const a = parseArgs(command, argv, { values: ['user', 'ttl'] });

@@ -33,11 +33,15 @@ export function parseCredentialKeys(text: string): CredentialKeyring {
     if (!KEY_ID.test(id)) throw new Error(`entry ${i + 1}: the key id must be 1 to 32 of [A-Za-z0-9_-]`);
     const key = Buffer.from(text64.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
     // Node's decoder skips what it cannot read: only a canonical 43-character text is taken as 32 bytes.
-    const canonical = key.toString('base64').replace(/=+$/, '') === text64.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
+    const canonical =
+      key.toString('base64').replace(/=+$/, '') === text64.replace(/-/g, '+').replace(/_/g, '/').replace(/=+$/, '');
     if (!BASE64_32.test(text64) || !canonical || key.length !== 32) {
-      throw new Error(`key ${id}: must be 32 bytes of base64 (got ${canonical ? key.length : 'text that is not base64'})`);
+      throw new Error(
+        `key ${id}: must be 32 bytes of base64 (got ${canonical ? key.length : 'text that is not base64'})`,
+      );
     }
-    if (key.every((b) => b === key[0])) throw new Error(`key ${id}: every byte is the same, a placeholder rather than a random key`);
+    if (key.every((b) => b === key[0]))
+      throw new Error(`key ${id}: every byte is the same, a placeholder rather than a random key`);
     if (keys.has(id)) throw new Error(`key id ${id} appears twice`);
     for (const [other, k] of keys) if (k.equals(key)) throw new Error(`keys ${other} and ${id} are the same key`);
     keys.set(id, key);
@@ -66,7 +70,8 @@ export interface LocalKeys {
  * a `memory://` database, thrown away at exit, gets a key of its own per start.
  */
 export function localCredentialKeys(dataDir: string): LocalKeys {
-  if (dataDir.startsWith('memory://')) return { keyring: parseCredentialKeys(generateCredentialKeys()), source: 'memory' };
+  if (dataDir.startsWith('memory://'))
+    return { keyring: parseCredentialKeys(generateCredentialKeys()), source: 'memory' };
   const file = join(dataDir, CREDENTIAL_KEY_FILE);
   const read = (): CredentialKeyring | null => {
     let text: string;

@@ -18,7 +18,10 @@ export function formatZodIssue(what: string, issue: z.core.$ZodIssue | undefined
     return `${what} ${path}: unknown field`;
   }
   // zod's issue does not carry the value: a field left out is found in the input itself.
-  const value = issue.path.reduce<any>((v, k) => (v === null || typeof v !== 'object' ? undefined : v[k as any]), input);
+  const value = issue.path.reduce<unknown>(
+    (v, k) => (v === null || typeof v !== 'object' ? undefined : (v as Record<PropertyKey, unknown>)[k]),
+    input,
+  );
   const missing = input !== undefined && issue.path.length > 0 && value === undefined;
   return `${what} ${path || '(root)'}: ${missing ? 'is required' : describeIssue(issue)}`;
 }
@@ -37,9 +40,15 @@ const TYPE_WORDS: Record<string, string> = {
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (!ZOD_DEFAULT_MESSAGE.test(issue.message)) return issue.message;
+  // The issue's own fields (origin, minimum, maximum, format, ...) differ by its code.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const i = issue as z.core.$ZodIssue & Record<string, any>;
   const unit = (n: number) =>
-    i.origin === 'string' ? ` character${n === 1 ? '' : 's'}` : i.origin === 'array' || i.origin === 'set' ? ` item${n === 1 ? '' : 's'}` : '';
+    i.origin === 'string'
+      ? ` character${n === 1 ? '' : 's'}`
+      : i.origin === 'array' || i.origin === 'set'
+        ? ` item${n === 1 ? '' : 's'}`
+        : '';
   switch (i.code) {
     case 'invalid_type':
       if (/received undefined$/.test(i.message)) return 'is required';
@@ -50,7 +59,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
       if (Number(i.minimum) === 1 && i.origin !== 'number') return 'must not be empty';
       return `must be at least ${i.inclusive === false ? Number(i.minimum) + 1 : i.minimum}${unit(Number(i.minimum))}`;
     case 'invalid_value':
-      return i.values.length === 1 ? `must be ${JSON.stringify(i.values[0])}` : `must be one of ${i.values.map(String).join(', ')}`;
+      return i.values.length === 1
+        ? `must be ${JSON.stringify(i.values[0])}`
+        : `must be one of ${i.values.map(String).join(', ')}`;
     case 'invalid_format':
       if (i.format === 'url') return 'must be a URL';
       if (i.format === 'email') return 'must be an email address';
@@ -117,9 +128,11 @@ export function settingError(setting: string, err: unknown, where: { url?: strin
 export function listenError(portSetting: string, host: string, port: number, err: unknown): unknown {
   const code = (err as { code?: string } | null)?.code;
   if (code === 'EADDRINUSE') return new ConfigError(`setting ${portSetting}: ${host}:${port} is already in use`);
-  if (code === 'EACCES' || code === 'EPERM') return new ConfigError(`setting ${portSetting}: no permission to listen on port ${port}`);
+  if (code === 'EACCES' || code === 'EPERM')
+    return new ConfigError(`setting ${portSetting}: no permission to listen on port ${port}`);
   if (code === 'EADDRNOTAVAIL') return new ConfigError(`setting HOST: ${host} is not an address of this machine`);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return new ConfigError(`setting HOST: ${JSON.stringify(host)} is not an address or a known host name`);
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
+    return new ConfigError(`setting HOST: ${JSON.stringify(host)} is not an address or a known host name`);
   return err;
 }
 
@@ -131,9 +144,11 @@ export function rowRefusal(err: unknown): string {
   const e = err as { code?: string; detail?: string; message?: string; table?: string; constraint?: string };
   const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
   const key = /^Key \((?:\w+\()?(\w+)[^)]*\)+=\((.*)\) (is not present|already exists)/.exec(e.detail ?? '');
-  if (e.code === '23503' && key) return `.${camel(key[1])}: ${key[2]} is not in ${/"(\w+)"/.exec(e.detail!)?.[1] ?? 'the database'}`;
+  if (e.code === '23503' && key)
+    return `.${camel(key[1])}: ${key[2]} is not in ${/"(\w+)"/.exec(e.detail!)?.[1] ?? 'the database'}`;
   if (e.code === '23505' && key) return `.${camel(key[1])}: ${key[2]} is already taken`;
-  if (e.code === '23514') return `: refused by the check ${e.constraint ?? ''} of ${e.table ?? 'its table'}`.replace('  ', ' ');
+  if (e.code === '23514')
+    return `: refused by the check ${e.constraint ?? ''} of ${e.table ?? 'its table'}`.replace('  ', ' ');
   return `: ${e.message ?? String(err)}`;
 }
 

@@ -31,9 +31,15 @@ export const planSchema = z
   .strict();
 export type Plan = z.infer<typeof planSchema>;
 
-export const plansSchema = z.record(z.string().regex(PLAN_NAME, 'a plan name is 1 to 40 characters of [a-z0-9_], starting with a letter'), planSchema).superRefine((plans, ctx) => {
-  for (const id of PLAN_IDS) if (!(id in plans)) ctx.addIssue({ code: 'custom', path: [id], message: `the plan "${id}" is required` });
-});
+export const plansSchema = z
+  .record(
+    z.string().regex(PLAN_NAME, 'a plan name is 1 to 40 characters of [a-z0-9_], starting with a letter'),
+    planSchema,
+  )
+  .superRefine((plans, ctx) => {
+    for (const id of PLAN_IDS)
+      if (!(id in plans)) ctx.addIssue({ code: 'custom', path: [id], message: `the plan "${id}" is required` });
+  });
 export type Plans = Record<string, Plan>;
 
 export function parsePlans(raw: unknown, source = 'plans'): Plans {
@@ -67,6 +73,8 @@ export function readJson(file: string, setting?: string): unknown {
     // Only the place: V8's message quotes the text around it, and a seed file holds secrets.
     const pos = /at position (\d+)/.exec((err as Error).message);
     const before = pos ? text.slice(0, Number(pos[1])).split('\n') : null;
-    throw new ConfigError(`${at}: invalid JSON${before ? ` at line ${before.length}, column ${before[before.length - 1].length + 1}` : ''}`);
+    throw new ConfigError(
+      `${at}: invalid JSON${before ? ` at line ${before.length}, column ${before[before.length - 1].length + 1}` : ''}`,
+    );
   }
 }

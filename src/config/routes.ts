@@ -19,7 +19,10 @@ const v2Route = z
   .object({
     method,
     path: pathPattern.refine((p) => p.startsWith('/v2/'), 'must start with /v2/'),
-    scope: z.string().regex(/^[a-z]+:[a-z]+$/).nullable(),
+    scope: z
+      .string()
+      .regex(/^[a-z]+:[a-z]+$/)
+      .nullable(),
     bucket: z.enum(['read', 'write', 'bulk']),
     gateway: z.literal(true).optional(),
     limitMode: z.enum(['enforce', 'shadow']).optional(),
@@ -51,7 +54,8 @@ export const routesFileSchema = z
       const seen = new Set<string>();
       f[api].forEach((r, i) => {
         const k = `${r.method} ${r.path.replace(/\{[^}]+\}/g, (m) => (m.endsWith(':str}') ? '{s}' : '{n}'))}`;
-        if (seen.has(k)) ctx.addIssue({ code: 'custom', path: [api, i, 'path'], message: `duplicate route ${r.method} ${r.path}` });
+        if (seen.has(k))
+          ctx.addIssue({ code: 'custom', path: [api, i, 'path'], message: `duplicate route ${r.method} ${r.path}` });
         seen.add(k);
       });
     }
@@ -194,7 +198,16 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
     });
   }
   for (const d of f.v1) {
-    v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', gateway: d.gateway === true, limitMode: d.limitMode, params: params(d.path) });
+    v1.add({
+      method: d.method,
+      path: d.path,
+      scope: null,
+      minRole: null,
+      bucket: 'read',
+      gateway: d.gateway === true,
+      limitMode: d.limitMode,
+      params: params(d.path),
+    });
   }
   return { v2, v1, scopes: f.scopes };
 }

@@ -8,9 +8,12 @@ import { parseCredentialKeys } from './credential-keys.js';
 import { parseJwtKeys } from '../http/identity-jwt.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
-const csv = z
-  .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean));
+const csv = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 
 export const settingsSchema = z
   .object({
@@ -35,7 +38,10 @@ export const settingsSchema = z
     REDIS_SENTINEL_NAME: z.string().min(1).max(128).optional(),
     REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
     REDIS_PASSWORD: z.string().min(1).optional(),
-    REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]').default('kg:'),
+    REDIS_KEY_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9:_-]{1,32}$/, 'must be 1 to 32 of [A-Za-z0-9:_-]')
+      .default('kg:'),
     SEED_FILE: z.string().min(1).optional(),
     // Checked by building the gateway's own matcher, so the rule of a valid entry lives in one place.
     TRUST_PROXY: csv
@@ -86,17 +92,28 @@ export const settingsSchema = z
     // Longer request targets are answered 414 before any step (src/gateway/guards/canonical.ts); at most
     // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
     REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),
-    BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+    BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
     REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     // How long the audit trail keeps its rows (src/access/service/audit.ts); the backend purges hourly.
     AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
-    WORKERS: z.string().regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto').default('1'),
+    WORKERS: z
+      .string()
+      .regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto')
+      .default('1'),
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-    BODY_BUFFER_MAX_BYTES: z.coerce.number().int().positive().default(64 * 1024 * 1024),
+    BODY_BUFFER_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
     // Within BODY_BUFFER_MAX_BYTES, what the bodies of one key and of one client address may hold at
     // once (src/gateway/body.ts bodySharesOf); unset: an eighth and a quarter of it, at least one body.
     BODY_BUFFER_KEY_MAX_BYTES: z.coerce.number().int().positive().optional(),
@@ -104,9 +121,19 @@ export const settingsSchema = z
     // A refused upload's connection is read and discarded after its answer for at most this long and
     // this many bytes before it closes, so that a client still sending reads the answer (RFC 9112 9.6).
     LINGER_TIME_MS: z.coerce.number().int().nonnegative().default(5_000),
-    LINGER_MAX_BYTES: z.coerce.number().int().nonnegative().default(64 * 1024 * 1024),
+    LINGER_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .nonnegative()
+      .default(64 * 1024 * 1024),
     CORS_ORIGINS: csv
-      .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com')))
+      .pipe(
+        z.array(
+          z
+            .string()
+            .regex(/^(\*|https?:\/\/[^/\s]+)$/, 'each entry must be * or an origin like https://app.example.com'),
+        ),
+      )
       .default([]),
     PLANS_FILE: z.string().min(1).default('config/plans.json'),
     ROUTES_FILE: z.string().min(1).default('config/routes.json'),
@@ -163,27 +190,44 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, mode: Mode = 
   if (mode === 'gateway' || mode === 'backend') {
     if (!s.DATABASE_URL) throw new ConfigError('setting DATABASE_URL: required for `npm run ' + mode + '`');
     if (!s.GATEWAY_SECRET) throw new ConfigError('setting GATEWAY_SECRET: required for `npm run ' + mode + '`');
-    if (mode === 'backend' && !s.INTERNAL_TOKEN) throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
-    if (mode === 'backend' && !s.CREDENTIAL_KEYS) throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
+    if (mode === 'backend' && !s.INTERNAL_TOKEN)
+      throw new ConfigError('setting INTERNAL_TOKEN: required for `npm run backend`');
+    if (mode === 'backend' && !s.CREDENTIAL_KEYS)
+      throw new ConfigError('setting CREDENTIAL_KEYS: required for `npm run backend`');
   }
-  if (s.REDIS_SENTINELS?.length && !s.REDIS_SENTINEL_NAME) throw new ConfigError('setting REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name of the primary the sentinels watch)');
-  if (s.REDIS_SENTINELS?.length && s.REDIS_CLUSTER_NODES?.length) throw new ConfigError('setting REDIS_SENTINELS: give either REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both');
+  if (s.REDIS_SENTINELS?.length && !s.REDIS_SENTINEL_NAME)
+    throw new ConfigError(
+      'setting REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the name of the primary the sentinels watch)',
+    );
+  if (s.REDIS_SENTINELS?.length && s.REDIS_CLUSTER_NODES?.length)
+    throw new ConfigError('setting REDIS_SENTINELS: give either REDIS_SENTINELS or REDIS_CLUSTER_NODES, not both');
   // Several gateway processes keep one budget only in a shared store: in-memory limits would be per process.
   if ((mode === 'gateway' || mode === 'start') && s.WORKERS !== '1') {
-    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length && !s.REDIS_SENTINELS?.length) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (in-memory rate limits cannot be exact across processes)`);
-    if (mode === 'start' && !s.DATABASE_URL) throw new ConfigError(`setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`);
+    if (!s.REDIS_URL && !s.REDIS_CLUSTER_NODES?.length && !s.REDIS_SENTINELS?.length)
+      throw new ConfigError(
+        `setting WORKERS: ${s.WORKERS} needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (in-memory rate limits cannot be exact across processes)`,
+      );
+    if (mode === 'start' && !s.DATABASE_URL)
+      throw new ConfigError(
+        `setting WORKERS: ${s.WORKERS} needs DATABASE_URL in all-in-one (the gateway processes share the database; DATA_DIR is one process's)`,
+      );
   }
   // A share below one body's limit would refuse every body between the two, whatever the load.
   for (const name of ['BODY_BUFFER_KEY_MAX_BYTES', 'BODY_BUFFER_ADDRESS_MAX_BYTES'] as const) {
     const v = s[name];
-    if (v !== undefined && v < s.BODY_LIMIT_BYTES) throw new ConfigError(`setting ${name}: must be at least BODY_LIMIT_BYTES (${s.BODY_LIMIT_BYTES})`);
+    if (v !== undefined && v < s.BODY_LIMIT_BYTES)
+      throw new ConfigError(`setting ${name}: must be at least BODY_LIMIT_BYTES (${s.BODY_LIMIT_BYTES})`);
   }
   if (mode === 'gateway' && s.IDENTITY_FORMAT !== 'hmac' && !s.IDENTITY_JWT_KEYS) {
-    throw new ConfigError(`setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run gateway\``);
+    throw new ConfigError(
+      `setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run gateway\``,
+    );
   }
   // All-in-one forwards to the reference backend unless UPSTREAM_URL is given, and that backend verifies the HMAC headers.
   if (mode === 'start' && s.IDENTITY_FORMAT === 'jwt' && !env.UPSTREAM_URL) {
-    throw new ConfigError('setting IDENTITY_FORMAT: jwt alone leaves the reference backend nothing it verifies; use both, or set UPSTREAM_URL');
+    throw new ConfigError(
+      'setting IDENTITY_FORMAT: jwt alone leaves the reference backend nothing it verifies; use both, or set UPSTREAM_URL',
+    );
   }
   return s;
 }

@@ -5,7 +5,12 @@ import type { Db } from './types.js';
 
 export type { Db, Queryable, Row } from './types.js';
 
-export async function openDb(opts: { databaseUrl?: string; dataDir?: string; schema?: string; queryTimeoutMs?: number }): Promise<Db> {
+export async function openDb(opts: {
+  databaseUrl?: string;
+  dataDir?: string;
+  schema?: string;
+  queryTimeoutMs?: number;
+}): Promise<Db> {
   // Each driver is loaded only when used: PGlite (WebAssembly PostgreSQL) alone costs ~45 MB of RSS.
   if (opts.databaseUrl) return (await import('./pg.js')).openPg(opts.databaseUrl, opts.schema, opts.queryTimeoutMs);
   return (await import('./pglite.js')).openPglite(opts.dataDir ?? 'memory://');
@@ -24,7 +29,9 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     await q.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
   });
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   const applied: string[] = [];
   for (const name of files) {
     const sql = readFileSync(join(dir, name), 'utf8');

@@ -68,7 +68,7 @@ export async function openPg(url: string, schema = 'public', queryTimeoutMs = 10
 
   const q: Queryable = {
     async query<T extends Row>(sql: string, params?: unknown[]) {
-      return (await pool.query(sql, params as any[])).rows as T[];
+      return (await pool.query(sql, params as unknown[])).rows as T[];
     },
   };
   return {
@@ -82,7 +82,7 @@ export async function openPg(url: string, schema = 'public', queryTimeoutMs = 10
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const result = await fn({ query: async (sql, params) => (await client.query(sql, params as any[])).rows });
+        const result = await fn({ query: async (sql, params) => (await client.query(sql, params as unknown[])).rows });
         await client.query('COMMIT');
         return result;
       } catch (err) {

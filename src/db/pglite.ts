@@ -19,7 +19,9 @@ export async function openPglite(dataDir: string): Promise<Db> {
       await db.exec(sql);
     },
     async tx(fn) {
-      return db.transaction(async (t) => fn({ query: async (sql, params) => (await t.query<any>(sql, params)).rows }));
+      return db.transaction(async (t) =>
+        fn({ query: async <T extends Row>(sql: string, params?: unknown[]) => (await t.query<T>(sql, params)).rows }),
+      );
     },
     async listen(channel, onPayload) {
       const unsub = await db.listen(channel, onPayload);

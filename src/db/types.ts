@@ -1,5 +1,7 @@
 // One small query interface; `pg` (DATABASE_URL) and PGlite (embedded, DATA_DIR) implement it.
 
+// A row holds whatever columns its SQL selects; the view functions beside each query read them by name.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Row = Record<string, any>;
 
 export interface Queryable {

@@ -46,7 +46,11 @@ export class BodyBudget {
   /** Whether `n` more bytes of `owner` fit in all three bounds now. */
   fits(owner: BodyOwner, n: number): boolean {
     const { maxBytes, perKeyBytes, perAddressBytes } = this.shares;
-    return this.held + n <= maxBytes && (this.byKey.get(owner.key) ?? 0) + n <= perKeyBytes && (this.byAddress.get(owner.address) ?? 0) + n <= perAddressBytes;
+    return (
+      this.held + n <= maxBytes &&
+      (this.byKey.get(owner.key) ?? 0) + n <= perKeyBytes &&
+      (this.byAddress.get(owner.address) ?? 0) + n <= perAddressBytes
+    );
   }
 
   take(owner: BodyOwner, n: number): boolean {
@@ -84,7 +88,12 @@ export class BodyBudget {
  * address may be a NAT in front of several tenants), never less than one body of BODY_LIMIT_BYTES
  * nor more than the whole.
  */
-export function bodySharesOf(s: { BODY_LIMIT_BYTES: number; BODY_BUFFER_MAX_BYTES: number; BODY_BUFFER_KEY_MAX_BYTES?: number; BODY_BUFFER_ADDRESS_MAX_BYTES?: number }): BodyShares {
+export function bodySharesOf(s: {
+  BODY_LIMIT_BYTES: number;
+  BODY_BUFFER_MAX_BYTES: number;
+  BODY_BUFFER_KEY_MAX_BYTES?: number;
+  BODY_BUFFER_ADDRESS_MAX_BYTES?: number;
+}): BodyShares {
   const max = s.BODY_BUFFER_MAX_BYTES;
   const bounded = (n: number) => Math.min(max, Math.max(s.BODY_LIMIT_BYTES, n));
   return {
@@ -101,7 +110,11 @@ export function announcedBytes(req: IncomingMessage): number {
   return req.headers['transfer-encoding'] !== undefined ? 1 : 0;
 }
 
-const NO_ROOM: BodyRefusal = { code: 'service_unavailable', message: 'The gateway holds too many request bodies right now; retry shortly.', retryAfter: 1 };
+const NO_ROOM: BodyRefusal = {
+  code: 'service_unavailable',
+  message: 'The gateway holds too many request bodies right now; retry shortly.',
+  retryAfter: 1,
+};
 
 /**
  * Checked before the request's rate-limit tokens are spent: a body that cannot be held now is refused
@@ -142,7 +155,11 @@ export function announcesBody(req: IncomingMessage): boolean {
  * Read the whole body within the limits. `null` when the client went away mid-body (nothing is left
  * to answer). A client that asked `Expect: 100-continue` is told to go on only now, after the guards.
  */
-export function readBody(req: IncomingMessage, res: ServerResponse, limits: BodyLimits): Promise<ReadBody | BodyRefusal | null> {
+export function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limits: BodyLimits,
+): Promise<ReadBody | BodyRefusal | null> {
   if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   const { budget, owner } = limits;
   const began = Date.now();
@@ -166,7 +183,8 @@ export function readBody(req: IncomingMessage, res: ServerResponse, limits: Body
       resolve(outcome);
     };
     const timer = setTimeout(
-      () => finish({ code: 'request_timeout', message: `The request body did not arrive within ${limits.timeoutMs} ms.` }),
+      () =>
+        finish({ code: 'request_timeout', message: `The request body did not arrive within ${limits.timeoutMs} ms.` }),
       limits.timeoutMs,
     );
     const onData = (chunk: Buffer) => {

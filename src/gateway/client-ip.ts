@@ -58,7 +58,7 @@ export class TrustedProxies {
     // An IPv4-mapped IPv6 address meets the IPv4 subnets, as BlockList would match it.
     const v4 = ipv4Value(ip.startsWith('::ffff:') ? ip.slice(7) : ip);
     if (v4 >= 0) {
-      for (const [net, mask] of this.v4) if (((v4 & mask) >>> 0) === net) return true;
+      for (const [net, mask] of this.v4) if ((v4 & mask) >>> 0 === net) return true;
       return false;
     }
     let trusted = this.seen.get(ip);
@@ -78,7 +78,11 @@ export function normalizeIp(ip: string | undefined): string {
   return plainAddress(ip);
 }
 
-export function clientIp(socketAddr: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): string {
+export function clientIp(
+  socketAddr: string | undefined,
+  xff: string | string[] | undefined,
+  trusted: TrustedProxies,
+): string {
   const peer = normalizeIp(socketAddr);
   if (trusted.empty || !xff || !trusted.has(peer)) return peer;
   // One address (the usual case behind one proxy): it is the client, trusted or not.

@@ -6,8 +6,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';
-const ALLOWED_REQUEST_HEADERS = new Set(['authorization', 'x-api-key', 'content-type', 'x-request-id', 'accept', 'accept-language', 'content-language']);
-const EXPOSED = 'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-IP-Limit, X-RateLimit-IP-Remaining, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset';
+const ALLOWED_REQUEST_HEADERS = new Set([
+  'authorization',
+  'x-api-key',
+  'content-type',
+  'x-request-id',
+  'accept',
+  'accept-language',
+  'content-language',
+]);
+const EXPOSED =
+  'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-RateLimit-IP-Limit, X-RateLimit-IP-Remaining, RateLimit, RateLimit-Policy, Retry-After, Deprecation, Sunset';
 
 export interface Cors {
   readonly enabled: boolean;
@@ -21,7 +30,8 @@ export interface Cors {
 export function createCors(origins: string[]): Cors {
   const any = origins.includes('*');
   const allowed = new Set(origins.map((o) => o.toLowerCase()));
-  const allows = (origin: string | undefined): origin is string => origin !== undefined && (any || allowed.has(origin.toLowerCase()));
+  const allows = (origin: string | undefined): origin is string =>
+    origin !== undefined && (any || allowed.has(origin.toLowerCase()));
   const enabled = origins.length > 0;
   return {
     enabled,
@@ -34,11 +44,18 @@ export function createCors(origins: string[]): Cors {
       res.setHeader('Access-Control-Expose-Headers', EXPOSED);
     },
     preflight(req, res) {
-      if (!enabled || req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined) return false;
+      if (!enabled || req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined)
+        return false;
       const origin = req.headers.origin;
-      const requested = (req.headers['access-control-request-headers'] ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
+      const requested = (req.headers['access-control-request-headers'] ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean);
       const method = String(req.headers['access-control-request-method']).toUpperCase();
-      const ok = allows(origin) && METHODS.split(', ').includes(method) && requested.every((h) => ALLOWED_REQUEST_HEADERS.has(h));
+      const ok =
+        allows(origin) &&
+        METHODS.split(', ').includes(method) &&
+        requested.every((h) => ALLOWED_REQUEST_HEADERS.has(h));
       res.setHeader('Vary', 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers');
       if (ok) {
         res.setHeader('Access-Control-Allow-Origin', any ? '*' : origin);

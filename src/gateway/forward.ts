@@ -26,7 +26,12 @@ export interface UpstreamRequest {
 
 export interface Forwarder {
   /** Forward and stream the answer into `res`; `onFail` answers when nothing was sent yet. `done` runs once: at the answer's head, or when it ended without one. */
-  forward(request: UpstreamRequest, res: ServerResponse, onFail: (kind: UpstreamFailure) => void, done?: () => void): void;
+  forward(
+    request: UpstreamRequest,
+    res: ServerResponse,
+    onFail: (kind: UpstreamFailure) => void,
+    done?: () => void,
+  ): void;
   close(): Promise<void>;
 }
 
@@ -42,7 +47,18 @@ export interface ForwarderOptions {
 }
 
 /** Response fields that describe one connection (RFC 9110 section 7.6.1) or that only the gateway may set. */
-const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'x-request-id', 'ratelimit', 'ratelimit-policy']);
+const RESPONSE_DROPPED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'x-request-id',
+  'ratelimit',
+  'ratelimit-policy',
+]);
 
 const PLAIN_CONNECTION = /^(keep-alive|close)$/i;
 
@@ -87,7 +103,12 @@ function copyResponseHeaders(raw: Buffer[], status: number, head: ResponseFields
 class UpstreamTimeout extends Error {
   readonly code = 'UND_ERR_GATEWAY_TIMEOUT';
 }
-const TIMEOUT_CODES = new Set(['UND_ERR_GATEWAY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_GATEWAY_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 /**
  * One forwarded request: undici's dispatch handler. It may be aborted (timeout, client gone) before

@@ -15,14 +15,22 @@ const WINDOW_SECONDS = WINDOW_MS / 1000;
 /** Seconds until the window of `state` resets (the draft's `t`), never negative. */
 const secondsToReset = (state: LayerState, nowMs: number) => Math.max(0, Math.ceil(state.reset - nowMs / 1000));
 const policy = (name: string, s: LayerState) => `"${name}";q=${s.limit};w=${WINDOW_SECONDS}`;
-const current = (name: string, s: LayerState, nowMs: number) => `"${name}";r=${s.remaining};t=${secondsToReset(s, nowMs)}`;
+const current = (name: string, s: LayerState, nowMs: number) =>
+  `"${name}";r=${s.remaining};t=${secondsToReset(s, nowMs)}`;
 /** The month's length in seconds, from its end (the state's reset). */
 const monthSeconds = (s: LayerState) => s.reset - monthStart(s.reset * 1000 - 1) / 1000;
 const monthPolicy = (s: LayerState) => `, "month";q=${s.limit};w=${monthSeconds(s)}`;
 const monthCurrent = (s: LayerState, nowMs: number) => `, ${current('month', s, nowMs)}`;
 
 /** The /v2 headers: the key's bucket (when a key was resolved) and the address layer. */
-export function addV2Headers(head: ResponseFields, key: LayerState | null, ip: LayerState | null, nowMs: number, bucket: Bucket = 'read', month?: LayerState): void {
+export function addV2Headers(
+  head: ResponseFields,
+  key: LayerState | null,
+  ip: LayerState | null,
+  nowMs: number,
+  bucket: Bucket = 'read',
+  month?: LayerState,
+): void {
   if (key) {
     head.push('X-RateLimit-Limit', key.limit);
     head.push('X-RateLimit-Remaining', key.remaining);
@@ -34,7 +42,10 @@ export function addV2Headers(head: ResponseFields, key: LayerState | null, ip: L
   }
   if (key && ip) {
     head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}${month ? monthPolicy(month) : ''}`);
-    head.push('RateLimit', `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`);
+    head.push(
+      'RateLimit',
+      `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`,
+    );
   } else if (ip) {
     head.push('RateLimit-Policy', policy('ip', ip));
     head.push('RateLimit', current('ip', ip, nowMs));
@@ -46,7 +57,13 @@ export function addV2Headers(head: ResponseFields, key: LayerState | null, ip: L
  * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
  * headers then show an untouched bucket of the current window, since the request spent nothing.
  */
-export function addV1Headers(head: ResponseFields, limit: number, key: LayerState | null, nowMs: number, month?: LayerState): void {
+export function addV1Headers(
+  head: ResponseFields,
+  limit: number,
+  key: LayerState | null,
+  nowMs: number,
+  month?: LayerState,
+): void {
   const state = key ?? { limit, used: 0, remaining: limit, reset: (windowStart(nowMs) + WINDOW_MS) / 1000 };
   head.push('X-RateLimit-Limit', limit);
   head.push('X-RateLimit-Remaining', state.remaining);

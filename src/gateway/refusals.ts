@@ -2,7 +2,17 @@
 // 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
 // on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
-import { ENVELOPE_A, ENVELOPE_B, V1_ERRORS, envelopeA, envelopeB, v1Error, type CodeA, type CodeB, type CodeV1 } from '../http/errors.js';
+import {
+  ENVELOPE_A,
+  ENVELOPE_B,
+  V1_ERRORS,
+  envelopeA,
+  envelopeB,
+  v1Error,
+  type CodeA,
+  type CodeB,
+  type CodeV1,
+} from '../http/errors.js';
 import { announcesBody } from './body.js';
 
 /** A code of either /v2 table; on /v1 it is written with the v1 code of the same meaning. */
@@ -35,7 +45,12 @@ const V1_MESSAGE: Partial<Record<CodeV1, string>> = {
 
 const isCodeA = (code: GatewayCode): code is CodeA => code in ENVELOPE_A;
 
-export function sendJson(ctx: RequestContext, status: number, body: unknown, headers?: Record<string, string | number>): void {
+export function sendJson(
+  ctx: RequestContext,
+  status: number,
+  body: unknown,
+  headers?: Record<string, string | number>,
+): void {
   const { res } = ctx;
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
@@ -54,10 +69,21 @@ export function refuse(ctx: RequestContext, refusal: Refusal): void {
   if (ctx.api === 'v1') {
     const code = V1_CODE[refusal.code] ?? (refusal.code as CodeV1);
     ctx.trace.code = code;
-    return sendJson(ctx, V1_ERRORS[code] ?? 500, v1Error(code, refusal.message ?? V1_MESSAGE[code] ?? code, refusal.details), headers);
+    return sendJson(
+      ctx,
+      V1_ERRORS[code] ?? 500,
+      v1Error(code, refusal.message ?? V1_MESSAGE[code] ?? code, refusal.details),
+      headers,
+    );
   }
   ctx.trace.code = refusal.code;
-  if (isCodeA(refusal.code)) return sendJson(ctx, ENVELOPE_A[refusal.code].status, envelopeA(refusal.code, refusal.message), headers);
+  if (isCodeA(refusal.code))
+    return sendJson(ctx, ENVELOPE_A[refusal.code].status, envelopeA(refusal.code, refusal.message), headers);
   const code = refusal.code as CodeB;
-  sendJson(ctx, ENVELOPE_B[code], envelopeB(code, refusal.message ?? code, ctx.requestId, refusal.details, refusal.retryAfter), headers);
+  sendJson(
+    ctx,
+    ENVELOPE_B[code],
+    envelopeB(code, refusal.message ?? code, ctx.requestId, refusal.details, refusal.retryAfter),
+    headers,
+  );
 }

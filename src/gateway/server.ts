@@ -47,7 +47,10 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     deps.cors.decorate(req, res);
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
     dispatch(deps, ctx).catch((err) => {
-      deps.log.error({ requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack }, 'gateway request failed');
+      deps.log.error(
+        { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
+        'gateway request failed',
+      );
       if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
       else res.destroy();
     });
@@ -72,14 +75,18 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
         // Still waiting for the upstream at the deadline: an answer rather than a reset.
         for (const ctx of inFlight.values()) {
           if (ctx.res.headersSent) continue;
-          refuse(ctx, { code: 'gateway_timeout', message: 'The gateway is shutting down and the upstream did not answer in time.' });
+          refuse(ctx, {
+            code: 'gateway_timeout',
+            message: 'The gateway is shutting down and the upstream did not answer in time.',
+          });
         }
       });
     },
   };
 }
 
-const servedPath = (path: string) => path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
+const servedPath = (path: string) =>
+  path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
 
 /** The request line and the client. */
 function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): RequestContext {
@@ -112,12 +119,33 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
 }
 
 /** Metrics and the access line of an answered request. */
-function recordAnswer(deps: GatewayDeps, ctx: RequestContext, writeAccess: ((source: AccessLogSource) => void) | null): void {
+function recordAnswer(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  writeAccess: ((source: AccessLogSource) => void) | null,
+): void {
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
-  deps.metrics.request(trace.route, ctx.method, res.statusCode, ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null, ms);
+  deps.metrics.request(
+    trace.route,
+    ctx.method,
+    res.statusCode,
+    ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null,
+    ms,
+  );
   if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
-  if (writeAccess) writeAccess({ requestId: ctx.requestId, method: ctx.method, route: trace.route, status: res.statusCode, code: trace.code, ms, organizationId: trace.organizationId, keyId: trace.keyId, traceId: ctx.span?.traceId });
+  if (writeAccess)
+    writeAccess({
+      requestId: ctx.requestId,
+      method: ctx.method,
+      route: trace.route,
+      status: res.statusCode,
+      code: trace.code,
+      ms,
+      organizationId: trace.organizationId,
+      keyId: trace.keyId,
+      traceId: ctx.span?.traceId,
+    });
 }
 
 async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
@@ -126,7 +154,14 @@ async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
   if (doc) {
     ctx.trace.route = ctx.path;
-    ctx.head.push('content-type', 'application/json; charset=utf-8', 'content-length', doc.length, 'cache-control', 'public, max-age=300');
+    ctx.head.push(
+      'content-type',
+      'application/json; charset=utf-8',
+      'content-length',
+      doc.length,
+      'cache-control',
+      'public, max-age=300',
+    );
     ctx.res.writeHead(200, ctx.head);
     return void ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
   }
@@ -136,8 +171,18 @@ async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
     // A store we cannot do without is down: 503 with Retry-After, never a 401 or 403. The outage
     // itself is logged once per transition by the store's breaker, not once per request.
     if (ctx.res.headersSent) throw err;
-    if (err instanceof StoreUnavailableError) return refuse(ctx, { code: 'rate_limiter_unavailable', message: 'The rate limiter is unavailable; retry shortly.', retryAfter: 2 });
-    if (err instanceof AccessStoreUnavailableError) return refuse(ctx, { code: 'access_store_unavailable', message: 'The access store is unavailable; retry shortly.', retryAfter: 2 });
+    if (err instanceof StoreUnavailableError)
+      return refuse(ctx, {
+        code: 'rate_limiter_unavailable',
+        message: 'The rate limiter is unavailable; retry shortly.',
+        retryAfter: 2,
+      });
+    if (err instanceof AccessStoreUnavailableError)
+      return refuse(ctx, {
+        code: 'access_store_unavailable',
+        message: 'The access store is unavailable; retry shortly.',
+        retryAfter: 2,
+      });
     throw err;
   }
 }

@@ -17,7 +17,11 @@ interface HasMode {
   limitMode?: LimitMode;
 }
 
-export function limitModeOf(global: LimitMode | undefined, plan: HasMode | undefined, route: HasMode | undefined): LimitMode {
+export function limitModeOf(
+  global: LimitMode | undefined,
+  plan: HasMode | undefined,
+  route: HasMode | undefined,
+): LimitMode {
   return route?.limitMode ?? plan?.limitMode ?? global ?? 'enforce';
 }
 
@@ -35,7 +39,15 @@ export function layersOver(...layers: [name: string, state: LayerState][]): stri
 export function recordShadowRefusal(deps: GatewayDeps, ctx: RequestContext, refusal: Refusal, layers: string[]): void {
   for (const layer of layers) deps.metrics.shadowRefusal(layer);
   deps.log.info(
-    { requestId: ctx.requestId, method: ctx.method, route: ctx.trace.route, code: refusal.code, layers, organizationId: ctx.trace.organizationId, keyId: ctx.trace.keyId },
+    {
+      requestId: ctx.requestId,
+      method: ctx.method,
+      route: ctx.trace.route,
+      code: refusal.code,
+      layers,
+      organizationId: ctx.trace.organizationId,
+      keyId: ctx.trace.keyId,
+    },
     'shadow refusal: forwarded',
   );
 }

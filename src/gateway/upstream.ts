@@ -124,7 +124,13 @@ function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   return out;
 }
 
-export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null, body: ReadBody | null): void {
+export function forwardAuthorized(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+  body: ReadBody | null,
+): void {
   const out = cleanHeaders(ctx.req.headers);
   const now = deps.clock.now();
   out['x-request-id'] = ctx.requestId;
@@ -145,7 +151,16 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
   }
   if (deps.identityJwt) {
     const jwt = deps.identityJwt;
-    const token = jwt.sign({ identity: identityOf(principal, grant), method: ctx.method, target: ctx.target, requestId: ctx.requestId, contentDigest: digest }, now);
+    const token = jwt.sign(
+      {
+        identity: identityOf(principal, grant),
+        method: ctx.method,
+        target: ctx.target,
+        requestId: ctx.requestId,
+        contentDigest: digest,
+      },
+      now,
+    );
     out[jwt.header] = jwt.headerValue(token);
   }
   forwardingFields(deps, ctx, out);
@@ -154,17 +169,30 @@ export function forwardAuthorized(deps: GatewayDeps, ctx: RequestContext, princi
     ctx.res,
     (kind: UpstreamFailure) => {
       deps.metrics.upstreamFailure(kind);
-      refuse(ctx, { code: kind, message: kind === 'bad_gateway' ? 'The upstream could not be reached.' : 'The upstream did not answer in time.' });
+      refuse(ctx, {
+        code: kind,
+        message: kind === 'bad_gateway' ? 'The upstream could not be reached.' : 'The upstream did not answer in time.',
+      });
     },
     body?.release,
   );
 }
 
 /** Read the body (only now: the request is authorized and within its limits), then forward. */
-export async function forwardWithBody(deps: GatewayDeps, ctx: RequestContext, principal: Principal, grant: Granted | null): Promise<void> {
+export async function forwardWithBody(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+): Promise<void> {
   if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
   const owner = { key: String(principal.keyId), address: ctx.ip };
-  const body = await readBody(ctx.req, ctx.res, { maxBytes: deps.bodyLimitBytes, timeoutMs: deps.bodyTimeoutMs, budget: deps.bodyBudget, owner });
+  const body = await readBody(ctx.req, ctx.res, {
+    maxBytes: deps.bodyLimitBytes,
+    timeoutMs: deps.bodyTimeoutMs,
+    budget: deps.bodyBudget,
+    owner,
+  });
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
   forwardAuthorized(deps, ctx, principal, grant, body);

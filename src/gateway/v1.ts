@@ -11,14 +11,21 @@ import { canonicalRequest } from './guards/canonical.js';
 import { partnerSecret } from './guards/credential.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
-import { V1_LIMIT, monthCounter, monthlyQuotaGuard, partnerCounter, partnerRateLimitGuard } from './guards/rate-limit.js';
+import {
+  V1_LIMIT,
+  monthCounter,
+  monthlyQuotaGuard,
+  partnerCounter,
+  partnerRateLimitGuard,
+} from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV1Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 import { bodyRoomRefusal } from './body.js';
 
-type Decision = { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward'; route: RouteDef };
+type Decision =
+  { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward'; route: RouteDef };
 
 const V1_KEYS = ['partner'] as const;
 
@@ -64,10 +71,17 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   return forwardWithBody(deps, ctx, principal, null);
 }
 
-function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
+function decide(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+): { decision: Decision; counters: CounterPlan } {
   const month = monthCounter(principal, deps.plans());
   const counters = month ? [partnerCounter(principal), month] : [partnerCounter(principal)];
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal }, counters: { peek: counters } });
+  const refused = (refusal: Refusal) => ({
+    decision: { kind: 'refused' as const, refusal },
+    counters: { peek: counters },
+  });
   const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
   const match = routeGuard(deps.routes().v1, ctx.method, ctx.path);
@@ -82,6 +96,18 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
 
 /** GET /v1/rate-limit: the key's one layer, and the organization's monthly quota when it has one, read without spending. */
 function rateLimitStatus(ctx: RequestContext, state: LayerState, month: LayerState | undefined) {
-  const body = { limit: state.limit, used: state.used, remaining: state.remaining, reset: state.reset, windowSeconds: 60 };
-  sendJson(ctx, 200, month ? { ...body, month: { limit: month.limit, used: month.used, remaining: month.remaining, reset: month.reset } } : body);
+  const body = {
+    limit: state.limit,
+    used: state.used,
+    remaining: state.remaining,
+    reset: state.reset,
+    windowSeconds: 60,
+  };
+  sendJson(
+    ctx,
+    200,
+    month
+      ? { ...body, month: { limit: month.limit, used: month.used, remaining: month.remaining, reset: month.reset } }
+      : body,
+  );
 }

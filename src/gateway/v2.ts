@@ -15,7 +15,14 @@ import { bearerSecret } from './guards/credential.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
 import { permissionGuard } from './guards/permission.js';
-import { BUCKETS, ipCounter, keyCounter, monthCounter, monthlyQuotaGuard, rateLimitGuard } from './guards/rate-limit.js';
+import {
+  BUCKETS,
+  ipCounter,
+  keyCounter,
+  monthCounter,
+  monthlyQuotaGuard,
+  rateLimitGuard,
+} from './guards/rate-limit.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
 import { addV2Headers } from './headers.js';
 import { forwardWithBody } from './upstream.js';
@@ -82,7 +89,11 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
 }
 
 /** Steps 5 to 10, and the counters step 11 will spend, or read for the headers of a refusal. */
-function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): { decision: Decision; counters: CounterPlan } {
+function decide(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+): { decision: Decision; counters: CounterPlan } {
   const plans = deps.plans();
   const ip = ipCounter(ctx.ip);
   const month = monthCounter(principal, plans);
@@ -91,7 +102,10 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   const match = routeGuard(deps.routes().v2, ctx.method, ctx.path);
   const bucket = match?.route.bucket ?? bucketOf(ctx.method);
   if (match) ctx.trace.route = match.route.path;
-  const refused = (refusal: Refusal) => ({ decision: { kind: 'refused' as const, refusal, bucket }, counters: { peek: withMonth([keyCounter(principal, bucket, plans), ip]) } });
+  const refused = (refusal: Refusal) => ({
+    decision: { kind: 'refused' as const, refusal, bucket },
+    counters: { peek: withMonth([keyCounter(principal, bucket, plans), ip]) },
+  });
   // 5, 6
   const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return refused(orgRefusal);
@@ -101,11 +115,18 @@ function decide(deps: GatewayDeps, ctx: RequestContext, principal: Principal): {
   const grant = permissionGuard(principal, match);
   if ('code' in grant) return refused(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
-  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: withMonth([...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip]) } };
+  if (match.route.gateway)
+    return {
+      decision: { kind: 'rate_limit_status' },
+      counters: { peek: withMonth([...BUCKETS.map((b) => keyCounter(principal, b, plans)), ip]) },
+    };
   // A body there is no room for now is refused before any token is spent (./body.ts).
   const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
   if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward', bucket, grant, route: match.route }, counters: { spend: withMonth([keyCounter(principal, bucket, plans), ip]) } };
+  return {
+    decision: { kind: 'forward', bucket, grant, route: match.route },
+    counters: { spend: withMonth([keyCounter(principal, bucket, plans), ip]) },
+  };
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */

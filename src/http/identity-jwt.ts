@@ -6,7 +6,15 @@
 // the CPU of jose's SignJWT per token (which goes through WebCrypto's async jobs), and the forwarder
 // need not await it; the tokens are plain compact JWS that jose's jwtVerify accepts
 // (test/http/identity-jwt.test.ts). jose is what services verify with (src/verifier/index.ts).
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign as cryptoSign, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomUUID,
+  sign as cryptoSign,
+  type KeyObject,
+} from 'node:crypto';
 import type { JWK } from 'jose';
 import type { Identity } from './identity.js';
 import { ConfigError } from '../config/errors.js';
@@ -74,7 +82,11 @@ export function parseJwtKeys(text: string): JwtKey[] {
   } catch {
     throw new Error('must be JSON: a JWK Set {"keys":[...]} or an array of private JWKs or {"kid","pem"} entries');
   }
-  const entries = Array.isArray(doc) ? doc : isObject(doc) && Array.isArray(doc.keys) && Object.keys(doc).length === 1 ? doc.keys : null;
+  const entries = Array.isArray(doc)
+    ? doc
+    : isObject(doc) && Array.isArray(doc.keys) && Object.keys(doc).length === 1
+      ? doc.keys
+      : null;
   if (!entries) throw new Error('must be a JWK Set {"keys":[...]} or an array of keys');
   if (entries.length === 0) throw new Error('holds no key (the first key signs)');
   const keys = entries.map((e, i) => parseOneKey(e, i));
@@ -96,7 +108,9 @@ function parseOneKey(entry: unknown, i: number): JwtKey {
     const extra = Object.keys(entry).find((k) => k !== 'kid' && k !== 'pem');
     if (extra) throw new Error(`key ${kid}: unknown field ${extra} beside pem`);
     if (typeof entry.pem !== 'string' || !PEM_PKCS8.test(entry.pem.trim() + '\n')) {
-      throw new Error(`key ${kid}: pem must be an unencrypted PKCS8 "BEGIN PRIVATE KEY" block (openssl pkcs8 -topk8 -nocrypt converts others)`);
+      throw new Error(
+        `key ${kid}: pem must be an unencrypted PKCS8 "BEGIN PRIVATE KEY" block (openssl pkcs8 -topk8 -nocrypt converts others)`,
+      );
     }
     privateKey = tryKey(kid, () => createPrivateKey({ key: entry.pem as string, format: 'pem' }));
   } else {
@@ -108,9 +122,12 @@ function parseOneKey(entry: unknown, i: number): JwtKey {
   const alg = algorithmOf(privateKey);
   if (!alg) {
     const curve = privateKey.asymmetricKeyDetails?.namedCurve;
-    throw new Error(`key ${kid}: must be Ed25519 (EdDSA) or P-256 (ES256), not ${privateKey.asymmetricKeyType}${curve ? ' ' + curve : ''}`);
+    throw new Error(
+      `key ${kid}: must be Ed25519 (EdDSA) or P-256 (ES256), not ${privateKey.asymmetricKeyType}${curve ? ' ' + curve : ''}`,
+    );
   }
-  if (entry.alg !== undefined && entry.alg !== alg) throw new Error(`key ${kid}: alg ${String(entry.alg)} does not fit the key (${alg})`);
+  if (entry.alg !== undefined && entry.alg !== alg)
+    throw new Error(`key ${kid}: alg ${String(entry.alg)} does not fit the key (${alg})`);
   const pub = createPublicKey(privateKey).export({ format: 'jwk' }) as JWK;
   return { kid, alg, privateKey, publicJwk: { ...pub, kid, alg, use: 'sig' } };
 }
@@ -138,7 +155,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function generateJwtKey(): JwtKey {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const pub = publicKey.export({ format: 'jwk' }) as JWK;
-  const kid = createHash('sha256').update(JSON.stringify({ crv: pub.crv, kty: pub.kty, x: pub.x })).digest('base64url');
+  const kid = createHash('sha256')
+    .update(JSON.stringify({ crv: pub.crv, kty: pub.kty, x: pub.x }))
+    .digest('base64url');
   return { kid, alg: 'EdDSA', privateKey, publicJwk: { ...pub, kid, alg: 'EdDSA', use: 'sig' } };
 }
 
@@ -166,7 +185,9 @@ export function createJwtSigner(o: { keys: JwtKey[]; audience?: string; header?:
         exp: iat + JWT_LIFETIME_SECONDS,
         jti: randomUUID(),
         htm: input.method,
-        ...(Buffer.byteLength(input.target) <= HTU_MAX_BYTES ? { htu: input.target } : { htd: targetDigest(input.target) }),
+        ...(Buffer.byteLength(input.target) <= HTU_MAX_BYTES
+          ? { htu: input.target }
+          : { htd: targetDigest(input.target) }),
         ...(input.contentDigest !== undefined ? { cd: input.contentDigest } : {}),
         rid: input.requestId,
         kg: {
@@ -193,13 +214,21 @@ export function createJwtSigner(o: { keys: JwtKey[]; audience?: string; header?:
  * (every replica and every verifier's cached JWKS must agree).
  */
 export function jwtSignerFromSettings(
-  s: { IDENTITY_FORMAT: 'hmac' | 'jwt' | 'both'; IDENTITY_JWT_KEYS?: JwtKey[]; IDENTITY_JWT_AUDIENCE?: string; IDENTITY_JWT_HEADER: JwtHeaderName },
+  s: {
+    IDENTITY_FORMAT: 'hmac' | 'jwt' | 'both';
+    IDENTITY_JWT_KEYS?: JwtKey[];
+    IDENTITY_JWT_AUDIENCE?: string;
+    IDENTITY_JWT_HEADER: JwtHeaderName;
+  },
   mode: 'start' | 'gateway' | 'backend',
 ): JwtSigner | null {
   let keys = s.IDENTITY_JWT_KEYS;
   if (!keys) {
     if (s.IDENTITY_FORMAT === 'hmac') return null;
-    if (mode !== 'start') throw new ConfigError(`setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run ${mode}\``);
+    if (mode !== 'start')
+      throw new ConfigError(
+        `setting IDENTITY_JWT_KEYS: required when IDENTITY_FORMAT is ${s.IDENTITY_FORMAT} for \`npm run ${mode}\``,
+      );
     keys = [generateJwtKey()];
   }
   return createJwtSigner({ keys, audience: s.IDENTITY_JWT_AUDIENCE, header: s.IDENTITY_JWT_HEADER });

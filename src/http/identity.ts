@@ -37,9 +37,19 @@ function keyOf(secret: string): KeyObject {
  * its RFC 9530 `Content-Digest` value is signed too, on a line of its own after the identity, so a
  * captured signature cannot carry another body. Body-less requests sign exactly the contract's string.
  */
-export function sign(secret: string, timestamp: string, requestId: string, method: string, path: string, identity: string, contentDigest?: string): string {
+export function sign(
+  secret: string,
+  timestamp: string,
+  requestId: string,
+  method: string,
+  path: string,
+  identity: string,
+  contentDigest?: string,
+): string {
   // Two updates rather than one joined string: the identity (hundreds of bytes) is not copied first.
-  const mac = createHmac('sha256', keyOf(secret)).update(`${timestamp}\n${requestId}\n${method}\n${path}\n`).update(identity);
+  const mac = createHmac('sha256', keyOf(secret))
+    .update(`${timestamp}\n${requestId}\n${method}\n${path}\n`)
+    .update(identity);
   if (contentDigest !== undefined) mac.update(`\n${contentDigest}`);
   return mac.digest('hex');
 }

@@ -12,7 +12,10 @@ export function ipv6Groups(address: string): number[] | null {
   if (isIP(text) !== 6) return null;
   const lastColon = text.lastIndexOf(':');
   if (text.includes('.', lastColon)) {
-    const [a, b, c, d] = text.slice(lastColon + 1).split('.').map(Number);
+    const [a, b, c, d] = text
+      .slice(lastColon + 1)
+      .split('.')
+      .map(Number);
     text = `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const gap = text.indexOf('::');

@@ -38,8 +38,9 @@ export function limitOverridesOf(row: Record<string, unknown>): LimitOverrides {
   if (out === null) return NO_OVERRIDES;
   // Which layer each budget came from, for the reports; kept off the shared object.
   const sources: Partial<Record<Bucket, BudgetSource>> = {};
-  for (const [bucket, k, o] of KEY_FIRST) if (row[k] != null) sources[bucket] = 'key';
-  else if (row[o] != null) sources[bucket] = 'organization';
+  for (const [bucket, k, o] of KEY_FIRST)
+    if (row[k] != null) sources[bucket] = 'key';
+    else if (row[o] != null) sources[bucket] = 'organization';
   return Object.freeze({ ...out, sources });
 }
 

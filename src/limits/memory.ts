@@ -143,7 +143,14 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     maybeSweep();
     const states = minute.map((ref) => spend(ref, start));
     // The month is spent only by a request every per-minute layer admits.
-    if (month) states.push(spendMonth(month, now, states.every((st) => st.used <= st.limit)));
+    if (month)
+      states.push(
+        spendMonth(
+          month,
+          now,
+          states.every((st) => st.used <= st.limit),
+        ),
+      );
     return states;
   }
 
@@ -153,7 +160,8 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       const seconds = cooldownLeft(req.ip, now);
       if (seconds > 0) return { kind: 'cooldown', seconds };
       if ((versions.get(req.orgId) ?? 0) !== req.version) return { kind: 'stale' };
-      if (req.spend) return { kind: 'spent', hit: hitOf(...(spendAll(req.spend, 1) as [LayerState, LayerState, LayerState?])) };
+      if (req.spend)
+        return { kind: 'spent', hit: hitOf(...(spendAll(req.spend, 1) as [LayerState, LayerState, LayerState?])) };
       return { kind: 'peeked', states: spendAll(req.peek ?? [], 0) };
     },
     limiter: {

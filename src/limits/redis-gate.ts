@@ -3,7 +3,19 @@
 // clusterGate in ./redis.ts.
 
 import type { Redis } from 'ioredis';
-import { WINDOW_MS, hitOf, layerState, monthEnd, monthStart, monthState, windowStart, type Clock, type CounterRef, type GateRequest, type GateResult } from './types.js';
+import {
+  WINDOW_MS,
+  hitOf,
+  layerState,
+  monthEnd,
+  monthStart,
+  monthState,
+  windowStart,
+  type Clock,
+  type CounterRef,
+  type GateRequest,
+  type GateResult,
+} from './types.js';
 
 // Every gate call made while the event loop polls is sent together when it is done, or as soon as 16
 // are waiting (one write, one reply, one script run for many requests under load). Each request is
@@ -201,7 +213,14 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
         for (const ref of gate.refs) fields += `${keys.counter(ref.id, ref.month ? month : start)}\n`;
         if (quota) for (const ref of gate.refs) fields += `${ref.limit}\n`;
       }
-      lines = (await script.keygateGate(now, start + WINDOW_MS - now + ttlSlackMs, fields, monthEnd(now) - now + MONTH_TTL_SLACK_MS)).split('\n');
+      lines = (
+        await script.keygateGate(
+          now,
+          start + WINDOW_MS - now + ttlSlackMs,
+          fields,
+          monthEnd(now) - now + MONTH_TTL_SLACK_MS,
+        )
+      ).split('\n');
     } catch (err) {
       for (const gate of batch) gate.reject(err);
       return;
@@ -224,7 +243,11 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
     if (kind !== 's') throw new Error(`gate script: unexpected reply ${JSON.stringify(line.slice(0, 40))}`);
     const counts = line.split(' ');
     if (counts.length !== gate.refs.length + 1) throw new Error('gate script: wrong number of counts');
-    const states = gate.refs.map((ref, n) => (ref.month ? monthState(ref.limit, Number(counts[n + 1]), now) : layerState(ref.limit, Number(counts[n + 1]), start)));
+    const states = gate.refs.map((ref, n) =>
+      ref.month
+        ? monthState(ref.limit, Number(counts[n + 1]), now)
+        : layerState(ref.limit, Number(counts[n + 1]), start),
+    );
     if (!gate.req.spend) return { kind: 'peeked', states };
     return { kind: 'spent', hit: hitOf(states[0], states[1], states[2]) };
   }

@@ -117,7 +117,11 @@ export function redisClientSettings(s: {
 
 /** The setting that names the Redis the gateway uses (for errors about it). */
 export function redisSettingName(s: { REDIS_CLUSTER_NODES?: string[]; REDIS_SENTINELS?: string[] }): string {
-  return s.REDIS_SENTINELS?.length ? 'REDIS_SENTINELS' : s.REDIS_CLUSTER_NODES?.length ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  return s.REDIS_SENTINELS?.length
+    ? 'REDIS_SENTINELS'
+    : s.REDIS_CLUSTER_NODES?.length
+      ? 'REDIS_CLUSTER_NODES'
+      : 'REDIS_URL';
 }
 
 function hostPort(entry: string): { host: string; port: number } {
@@ -308,7 +312,13 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         const monthKey = month ? counterKey(month.id, monthStart(now)) : '';
         if (month && cost === 0) {
           const counts = await getMany([...all.slice(0, -1).map((ref) => counterKey(ref.id, start)), monthKey]);
-          return all.map((ref, n) => (ref.month ? monthState : (l: number, u: number) => layerState(l, u, start))(ref.limit, Number(counts[n] ?? 0), now));
+          return all.map((ref, n) =>
+            (ref.month ? monthState : (l: number, u: number) => layerState(l, u, start))(
+              ref.limit,
+              Number(counts[n] ?? 0),
+              now,
+            ),
+          );
         }
         const refs = month ? all.slice(0, -1) : all;
         const keys = refs.map((ref) => counterKey(ref.id, start));
@@ -326,7 +336,9 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         const states = refs.map((ref, n) => layerState(ref.limit, Number(counts[n] ?? 0), start));
         if (month) {
           const within = states.every((st) => st.used <= st.limit);
-          const used = within ? await scripts.keygateMonthSpend(monthKey, month.limit, monthEnd(now) - now + MONTH_TTL_SLACK_MS) : Number((await redis.get(monthKey)) ?? 0);
+          const used = within
+            ? await scripts.keygateMonthSpend(monthKey, month.limit, monthEnd(now) - now + MONTH_TTL_SLACK_MS)
+            : Number((await redis.get(monthKey)) ?? 0);
           states.push(monthState(month.limit, Number(used), now));
         }
         return states;

@@ -84,9 +84,23 @@ export function parseAccessLine(text: string): AccessLine | null {
   }
   if (o === null || typeof o !== 'object' || o.msg !== 'request') return null;
   const time = typeof o.time === 'number' ? o.time : typeof o.time === 'string' ? Date.parse(o.time) : NaN;
-  if (!Number.isFinite(time) || typeof o.route !== 'string' || typeof o.method !== 'string' || typeof o.status !== 'number') return null;
+  if (
+    !Number.isFinite(time) ||
+    typeof o.route !== 'string' ||
+    typeof o.method !== 'string' ||
+    typeof o.status !== 'number'
+  )
+    return null;
   const id = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : null);
-  return { time, method: o.method, route: o.route, status: o.status, code: typeof o.code === 'string' ? o.code : null, organizationId: id(o.organizationId), keyId: id(o.keyId) };
+  return {
+    time,
+    method: o.method,
+    route: o.route,
+    status: o.status,
+    code: typeof o.code === 'string' ? o.code : null,
+    organizationId: id(o.organizationId),
+    keyId: id(o.keyId),
+  };
 }
 
 interface Tally {
@@ -115,7 +129,20 @@ export function replay(lines: AccessLine[], limits: ReplayLimits, routes: Routes
       const o = limits.organizations.get(org);
       const plan = o?.plan ?? null;
       t = {
-        row: { organizationId: org, keyId: key, plan: plan !== null && Object.hasOwn(limits.plans, plan) ? plan : 'free', requests: 0, refusedReal: 0, refusedPerMinute: 0, refusedMonthly: 0, admittedNow: 0, firstRefusal: null, lastRefusal: null, minutes: [], moreMinutes: 0 },
+        row: {
+          organizationId: org,
+          keyId: key,
+          plan: plan !== null && Object.hasOwn(limits.plans, plan) ? plan : 'free',
+          requests: 0,
+          refusedReal: 0,
+          refusedPerMinute: 0,
+          refusedMonthly: 0,
+          admittedNow: 0,
+          firstRefusal: null,
+          lastRefusal: null,
+          minutes: [],
+          moreMinutes: 0,
+        },
         refusalMinutes: new Set(),
       };
       tallies.set(id, t);
@@ -177,7 +204,9 @@ export function replay(lines: AccessLine[], limits: ReplayLimits, routes: Routes
     }
     if (real && !refused) for (const t of [keyT, orgT]) t.row.admittedNow++;
   }
-  const rows = [...tallies.values()].map((t) => t.row).sort((a, b) => a.organizationId - b.organizationId || (a.keyId ?? -1) - (b.keyId ?? -1));
+  const rows = [...tallies.values()]
+    .map((t) => t.row)
+    .sort((a, b) => a.organizationId - b.organizationId || (a.keyId ?? -1) - (b.keyId ?? -1));
   return {
     from: sorted.length ? new Date(sorted[0].time).toISOString() : null,
     to: sorted.length ? new Date(sorted[sorted.length - 1].time).toISOString() : null,

@@ -323,7 +323,10 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       },
     },
     // Degraded, no version can be proven: null makes the gateway resolve from the database.
-    preflight: guard('preflight', primary.preflight, async (ip) => ({ cooldown: await fallback.cooldown.check(ip), version: null })),
+    preflight: guard('preflight', primary.preflight, async (ip) => ({
+      cooldown: await fallback.cooldown.check(ip),
+      version: null,
+    })),
     async ready() {
       if (!open) return primary.ready();
       void probe();
@@ -336,7 +339,11 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       clearInterval(beatTimer);
       loop.stop();
       // Leave the live set so the others' shares grow at once (else in FLEET_TTL_MS); never wait long on it.
-      if (leaving) await withinMs(fleet.leave(instanceId).catch(() => {}), 500);
+      if (leaving)
+        await withinMs(
+          fleet.leave(instanceId).catch(() => {}),
+          500,
+        );
       await primary.close();
       await fallback.close();
     },

@@ -36,9 +36,24 @@ export interface AuditAnswer {
 
 /** Codes with which the gateway refuses before forwarding: these answers were not admitted. */
 const REFUSALS = new Set([
-  '150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006',
-  'invalid_request', 'payload_too_large', 'uri_too_long', 'unauthenticated', 'rate_limiter_unavailable', 'access_store_unavailable',
-  'invalid_api_key', 'missing_api_key', 'rate_limit_exceeded', 'too_many_failed_attempts',
+  '150001',
+  '150002',
+  '150003',
+  '150004',
+  '150005',
+  '150006',
+  '150007',
+  '040006',
+  'invalid_request',
+  'payload_too_large',
+  'uri_too_long',
+  'unauthenticated',
+  'rate_limiter_unavailable',
+  'access_store_unavailable',
+  'invalid_api_key',
+  'missing_api_key',
+  'rate_limit_exceeded',
+  'too_many_failed_attempts',
 ]);
 const RATE_LIMITED = new Set(['150005', 'rate_limit_exceeded']);
 
@@ -66,7 +81,13 @@ export interface WindowAudit {
 }
 
 export interface Violation {
-  kind: 'over-budget' | 'duplicate-remaining' | 'remaining-out-of-range' | 'missing-retry-after' | 'retry-after-too-short' | 'retry-same-window';
+  kind:
+    | 'over-budget'
+    | 'duplicate-remaining'
+    | 'remaining-out-of-range'
+    | 'missing-retry-after'
+    | 'retry-after-too-short'
+    | 'retry-same-window';
   subject: string;
   reset: number | null;
   detail: string;
@@ -95,7 +116,11 @@ interface Tally {
 }
 
 /** Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). */
-export function audit(answers: Iterable<AuditAnswer>, keyName: (i: number) => string = (i) => `key ${i + 1}`, clockSlackMs = 250): AuditResult {
+export function audit(
+  answers: Iterable<AuditAnswer>,
+  keyName: (i: number) => string = (i) => `key ${i + 1}`,
+  clockSlackMs = 250,
+): AuditResult {
   const tallies = new Map<string, Tally>();
   const violations: Violation[] = [];
   let refusals = 0;
@@ -105,7 +130,21 @@ export function audit(answers: Iterable<AuditAnswer>, keyName: (i: number) => st
   const tally = (layer: Tally['layer'], subject: string, reset: number, limit: number): Tally => {
     const id = `${layer}\u0000${subject}\u0000${reset}`;
     let t = tallies.get(id);
-    if (!t) tallies.set(id, (t = { layer, subject, reset, limit, admitted: 0, refused: 0, seen: new Set(), duplicates: [], outOfRange: [] }));
+    if (!t)
+      tallies.set(
+        id,
+        (t = {
+          layer,
+          subject,
+          reset,
+          limit,
+          admitted: 0,
+          refused: 0,
+          seen: new Set(),
+          duplicates: [],
+          outOfRange: [],
+        }),
+      );
     t.limit = Math.max(t.limit, limit);
     return t;
   };
@@ -122,33 +161,78 @@ export function audit(answers: Iterable<AuditAnswer>, keyName: (i: number) => st
     const spent = admitted(a) || isRateLimited(a);
     const ok = admitted(a);
     const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
-    if (spent && keySubject && a.limit !== null && a.reset !== null) count(tally('key', keySubject, a.reset, a.limit), ok, a.remaining);
+    if (spent && keySubject && a.limit !== null && a.reset !== null)
+      count(tally('key', keySubject, a.reset, a.limit), ok, a.remaining);
     // The address layer has no reset header of its own: it shares the key layer's minute.
-    if (spent && a.ipLimit !== null && a.reset !== null) count(tally('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
+    if (spent && a.ipLimit !== null && a.reset !== null)
+      count(tally('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
 
     if (isRateLimited(a)) {
       refusals++;
       const subject = keySubject ?? `address ${a.address || 'of the load test'}`;
-      if (a.retryAfter === null) violations.push({ kind: 'missing-retry-after', subject, reset: a.reset, detail: `a ${a.status} ${a.code} without Retry-After` });
+      if (a.retryAfter === null)
+        violations.push({
+          kind: 'missing-retry-after',
+          subject,
+          reset: a.reset,
+          detail: `a ${a.status} ${a.code} without Retry-After`,
+        });
       else if (a.reset !== null && a.at + a.retryAfter * 1000 + clockSlackMs < a.reset * 1000) {
-        violations.push({ kind: 'retry-after-too-short', subject, reset: a.reset, detail: `Retry-After ${a.retryAfter} s at ${new Date(a.at).toISOString()} ends before the window resets` });
+        violations.push({
+          kind: 'retry-after-too-short',
+          subject,
+          reset: a.reset,
+          detail: `Retry-After ${a.retryAfter} s at ${new Date(a.at).toISOString()} ends before the window resets`,
+        });
       }
     }
     if (a.afterRetry) {
       retriesHonoured++;
       if (a.reset !== null && a.reset > a.afterRetry.reset) retriesInFreshWindow++;
       else if (a.reset !== null) {
-        violations.push({ kind: 'retry-same-window', subject: keySubject ?? 'request', reset: a.reset, detail: `after honouring Retry-After the answer still came from the window ending ${a.reset}` });
+        violations.push({
+          kind: 'retry-same-window',
+          subject: keySubject ?? 'request',
+          reset: a.reset,
+          detail: `after honouring Retry-After the answer still came from the window ending ${a.reset}`,
+        });
       }
     }
   }
 
   const windows: WindowAudit[] = [];
   for (const t of tallies.values()) {
-    windows.push({ layer: t.layer, subject: t.subject, reset: t.reset, limit: t.limit, admitted: t.admitted, refused: t.refused, duplicates: t.duplicates, outOfRange: t.outOfRange });
-    if (t.admitted > t.limit) violations.push({ kind: 'over-budget', subject: t.subject, reset: t.reset, detail: `${t.admitted} admitted of a budget of ${t.limit}` });
-    if (t.duplicates.length) violations.push({ kind: 'duplicate-remaining', subject: t.subject, reset: t.reset, detail: `Remaining ${[...new Set(t.duplicates)].slice(0, 5).join(', ')} announced more than once` });
-    if (t.outOfRange.length) violations.push({ kind: 'remaining-out-of-range', subject: t.subject, reset: t.reset, detail: `Remaining ${t.outOfRange.slice(0, 5).join(', ')} outside 0..${t.limit - 1}` });
+    windows.push({
+      layer: t.layer,
+      subject: t.subject,
+      reset: t.reset,
+      limit: t.limit,
+      admitted: t.admitted,
+      refused: t.refused,
+      duplicates: t.duplicates,
+      outOfRange: t.outOfRange,
+    });
+    if (t.admitted > t.limit)
+      violations.push({
+        kind: 'over-budget',
+        subject: t.subject,
+        reset: t.reset,
+        detail: `${t.admitted} admitted of a budget of ${t.limit}`,
+      });
+    if (t.duplicates.length)
+      violations.push({
+        kind: 'duplicate-remaining',
+        subject: t.subject,
+        reset: t.reset,
+        detail: `Remaining ${[...new Set(t.duplicates)].slice(0, 5).join(', ')} announced more than once`,
+      });
+    if (t.outOfRange.length)
+      violations.push({
+        kind: 'remaining-out-of-range',
+        subject: t.subject,
+        reset: t.reset,
+        detail: `Remaining ${t.outOfRange.slice(0, 5).join(', ')} outside 0..${t.limit - 1}`,
+      });
   }
   windows.sort((x, y) => x.reset - y.reset || x.subject.localeCompare(y.subject));
   return { ok: violations.length === 0, windows, violations, refusals, retriesHonoured, retriesInFreshWindow };

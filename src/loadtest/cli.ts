@@ -25,7 +25,9 @@ async function main(argv: string[]): Promise<number> {
     opts,
     opts.progress
       ? (p) => {
-          const classes = Object.entries(p.byClass).map(([c, n]) => `${c} ${n}`).join('  ');
+          const classes = Object.entries(p.byClass)
+            .map(([c, n]) => `${c} ${n}`)
+            .join('  ');
           const line = `${p.seconds.toFixed(0).padStart(4)} s  ${String(p.rate).padStart(6)} req/s  p50 ${p.p50.toFixed(1)} ms  p99 ${p.p99.toFixed(1)} ms  ${classes}  no answer ${p.errors}`;
           process.stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
         }

@@ -57,7 +57,8 @@ whether every rate-limit window held exactly the budget its headers announced.
 
 const int = (name: string, v: string, min: number, max: number): number => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(v)}`);
   return n;
 };
 
@@ -108,13 +109,16 @@ export function parseOptions(argv: string[], now = new Date()): LoadTestOptions 
     } catch {
       throw new UsageError(`--url ${JSON.stringify(u)} is not a URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--url ${JSON.stringify(u)}: http or https only`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`--url ${JSON.stringify(u)}: http or https only`);
     return url.origin;
   });
   if (urls.length === 0) throw new UsageError('--url is required');
   const keys = v.key ?? [];
   if (keys.length === 0) throw new UsageError('--key is required');
-  for (const k of keys) if (!/^[\x21-\x7e]{8,512}$/.test(k)) throw new UsageError('a --key holds characters a header cannot carry, or is too short');
+  for (const k of keys)
+    if (!/^[\x21-\x7e]{8,512}$/.test(k))
+      throw new UsageError('a --key holds characters a header cannot carry, or is too short');
   const partnerOnly = keys.every((k) => k.startsWith('svc_v1_'));
   const routes = (v.route ?? [partnerOnly ? 'GET /v1/email-accounts' : 'GET /v2/workspaces/100/tags']).map(parseRoute);
   let addresses: string[] = [];
@@ -124,7 +128,9 @@ export function parseOptions(argv: string[], now = new Date()): LoadTestOptions 
       addresses = Array.from({ length: n }, (_, i) => `10.77.${i >> 8}.${i & 255}`);
     } else {
       addresses = v.addresses.split(',').map((a) => a.trim());
-      for (const a of addresses) if (!/^[0-9a-fA-F.:]{2,45}$/.test(a)) throw new UsageError(`--addresses: ${JSON.stringify(a)} is not an address`);
+      for (const a of addresses)
+        if (!/^[0-9a-fA-F.:]{2,45}$/.test(a))
+          throw new UsageError(`--addresses: ${JSON.stringify(a)} is not an address`);
     }
   }
   return {

@@ -9,8 +9,22 @@ import type { RunResult } from './run.js';
 
 export interface Report {
   generatedAt: string;
-  target: { urls: string[]; keys: number; routes: { method: string; path: string; weight: number }[]; mode: string; connections: number; duration: number };
-  throughput: { requests: number; answered: number; seconds: number; perSecond: number; errors: Record<string, number>; held: number };
+  target: {
+    urls: string[];
+    keys: number;
+    routes: { method: string; path: string; weight: number }[];
+    mode: string;
+    connections: number;
+    duration: number;
+  };
+  throughput: {
+    requests: number;
+    answered: number;
+    seconds: number;
+    perSecond: number;
+    errors: Record<string, number>;
+    held: number;
+  };
   latencyMs: { min: number; p50: number; p90: number; p99: number; p999: number; max: number; mean: number };
   /** Latency histogram: upper bounds in ms, and the answers at or below each (and above the previous). */
   histogram: { le: number; count: number }[];
@@ -20,9 +34,34 @@ export interface Report {
   audit: AuditResult;
 }
 
-const BOUNDS = [0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 2000, 5000, 10000, Infinity];
+const BOUNDS = [
+  0.5,
+  1,
+  2,
+  3,
+  5,
+  7.5,
+  10,
+  15,
+  20,
+  30,
+  50,
+  75,
+  100,
+  150,
+  200,
+  300,
+  500,
+  750,
+  1000,
+  2000,
+  5000,
+  10000,
+  Infinity,
+];
 
-const pct = (sorted: Float64Array, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0);
+const pct = (sorted: Float64Array, p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : 0;
 const round = (v: number) => Math.round(v * 100) / 100;
 
 export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Date()): Report {
@@ -59,7 +98,14 @@ export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Dat
       connections: opts.connections,
       duration: opts.duration,
     },
-    throughput: { requests: run.answers.length + errors, answered: run.answers.length, seconds: round(run.seconds), perSecond: round(run.answers.length / run.seconds), errors: run.errors, held: run.held },
+    throughput: {
+      requests: run.answers.length + errors,
+      answered: run.answers.length,
+      seconds: round(run.seconds),
+      perSecond: round(run.answers.length / run.seconds),
+      errors: run.errors,
+      held: run.held,
+    },
     latencyMs: {
       min: round(lat[0] ?? 0),
       p50: round(pct(lat, 0.5)),
@@ -74,7 +120,13 @@ export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Dat
     perSecond: perSecond.map((s) => {
       const sorted = Float64Array.from(s.lat).sort();
       // A second without answers has no latency: a gap in the plot, not a zero.
-      return { t: s.t, admitted: s.admitted, refused: s.refused, p50: sorted.length ? round(pct(sorted, 0.5)) : null, p99: sorted.length ? round(pct(sorted, 0.99)) : null };
+      return {
+        t: s.t,
+        admitted: s.admitted,
+        refused: s.refused,
+        p50: sorted.length ? round(pct(sorted, 0.5)) : null,
+        p99: sorted.length ? round(pct(sorted, 0.99)) : null,
+      };
     }),
     audit: audit(run.answers),
   };
@@ -86,7 +138,14 @@ export function summaryText(r: Report): string {
   const lines = [
     `${r.throughput.answered} answers in ${r.throughput.seconds} s (${r.throughput.perSecond}/s), ${r.target.mode}, ${r.target.urls.length} URL(s), ${r.target.keys} key(s)`,
     `latency ms: p50 ${l.p50}  p90 ${l.p90}  p99 ${l.p99}  p99.9 ${l.p999}  max ${l.max}`,
-    `status: ${Object.entries(r.answers.byStatus).map(([s, n]) => `${s} ${n}`).join('  ')}` + (Object.keys(r.answers.byCode).length ? `   codes: ${Object.entries(r.answers.byCode).map(([c, n]) => `${c} ${n}`).join('  ')}` : ''),
+    `status: ${Object.entries(r.answers.byStatus)
+      .map(([s, n]) => `${s} ${n}`)
+      .join('  ')}` +
+      (Object.keys(r.answers.byCode).length
+        ? `   codes: ${Object.entries(r.answers.byCode)
+            .map(([c, n]) => `${c} ${n}`)
+            .join('  ')}`
+        : ''),
   ];
   const errs = Object.entries(r.throughput.errors);
   if (errs.length) lines.push(`no answer: ${errs.map(([e, n]) => `${e} ${n}`).join('  ')}`);
@@ -94,7 +153,10 @@ export function summaryText(r: Report): string {
   lines.push(
     a.ok
       ? `exactness audit: PASS (${a.windows.length} windows, ${a.refusals} rate-limit refusals, ${a.retriesInFreshWindow}/${a.retriesHonoured} honoured Retry-After reached a fresh window)`
-      : `exactness audit: FAIL, ${a.violations.length} violation(s):\n${a.violations.slice(0, 10).map((v) => `  ${v.kind}: ${v.subject}: ${v.detail}`).join('\n')}`,
+      : `exactness audit: FAIL, ${a.violations.length} violation(s):\n${a.violations
+          .slice(0, 10)
+          .map((v) => `  ${v.kind}: ${v.subject}: ${v.detail}`)
+          .join('\n')}`,
   );
   return lines.join('\n');
 }
@@ -107,18 +169,28 @@ function uplotAssets(): { js: string; css: string } {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 /** JSON inside a <script> element: nothing in it may close the element. */
-const scriptJson = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+const scriptJson = (v: unknown) =>
+  JSON.stringify(v)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 
 export function reportHtml(r: Report): string {
   const { js, css } = uplotAssets();
-  const rows = (o: Record<string, number>) => Object.entries(o).map(([k, n]) => `<tr><td>${escapeHtml(k)}</td><td>${n}</td></tr>`).join('');
+  const rows = (o: Record<string, number>) =>
+    Object.entries(o)
+      .map(([k, n]) => `<tr><td>${escapeHtml(k)}</td><td>${n}</td></tr>`)
+      .join('');
   const a = r.audit;
   const violations = a.violations.length
     ? `<table><tr><th>kind</th><th>subject</th><th>window end</th><th>detail</th></tr>${a.violations.map((v) => `<tr><td>${v.kind}</td><td>${escapeHtml(v.subject)}</td><td>${v.reset ?? ''}</td><td>${escapeHtml(v.detail)}</td></tr>`).join('')}</table>`
     : '';
   const windows = a.windows
     .slice(0, 200)
-    .map((w) => `<tr><td>${w.layer}</td><td>${escapeHtml(w.subject)}</td><td>${new Date(w.reset * 1000).toISOString().slice(11, 19)}</td><td>${w.limit}</td><td>${w.admitted}</td><td>${w.refused}</td><td>${w.admitted <= w.limit && !w.duplicates.length && !w.outOfRange.length ? 'ok' : 'VIOLATED'}</td></tr>`)
+    .map(
+      (w) =>
+        `<tr><td>${w.layer}</td><td>${escapeHtml(w.subject)}</td><td>${new Date(w.reset * 1000).toISOString().slice(11, 19)}</td><td>${w.limit}</td><td>${w.admitted}</td><td>${w.refused}</td><td>${w.admitted <= w.limit && !w.duplicates.length && !w.outOfRange.length ? 'ok' : 'VIOLATED'}</td></tr>`,
+    )
     .join('');
   const l = r.latencyMs;
   return `<!doctype html>

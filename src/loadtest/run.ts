@@ -39,7 +39,8 @@ const header = (h: Record<string, string | string[] | undefined>, name: string):
   const v = h[name];
   return Array.isArray(v) ? v[0] : v;
 };
-const num = (v: string | undefined): number | null => (v === undefined || v === '' || !Number.isFinite(Number(v)) ? null : Number(v));
+const num = (v: string | undefined): number | null =>
+  v === undefined || v === '' || !Number.isFinite(Number(v)) ? null : Number(v);
 
 /** The error code of an error body, whichever envelope it is in. */
 export function errorCode(body: string): string | null {
@@ -56,8 +57,21 @@ export function errorCode(body: string): string | null {
  * Run the load. `clock` is the epoch (for the audit's window arithmetic); `ticks` a monotonic, fractional
  * millisecond clock (for schedules and latencies).
  */
-export async function runLoad(opts: LoadTestOptions, onProgress?: (p: Progress) => void, clock: () => number = Date.now, ticks: () => number = () => performance.now()): Promise<RunResult> {
-  const pools = opts.urls.map((u) => new Pool(u, { connections: opts.connections, pipelining: 1, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs }));
+export async function runLoad(
+  opts: LoadTestOptions,
+  onProgress?: (p: Progress) => void,
+  clock: () => number = Date.now,
+  ticks: () => number = () => performance.now(),
+): Promise<RunResult> {
+  const pools = opts.urls.map(
+    (u) =>
+      new Pool(u, {
+        connections: opts.connections,
+        pipelining: 1,
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+      }),
+  );
   const weighted = opts.routes.flatMap((r, i) => Array<number>(r.weight).fill(i));
   const routeBucket = new Map<number, string>();
   // Key and bucket held back until (epoch ms), with the window the refusal came from.
@@ -89,7 +103,9 @@ export async function runLoad(opts: LoadTestOptions, onProgress?: (p: Progress) 
     sent++;
     const r = opts.routes[route];
     const secret = opts.keys[key];
-    const headers: Record<string, string> = secret.startsWith('svc_v1_') ? { 'x-api-key': secret } : { authorization: `Bearer ${secret}` };
+    const headers: Record<string, string> = secret.startsWith('svc_v1_')
+      ? { 'x-api-key': secret }
+      : { authorization: `Bearer ${secret}` };
     if (address) headers['x-forwarded-for'] = address;
     if (r.body !== undefined) headers['content-type'] = 'application/json';
     const bucket = routeBucket.get(route);
@@ -97,7 +113,12 @@ export async function runLoad(opts: LoadTestOptions, onProgress?: (p: Progress) 
     const retryOf = holdId === null ? undefined : pendingRetry.get(holdId);
     if (holdId !== null && retryOf !== undefined) pendingRetry.delete(holdId);
     try {
-      const res = await pools[urlIndex].request({ method: r.method as Dispatcher.HttpMethod, path: r.path, headers, body: r.body });
+      const res = await pools[urlIndex].request({
+        method: r.method as Dispatcher.HttpMethod,
+        path: r.path,
+        headers,
+        body: r.body,
+      });
       const at = clock();
       const ms = ticks() - started - due;
       const h = res.headers;
@@ -128,7 +149,13 @@ export async function runLoad(opts: LoadTestOptions, onProgress?: (p: Progress) 
       };
       if (retryOf !== undefined) answer.afterRetry = { reset: retryOf };
       answers.push(answer);
-      if (opts.honourRetryAfter && res.statusCode === 429 && answer.retryAfter !== null && answerBucket !== null && answer.reset !== null) {
+      if (
+        opts.honourRetryAfter &&
+        res.statusCode === 429 &&
+        answer.retryAfter !== null &&
+        answerBucket !== null &&
+        answer.reset !== null
+      ) {
         const id = `${key} ${answerBucket}`;
         const until = at + answer.retryAfter * 1000;
         const prior = heldUntil.get(id);

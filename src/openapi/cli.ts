@@ -17,7 +17,9 @@ let stale = 0;
 // the admin API (src/admin-api/openapi.ts); beside the two public ones.
 for (const api of ['v2', 'v1', 'api-keys', 'admin'] as const) {
   const file = join(dir, `${api}.json`);
-  const text = serialize(api === 'api-keys' ? generateApiKeysOpenApi() : api === 'admin' ? adminOpenApi() : generateOpenApi(api as Api, raw));
+  const text = serialize(
+    api === 'api-keys' ? generateApiKeysOpenApi() : api === 'admin' ? adminOpenApi() : generateOpenApi(api as Api, raw),
+  );
   if (check) {
     let current = '';
     try {

@@ -14,7 +14,11 @@ type Json = Record<string, unknown>;
 const GATEWAY_CODES_A = ['150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006'] as const;
 
 /** A canonical id segment (CONTRACT section 3) and a string id of /v1 (src/config/routes.ts). */
-const ID_PARAM = { type: 'string', pattern: '^[1-9][0-9]{0,15}$', description: 'A positive decimal id without leading zeros.' };
+const ID_PARAM = {
+  type: 'string',
+  pattern: '^[1-9][0-9]{0,15}$',
+  description: 'A positive decimal id without leading zeros.',
+};
 const STRING_PARAM = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' };
 
 const REF = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
@@ -32,15 +36,27 @@ const header = (description: string, schema: Json = int) => ({ description, sche
 /** The rate-limit fields (CONTRACT sections 3 and 4; README, "How a request is decided"). */
 function headers(api: Api): Record<string, Json> {
   const h: Record<string, Json> = {
-    'X-Request-Id': header('The request id (kept from the client when it matches ^[A-Za-z0-9._-]{1,128}$); Envelope B meta.request_id equals it.', { type: 'string' }),
-    'X-RateLimit-Limit': header(api === 'v2' ? "The limit of this request's bucket (the key's layer)." : 'Requests allowed per window per key (20).'),
+    'X-Request-Id': header(
+      'The request id (kept from the client when it matches ^[A-Za-z0-9._-]{1,128}$); Envelope B meta.request_id equals it.',
+      { type: 'string' },
+    ),
+    'X-RateLimit-Limit': header(
+      api === 'v2'
+        ? "The limit of this request's bucket (the key's layer)."
+        : 'Requests allowed per window per key (20).',
+    ),
     'X-RateLimit-Remaining': header('Requests left in that bucket this window.'),
-    'X-RateLimit-Reset': header('Unix time in seconds when the window resets (fixed 60-second windows on the wall-clock minute).'),
+    'X-RateLimit-Reset': header(
+      'Unix time in seconds when the window resets (fixed 60-second windows on the wall-clock minute).',
+    ),
     'RateLimit-Policy': header(
       `The policies of draft-ietf-httpapi-ratelimit-headers, one per layer: ${api === 'v2' ? '"read", "write" or "bulk" (the key\'s bucket; its limit is the key\'s or organization\'s override when one is set, else the plan\'s) and "ip"' : '"partner"'}; q is the limit, w the window in seconds. An organization with a monthly quota gets a third policy, "month" (q the quota, w the seconds of the calendar month, UTC).`,
       { type: 'string' },
     ),
-    RateLimit: header('The draft\'s remaining (r) and seconds until reset (t) of each policy; t = X-RateLimit-Reset - now.', { type: 'string' }),
+    RateLimit: header(
+      "The draft's remaining (r) and seconds until reset (t) of each policy; t = X-RateLimit-Reset - now.",
+      { type: 'string' },
+    ),
     'Retry-After': header('On 429: seconds to wait, at least 1.', { type: 'integer', minimum: 1 }),
   };
   if (api === 'v2') {
@@ -52,7 +68,14 @@ function headers(api: Api): Record<string, Json> {
 
 /** The headers of every answer; Retry-After on 429 only, the key's fields once a key is resolved. */
 function responseHeaders(api: Api, status: number): Record<string, Json> {
-  const names = ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'];
+  const names = [
+    'X-Request-Id',
+    'X-RateLimit-Limit',
+    'X-RateLimit-Remaining',
+    'X-RateLimit-Reset',
+    'RateLimit-Policy',
+    'RateLimit',
+  ];
   if (api === 'v2') names.push('X-RateLimit-IP-Limit', 'X-RateLimit-IP-Remaining');
   if (status === 429) names.push('Retry-After');
   return Object.fromEntries(names.map((n) => [n, REF('headers', n)]));
@@ -69,7 +92,11 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       V1Error: {
         type: 'object',
         description: 'The /v1 error body (v1 spec, Errors).',
-        properties: { error_code: { type: 'string', enum: Object.keys(V1_ERRORS) }, message: { type: 'string' }, details: { type: 'object' } },
+        properties: {
+          error_code: { type: 'string', enum: Object.keys(V1_ERRORS) },
+          message: { type: 'string' },
+          details: { type: 'object' },
+        },
         required: ['error_code', 'message', 'details'],
       },
       RateLimitStatus: {
@@ -82,7 +109,8 @@ function envelopeSchemas(api: Api): Record<string, Json> {
           windowSeconds: int,
           month: {
             type: 'object',
-            description: "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
+            description:
+              "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
             properties: { limit: int, used: int, remaining: int, reset: int },
             required: ['limit', 'used', 'remaining', 'reset'],
           },
@@ -91,9 +119,16 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       },
     };
   }
-  const layer = { type: 'object', properties: { limit: int, used: int, remaining: int, reset: int }, required: ['limit', 'used', 'remaining', 'reset'] };
+  const layer = {
+    type: 'object',
+    properties: { limit: int, used: int, remaining: int, reset: int },
+    required: ['limit', 'used', 'remaining', 'reset'],
+  };
   // A bucket whose budget is overridden says where from; absent, the plan's.
-  const bucketLayer = { ...layer, properties: { ...layer.properties, source: { type: 'string', enum: ['key', 'organization'] } } };
+  const bucketLayer = {
+    ...layer,
+    properties: { ...layer.properties, source: { type: 'string', enum: ['key', 'organization'] } },
+  };
   return {
     Meta: meta,
     Pagination: {
@@ -136,9 +171,17 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       properties: {
         plan: { type: 'string' },
         windowSeconds: int,
-        buckets: { type: 'object', properties: { read: bucketLayer, write: bucketLayer, bulk: bucketLayer }, required: ['read', 'write', 'bulk'] },
+        buckets: {
+          type: 'object',
+          properties: { read: bucketLayer, write: bucketLayer, bulk: bucketLayer },
+          required: ['read', 'write', 'bulk'],
+        },
         ip: layer,
-        month: { ...layer, description: "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end." },
+        month: {
+          ...layer,
+          description:
+            "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
+        },
       },
       required: ['plan', 'windowSeconds', 'buckets', 'ip'],
     },
@@ -158,11 +201,17 @@ function errorResponses(api: Api): Record<string, Json> {
   const out: Record<string, Json> = {};
   for (const [status, { a, b }] of [...byStatus].sort((x, y) => x[0] - y[0])) {
     const variants: Json[] = [];
-    if (a.length) variants.push({ allOf: [REF('schemas', 'EnvelopeAError'), { properties: { errorCode: { enum: a } } }] });
+    if (a.length)
+      variants.push({ allOf: [REF('schemas', 'EnvelopeAError'), { properties: { errorCode: { enum: a } } }] });
     if (b.length) {
       variants.push(
         api === 'v2'
-          ? { allOf: [REF('schemas', 'EnvelopeBError'), { properties: { error: { properties: { code: { enum: b } } } } }] }
+          ? {
+              allOf: [
+                REF('schemas', 'EnvelopeBError'),
+                { properties: { error: { properties: { code: { enum: b } } } } },
+              ],
+            }
           : { allOf: [REF('schemas', 'V1Error'), { properties: { error_code: { enum: b } } }] },
       );
     }
@@ -179,7 +228,8 @@ function successResponse(api: Api, ops: OperationSchemas, status: number): Json 
   // Without a response schema: any JSON (an object or an array), not described in detail.
   const data = ops.response ? jsonSchema(ops.response, 'output') : { description: 'Not described in detail.' };
   const headers = responseHeaders(api, status);
-  if (ops.envelope === 'csv') return { description: 'CSV', headers, content: { 'text/csv': { schema: { type: 'string' } } } };
+  if (ops.envelope === 'csv')
+    return { description: 'CSV', headers, content: { 'text/csv': { schema: { type: 'string' } } } };
   let schema: Json;
   if (api === 'v1') schema = data;
   else if (ops.envelope === 'A') {
@@ -245,8 +295,15 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
     if (r.gateway) {
       // Answered by the gateway itself, spending no token (CONTRACT sections 3 and 4).
       const data = REF('schemas', 'RateLimitStatus');
-      const schema = api === 'v1' ? data : { type: 'object', properties: { data, meta: REF('schemas', 'Meta') }, required: ['data', 'meta'] };
-      responses['200'] = { description: 'OK', headers: responseHeaders(api, 200), content: { 'application/json': { schema } } };
+      const schema =
+        api === 'v1'
+          ? data
+          : { type: 'object', properties: { data, meta: REF('schemas', 'Meta') }, required: ['data', 'meta'] };
+      responses['200'] = {
+        description: 'OK',
+        headers: responseHeaders(api, 200),
+        content: { 'application/json': { schema } },
+      };
     } else {
       for (const s of ops.status ?? [200]) responses[String(s)] = successResponse(api, ops, s);
     }
@@ -271,7 +328,9 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
     get: {
       operationId: `${api}OpenApi`,
       security: [],
-      responses: { '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        '200': { description: 'This document.', content: { 'application/json': { schema: { type: 'object' } } } },
+      },
       'x-keygate-answered-by': 'gateway',
       'x-keygate-spends': false,
     },
@@ -283,16 +342,24 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
       title: TITLES[api],
       version: api,
       description:
-        'Generated by `npm run openapi` from config/routes.json, the backend\'s zod schemas and src/http/errors.ts. ' +
-        'x-keygate-scope, x-keygate-min-role and x-keygate-bucket are the route table\'s; a request that reaches the rate limiter spends one token ' +
-        (api === 'v2' ? "in the key's bucket and one in the address layer (100 per minute)." : 'of the key\'s 20 per minute.'),
+        "Generated by `npm run openapi` from config/routes.json, the backend's zod schemas and src/http/errors.ts. " +
+        "x-keygate-scope, x-keygate-min-role and x-keygate-bucket are the route table's; a request that reaches the rate limiter spends one token " +
+        (api === 'v2'
+          ? "in the key's bucket and one in the address layer (100 per minute)."
+          : "of the key's 20 per minute."),
     },
     security,
     paths,
     components: {
       securitySchemes:
         api === 'v2'
-          ? { bearerKey: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <svc_ws_ or svc_pk_ key>.' } }
+          ? {
+              bearerKey: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Authorization: Bearer <svc_ws_ or svc_pk_ key>.',
+              },
+            }
           : { partnerKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'A svc_v1_ partner key.' } },
       headers: headers(api),
       schemas: envelopeSchemas(api),
@@ -309,7 +376,11 @@ function operationId(method: string, path: string): string {
     .map((seg) => {
       const m = /^\{([A-Za-z]+)(:str)?\}$/.exec(seg);
       const w = m ? `by-${m[1]}` : seg;
-      return w.split(/[^A-Za-z0-9]+/).filter(Boolean).map((x) => x[0].toUpperCase() + x.slice(1)).join('');
+      return w
+        .split(/[^A-Za-z0-9]+/)
+        .filter(Boolean)
+        .map((x) => x[0].toUpperCase() + x.slice(1))
+        .join('');
     });
   return method.toLowerCase() + words.join('');
 }

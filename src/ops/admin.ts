@@ -29,7 +29,10 @@ export interface AdminOptions {
  * The dependency checks, run one round at a time every `intervalMs` (the first at once), their last
  * result kept for the probes. A round that hangs is bounded by the checks' own timeouts.
  */
-export function backgroundChecks(run: () => Promise<DependencyChecks>, intervalMs = 1_000): { current(): DependencyChecks; first: Promise<void>; stop(): void } {
+export function backgroundChecks(
+  run: () => Promise<DependencyChecks>,
+  intervalMs = 1_000,
+): { current(): DependencyChecks; first: Promise<void>; stop(): void } {
   let current: DependencyChecks = {};
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;

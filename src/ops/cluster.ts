@@ -113,10 +113,15 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   // Every worker runs this program's entry with the same arguments and node flags (tsx under `npm start`).
   cluster.setupPrimary({ exec: o.entry, args: process.argv.slice(2) });
 
-  const admin = boundAdminServer(createClusterAdmin(slots, () => stopping), o.adminMaxConnections ?? 32);
+  const admin = boundAdminServer(
+    createClusterAdmin(slots, () => stopping),
+    o.adminMaxConnections ?? 32,
+  );
   const adminUrl = await new Promise<string>((resolve, reject) => {
     admin.once('error', (err) => reject(listenError('ADMIN_PORT', o.host, o.adminPort, err)));
-    admin.listen(o.adminPort, o.host, () => resolve(`http://${adminHost}:${(admin.address() as net.AddressInfo).port}`));
+    admin.listen(o.adminPort, o.host, () =>
+      resolve(`http://${adminHost}:${(admin.address() as net.AddressInfo).port}`),
+    );
   });
 
   let gatewayUrl = '';
@@ -124,7 +129,8 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   let startFailed: (code: number) => void;
   const started = new Promise<void>((resolve, reject) => {
     allReady = resolve;
-    startFailed = (code) => reject(Object.assign(new Error(`a worker exited with code ${code} while starting`), { exitCode: code }));
+    startFailed = (code) =>
+      reject(Object.assign(new Error(`a worker exited with code ${code} while starting`), { exitCode: code }));
   });
 
   const fork = async (slot: Slot) => {
@@ -132,7 +138,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
     // On loopback whatever ADMIN_HOST says: only this primary reads a worker's admin pages.
     slot.adminPort = await freePort('127.0.0.1');
     if (stopping) return;
-    const w = cluster.fork({ ...o.workerEnv, KEYGATE_WORKER_ID: String(slot.id), ADMIN_HOST: '127.0.0.1', ADMIN_PORT: String(slot.adminPort) });
+    const w = cluster.fork({
+      ...o.workerEnv,
+      KEYGATE_WORKER_ID: String(slot.id),
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: String(slot.adminPort),
+    });
     slot.worker = w;
     slot.ready = false;
     slot.startedAt = Date.now();
@@ -157,9 +168,13 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
         return startFailed(firstFailure);
       }
       // A crash: restart it, sooner if it had run a while (a worker that crashes at once waits longer).
-      const delay = Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
+      const delay =
+        Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
       slot.restarts++;
-      log.error({ worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay }, 'worker exited; restarting it');
+      log.error(
+        { worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay },
+        'worker exited; restarting it',
+      );
       setTimeout(() => !stopping && void fork(slot), delay).unref();
     });
   };
@@ -223,14 +238,19 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
     for (const s of slots) s.worker?.process.kill('SIGHUP');
   });
 
-  for (let id = 1; id <= o.count; id++) slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
+  for (let id = 1; id <= o.count; id++)
+    slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
   for (const s of slots) await fork(s);
   try {
     await started;
     gatewayUrl = await new Promise<string>((resolve, reject) => {
       const h = o.gatewayHost;
       listener.once('error', (err) => reject(listenError('PORT', h, o.port, err)));
-      listener.listen(o.port, h, () => resolve(`http://${h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h}:${(listener.address() as net.AddressInfo).port}`));
+      listener.listen(o.port, h, () =>
+        resolve(
+          `http://${h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h}:${(listener.address() as net.AddressInfo).port}`,
+        ),
+      );
     });
   } catch (err) {
     stopping = true;
@@ -278,12 +298,16 @@ async function answerCluster(
   if (path === null) return;
   if (path === '/readyz') {
     const answers = await readiness();
-    const workers = slots.map((s, i) => ({ worker: s.id, pid: s.worker?.process.pid ?? null, ready: answers[i]?.status === 200 }));
+    const workers = slots.map((s, i) => ({
+      worker: s.id,
+      pid: s.worker?.process.pid ?? null,
+      ready: answers[i]?.status === 200,
+    }));
     const ok = !stopping() && workers.every((w) => w.ready);
     const first = answers.find((a) => a !== null);
     let checks: unknown = {};
     try {
-      checks = first ? (JSON.parse(first.text) as { checks?: unknown }).checks ?? {} : {};
+      checks = first ? ((JSON.parse(first.text) as { checks?: unknown }).checks ?? {}) : {};
     } catch {
       checks = {};
     }
@@ -295,7 +319,9 @@ async function answerCluster(
     const text = mergeMetrics(slots.map((s, i) => ({ worker: String(s.id), text: pages[i]?.text ?? '' })));
     const restarts = slots.map((s) => `keygate_worker_restarts_total{worker="${s.id}"} ${s.restarts}`).join('\n');
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
-    return void res.end(`${text}# HELP keygate_worker_restarts_total Workers restarted by the primary after a crash.\n# TYPE keygate_worker_restarts_total counter\n${restarts}\n`);
+    return void res.end(
+      `${text}# HELP keygate_worker_restarts_total Workers restarted by the primary after a crash.\n# TYPE keygate_worker_restarts_total counter\n${restarts}\n`,
+    );
   }
   if (path === '/.well-known/jwks.json') {
     for (const s of slots) {
@@ -335,11 +361,13 @@ export function mergeMetrics(pages: { worker: string; text: string }[]): string 
       if (line.startsWith('#') || !current) continue;
       const m = SAMPLE.exec(line)!;
       const rest = line.slice(m[0].length);
-      const labels = m[2] && !rest.startsWith('}') ? `{worker="${worker}",` : m[2] ? `{worker="${worker}"` : `{worker="${worker}"}`;
+      const labels =
+        m[2] && !rest.startsWith('}') ? `{worker="${worker}",` : m[2] ? `{worker="${worker}"` : `{worker="${worker}"}`;
       current.samples.push(m[1] + labels + rest);
     }
   }
   let out = '';
-  for (const fam of families.values()) out += fam.head.join('\n') + '\n' + (fam.samples.length ? fam.samples.join('\n') + '\n' : '');
+  for (const fam of families.values())
+    out += fam.head.join('\n') + '\n' + (fam.samples.length ? fam.samples.join('\n') + '\n' : '');
   return out;
 }

@@ -1,6 +1,14 @@
 // Prometheus metrics on ADMIN_PORT. Labels are route templates, methods, statuses and codes only:
 // never a key, an IP or a user id.
-import { Counter, Registry, Gauge, collectDefaultMetrics, type Metric, type MetricObjectWithValues, type MetricValueWithName } from 'prom-client';
+import {
+  Counter,
+  Registry,
+  Gauge,
+  collectDefaultMetrics,
+  type Metric,
+  type MetricObjectWithValues,
+  type MetricValueWithName,
+} from 'prom-client';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -28,30 +36,106 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   }
   // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
   // prom-client hashes the label object on every inc(), even on a child from labels().
-  const requestTally = talliedCounter(registry, 'keygate_requests_total', 'Gateway responses by route template, method, status and Envelope A code.', ['route', 'method', 'status', 'code']);
-  const duration = new FastHistogram<'route'>(registry, 'keygate_request_duration_seconds', 'Time from request to response head, by route template.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5]);
-  const decisionTally = talliedCounter(registry, 'keygate_rate_limit_decisions_total', 'Rate-limit decisions by layer and outcome.', ['layer', 'outcome']);
-  const nearTally = talliedCounter(registry, 'keygate_rate_limit_near_limit_total', 'Accepted requests that left no token in their layer.', ['layer']);
-  const auth = new Counter({ name: 'keygate_auth_failures_total', help: 'Failed authentications and cooldown refusals.', labelNames: ['kind'], registers: [registry] });
+  const requestTally = talliedCounter(
+    registry,
+    'keygate_requests_total',
+    'Gateway responses by route template, method, status and Envelope A code.',
+    ['route', 'method', 'status', 'code'],
+  );
+  const duration = new FastHistogram<'route'>(
+    registry,
+    'keygate_request_duration_seconds',
+    'Time from request to response head, by route template.',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+  );
+  const decisionTally = talliedCounter(
+    registry,
+    'keygate_rate_limit_decisions_total',
+    'Rate-limit decisions by layer and outcome.',
+    ['layer', 'outcome'],
+  );
+  const nearTally = talliedCounter(
+    registry,
+    'keygate_rate_limit_near_limit_total',
+    'Accepted requests that left no token in their layer.',
+    ['layer'],
+  );
+  const auth = new Counter({
+    name: 'keygate_auth_failures_total',
+    help: 'Failed authentications and cooldown refusals.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   const cacheTally = talliedCounter(registry, 'keygate_principal_cache_total', 'Principal cache lookups.', ['result']);
-  const inval = new Counter({ name: 'keygate_principal_cache_invalidations_total', help: 'Principals evicted on a change notification.', registers: [registry] });
-  const shadow = new Counter({ name: 'keygate_shadow_refusals_total', help: 'Requests a limit would have refused but forwarded, its mode being shadow, by layer.', labelNames: ['layer'], registers: [registry] });
-  const upstream = new Counter({ name: 'keygate_upstream_failures_total', help: 'Upstream failures by kind.', labelNames: ['kind'], registers: [registry] });
-  const degraded = new Gauge({ name: 'keygate_degraded', help: '1 while the gateway runs without its shared rate-limit store (Redis).', registers: [registry] });
+  const inval = new Counter({
+    name: 'keygate_principal_cache_invalidations_total',
+    help: 'Principals evicted on a change notification.',
+    registers: [registry],
+  });
+  const shadow = new Counter({
+    name: 'keygate_shadow_refusals_total',
+    help: 'Requests a limit would have refused but forwarded, its mode being shadow, by layer.',
+    labelNames: ['layer'],
+    registers: [registry],
+  });
+  const upstream = new Counter({
+    name: 'keygate_upstream_failures_total',
+    help: 'Upstream failures by kind.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const degraded = new Gauge({
+    name: 'keygate_degraded',
+    help: '1 while the gateway runs without its shared rate-limit store (Redis).',
+    registers: [registry],
+  });
   degraded.set(0);
-  const transitions = new Counter({ name: 'keygate_degraded_transitions_total', help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.', labelNames: ['to'], registers: [registry] });
-  const dependencyUp = new Gauge({ name: 'keygate_dependency_up', help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.', labelNames: ['dependency'], registers: [registry] });
-  const degradedCalls = new Counter({ name: 'keygate_degraded_calls_total', help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.', labelNames: ['mode'], registers: [registry] });
-  const redisLat = new FastHistogram<'op' | 'outcome'>(registry, 'keygate_redis_duration_seconds', 'Latency of Redis calls by operation and outcome.', [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25]);
-  const upstreamLat = new FastHistogram<never>(registry, 'keygate_upstream_duration_seconds', 'Time from forwarding to the upstream response head.', [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30]).series('', () => ({}));
+  const transitions = new Counter({
+    name: 'keygate_degraded_transitions_total',
+    help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.',
+    labelNames: ['to'],
+    registers: [registry],
+  });
+  const dependencyUp = new Gauge({
+    name: 'keygate_dependency_up',
+    help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.',
+    labelNames: ['dependency'],
+    registers: [registry],
+  });
+  const degradedCalls = new Counter({
+    name: 'keygate_degraded_calls_total',
+    help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.',
+    labelNames: ['mode'],
+    registers: [registry],
+  });
+  const redisLat = new FastHistogram<'op' | 'outcome'>(
+    registry,
+    'keygate_redis_duration_seconds',
+    'Latency of Redis calls by operation and outcome.',
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+  );
+  const upstreamLat = new FastHistogram<never>(
+    registry,
+    'keygate_upstream_duration_seconds',
+    'Time from forwarding to the upstream response head.',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
+  ).series('', () => ({}));
   return {
     registry,
     request(route, method, status, code, ms) {
-      requestTally.add(`${route} ${method} ${status} ${code ?? ''}`, () => ({ route, method, status: String(status), code: code ?? '' }));
+      requestTally.add(`${route} ${method} ${status} ${code ?? ''}`, () => ({
+        route,
+        method,
+        status: String(status),
+        code: code ?? '',
+      }));
       duration.series(route, () => ({ route })).observe(ms / 1000);
     },
     rateLimit(layer, rejected, nearLimit) {
-      decisionTally.add(rejected ? `${layer} r` : layer, () => ({ layer, outcome: rejected ? 'rejected' : 'accepted' }));
+      decisionTally.add(rejected ? `${layer} r` : layer, () => ({
+        layer,
+        outcome: rejected ? 'rejected' : 'accepted',
+      }));
       if (!rejected && nearLimit) nearTally.add(layer, () => ({ layer }));
     },
     shadowRefusal(layer) {
@@ -101,7 +185,13 @@ function renameTotalGauges(registry: Registry): void {
     registry.removeSingleMetric(`keygate_nodejs_active_${kind}_total`);
     const name = `keygate_nodejs_active_${kind}_all`;
     const help = `Number of active ${kind}, all types together.`;
-    registry.registerMetric({ name, help, type: 'gauge', aggregator: 'sum', get: async () => ({ ...(await metric.get()), name, help }) } as unknown as Metric);
+    registry.registerMetric({
+      name,
+      help,
+      type: 'gauge',
+      aggregator: 'sum',
+      get: async () => ({ ...(await metric.get()), name, help }),
+    } as unknown as Metric);
   }
 }
 
@@ -150,7 +240,10 @@ interface Series {
 export class FastHistogram<L extends string> {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  private all = new Map<string, { labels: Record<L, string>; counts: number[]; sum: number; count: number; observe(v: number): void }>();
+  private all = new Map<
+    string,
+    { labels: Record<L, string>; counts: number[]; sum: number; count: number; observe(v: number): void }
+  >();
 
   constructor(
     registry: Registry,

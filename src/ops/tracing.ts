@@ -19,7 +19,17 @@
 // request gets ids and propagates them upstream, and nothing else. (An AsyncLocalStorage would put
 // promise hooks on every promise of the process as soon as one request was sampled.)
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+  type Context,
+  type Span,
+  type TextMapGetter,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -52,7 +62,11 @@ export interface Tracing {
    * How a sampled request's resolver is made (the gateway's own factory), over the gateway's stores
    * and events; until this is called no request gets one.
    */
-  resolvers(make: (stores: LimitStores, events: ResolverEvents) => AccessResolver, stores: LimitStores, events: ResolverEvents): void;
+  resolvers(
+    make: (stores: LimitStores, events: ResolverEvents) => AccessResolver,
+    stores: LimitStores,
+    events: ResolverEvents,
+  ): void;
   /** The forwarder whose exchanges appear as child spans and carry `traceparent` upstream. */
   forwarder(forwarder: Forwarder): Forwarder;
   /** Export what is buffered and stop. */
@@ -90,7 +104,11 @@ export function createTracingFromEnv(env: NodeJS.ProcessEnv = process.env, expor
 export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tracing {
   // The request context of each response, for the upstream span (sampled or not).
   const contexts = new WeakMap<ServerResponse, Context>();
-  let factory: { make: (stores: LimitStores, events: ResolverEvents) => AccessResolver; stores: LimitStores; events: ResolverEvents } | null = null;
+  let factory: {
+    make: (stores: LimitStores, events: ResolverEvents) => AccessResolver;
+    stores: LimitStores;
+    events: ResolverEvents;
+  } | null = null;
 
   const finish = (span: Span, err?: unknown) => {
     if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.name ?? 'error' });
@@ -98,7 +116,12 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
   };
 
   /** `fn` inside a child span of `parent`; a rejection marks the span and passes on. */
-  async function within<T>(parent: Context, name: string, fn: () => Promise<T>, onResult?: (span: Span, result: T) => void): Promise<T> {
+  async function within<T>(
+    parent: Context,
+    name: string,
+    fn: () => Promise<T>,
+    onResult?: (span: Span, result: T) => void,
+  ): Promise<T> {
     const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL }, parent);
     try {
       const result = await fn();
@@ -117,14 +140,24 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
     const tracedLimiter: typeof limiter = Object.create(limiter, {
       spend: {
         value: (counters: Parameters<typeof limiter.spend>[0], cost: Parameters<typeof limiter.spend>[1]) =>
-          within(parent, 'keygate.rate_limit', () => limiter.spend(counters, cost), (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend')),
+          within(
+            parent,
+            'keygate.rate_limit',
+            () => limiter.spend(counters, cost),
+            (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend'),
+          ),
       },
     });
     // Own properties over the store's (defined, not assigned: a getter on the store's side cannot refuse them).
     return Object.create(stores, {
       gate: {
         value: (r: Parameters<LimitStores['gate']>[0]) =>
-          within(parent, 'keygate.rate_limit', () => stores.gate(r), (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind })),
+          within(
+            parent,
+            'keygate.rate_limit',
+            () => stores.gate(r),
+            (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind }),
+          ),
       },
       limiter: { value: tracedLimiter },
     }) as LimitStores;
@@ -145,7 +178,9 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
           authFailure: (kind) => f.events.authFailure(kind),
         };
         try {
-          const r = await f.make(tracedStores(f.stores, trace.setSpan(parent, span)), events).resolve(secret, accepted, ip, plan);
+          const r = await f
+            .make(tracedStores(f.stores, trace.setSpan(parent, span)), events)
+            .resolve(secret, accepted, ip, plan);
           span.setAttribute('keygate.access.outcome', r.kind);
           if (r.kind === 'resolved') {
             span.setAttribute('keygate.organization_id', r.principal.organizationId);
@@ -163,8 +198,15 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
 
   return {
     request(req, res, method, requestId) {
-      const parent = req.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
-      const span = tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'keygate.request_id': requestId } }, parent);
+      const parent =
+        req.headers.traceparent === undefined
+          ? ROOT_CONTEXT
+          : propagator.extract(ROOT_CONTEXT, req.headers, headerGetter);
+      const span = tracer.startSpan(
+        method,
+        { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'keygate.request_id': requestId } },
+        parent,
+      );
       const ctx = trace.setSpan(parent, span);
       contexts.set(res, ctx);
       const sc = span.spanContext();
@@ -205,7 +247,11 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
             propagator.inject(parent, request.headers, setter);
             return forwarder.forward(request, res, onFail, done);
           }
-          const span = tracer.startSpan('keygate.upstream', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } }, parent);
+          const span = tracer.startSpan(
+            'keygate.upstream',
+            { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method } },
+            parent,
+          );
           propagator.inject(trace.setSpan(parent, span), request.headers, setter);
           let failed: string | null = null;
           // The span covers the whole exchange, to the end of the answer (the forwarder's `done` comes at its head).

@@ -16,7 +16,14 @@
 //   kg = the identity.
 // The identity's optional `metadata` is the key's JSON object as its operator set it (absent when none).
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+} from 'jose';
 
 /** What the gateway resolved for the request's key (CONTRACT section 5; mirrors keygate's own type). */
 export interface Identity {
@@ -47,7 +54,10 @@ export type VerificationFailure =
 /** Every refusal: answer 401 and log `reason` (never the headers). */
 export class IdentityVerificationError extends Error {
   override name = 'IdentityVerificationError';
-  constructor(readonly reason: VerificationFailure, message: string) {
+  constructor(
+    readonly reason: VerificationFailure,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -80,7 +90,14 @@ export function contentDigest(body: Buffer | Uint8Array | string): string {
 }
 
 /** The string the gateway's HMAC signs (see the top of this file). */
-export function hmacSigningString(p: { timestamp: string; requestId: string; method: string; target: string; identity: string; contentDigest?: string }): string {
+export function hmacSigningString(p: {
+  timestamp: string;
+  requestId: string;
+  method: string;
+  target: string;
+  identity: string;
+  contentDigest?: string;
+}): string {
   const base = `${p.timestamp}\n${p.requestId}\n${p.method}\n${p.target}\n${p.identity}`;
   return p.contentDigest === undefined ? base : `${base}\n${p.contentDigest}`;
 }
@@ -110,11 +127,22 @@ export async function verifyHmacIdentity(
   }
   const now = (opts.now ?? Date.now)();
   const maxAge = opts.maxAgeMs ?? MAX_AGE_MS;
-  if (Math.abs(now - Number(timestamp)) > maxAge) throw new IdentityVerificationError('stale', 'the identity timestamp is outside the allowed window');
+  if (Math.abs(now - Number(timestamp)) > maxAge)
+    throw new IdentityVerificationError('stale', 'the identity timestamp is outside the allowed window');
   const expected = createHmac('sha256', secret)
-    .update(hmacSigningString({ timestamp, requestId, method: request.method, target: request.target, identity, contentDigest: digest }))
+    .update(
+      hmacSigningString({
+        timestamp,
+        requestId,
+        method: request.method,
+        target: request.target,
+        identity,
+        contentDigest: digest,
+      }),
+    )
     .digest();
-  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) throw new IdentityVerificationError('bad_signature', 'the identity signature does not match');
+  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex')))
+    throw new IdentityVerificationError('bad_signature', 'the identity signature does not match');
   checkBody(digest, request.body);
   const parsed = decodeIdentity(() => JSON.parse(Buffer.from(identity, 'base64url').toString('utf8')));
   if (opts.replay && !(await opts.replay.firstSeen(`hmac:${signature}`, Number(timestamp) + maxAge))) {
@@ -153,11 +181,13 @@ export interface JwtVerifierOptions {
  * with IdentityVerificationError. Beyond the signature and `exp`/`iat`, it binds the token to this
  * request: `htm` and `htu` (or `htd`) must equal its method and target (or the target's digest), and `cd` the digest of its body.
  */
-export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource, request: ForwardedRequest) => Promise<Identity> {
+export function createJwtVerifier(
+  o: JwtVerifierOptions,
+): (headers: HeaderSource, request: ForwardedRequest) => Promise<Identity> {
   if (!o.jwksUrl === !o.jwks) throw new Error('createJwtVerifier: give exactly one of jwksUrl and jwks');
   if ((o.audience === undefined) === (o.anyAudience !== true)) {
     throw new Error(
-      'createJwtVerifier: give `audience` (this service\'s name, the gateway\'s IDENTITY_JWT_AUDIENCE), or `anyAudience: true` ' +
+      "createJwtVerifier: give `audience` (this service's name, the gateway's IDENTITY_JWT_AUDIENCE), or `anyAudience: true` " +
         'to accept a token meant for any service behind the gateway (never both)',
     );
   }
@@ -184,13 +214,20 @@ export function createJwtVerifier(o: JwtVerifierOptions): (headers: HeaderSource
     }
     // Exactly one of htu (the target) and htd (its digest, for targets over 512 bytes).
     if ((claims.htu === undefined) === (claims.htd === undefined)) {
-      throw new IdentityVerificationError(claims.htu === undefined ? 'missing' : 'malformed', 'the token must carry exactly one of htu and htd');
+      throw new IdentityVerificationError(
+        claims.htu === undefined ? 'missing' : 'malformed',
+        'the token must carry exactly one of htu and htd',
+      );
     }
-    const sameTarget = claims.htu !== undefined ? claims.htu === request.target : claims.htd === createHash('sha256').update(request.target).digest('base64url');
+    const sameTarget =
+      claims.htu !== undefined
+        ? claims.htu === request.target
+        : claims.htd === createHash('sha256').update(request.target).digest('base64url');
     if (claims.htm !== request.method || !sameTarget) {
       throw new IdentityVerificationError('wrong_request', 'the token was issued for another request');
     }
-    if (claims.cd !== undefined && typeof claims.cd !== 'string') throw new IdentityVerificationError('malformed', 'the cd claim is malformed');
+    if (claims.cd !== undefined && typeof claims.cd !== 'string')
+      throw new IdentityVerificationError('malformed', 'the cd claim is malformed');
     checkBody(claims.cd as string | undefined, request.body);
     const identity = decodeIdentity(() => claims.kg);
     if (o.replay && !(await o.replay.firstSeen(`jwt:${String(claims.jti)}`, (claims.exp as number) * 1000))) {
@@ -241,7 +278,8 @@ function checkBody(signedDigest: string | undefined, body: ForwardedRequest['bod
     if (length > 0) throw new IdentityVerificationError('digest_missing', 'the body is not covered by the signature');
     return;
   }
-  if (body === undefined) throw new IdentityVerificationError('body_required', 'pass the raw body: the signature covers its digest');
+  if (body === undefined)
+    throw new IdentityVerificationError('body_required', 'pass the raw body: the signature covers its digest');
   const actual = Buffer.from(contentDigest(body));
   const signed = Buffer.from(signedDigest);
   if (actual.length !== signed.length || !timingSafeEqual(actual, signed)) {
@@ -259,10 +297,16 @@ function decodeIdentity(read: () => unknown): Identity {
   const o = v as Partial<Identity> | undefined;
   const nullableInt = (x: unknown) => x === null || Number.isSafeInteger(x);
   if (
-    typeof o !== 'object' || o === null ||
-    !Number.isSafeInteger(o.keyId) || !['workspace', 'personal', 'partner'].includes(o.keyType as string) ||
-    !Number.isSafeInteger(o.organizationId) || !nullableInt(o.userId) || !nullableInt(o.workspaceId) ||
-    !(o.role === null || typeof o.role === 'string') || !Array.isArray(o.scopes) || !o.scopes.every((x) => typeof x === 'string') ||
+    typeof o !== 'object' ||
+    o === null ||
+    !Number.isSafeInteger(o.keyId) ||
+    !['workspace', 'personal', 'partner'].includes(o.keyType as string) ||
+    !Number.isSafeInteger(o.organizationId) ||
+    !nullableInt(o.userId) ||
+    !nullableInt(o.workspaceId) ||
+    !(o.role === null || typeof o.role === 'string') ||
+    !Array.isArray(o.scopes) ||
+    !o.scopes.every((x) => typeof x === 'string') ||
     !(o.plan === null || typeof o.plan === 'string') ||
     !(o.metadata === undefined || (typeof o.metadata === 'object' && o.metadata !== null && !Array.isArray(o.metadata)))
   ) {
@@ -273,12 +317,23 @@ function decodeIdentity(read: () => unknown): Identity {
 
 /** jose's verdicts become reasons; a JWKS that cannot be fetched is not the caller's fault and is rethrown as is (answer 503). */
 function jwtFailure(err: unknown): unknown {
-  if (!(err instanceof joseErrors.JOSEError) || err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) return err;
-  if (err instanceof joseErrors.JWTExpired) return new IdentityVerificationError('stale', 'the identity token has expired');
+  if (
+    !(err instanceof joseErrors.JOSEError) ||
+    err instanceof joseErrors.JWKSTimeout ||
+    err instanceof joseErrors.JWKSInvalid
+  )
+    return err;
+  if (err instanceof joseErrors.JWTExpired)
+    return new IdentityVerificationError('stale', 'the identity token has expired');
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
-    if (err.claim === 'aud') return new IdentityVerificationError('wrong_audience', 'the identity token is for another audience');
-    if (err.claim === 'iat' && err.reason === 'check_failed') return new IdentityVerificationError('stale', 'the identity token is too old');
-    return new IdentityVerificationError(err.reason === 'missing' ? 'missing' : 'malformed', `the identity token's ${err.claim} claim is ${err.reason === 'missing' ? 'missing' : 'invalid'}`);
+    if (err.claim === 'aud')
+      return new IdentityVerificationError('wrong_audience', 'the identity token is for another audience');
+    if (err.claim === 'iat' && err.reason === 'check_failed')
+      return new IdentityVerificationError('stale', 'the identity token is too old');
+    return new IdentityVerificationError(
+      err.reason === 'missing' ? 'missing' : 'malformed',
+      `the identity token's ${err.claim} claim is ${err.reason === 'missing' ? 'missing' : 'invalid'}`,
+    );
   }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed || err instanceof joseErrors.JWKSNoMatchingKey) {
     return new IdentityVerificationError('bad_signature', 'the identity token signature does not verify');

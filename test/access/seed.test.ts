@@ -21,15 +21,25 @@ describe.each(drivers)('seed on %s', (_name, forcePglite) => {
   it('applies the demo seed and the test seed, twice, with the same result', async () => {
     const demo = parseSeed(JSON.parse(readFileSync('config/demo-seed.json', 'utf8')));
     await applySeed(db, parseSeed(baseSeed()));
-    const before = { keys: await count('api_keys'), accounts: await count('accounts'), msgs: await count('warmup_messages') };
+    const before = {
+      keys: await count('api_keys'),
+      accounts: await count('accounts'),
+      msgs: await count('warmup_messages'),
+    };
     await applySeed(db, parseSeed(baseSeed()));
-    expect({ keys: await count('api_keys'), accounts: await count('accounts'), msgs: await count('warmup_messages') }).toEqual(before);
+    expect({
+      keys: await count('api_keys'),
+      accounts: await count('accounts'),
+      msgs: await count('warmup_messages'),
+    }).toEqual(before);
     expect(demo.apiKeys.length).toBeGreaterThan(0);
   });
 
   it('stores only keyed hashes of secrets and session tokens', async () => {
     const seed = baseSeed();
-    const dump = JSON.stringify(await db.query(`SELECT * FROM api_keys`)) + JSON.stringify(await db.query(`SELECT * FROM sessions`));
+    const dump =
+      JSON.stringify(await db.query(`SELECT * FROM api_keys`)) +
+      JSON.stringify(await db.query(`SELECT * FROM sessions`));
     for (const k of seed.apiKeys) expect(dump).not.toContain(k.secret.slice(7));
     for (const t of seed.sessions) expect(dump).not.toContain(t.token);
   });

@@ -39,19 +39,42 @@ beforeAll(async () => {
 afterAll(async () => db?.drop());
 
 async function auditOf(id: number) {
-  return db.query(`SELECT * FROM audit_events WHERE $1 = ANY(target_ids) AND target_type = 'key' ORDER BY id`, [String(id)]);
+  return db.query(`SELECT * FROM audit_events WHERE $1 = ANY(target_ids) AND target_type = 'key' ORDER BY id`, [
+    String(id),
+  ]);
 }
 
 describe('keys through the service layer', () => {
   it('create: one audit row with the actor and the request id, no secret anywhere, one bump after the commit', async () => {
     bumps.length = 0;
-    const { key, secret } = await createKey(as(cli, 'req-1'), { type: 'workspace', workspaceId: 100, name: 'svc', scopes: ['tags:read'], metadata: { tier: 'gold' } });
+    const { key, secret } = await createKey(as(cli, 'req-1'), {
+      type: 'workspace',
+      workspaceId: 100,
+      name: 'svc',
+      scopes: ['tags:read'],
+      metadata: { tier: 'gold' },
+    });
     expect(secret).toMatch(/^svc_ws_[A-Za-z0-9]{40}$/);
-    expect(key).toMatchObject({ organizationId: 1, role: 'ADMIN', status: 'active', expiresAt: null, metadata: { tier: 'gold' }, lastUsedAt: null, previousSecret: null });
+    expect(key).toMatchObject({
+      organizationId: 1,
+      role: 'ADMIN',
+      status: 'active',
+      expiresAt: null,
+      metadata: { tier: 'gold' },
+      lastUsedAt: null,
+      previousSecret: null,
+    });
     expect(bumps).toEqual([1]);
     const rows = await auditOf(key.id);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ actor_kind: 'cli', actor_id: 'alice', action: 'key.create', organization_id: 1, request_id: 'req-1', before: null });
+    expect(rows[0]).toMatchObject({
+      actor_kind: 'cli',
+      actor_id: 'alice',
+      action: 'key.create',
+      organization_id: 1,
+      request_id: 'req-1',
+      before: null,
+    });
     expect(rows[0].after).toMatchObject({ id: key.id, name: 'svc', metadata: { tier: 'gold' } });
     const all = JSON.stringify(await db.query(`SELECT * FROM audit_events`));
     expect(all).not.toContain(secret.slice(7));
@@ -61,8 +84,12 @@ describe('keys through the service layer', () => {
   it('a refused change writes nothing, audits nothing and bumps nothing', async () => {
     bumps.length = 0;
     const [{ n: before }] = await db.query(`SELECT count(*)::int AS n FROM audit_events`);
-    await expect(createKey(as(cli), { type: 'workspace', workspaceId: 100, name: 'x', scopes: ['no:such'] })).rejects.toMatchObject({ kind: 'invalid', reason: 'unknown_scope' });
-    await expect(createKey(as(cli), { type: 'personal', userId: 10, name: 'x', metadata: { blob: 'x'.repeat(1100) } })).rejects.toMatchObject({ kind: 'invalid', field: 'metadata' });
+    await expect(
+      createKey(as(cli), { type: 'workspace', workspaceId: 100, name: 'x', scopes: ['no:such'] }),
+    ).rejects.toMatchObject({ kind: 'invalid', reason: 'unknown_scope' });
+    await expect(
+      createKey(as(cli), { type: 'personal', userId: 10, name: 'x', metadata: { blob: 'x'.repeat(1100) } }),
+    ).rejects.toMatchObject({ kind: 'invalid', field: 'metadata' });
     await expect(revokeKey(as(cli), 987654)).rejects.toMatchObject({ kind: 'not_found' });
     // A session user of another organization: the key looks absent.
     await expect(revokeKey(as({ kind: 'user', id: 20 }), 1000)).rejects.toBeInstanceOf(ServiceError);
@@ -72,13 +99,21 @@ describe('keys through the service layer', () => {
   });
 
   it('update, rotate and revoke: one row each, with before and after', async () => {
-    const { key } = await createKey(as({ kind: 'user', id: 10 }), { type: 'personal', name: 'mine', scopes: ['workspace:read'] });
+    const { key } = await createKey(as({ kind: 'user', id: 10 }), {
+      type: 'personal',
+      name: 'mine',
+      scopes: ['workspace:read'],
+    });
     const at = new Date(clock.now() + 3_600_000);
     const updated = await updateKey(as({ kind: 'admin-token', id: 'tok_1', name: 'ops' }), key.id, { expiresAt: at });
     expect(updated.expiresAt).toBe(at.toISOString());
     const { key: rotated, secret } = await rotateKey(as({ kind: 'internal' }), key.id, { graceMs: 60_000 });
     expect(secret).toMatch(/^svc_pk_/);
-    expect(rotated.previousSecret).toEqual({ hint: key.hint, expiresAt: new Date(clock.now() + 60_000).toISOString(), lastUsedAt: null });
+    expect(rotated.previousSecret).toEqual({
+      hint: key.hint,
+      expiresAt: new Date(clock.now() + 60_000).toISOString(),
+      lastUsedAt: null,
+    });
     await revokeKey(as({ kind: 'user', id: 10 }), key.id);
     const rows = await auditOf(key.id);
     expect(rows.map((r) => [r.action, r.actor_kind, r.actor_id, r.actor_name])).toEqual([
@@ -93,7 +128,12 @@ describe('keys through the service layer', () => {
   });
 
   it('lists expired keys as expired, by the clock', async () => {
-    const { key } = await createKey(as(cli), { type: 'partner', organizationId: 2, name: 'soon', expiresAt: new Date(clock.now() + 1000) });
+    const { key } = await createKey(as(cli), {
+      type: 'partner',
+      organizationId: 2,
+      name: 'soon',
+      expiresAt: new Date(clock.now() + 1000),
+    });
     expect((await listKeys(as(cli), { organizationId: 2 })).find((k) => k.id === key.id)?.status).toBe('active');
     clock.advance(1000);
     expect((await listKeys(as(cli), { organizationId: 2, status: 'expired' })).map((k) => k.id)).toContain(key.id);
@@ -142,7 +182,10 @@ describe('the audit table is append-only', () => {
 
   it('the retention purge deletes the rows older than the retention, and only those', async () => {
     const old = new Date(Date.now() - 40 * 86_400_000);
-    await db.query(`INSERT INTO audit_events (at, actor_kind, action, target_type) VALUES ($1, 'cli', 'key.old', 'key')`, [old]);
+    await db.query(
+      `INSERT INTO audit_events (at, actor_kind, action, target_type) VALUES ($1, 'cli', 'key.old', 'key')`,
+      [old],
+    );
     const [{ n: before }] = await db.query(`SELECT count(*)::int AS n FROM audit_events`);
     const purged = await purgeAudit({ db, clock: { now: () => Date.now() } }, 30);
     expect(purged).toBe(1);

@@ -47,21 +47,31 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 describe('every route', () => {
-  it.each(ROUTES.map((r) => [r.method, r.path, r.role] as const))('%s %s is refused without a token, with a revoked and a malformed token', async (method, path) => {
-    // A fresh address per route: these failures must not add up to the brute-force limit.
-    const ip = `198.51.100.${ROUTES.findIndex((r) => r.path === path && r.method === method) + 10}`;
-    const body = method === 'GET' ? undefined : {};
-    const none = await call(method, concrete(path), { body, ip });
-    expectError(none, 401, 'unauthorized');
-    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="keygate-admin"');
-    expectError(await call(method, concrete(path), { token: tokens.revoked, body, ip }), 401, 'unauthorized');
-    expectError(await call(method, concrete(path), { token: 'kga_' + 'x'.repeat(40), body, ip }), 401, 'unauthorized');
-  });
+  it.each(ROUTES.map((r) => [r.method, r.path, r.role] as const))(
+    '%s %s is refused without a token, with a revoked and a malformed token',
+    async (method, path) => {
+      // A fresh address per route: these failures must not add up to the brute-force limit.
+      const ip = `198.51.100.${ROUTES.findIndex((r) => r.path === path && r.method === method) + 10}`;
+      const body = method === 'GET' ? undefined : {};
+      const none = await call(method, concrete(path), { body, ip });
+      expectError(none, 401, 'unauthorized');
+      expect(none.headers.get('www-authenticate')).toBe('Bearer realm="keygate-admin"');
+      expectError(await call(method, concrete(path), { token: tokens.revoked, body, ip }), 401, 'unauthorized');
+      expectError(
+        await call(method, concrete(path), { token: 'kga_' + 'x'.repeat(40), body, ip }),
+        401,
+        'unauthorized',
+      );
+    },
+  );
 
-  it.each(ROUTES.filter((r) => r.role === 'write').map((r) => [r.method, r.path] as const))('%s %s is refused to a read token (403) before anything changes', async (method, path) => {
-    const r = await call(method, concrete(path), { token: tokens.read, body: {} });
-    expectError(r, 403, 'forbidden');
-  });
+  it.each(ROUTES.filter((r) => r.role === 'write').map((r) => [r.method, r.path] as const))(
+    '%s %s is refused to a read token (403) before anything changes',
+    async (method, path) => {
+      const r = await call(method, concrete(path), { token: tokens.read, body: {} });
+      expectError(r, 403, 'forbidden');
+    },
+  );
 
   it('an unknown path and a wrong method answer only after the token is checked', async () => {
     expectError(await call('GET', '/api/nope'), 401, 'unauthorized');
@@ -72,12 +82,17 @@ describe('every route', () => {
 
 describe('a write token', () => {
   it('creates a key whose secret is shown once and works at the gateway; lists never show it or a hash', async () => {
-    const created = await call('POST', '/api/keys', { token: tokens.write, body: { type: 'workspace', name: 'from admin api', workspaceId: 100, scopes: ['accounts:read'] } });
+    const created = await call('POST', '/api/keys', {
+      token: tokens.write,
+      body: { type: 'workspace', name: 'from admin api', workspaceId: 100, scopes: ['accounts:read'] },
+    });
     expect(created.status, created.text).toBe(201);
     expect(created.body.secret).toMatch(/^svc_ws_[A-Za-z0-9]{40}$/);
     expect(created.body.status).toBe('active');
     const secret: string = created.body.secret;
-    expect((await stack.request('GET', '/v2/workspaces/100/accounts', { key: secret, ip: '203.0.113.50' })).status).toBe(200);
+    expect(
+      (await stack.request('GET', '/v2/workspaces/100/accounts', { key: secret, ip: '203.0.113.50' })).status,
+    ).toBe(200);
 
     const again = await call('GET', `/api/keys/${created.body.id}`, { token: tokens.read });
     const list = await call('GET', '/api/keys?organization=1&limit=200', { token: tokens.read });
@@ -94,24 +109,42 @@ describe('a write token', () => {
     const revoked = await call('POST', `/api/keys/${created.body.id}/revoke`, { token: tokens.write });
     expect(revoked.status).toBe(200);
     expect(revoked.body.status).toBe('revoked');
-    expect((await stack.request('GET', '/v2/workspaces/100/accounts', { key: secret, ip: '203.0.113.50' })).status).toBe(401);
+    expect(
+      (await stack.request('GET', '/v2/workspaces/100/accounts', { key: secret, ip: '203.0.113.50' })).status,
+    ).toBe(401);
   });
 
   it('refuses a bad body in the same shape (400), naming the field', async () => {
     const r = await call('POST', '/api/keys', { token: tokens.write, body: { type: 'workspace', name: 'x' } });
     expectError(r, 400, 'invalid_request');
     expect(r.body.error.message).toMatch(/workspaceId/);
-    const bad = await fetchRes(base + '/api/keys', { method: 'POST', headers: { authorization: `Bearer ${tokens.write}`, 'content-type': 'application/json' }, body: '{' });
+    const bad = await fetchRes(base + '/api/keys', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokens.write}`, 'content-type': 'application/json' },
+      body: '{',
+    });
     expectError(bad, 400, 'invalid_request');
-    expectError(await call('POST', '/api/keys', { token: tokens.write, body: { type: 'workspace', name: 'x', workspaceId: 999999 } }), 404, 'not_found');
+    expectError(
+      await call('POST', '/api/keys', {
+        token: tokens.write,
+        body: { type: 'workspace', name: 'x', workspaceId: 999999 },
+      }),
+      404,
+      'not_found',
+    );
     expectError(await call('GET', '/api/keys?status=gone', { token: tokens.read }), 400, 'invalid_request');
   });
 
   it('makes each change through the service layer: one audit row per change, with the token as the actor', async () => {
-    const made = await call('POST', '/api/keys', { token: tokens.write, body: { type: 'partner', name: 'audited', organizationId: 1 } });
+    const made = await call('POST', '/api/keys', {
+      token: tokens.write,
+      body: { type: 'partner', name: 'audited', organizationId: 1 },
+    });
     expect(made.status, made.text).toBe(201);
     const id = made.body.id;
-    expect((await call('POST', `/api/keys/${id}/rotate`, { token: tokens.write, body: { graceSeconds: 0 } })).status).toBe(200);
+    expect(
+      (await call('POST', `/api/keys/${id}/rotate`, { token: tokens.write, body: { graceSeconds: 0 } })).status,
+    ).toBe(200);
     expect((await call('POST', `/api/keys/${id}/revoke`, { token: tokens.write })).status).toBe(200);
     const trail = await call('GET', `/api/audit?organization=1&actor=admin-token&action=key.`, { token: tokens.read });
     expect(trail.status, trail.text).toBe(200);
@@ -136,7 +169,9 @@ describe('a write token', () => {
     expect(listed.text).not.toContain(hashAdminToken(pepper, made.body.token));
     const row = listed.body.items.find((t: { id: number }) => t.id === made.body.id);
     expect(row.lastUsedAt).not.toBeNull();
-    expect((await call('POST', `/api/admin-tokens/${made.body.id}/revoke`, { token: tokens.write })).body.revokedAt).not.toBeNull();
+    expect(
+      (await call('POST', `/api/admin-tokens/${made.body.id}/revoke`, { token: tokens.write })).body.revokedAt,
+    ).not.toBeNull();
     expectError(await call('GET', '/api/me', { token: made.body.token }), 401, 'unauthorized');
     // Both changes are in the audit trail, with the token that made them; neither row holds the token.
     const trail = await call('GET', '/api/audit?action=admin-token.', { token: tokens.read });
@@ -151,7 +186,12 @@ describe('brute force', () => {
   it(`refuses an address after ${ADMIN_AUTH_FAILURES} failed attempts in a minute (429, Retry-After), a valid token too, until the next minute`, async () => {
     clock.setSecond(10);
     const ip = '192.0.2.77';
-    for (let i = 0; i < ADMIN_AUTH_FAILURES; i++) expectError(await call('GET', '/api/me', { token: `kga_${String(i).padStart(40, 'A')}`, ip }), 401, 'unauthorized');
+    for (let i = 0; i < ADMIN_AUTH_FAILURES; i++)
+      expectError(
+        await call('GET', '/api/me', { token: `kga_${String(i).padStart(40, 'A')}`, ip }),
+        401,
+        'unauthorized',
+      );
     const refused = await call('GET', '/api/me', { token: tokens.read, ip });
     expectError(refused, 429, 'too_many_attempts');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

@@ -16,7 +16,8 @@ import { startStack, fetchRes, type Res, type Stack } from '../helpers/stack.js'
 
 type Json = Record<string, any>;
 type AddFormats = (ajv: Ajv2020) => unknown;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ??
+  addFormatsModule) as unknown as AddFormats;
 
 const doc: Json = adminOpenApi();
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
@@ -65,7 +66,12 @@ describe('against real answers', () => {
 
   beforeAll(async () => {
     stack = await startStack({ env: { ADMIN_API_PORT: '0' } });
-    const ctx = { db: stack.db, pepper: await getPepper(stack.db), clock: systemClock, actor: { kind: 'cli' as const, osUser: 'test' } };
+    const ctx = {
+      db: stack.db,
+      pepper: await getPepper(stack.db),
+      clock: systemClock,
+      actor: { kind: 'cli' as const, osUser: 'test' },
+    };
     token = (await createAdminToken(ctx, { name: 'contract', role: 'write' })).token;
     readToken = (await createAdminToken(ctx, { name: 'contract-read', role: 'read' })).token;
   });
@@ -78,7 +84,12 @@ describe('against real answers', () => {
   });
 
   it('every operation answers as documented, and so do its refusals', async () => {
-    const made = await call('POST', '/api/keys', { type: 'workspace', name: 'contract', workspaceId: 100, scopes: ['accounts:read'] });
+    const made = await call('POST', '/api/keys', {
+      type: 'workspace',
+      name: 'contract',
+      workspaceId: 100,
+      scopes: ['accounts:read'],
+    });
     const keyId = made.body.id;
     const tokenMade = await call('POST', '/api/admin-tokens', { name: 'made', role: 'read' });
     const calls: [string, string, string, unknown?][] = [

@@ -71,7 +71,12 @@ describe.skipIf(!haveRedis())('with Redis', () => {
       pipeline: () => {
         const p = real.pipeline();
         if (!fail) return p;
-        return { ...p, hincrby: () => undefined, pexpire: () => undefined, exec: () => Promise.reject(new Error('connection lost')) };
+        return {
+          ...p,
+          hincrby: () => undefined,
+          pexpire: () => undefined,
+          exec: () => Promise.reject(new Error('connection lost')),
+        };
       },
     } as unknown as typeof real;
     const t = new OrgTraffic({ clock, redis: flaky, prefix, flushMs: 3_600_000 });

@@ -20,11 +20,59 @@ beforeAll(async () => {
     env: { DNS_RESOLVER: dns.address },
     extra: {
       accounts: [
-        { id: 5003, workspaceId: 100, emailAddress: 'carl@custom.test', fromName: 'Carl', provider: 'smtp', status: 'warming', verification: 'passed', warmupMaxLimit: 80, warmupCurrentLimit: 50, replyRateCustom: 33 },
-        { id: 5004, workspaceId: 100, emailAddress: 'dora@acme.test', fromName: 'Dora Smith', provider: 'google', status: 'error', verification: 'passed', warmupMaxLimit: 10, warmupCurrentLimit: 5 },
-        { id: 5005, workspaceId: 100, emailAddress: 'x@nodns.test', fromName: 'Xena', provider: 'smtp', status: 'active', verification: 'passed', warmupMaxLimit: 30 },
-        { id: 5006, workspaceId: 100, emailAddress: 'gone@acme.test', fromName: 'Gone', provider: 'smtp', status: 'active', verification: 'passed', warmupMaxLimit: 30 },
-        { id: 5007, workspaceId: 100, emailAddress: 'del@acme.test', fromName: 'Del', provider: 'smtp', status: 'active', verification: 'passed', warmupMaxLimit: 30 },
+        {
+          id: 5003,
+          workspaceId: 100,
+          emailAddress: 'carl@custom.test',
+          fromName: 'Carl',
+          provider: 'smtp',
+          status: 'warming',
+          verification: 'passed',
+          warmupMaxLimit: 80,
+          warmupCurrentLimit: 50,
+          replyRateCustom: 33,
+        },
+        {
+          id: 5004,
+          workspaceId: 100,
+          emailAddress: 'dora@acme.test',
+          fromName: 'Dora Smith',
+          provider: 'google',
+          status: 'error',
+          verification: 'passed',
+          warmupMaxLimit: 10,
+          warmupCurrentLimit: 5,
+        },
+        {
+          id: 5005,
+          workspaceId: 100,
+          emailAddress: 'x@nodns.test',
+          fromName: 'Xena',
+          provider: 'smtp',
+          status: 'active',
+          verification: 'passed',
+          warmupMaxLimit: 30,
+        },
+        {
+          id: 5006,
+          workspaceId: 100,
+          emailAddress: 'gone@acme.test',
+          fromName: 'Gone',
+          provider: 'smtp',
+          status: 'active',
+          verification: 'passed',
+          warmupMaxLimit: 30,
+        },
+        {
+          id: 5007,
+          workspaceId: 100,
+          emailAddress: 'del@acme.test',
+          fromName: 'Del',
+          provider: 'smtp',
+          status: 'active',
+          verification: 'passed',
+          warmupMaxLimit: 30,
+        },
       ],
       tags: [{ id: 3, workspaceId: 101, name: 'other-ws' }],
     },
@@ -84,7 +132,17 @@ describe('GET /accounts', () => {
   });
 
   it('refuses out-of-range or malformed filters with 400 invalid_request naming the field', async () => {
-    for (const q of ['maxLimitMax=101', 'maxLimitMin=-1', 'maxLimitMin=abc', 'maxLimitMin=1.5', 'maxLimitMin=50&maxLimitMax=40', 'status=sleeping', 'per_page=101', 'page=0', 'bogus=1']) {
+    for (const q of [
+      'maxLimitMax=101',
+      'maxLimitMin=-1',
+      'maxLimitMin=abc',
+      'maxLimitMin=1.5',
+      'maxLimitMin=50&maxLimitMax=40',
+      'status=sleeping',
+      'per_page=101',
+      'page=0',
+      'bogus=1',
+    ]) {
       const r = await get(`${W}/accounts?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.body.error.code).toBe('invalid_request');
@@ -98,8 +156,17 @@ describe('GET /accounts/{id}', () => {
     const r = await get(`${W}/accounts/5000`);
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({
-      id: 5000, workspaceId: 100, emailAddress: 'a@acme.test', fromName: 'Ann', provider: 'google', status: 'warming',
-      verification: 'passed', warmupMaxLimit: 40, warmupCurrentLimit: 20, warmupMinLimit: 5, replyRate: 40,
+      id: 5000,
+      workspaceId: 100,
+      emailAddress: 'a@acme.test',
+      fromName: 'Ann',
+      provider: 'google',
+      status: 'warming',
+      verification: 'passed',
+      warmupMaxLimit: 40,
+      warmupCurrentLimit: 20,
+      warmupMinLimit: 5,
+      replyRate: 40,
     });
   });
 
@@ -116,27 +183,54 @@ describe('POST /accounts (SMTP/IMAP connect)', () => {
   const body = {
     emailAddress: 'new.box@acme.test',
     fromName: 'New Box',
-    smtp: { host: 'smtp.acme.test', port: 587, username: 'new.box@acme.test', password: 'smtp-Secret-123', secure: false },
-    imap: { host: 'imap.acme.test', port: 993, username: 'new.box@acme.test', password: 'imap-Secret-456', secure: true },
+    smtp: {
+      host: 'smtp.acme.test',
+      port: 587,
+      username: 'new.box@acme.test',
+      password: 'smtp-Secret-123',
+      secure: false,
+    },
+    imap: {
+      host: 'imap.acme.test',
+      port: 993,
+      username: 'new.box@acme.test',
+      password: 'imap-Secret-456',
+      secure: true,
+    },
   };
 
   it('connects a mailbox, stores the passwords and never returns them', async () => {
     const r = await post(`${W}/accounts`, { ...body, timeZone: 'Europe/Berlin' });
     expect(r.status).toBe(201);
     expect(r.body.data).toMatchObject({
-      emailAddress: 'new.box@acme.test', fromName: 'New Box', provider: 'smtp', status: 'active', verification: 'pending',
-      warmupMaxLimit: 40, warmupCurrentLimit: 5, timeZone: 'Europe/Berlin', workspaceId: 100,
+      emailAddress: 'new.box@acme.test',
+      fromName: 'New Box',
+      provider: 'smtp',
+      status: 'active',
+      verification: 'pending',
+      warmupMaxLimit: 40,
+      warmupCurrentLimit: 5,
+      timeZone: 'Europe/Berlin',
+      workspaceId: 100,
       smtp: { host: 'smtp.acme.test', port: 587, username: 'new.box@acme.test', secure: false },
     });
     expect(r.text).not.toContain('Secret');
     const id = r.body.data.id;
     const read = await get(`${W}/accounts/${id}`);
     expect(read.text).not.toContain('Secret');
-    expect(read.body.data.imap).toEqual({ host: 'imap.acme.test', port: 993, username: 'new.box@acme.test', secure: true });
+    expect(read.body.data.imap).toEqual({
+      host: 'imap.acme.test',
+      port: 993,
+      username: 'new.box@acme.test',
+      secure: true,
+    });
     const list = await get(`${W}/accounts?search=new.box`);
     expect(list.text).not.toContain('Secret');
     // Stored sealed, apart from the settings (src/backend/credentials/).
-    const [row] = await s.db.query(`SELECT smtp->>'password' AS sp, imap->>'password' AS ip, smtp_password_sealed, imap_password_sealed FROM accounts WHERE id = $1`, [id]);
+    const [row] = await s.db.query(
+      `SELECT smtp->>'password' AS sp, imap->>'password' AS ip, smtp_password_sealed, imap_password_sealed FROM accounts WHERE id = $1`,
+      [id],
+    );
     expect(row).toMatchObject({ sp: null, ip: null });
     expect(s.app.backend!.credentials.open('smtp_password', row.smtp_password_sealed)).toBe('smtp-Secret-123');
     expect(s.app.backend!.credentials.open('imap_password', row.imap_password_sealed)).toBe('imap-Secret-456');
@@ -202,21 +296,38 @@ describe('DNS and setup score (live lookups)', () => {
     const before = dns.queries;
     const r = await get(`${W}/accounts/5000/dns`);
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ accountId: 5000, domain: 'acme.test', spf: 'pass', dkim: 'pass', dmarc: 'pass', mx: 'pass' });
+    expect(r.body.data).toMatchObject({
+      accountId: 5000,
+      domain: 'acme.test',
+      spf: 'pass',
+      dkim: 'pass',
+      dmarc: 'pass',
+      mx: 'pass',
+    });
     expect(dns.queries).toBeGreaterThan(before);
     // A change in DNS shows at once.
     dns.set('_dmarc.acme.test', { txt: [] });
     expect((await get(`${W}/accounts/5000/dns`)).body.data.dmarc).toBe('missing');
     dns.set('_dmarc.acme.test', { txt: ['v=DMARC1; p=reject'] });
     const none = await get(`${W}/accounts/5005/dns`);
-    expect(none.body.data).toMatchObject({ domain: 'nodns.test', spf: 'missing', dkim: 'missing', dmarc: 'missing', mx: 'missing' });
+    expect(none.body.data).toMatchObject({
+      domain: 'nodns.test',
+      spf: 'missing',
+      dkim: 'missing',
+      dmarc: 'missing',
+      mx: 'missing',
+    });
     expect((await get(`${W}/accounts/5100/dns`)).status).toBe(404);
   });
 
   it('GET /setup-score scores 0..100 from the DNS checks and the mailbox check', async () => {
     const full = await get(`${W}/accounts/5000/setup-score`);
     expect(full.status).toBe(200);
-    expect(full.body.data).toMatchObject({ accountId: 5000, score: 100, checks: { spf: 'pass', dkim: 'pass', dmarc: 'pass', mx: 'pass', verification: 'passed' } });
+    expect(full.body.data).toMatchObject({
+      accountId: 5000,
+      score: 100,
+      checks: { spf: 'pass', dkim: 'pass', dmarc: 'pass', mx: 'pass', verification: 'passed' },
+    });
     expect((await get(`${W}/accounts/5001/setup-score`)).body.data.score).toBe(70); // verification pending
     expect((await get(`${W}/accounts/5005/setup-score`)).body.data.score).toBe(30); // no DNS records
     expect((await get(`${W}/accounts/6000/setup-score`)).status).toBe(404);
@@ -258,11 +369,26 @@ describe('bulk routes (1 to 50 ids, bulk bucket)', () => {
     const r = await post(`${W}/accounts/bulk/tags`, { accountIds: [5001, 5100, 5002], tagIds: [2, 1] });
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual([
-      { accountId: 5001, tags: [{ id: 1, name: 'priority' }, { id: 2, name: 'sales' }] },
+      {
+        accountId: 5001,
+        tags: [
+          { id: 1, name: 'priority' },
+          { id: 2, name: 'sales' },
+        ],
+      },
       { accountId: 5100, error: { code: 'not_found', message: expect.any(String) } },
-      { accountId: 5002, tags: [{ id: 1, name: 'priority' }, { id: 2, name: 'sales' }] },
+      {
+        accountId: 5002,
+        tags: [
+          { id: 1, name: 'priority' },
+          { id: 2, name: 'sales' },
+        ],
+      },
     ]);
-    expect((await get(`${W}/accounts/5002`)).body.data.tags).toEqual([{ id: 1, name: 'priority' }, { id: 2, name: 'sales' }]);
+    expect((await get(`${W}/accounts/5002`)).body.data.tags).toEqual([
+      { id: 1, name: 'priority' },
+      { id: 2, name: 'sales' },
+    ]);
     // Setting replaces: [2] leaves only sales.
     const again = await post(`${W}/accounts/bulk/tags`, { accountIds: [5002], tagIds: [2] });
     expect(again.body.data).toEqual([{ accountId: 5002, tags: [{ id: 2, name: 'sales' }] }]);
@@ -271,7 +397,10 @@ describe('bulk routes (1 to 50 ids, bulk bucket)', () => {
   it('bulk/tags refuses unknown tag ids (naming them) and more than 50 accounts', async () => {
     const r = await post(`${W}/accounts/bulk/tags`, { accountIds: [5001], tagIds: [1, 3, 777] });
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'tagIds', unknownTagIds: [3, 777] } });
+    expect(r.body.error).toMatchObject({
+      code: 'invalid_request',
+      details: { field: 'tagIds', unknownTagIds: [3, 777] },
+    });
     expect(r.body.error.message).toContain('777');
     const many = Array.from({ length: 51 }, (_, i) => 5000 + i);
     const big = await post(`${W}/accounts/bulk/tags`, { accountIds: many, tagIds: [1] });

@@ -10,14 +10,17 @@ let s: Stack;
 const W = '/v2/workspaces/100';
 const DAY = 86_400_000;
 
-async function msg(accountId: number, at: number, outcome: 'inbox' | 'spam' | 'bounced', replied = false, esp = 'google') {
-  await s.db.query(`INSERT INTO warmup_messages (account_id, sent_at, recipient_esp, outcome, replied) VALUES ($1, $2::timestamptz, $3, $4, $5)`, [
-    accountId,
-    new Date(at).toISOString(),
-    esp,
-    outcome,
-    replied,
-  ]);
+async function msg(
+  accountId: number,
+  at: number,
+  outcome: 'inbox' | 'spam' | 'bounced',
+  replied = false,
+  esp = 'google',
+) {
+  await s.db.query(
+    `INSERT INTO warmup_messages (account_id, sent_at, recipient_esp, outcome, replied) VALUES ($1, $2::timestamptz, $3, $4, $5)`,
+    [accountId, new Date(at).toISOString(), esp, outcome, replied],
+  );
 }
 
 const get = (path: string, key = K.wsAdmin) => s.request('GET', path, { key, ip: '10.0.20.1' });
@@ -28,8 +31,20 @@ beforeAll(async () => {
   // The seed's history is relative to the database's today; replace it with one relative to the clock.
   await s.db.query(`DELETE FROM warmup_messages`);
   // 5000: 10 in the window (7 inbox, 2 spam, 1 bounced; 3 replied), spread over days 0..9 ago.
-  const outcomes: ('inbox' | 'spam' | 'bounced')[] = ['inbox', 'inbox', 'inbox', 'inbox', 'inbox', 'inbox', 'inbox', 'spam', 'spam', 'bounced'];
-  for (const [i, o] of outcomes.entries()) await msg(5000, now - i * DAY - 60_000, o, i < 3, i % 2 ? 'microsoft' : 'google');
+  const outcomes: ('inbox' | 'spam' | 'bounced')[] = [
+    'inbox',
+    'inbox',
+    'inbox',
+    'inbox',
+    'inbox',
+    'inbox',
+    'inbox',
+    'spam',
+    'spam',
+    'bounced',
+  ];
+  for (const [i, o] of outcomes.entries())
+    await msg(5000, now - i * DAY - 60_000, o, i < 3, i % 2 ? 'microsoft' : 'google');
   // 5001: 4 in the window, all inbox.
   for (let i = 0; i < 4; i++) await msg(5001, now - i * 3_600_000, 'inbox');
   // Outside the window: too old, and after now (the tests move the clock by minutes, not days).
@@ -77,8 +92,13 @@ describe('analytics: deliverability', () => {
   });
 
   it('scopes by the path workspace', async () => {
-    const r = await s.request('GET', '/v2/workspaces/101/analytics/deliverability', { key: K.wsOther, ip: '10.0.20.2' });
-    expect(r.body.data).toEqual([{ accountId: 5100, emailAddress: 'd@acme.test', deliverabilityRate: 0, bounceRate: 0, spamRate: 100, sent: 1 }]);
+    const r = await s.request('GET', '/v2/workspaces/101/analytics/deliverability', {
+      key: K.wsOther,
+      ip: '10.0.20.2',
+    });
+    expect(r.body.data).toEqual([
+      { accountId: 5100, emailAddress: 'd@acme.test', deliverabilityRate: 0, bounceRate: 0, spamRate: 100, sent: 1 },
+    ]);
   });
 
   it('refuses a caller-chosen window', async () => {
@@ -93,7 +113,14 @@ describe('analytics: deliverability', () => {
     clock.t = saved + 31 * DAY;
     try {
       const r = await get(`${W}/accounts/5000/deliverability`);
-      expect(r.body.data).toEqual({ accountId: 5000, emailAddress: 'a@acme.test', deliverabilityRate: 0, bounceRate: 0, spamRate: 0, sent: 0 });
+      expect(r.body.data).toEqual({
+        accountId: 5000,
+        emailAddress: 'a@acme.test',
+        deliverabilityRate: 0,
+        bounceRate: 0,
+        spamRate: 0,
+        sent: 0,
+      });
     } finally {
       clock.t = saved;
     }
@@ -156,7 +183,16 @@ describe('analytics: overview, trends, leaderboard, stats', () => {
   it('stats of an account, and zeros for one with no sends', async () => {
     const r = await get(`${W}/accounts/5000/stats`);
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ accountId: 5000, sent: 10, inbox: 7, spam: 2, bounced: 1, replied: 3, replyRate: 30, deliverabilityRate: 70 });
+    expect(r.body.data).toMatchObject({
+      accountId: 5000,
+      sent: 10,
+      inbox: 7,
+      spam: 2,
+      bounced: 1,
+      replied: 3,
+      replyRate: 30,
+      deliverabilityRate: 70,
+    });
     const esp = r.body.data.byRecipientEsp;
     expect(esp.map((e: any) => [e.esp, e.sent])).toEqual([
       ['google', 5],
@@ -164,7 +200,19 @@ describe('analytics: overview, trends, leaderboard, stats', () => {
     ]);
     const z = await get(`${W}/accounts/5002/stats`);
     expect(z.status).toBe(200);
-    expect(z.body.data).toMatchObject({ accountId: 5002, sent: 0, inbox: 0, spam: 0, bounced: 0, replied: 0, deliverabilityRate: 0, spamRate: 0, bounceRate: 0, replyRate: 0, byRecipientEsp: [] });
+    expect(z.body.data).toMatchObject({
+      accountId: 5002,
+      sent: 0,
+      inbox: 0,
+      spam: 0,
+      bounced: 0,
+      replied: 0,
+      deliverabilityRate: 0,
+      spamRate: 0,
+      bounceRate: 0,
+      replyRate: 0,
+      byRecipientEsp: [],
+    });
   });
 
   it('window is (now - 30 days, now]', async () => {

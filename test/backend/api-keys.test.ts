@@ -20,7 +20,13 @@ describe('/api-keys', () => {
   });
 
   it('creates a workspace key whose secret is shown once, stored only hashed, and works at once', async () => {
-    const r = await s.session('POST', '/api-keys', K.session, { name: 'new', type: 'workspace', workspaceId: 100, role: 'EDITOR', scopes: ['tags:read'] });
+    const r = await s.session('POST', '/api-keys', K.session, {
+      name: 'new',
+      type: 'workspace',
+      workspaceId: 100,
+      role: 'EDITOR',
+      scopes: ['tags:read'],
+    });
     expect(r.status).toBe(201);
     expect(r.body.success).toBe(true);
     const secret: string = r.body.data.secret;
@@ -29,7 +35,11 @@ describe('/api-keys', () => {
     expect(JSON.stringify(stored)).not.toContain(secret.slice(7));
     const list = await s.session('GET', '/api-keys', K.session);
     expect(JSON.stringify(list.body)).not.toContain(secret.slice(7));
-    expect(list.body.data.find((k: { id: number }) => k.id === r.body.data.id)).toMatchObject({ name: 'new', role: 'EDITOR', type: 'workspace' });
+    expect(list.body.data.find((k: { id: number }) => k.id === r.body.data.id)).toMatchObject({
+      name: 'new',
+      role: 'EDITOR',
+      type: 'workspace',
+    });
     const use = await s.request('GET', '/v2/workspaces/100/rate-limit', { key: secret, ip: '10.4.0.1' });
     expect(use.status).toBe(200);
   });
@@ -40,8 +50,13 @@ describe('/api-keys', () => {
     expect(r.body.errorCode).toBe('150101');
   });
 
-  it('150102: no role above the creator\'s; the default ADMIN is capped', async () => {
-    const r = await s.session('POST', '/api-keys', K.sessionEditor, { name: 'x', type: 'workspace', workspaceId: 100, role: 'ADMIN' });
+  it("150102: no role above the creator's; the default ADMIN is capped", async () => {
+    const r = await s.session('POST', '/api-keys', K.sessionEditor, {
+      name: 'x',
+      type: 'workspace',
+      workspaceId: 100,
+      role: 'ADMIN',
+    });
     expect(r.status).toBe(403);
     expect(r.body.errorCode).toBe('150102');
     const d = await s.session('POST', '/api-keys', K.sessionEditor, { name: 'x', type: 'workspace', workspaceId: 100 });
@@ -64,7 +79,11 @@ describe('/api-keys', () => {
     const foreign = await s.session('DELETE', '/api-keys/2000', K.session);
     expect(foreign.status).toBe(404);
     expect(foreign.body.errorCode).toBe('150104');
-    const mk = await s.session('POST', '/api-keys', K.session, { name: 'tmp', type: 'personal', scopes: ['workspace:read'] });
+    const mk = await s.session('POST', '/api-keys', K.session, {
+      name: 'tmp',
+      type: 'personal',
+      scopes: ['workspace:read'],
+    });
     const secret = mk.body.data.secret;
     expect((await s.request('GET', '/v2/workspaces/100', { key: secret, ip: '10.4.0.2' })).status).not.toBe(401);
     expect((await s.session('DELETE', `/api-keys/${mk.body.data.id}`, K.session)).status).toBe(200);
@@ -91,7 +110,9 @@ describe('/internal', () => {
   });
   it('validates organization changes strictly and answers 404 for unknown ids', async () => {
     expect((await s.internal('PATCH', '/internal/organizations/1', { plan: 'platinum' })).status).toBe(400);
-    expect((await s.internal('PATCH', '/internal/organizations/1', { colour: 'red' })).body.error.details.field).toBe('colour');
+    expect((await s.internal('PATCH', '/internal/organizations/1', { colour: 'red' })).body.error.details.field).toBe(
+      'colour',
+    );
     expect((await s.internal('PATCH', '/internal/organizations/99', { paused: true })).status).toBe(404);
     expect((await s.internal('DELETE', '/internal/workspaces/9999')).status).toBe(404);
   });
@@ -99,7 +120,9 @@ describe('/internal', () => {
     const r = await s.internal('PATCH', '/internal/organizations/1', { plan: 'free' });
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ plan: 'free', mailboxesLowered: expect.any(Number) });
-    const rows = await s.db.query(`SELECT max(warmup_max_limit) AS m, max(warmup_current_limit) AS c FROM accounts a JOIN workspaces w ON w.id = a.workspace_id WHERE w.organization_id = 1`);
+    const rows = await s.db.query(
+      `SELECT max(warmup_max_limit) AS m, max(warmup_current_limit) AS c FROM accounts a JOIN workspaces w ON w.id = a.workspace_id WHERE w.organization_id = 1`,
+    );
     expect(rows[0].m).toBeLessThanOrEqual(10);
     expect(rows[0].c).toBeLessThanOrEqual(10);
     const beta = await s.db.query(`SELECT warmup_max_limit FROM accounts WHERE id = 6000`);

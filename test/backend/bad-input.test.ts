@@ -7,7 +7,11 @@ import { K } from '../fixtures/seed.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 
 const file = JSON.parse(readFileSync('config/routes.json', 'utf8'));
-const concrete = (p: string) => p.replace('{workspaceId}', '100').replace('{workspaceId:str}', '1').replace(/\{[A-Za-z]+(:str)?\}/g, (m) => (m === '{accountId}' || m === '{emailAccountId}' ? '5000' : '1'));
+const concrete = (p: string) =>
+  p
+    .replace('{workspaceId}', '100')
+    .replace('{workspaceId:str}', '1')
+    .replace(/\{[A-Za-z]+(:str)?\}/g, (m) => (m === '{accountId}' || m === '{emailAccountId}' ? '5000' : '1'));
 const BODIES: [string, string][] = [
   ['invalid JSON', '{"a":'],
   ['null', 'null'],
@@ -18,7 +22,9 @@ const BODIES: [string, string][] = [
   ['wrong types', '{"name":5,"emailAddress":[],"accountIds":"x","quotas":{},"role":7,"warmupMaxLimit":"9"}'],
   ['a deep object', JSON.stringify(JSON.parse('{"a":'.repeat(50) + '1' + '}'.repeat(50)))],
 ];
-const writes = [...file.v2, ...file.v1].filter((r: { method: string; gateway?: boolean }) => r.method !== 'GET' && !r.gateway && r.method !== 'DELETE');
+const writes = [...file.v2, ...file.v1].filter(
+  (r: { method: string; gateway?: boolean }) => r.method !== 'GET' && !r.gateway && r.method !== 'DELETE',
+);
 
 const clock = new FakeClock();
 let s: Stack;
@@ -38,23 +44,34 @@ describe.each(writes.map((r: { method: string; path: string }) => [`${r.method} 
     clock.advance(60_000); // a fresh window per request
     const v1 = r.path.startsWith('/v1/');
     const res = await s.request(r.method, concrete(r.path), {
-      ...(v1 ? { apiKey: K.partner } : { key: r.path.startsWith('/v2/workspaces/{') || r.path.includes('{workspaceId}') ? K.wsAdmin : K.ownerPk }),
+      ...(v1
+        ? { apiKey: K.partner }
+        : { key: r.path.startsWith('/v2/workspaces/{') || r.path.includes('{workspaceId}') ? K.wsAdmin : K.ownerPk }),
       body,
       ip: `10.40.${Math.floor(++n / 250)}.${n % 250}`,
     });
     // The spec answers this one route 501 not_implemented, whatever the body.
-    if (r.path === '/v1/email-accounts/oauth' && res.status === 501) expect(res.body.error_code).toBe('not_implemented');
+    if (r.path === '/v1/email-accounts/oauth' && res.status === 501)
+      expect(res.body.error_code).toBe('not_implemented');
     else expect(res.status, res.text).toBeLessThan(500);
     if (res.status >= 400) {
-      if (v1) expect(res.body).toMatchObject({ error_code: expect.any(String), message: expect.any(String), details: expect.any(Object) });
-      else if (res.body?.error) expect(res.body.error).toMatchObject({ code: expect.any(String), message: expect.any(String) });
+      if (v1)
+        expect(res.body).toMatchObject({
+          error_code: expect.any(String),
+          message: expect.any(String),
+          details: expect.any(Object),
+        });
+      else if (res.body?.error)
+        expect(res.body.error).toMatchObject({ code: expect.any(String), message: expect.any(String) });
       else expect(res.body).toMatchObject({ success: false, errorCode: expect.any(String) });
       expect(res.text).not.toMatch(/\n\s+at /); // no stack trace
     }
   });
 });
 
-const reads = [...file.v2, ...file.v1].filter((r: { method: string; gateway?: boolean }) => r.method === 'GET' && !r.gateway);
+const reads = [...file.v2, ...file.v1].filter(
+  (r: { method: string; gateway?: boolean }) => r.method === 'GET' && !r.gateway,
+);
 const QUERIES = [
   'page=abc&per_page=-1&limit=x',
   'cursor=%00%FF&unreadOnly=2&limit=1e3',

@@ -22,7 +22,15 @@ beforeAll(async () => {
       memberships: [{ workspaceId: 700, userId: 70, role: 'OWNER' }],
       apiKeys: [
         { id: 7000, secret: NOPLAN_WS, name: 'np', workspaceId: 700, scopes: ALL_SCOPES, createdBy: 70 },
-        { id: 1099, secret: FEW_SCOPES, name: 'few', workspaceId: 100, role: 'ADMIN', scopes: ['billing:read', 'accounts:read'], createdBy: 10 },
+        {
+          id: 1099,
+          secret: FEW_SCOPES,
+          name: 'few',
+          workspaceId: 100,
+          role: 'ADMIN',
+          scopes: ['billing:read', 'accounts:read'],
+          createdBy: 10,
+        },
       ],
     },
   });
@@ -34,21 +42,35 @@ const get = (path: string, key: string) => s.request('GET', path, { key, ip: `10
 const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
 
 describe('GET /v2/workspaces/{wid}/billing/plan', () => {
-  it('answers the organization\'s plan from config/plans.json', async () => {
+  it("answers the organization's plan from config/plans.json", async () => {
     const r = await get('/v2/workspaces/100/billing/plan', K.wsAdmin);
     expect(r.status).toBe(200);
     const g = plans.growth;
     expect(r.body.data).toEqual({
-      organizationId: 1, id: 'growth', effectivePlan: 'growth', label: g.label, apiAccess: true,
+      organizationId: 1,
+      id: 'growth',
+      effectivePlan: 'growth',
+      label: g.label,
+      apiAccess: true,
       budgets: { read: g.read, write: g.write, bulk: g.bulk, windowSeconds: 60, ipPerMinute: 100 },
-      maxWarmupPerAccount: g.maxWarmupPerAccount, warmingMailboxCap: g.warmingMailboxCap, entitlements: g.entitlements, orgLimit: 1000,
+      maxWarmupPerAccount: g.maxWarmupPerAccount,
+      warmingMailboxCap: g.warmingMailboxCap,
+      entitlements: g.entitlements,
+      orgLimit: 1000,
     });
   });
 
   it('an organization without a plan gets the Free budgets, with id null', async () => {
     const r = await get('/v2/workspaces/700/billing/plan', NOPLAN_WS);
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ id: null, effectivePlan: 'free', label: 'No plan', budgets: { read: plans.free.read }, warmingMailboxCap: plans.free.warmingMailboxCap, orgLimit: null });
+    expect(r.body.data).toMatchObject({
+      id: null,
+      effectivePlan: 'free',
+      label: 'No plan',
+      budgets: { read: plans.free.read },
+      warmingMailboxCap: plans.free.warmingMailboxCap,
+      orgLimit: null,
+    });
   });
 
   it('needs billing:read at ADMIN (gateway 150003)', async () => {
@@ -59,12 +81,14 @@ describe('GET /v2/workspaces/{wid}/billing/plan', () => {
 });
 
 describe('GET /v2/workspaces/{wid}/billing/usage', () => {
-  it('reports mailboxes and budgets against the plan\'s limits', async () => {
+  it("reports mailboxes and budgets against the plan's limits", async () => {
     const r = await get('/v2/workspaces/100/billing/usage', K.wsAdmin);
     expect(r.status).toBe(200);
     // Org 1: 5000 warming, 5001 active, 5002 paused (workspace 100); 5100 active (workspace 101).
     expect(r.body.data).toEqual({
-      organizationId: 1, plan: 'growth', effectivePlan: 'growth',
+      organizationId: 1,
+      plan: 'growth',
+      effectivePlan: 'growth',
       mailboxes: { connected: 4, warming: 1, warmingCap: 50, warmingAvailable: 49, maxWarmupPerAccount: 50 },
       warmupBudgets: { orgLimit: 1000, allocated: 300, available: 700, workspaces: 2 },
       workspace: { workspaceId: 100, connected: 3, warming: 1, dailyWarmupBudget: 200 },
@@ -91,7 +115,15 @@ describe('GET /v2/workspaces/{wid}/billing/capabilities', () => {
     const r = await get('/v2/workspaces/100/billing/capabilities', FEW_SCOPES);
     expect(r.status).toBe(200);
     const d = r.body.data;
-    expect(d).toMatchObject({ keyId: 1099, keyType: 'workspace', workspaceId: 100, role: 'ADMIN', orgRole: null, plan: 'growth', entitlements: plans.growth.entitlements });
+    expect(d).toMatchObject({
+      keyId: 1099,
+      keyType: 'workspace',
+      workspaceId: 100,
+      role: 'ADMIN',
+      orgRole: null,
+      plan: 'growth',
+      entitlements: plans.growth.entitlements,
+    });
     const by = Object.fromEntries(d.scopes.map((x: any) => [x.scope, x]));
     expect(Object.keys(by).sort()).toEqual([...ALL_SCOPES].sort());
     expect(by['billing:read']).toMatchObject({ held: true, minimumRole: 'ADMIN', allowed: true, reason: null });
@@ -105,7 +137,11 @@ describe('GET /v2/workspaces/{wid}/billing/capabilities', () => {
     const r = await get('/v2/workspaces/100/billing/capabilities', K.wsAdmin);
     const by = Object.fromEntries(r.body.data.scopes.map((x: any) => [x.scope, x]));
     expect(by['workspace:manage'].allowed).toBe(true);
-    expect(by['workspace:quota']).toMatchObject({ held: true, allowed: false, reason: 'needs a personal key of an organization owner' });
+    expect(by['workspace:quota']).toMatchObject({
+      held: true,
+      allowed: false,
+      reason: 'needs a personal key of an organization owner',
+    });
   });
 
   it('a personal key of an owner: the live membership role and organization role', async () => {

@@ -24,7 +24,11 @@ import { CredentialError } from '../../src/backend/credentials/cipher.js';
 
 const clock = new FakeClock();
 const hex = () => randomBytes(6).toString('hex');
-const KEY = { k1: randomBytes(32).toString('base64'), k2: randomBytes(32).toString('base64'), k3: randomBytes(32).toString('base64') };
+const KEY = {
+  k1: randomBytes(32).toString('base64'),
+  k2: randomBytes(32).toString('base64'),
+  k3: randomBytes(32).toString('base64'),
+};
 const ring = (...ids: (keyof typeof KEY)[]) => ids.map((id) => `${id}:${KEY[id]}`).join(',');
 
 const SECRET = {
@@ -57,10 +61,15 @@ const callbackServer = http.createServer((req, res) => {
   req.resume();
   req.on('end', () => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ accessToken: SECRET.refreshed, expiresAt: new Date(clock.now() + 86_400_000).toISOString() }));
+    res.end(
+      JSON.stringify({ accessToken: SECRET.refreshed, expiresAt: new Date(clock.now() + 86_400_000).toISOString() }),
+    );
   });
 });
-const listen = (srv: http.Server) => new Promise<string>((r) => srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)));
+const listen = (srv: http.Server) =>
+  new Promise<string>((r) =>
+    srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)),
+  );
 
 let db: Db & { drop(): Promise<void> };
 let dns: DnsServer;
@@ -106,7 +115,10 @@ const row = async (id: number) => (await db.query(`SELECT * FROM accounts WHERE 
 
 /** Every row of every table of the database, as text: what a dump would show. */
 async function dump(of: Db): Promise<string> {
-  const tables = await of.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1`, [of.schema]);
+  const tables = await of.query(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1`,
+    [of.schema],
+  );
   expect(tables.map((t) => t.table_name)).toContain('accounts');
   const out: string[] = [];
   for (const { table_name } of tables) {
@@ -119,7 +131,12 @@ async function dump(of: Db): Promise<string> {
 /** What must never be seen: each secret, and each key in base64 and hex. */
 const forbidden = (secrets: string[]) => [
   ...secrets,
-  ...Object.values(KEY).flatMap((k) => [k, k.replace(/=+$/, ''), Buffer.from(k, 'base64').toString('hex'), Buffer.from(k, 'base64').toString('base64url')]),
+  ...Object.values(KEY).flatMap((k) => [
+    k,
+    k.replace(/=+$/, ''),
+    Buffer.from(k, 'base64').toString('hex'),
+    Buffer.from(k, 'base64').toString('base64url'),
+  ]),
 ];
 function expectNone(text: string, secrets: string[], what: string) {
   for (const x of forbidden(secrets)) expect(text.includes(x), `${what} holds ${x.slice(0, 12)}...`).toBe(false);
@@ -142,18 +159,33 @@ afterAll(async () => {
 describe('credentials at rest', () => {
   it('stores the passwords and tokens of every connect route sealed under the current key, and never returns them', async () => {
     await restart(ring('k1'), true);
-    const server = (host: string, username: string, password: string) => ({ host, port: 587, username, password, secure: false });
+    const server = (host: string, username: string, password: string) => ({
+      host,
+      port: 587,
+      username,
+      password,
+      secure: false,
+    });
 
     const smtp = await req('POST', '/v2/workspaces/700/accounts', {
       key: WS7,
-      body: { emailAddress: 'box@crypt.test', fromName: 'Box', smtp: server('smtp.crypt.test', 'box@crypt.test', SECRET.smtp), imap: server('imap.crypt.test', 'box@crypt.test', SECRET.imap) },
+      body: {
+        emailAddress: 'box@crypt.test',
+        fromName: 'Box',
+        smtp: server('smtp.crypt.test', 'box@crypt.test', SECRET.smtp),
+        imap: server('imap.crypt.test', 'box@crypt.test', SECRET.imap),
+      },
     });
     expect(smtp.status, smtp.text).toBe(201);
     ids.smtp = smtp.body.data.id;
 
     const v1 = await req('POST', '/v1/email-accounts', {
       apiKey: V17,
-      body: { fromEmail: 'v1box@crypt.test', smtp: server('smtp.crypt.test', 'v1box', SECRET.v1smtp), imap: server('imap.crypt.test', 'v1box', SECRET.v1imap) },
+      body: {
+        fromEmail: 'v1box@crypt.test',
+        smtp: server('smtp.crypt.test', 'v1box', SECRET.v1smtp),
+        imap: server('imap.crypt.test', 'v1box', SECRET.v1imap),
+      },
     });
     expect(v1.status, v1.text).toBe(201);
     ids.v1 = v1.body.id;
@@ -161,21 +193,33 @@ describe('credentials at rest', () => {
     profiles.set(SECRET.token, 'oauth@crypt.test');
     const oauth = await req('POST', '/v2/workspaces/700/accounts/oauth', {
       key: WS7,
-      body: { provider: 'google', emailAddress: 'oauth@crypt.test', accessToken: SECRET.token, expiresAt: new Date(clock.now() + 3_600_000).toISOString() },
+      body: {
+        provider: 'google',
+        emailAddress: 'oauth@crypt.test',
+        accessToken: SECRET.token,
+        expiresAt: new Date(clock.now() + 3_600_000).toISOString(),
+      },
     });
     expect(oauth.status, oauth.text).toBe(201);
     ids.oauth = oauth.body.data.id;
     // The refresh job replaces the token with the partner callback's: sealed too.
     clock.advance(50 * 60_000);
-    await jobsOf(s!.app.backend!).find((j) => j.name === 'oauth-token-refresh')!.run();
+    await jobsOf(s!.app.backend!)
+      .find((j) => j.name === 'oauth-token-refresh')!
+      .run();
 
     const all = Object.values(SECRET);
     const answers = [
-      smtp, v1, oauth,
+      smtp,
+      v1,
+      oauth,
       await req('GET', `/v2/workspaces/700/accounts/${ids.smtp}`, { key: WS7 }),
       await req('GET', `/v2/workspaces/700/accounts/${ids.oauth}`, { key: WS7 }),
       await req('GET', '/v2/workspaces/700/accounts', { key: WS7 }),
-      await req('POST', '/v2/workspaces/700/accounts/bulk-status', { key: WS7, body: { accountIds: [ids.smtp, ids.v1, ids.oauth] } }),
+      await req('POST', '/v2/workspaces/700/accounts/bulk-status', {
+        key: WS7,
+        body: { accountIds: [ids.smtp, ids.v1, ids.oauth] },
+      }),
       await req('GET', '/v1/email-accounts', { apiKey: V17 }),
       await req('GET', `/v1/email-accounts/${ids.v1}/status`, { apiKey: V17 }),
     ];
@@ -183,7 +227,12 @@ describe('credentials at rest', () => {
       expect(a.status, a.text).toBeLessThan(300);
       expectNone(a.text, all, 'an answer');
     }
-    expect(answers[3].body.data.smtp).toEqual({ host: 'smtp.crypt.test', port: 587, username: 'box@crypt.test', secure: false });
+    expect(answers[3].body.data.smtp).toEqual({
+      host: 'smtp.crypt.test',
+      port: 587,
+      username: 'box@crypt.test',
+      secure: false,
+    });
 
     const a = await row(ids.smtp);
     expect(a.smtp_password_sealed).toMatch(/^kgc1\.k1\./);
@@ -197,9 +246,21 @@ describe('credentials at rest', () => {
 
     // The backend itself reads them back (the mailbox workers' one read path).
     const svc = s!.app.backend!;
-    expect(await accountCredentials(svc, ids.smtp)).toEqual({ smtpPassword: SECRET.smtp, imapPassword: SECRET.imap, oauthAccessToken: null });
-    expect(await accountCredentials(svc, ids.v1)).toEqual({ smtpPassword: SECRET.v1smtp, imapPassword: SECRET.v1imap, oauthAccessToken: null });
-    expect(await accountCredentials(svc, ids.oauth)).toEqual({ smtpPassword: null, imapPassword: null, oauthAccessToken: SECRET.refreshed });
+    expect(await accountCredentials(svc, ids.smtp)).toEqual({
+      smtpPassword: SECRET.smtp,
+      imapPassword: SECRET.imap,
+      oauthAccessToken: null,
+    });
+    expect(await accountCredentials(svc, ids.v1)).toEqual({
+      smtpPassword: SECRET.v1smtp,
+      imapPassword: SECRET.v1imap,
+      oauthAccessToken: null,
+    });
+    expect(await accountCredentials(svc, ids.oauth)).toEqual({
+      smtpPassword: null,
+      imapPassword: null,
+      oauthAccessToken: SECRET.refreshed,
+    });
   });
 
   it('a dump of every table shows no password, token or key', async () => {
@@ -212,7 +273,9 @@ describe('credentials at rest', () => {
     await expect(
       db.query(`UPDATE accounts SET smtp = smtp || '{"password":"x"}'::jsonb WHERE id = $1`, [ids.smtp]),
     ).rejects.toThrow(/accounts_credentials_sealed/);
-    await expect(db.query(`UPDATE accounts SET oauth_access_token_sealed = 'ya29.plain' WHERE id = $1`, [ids.oauth])).rejects.toThrow(/accounts_credentials_sealed/);
+    await expect(
+      db.query(`UPDATE accounts SET oauth_access_token_sealed = 'ya29.plain' WHERE id = $1`, [ids.oauth]),
+    ).rejects.toThrow(/accounts_credentials_sealed/);
   });
 
   it('rotation: a new key known but not current changes nothing; made current, old values stay readable and are resealed at start', async () => {
@@ -232,7 +295,11 @@ describe('credentials at rest', () => {
     // k1 can now leave the ring.
     await restart(ring('k2'));
     const svc = s!.app.backend!;
-    expect(await accountCredentials(svc, ids.smtp)).toEqual({ smtpPassword: SECRET.smtp, imapPassword: SECRET.imap, oauthAccessToken: null });
+    expect(await accountCredentials(svc, ids.smtp)).toEqual({
+      smtpPassword: SECRET.smtp,
+      imapPassword: SECRET.imap,
+      oauthAccessToken: null,
+    });
     expect((await accountCredentials(svc, ids.oauth)).oauthAccessToken).toBe(SECRET.refreshed);
     expect((await req('GET', `/v2/workspaces/700/accounts/${ids.smtp}`, { key: WS7 })).body.data.status).toBe('active');
   });
@@ -241,7 +308,9 @@ describe('credentials at rest', () => {
     const before = lines.length;
     await restart(ring('k1'));
     const said = lines.slice(before).map((l) => JSON.parse(l));
-    expect(said.some((l) => l.level === 40 && /not in CREDENTIAL_KEYS/.test(l.msg) && l.keyIds?.includes('k2'))).toBe(true);
+    expect(said.some((l) => l.level === 40 && /not in CREDENTIAL_KEYS/.test(l.msg) && l.keyIds?.includes('k2'))).toBe(
+      true,
+    );
     const e = await accountCredentials(s!.app.backend!, ids.smtp).catch((err) => err);
     expect(e).toBeInstanceOf(CredentialError);
     expect(e.reason).toBe('unknown_key');
@@ -249,7 +318,12 @@ describe('credentials at rest', () => {
     expect(r.smtp_password_sealed).toMatch(/^kgc1\.k2\./);
     expect(r.status).toBe('active');
     // Two passwords of each SMTP mailbox and the token: left under k2, not rewritten.
-    expect(await resealCredentials(s!.app.backend!)).toEqual({ sealed: 0, resealed: 0, altered: [], unknownKeys: { k2: 5 } });
+    expect(await resealCredentials(s!.app.backend!)).toEqual({
+      sealed: 0,
+      resealed: 0,
+      altered: [],
+      unknownKeys: { k2: 5 },
+    });
   });
 
   it('an altered value is detected: the read fails with a clear error, the mailbox shows it, nothing answers 500', async () => {
@@ -266,8 +340,14 @@ describe('credentials at rest', () => {
 
     const read = await req('GET', `/v2/workspaces/700/accounts/${ids.oauth}`, { key: WS7 });
     expect(read.status).toBe(200);
-    expect(read.body.data).toMatchObject({ status: 'error', connectionError: expect.stringMatching(/failed its integrity check.*reconnect/i) });
-    const status = await req('POST', '/v2/workspaces/700/accounts/bulk-status', { key: WS7, body: { accountIds: [ids.oauth] } });
+    expect(read.body.data).toMatchObject({
+      status: 'error',
+      connectionError: expect.stringMatching(/failed its integrity check.*reconnect/i),
+    });
+    const status = await req('POST', '/v2/workspaces/700/accounts/bulk-status', {
+      key: WS7,
+      body: { accountIds: [ids.oauth] },
+    });
     expect(status.body.data[0]).toMatchObject({ status: 'error' });
   });
 
@@ -280,7 +360,11 @@ describe('credentials at rest', () => {
     const before = lines.length;
     await restart(ring('k3', 'k2'));
     const said = lines.slice(before).map((l) => JSON.parse(l));
-    expect(said.some((l) => l.level === 40 && l.accountId === ids.v1 && l.field === 'imap_password' && /integrity/.test(l.msg))).toBe(true);
+    expect(
+      said.some(
+        (l) => l.level === 40 && l.accountId === ids.v1 && l.field === 'imap_password' && /integrity/.test(l.msg),
+      ),
+    ).toBe(true);
 
     const v1 = await row(ids.v1);
     expect(v1.status).toBe('error');
@@ -296,7 +380,8 @@ describe('credentials at rest', () => {
     // The migrations up to the one before sealing, and plaintext rows as the old code wrote them.
     const here = fileURLToPath(new URL('../../src/db/migrations/', import.meta.url));
     const old = mkdtempSync(join(tmpdir(), 'kg-mig-'));
-    for (const f of readdirSync(here).filter((f) => f.endsWith('.sql') && f < '042')) cpSync(join(here, f), join(old, f));
+    for (const f of readdirSync(here).filter((f) => f.endsWith('.sql') && f < '042'))
+      cpSync(join(here, f), join(old, f));
     const url = process.env.DATABASE_URL;
     const schema = url ? `t_${hex()}` : 'public';
     const legacy = await openDb({ databaseUrl: url, dataDir: 'memory://', schema });
@@ -307,7 +392,8 @@ describe('credentials at rest', () => {
       // the stack below applies it once the schema is current).
       await legacy.query(`INSERT INTO organizations (id, name, plan) VALUES (1, 'Acme', 'growth')`);
       await legacy.query(`INSERT INTO workspaces (id, organization_id, name) VALUES (100, 1, 'Main')`);
-      const conn = (password: string) => JSON.stringify({ host: 'mail.acme.test', port: 587, username: 'old', password, secure: false });
+      const conn = (password: string) =>
+        JSON.stringify({ host: 'mail.acme.test', port: 587, username: 'old', password, secure: false });
       const [a] = await legacy.query(
         `INSERT INTO accounts (workspace_id, email_address, provider, smtp, imap) VALUES (100, 'legacy@acme.test', 'smtp', $1::jsonb, $2::jsonb) RETURNING id`,
         [conn(SECRET.legacySmtp), conn(SECRET.legacyImap)],
@@ -323,10 +409,21 @@ describe('credentials at rest', () => {
       expect(text).toContain('legacy@acme.test');
       expectNone(text, [SECRET.legacySmtp, SECRET.legacyImap, SECRET.legacyToken], 'the upgraded dump');
       const [ra] = await legacy.query(`SELECT * FROM accounts WHERE id = $1`, [a.id]);
-      expect(ra).toMatchObject({ smtp: { host: 'mail.acme.test', port: 587, username: 'old', secure: false }, credentials_plaintext: null });
+      expect(ra).toMatchObject({
+        smtp: { host: 'mail.acme.test', port: 587, username: 'old', secure: false },
+        credentials_plaintext: null,
+      });
       expect(ra.smtp_password_sealed).toMatch(/^kgc1\.k1\./);
-      expect(await accountCredentials(stack.app.backend!, a.id)).toEqual({ smtpPassword: SECRET.legacySmtp, imapPassword: SECRET.legacyImap, oauthAccessToken: null });
-      expect(await accountCredentials(stack.app.backend!, b.id)).toEqual({ smtpPassword: null, imapPassword: null, oauthAccessToken: SECRET.legacyToken });
+      expect(await accountCredentials(stack.app.backend!, a.id)).toEqual({
+        smtpPassword: SECRET.legacySmtp,
+        imapPassword: SECRET.legacyImap,
+        oauthAccessToken: null,
+      });
+      expect(await accountCredentials(stack.app.backend!, b.id)).toEqual({
+        smtpPassword: null,
+        imapPassword: null,
+        oauthAccessToken: SECRET.legacyToken,
+      });
     } finally {
       await stack?.close();
       await legacy.close();
@@ -349,14 +446,25 @@ describe('credentials at rest', () => {
       clock.advance(60_000);
       const password = `file-key-Pw-${hex()}`;
       const server = { host: 'smtp.crypt.test', port: 587, username: 'u', password, secure: false };
-      const r = await stack.request('POST', '/v2/workspaces/700/accounts', { key: WS7, ip: '10.78.0.1', body: { emailAddress: 'file@crypt.test', fromName: 'File', smtp: server, imap: server } });
+      const r = await stack.request('POST', '/v2/workspaces/700/accounts', {
+        key: WS7,
+        ip: '10.78.0.1',
+        body: { emailAddress: 'file@crypt.test', fromName: 'File', smtp: server, imap: server },
+      });
       expect(r.status, r.text).toBe(201);
       const keyId = stack.app.backend!.credentials.currentKeyId;
       await stack.close();
       stack = await startStack({ db: own, clock, log, env });
       expect(stack.app.backend!.credentials.currentKeyId).toBe(keyId);
-      expect(await accountCredentials(stack.app.backend!, r.body.data.id)).toMatchObject({ smtpPassword: password, imapPassword: password });
-      expectNone(await dump(own), [password, readFileSync(join(dataDir, 'credential-keys'), 'utf8').trim().split(':')[1]], 'the dump');
+      expect(await accountCredentials(stack.app.backend!, r.body.data.id)).toMatchObject({
+        smtpPassword: password,
+        imapPassword: password,
+      });
+      expectNone(
+        await dump(own),
+        [password, readFileSync(join(dataDir, 'credential-keys'), 'utf8').trim().split(':')[1]],
+        'the dump',
+      );
       fileKeys.push(readFileSync(join(dataDir, 'credential-keys'), 'utf8').trim().split(':')[1], password);
     } finally {
       await stack?.close();

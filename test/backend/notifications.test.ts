@@ -9,7 +9,8 @@ let s: Stack;
 const W = '/v2/workspaces/100/notifications';
 
 const get = (path: string, key = K.wsViewer, ip = '10.0.21.1') => s.request('GET', path, { key, ip });
-const post = (path: string, key = K.editorPk, body?: unknown) => s.request('POST', path, { key, ip: '10.0.21.2', body });
+const post = (path: string, key = K.editorPk, body?: unknown) =>
+  s.request('POST', path, { key, ip: '10.0.21.2', body });
 
 async function insert(workspaceId: number, n: number, read = false): Promise<number[]> {
   const ids: number[] = [];
@@ -25,10 +26,10 @@ async function insert(workspaceId: number, n: number, read = false): Promise<num
 }
 
 async function allIds(workspaceId: number, unreadOnly = false): Promise<number[]> {
-  const rows = await s.db.query(`SELECT id FROM notifications WHERE workspace_id = $1 AND ($2::boolean = false OR read_at IS NULL) ORDER BY id DESC`, [
-    workspaceId,
-    unreadOnly,
-  ]);
+  const rows = await s.db.query(
+    `SELECT id FROM notifications WHERE workspace_id = $1 AND ($2::boolean = false OR read_at IS NULL) ORDER BY id DESC`,
+    [workspaceId, unreadOnly],
+  );
   return rows.map((r) => r.id);
 }
 
@@ -158,7 +159,10 @@ describe('notifications: cursor', () => {
       expect(b.body.error.details.field).toBe('cursor');
     }
     // A genuine cursor of workspace 101 is refused in 100.
-    const other = await s.request('GET', '/v2/workspaces/101/notifications?limit=1', { key: K.wsOther, ip: '10.0.21.3' });
+    const other = await s.request('GET', '/v2/workspaces/101/notifications?limit=1', {
+      key: K.wsOther,
+      ip: '10.0.21.3',
+    });
     const c101 = other.body.meta.next_cursor as string;
     expect((await get(`${W}?limit=2&cursor=${encodeURIComponent(c101)}`)).status).toBe(400);
     // Still valid now; expired after a day.

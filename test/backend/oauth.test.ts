@@ -35,7 +35,8 @@ const profileServer = http.createServer((req, res) => {
     res.end(JSON.stringify(body));
   };
   if (token === 'tok-500') return send(500, { error: 'boom' });
-  if (req.url === '/gmail/profile' && google.has(token)) return send(200, { emailAddress: google.get(token), messagesTotal: 1 });
+  if (req.url === '/gmail/profile' && google.has(token))
+    return send(200, { emailAddress: google.get(token), messagesTotal: 1 });
   if (req.url === '/graph/me' && microsoft.has(token)) return send(200, microsoft.get(token));
   send(401, { error: 'invalid_token' });
 });
@@ -54,7 +55,10 @@ const callbackServer = http.createServer((req, res) => {
   });
 });
 
-const listen = (srv: http.Server) => new Promise<string>((r) => srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)));
+const listen = (srv: http.Server) =>
+  new Promise<string>((r) =>
+    srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)),
+  );
 
 const GOOD_DNS = {
   'good.test': { txt: ['v=spf1 include:_spf.google.com ~all'], mx: [{ exchange: 'mx.good.test', priority: 10 }] },
@@ -68,7 +72,11 @@ beforeAll(async () => {
   const callbackUrl = `${await listen(callbackServer)}/refresh`;
   s = await startStack({
     clock,
-    env: { GOOGLE_PROFILE_URL: `${profileUrl}/gmail/profile`, MICROSOFT_PROFILE_URL: `${profileUrl}/graph/me`, DNS_RESOLVER: dns.address },
+    env: {
+      GOOGLE_PROFILE_URL: `${profileUrl}/gmail/profile`,
+      MICROSOFT_PROFILE_URL: `${profileUrl}/graph/me`,
+      DNS_RESOLVER: dns.address,
+    },
     extra: {
       organizations: [
         { id: 4, name: 'Partner Co', plan: 'growth', partnerCallback: { url: callbackUrl, verified: true } },
@@ -100,9 +108,23 @@ beforeAll(async () => {
         { id: 6000, secret: WS6, name: 'u', workspaceId: 600, scopes: ALL_SCOPES, createdBy: 60 },
       ],
       accounts: [
-        { id: 4500, workspaceId: 400, emailAddress: 'smtp@good.test', provider: 'smtp', status: 'active', verification: 'passed', warmupMaxLimit: 20 },
+        {
+          id: 4500,
+          workspaceId: 400,
+          emailAddress: 'smtp@good.test',
+          provider: 'smtp',
+          status: 'active',
+          verification: 'passed',
+          warmupMaxLimit: 20,
+        },
         ...Array.from({ length: 5 }, (_, i) => ({
-          id: 5500 + i, workspaceId: 500, emailAddress: `w${i}@small.test`, provider: 'google', status: 'warming', verification: 'passed', warmupMaxLimit: 20,
+          id: 5500 + i,
+          workspaceId: 500,
+          emailAddress: `w${i}@small.test`,
+          provider: 'google',
+          status: 'warming',
+          verification: 'passed',
+          warmupMaxLimit: 20,
         })),
       ],
     },
@@ -128,7 +150,13 @@ const connect = (wid: number, key: string, body: Record<string, unknown>) =>
 const account = async (email: string) => {
   const a = (await s.db.query(`SELECT * FROM accounts WHERE lower(email_address) = $1`, [email]))[0];
   const sealed = a?.oauth_access_token_sealed;
-  return a && ({ ...a, oauth_access_token: sealed ? s.app.backend!.credentials.open('oauth_access_token', sealed) : null } as typeof a);
+  return (
+    a &&
+    ({
+      ...a,
+      oauth_access_token: sealed ? s.app.backend!.credentials.open('oauth_access_token', sealed) : null,
+    } as typeof a)
+  );
 };
 const job = (name: string) => jobsOf(s.app.backend!).find((j) => j.name === name)!;
 
@@ -178,10 +206,20 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth: the body', () => {
   it('expiresAt must be more than five minutes ahead of the service clock', async () => {
     google.set('tok-soon', 'soon@good.test');
     // The request itself moves the fake clock a minute on: 5 minutes from "now before" is 4 from "now".
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, { provider: 'google', emailAddress: 'soon@good.test', accessToken: 'tok-soon', expiresAt: inMs(6 * 60_000) });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, {
+      provider: 'google',
+      emailAddress: 'soon@good.test',
+      accessToken: 'tok-soon',
+      expiresAt: inMs(6 * 60_000),
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'expiresAt' } });
-    const ok = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, { provider: 'google', emailAddress: 'soon@good.test', accessToken: 'tok-soon', expiresAt: inMs(60_000 + 5 * 60_000 + 1000) });
+    const ok = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, {
+      provider: 'google',
+      emailAddress: 'soon@good.test',
+      accessToken: 'tok-soon',
+      expiresAt: inMs(60_000 + 5 * 60_000 + 1000),
+    });
     expect(ok.status).toBe(201);
   });
 
@@ -197,12 +235,23 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth: identification and storage',
     google.set('tok-google-1', 'First@Good.test');
     seenAuth.length = 0;
     const expiresAt = inMs(DAY);
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, { provider: 'google', emailAddress: 'first@good.test', accessToken: 'tok-google-1', expiresAt });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, {
+      provider: 'google',
+      emailAddress: 'first@good.test',
+      accessToken: 'tok-google-1',
+      expiresAt,
+    });
     expect(r.status).toBe(201);
     expect(seenAuth).toEqual(['Bearer tok-google-1']);
     expect(r.body.data).toMatchObject({
-      workspaceId: 400, emailAddress: 'first@good.test', provider: 'google', status: 'active', verification: 'pending',
-      connectedVia: 'partner_oauth', tokenExpiresAt: expiresAt, warmup: { state: 'waiting', reason: 'verification_pending' },
+      workspaceId: 400,
+      emailAddress: 'first@good.test',
+      provider: 'google',
+      status: 'active',
+      verification: 'pending',
+      connectedVia: 'partner_oauth',
+      tokenExpiresAt: expiresAt,
+      warmup: { state: 'waiting', reason: 'verification_pending' },
     });
     expect(r.text).not.toContain('tok-google-1');
     const a = await account('first@good.test');
@@ -214,11 +263,19 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth: identification and storage',
 
   it('connects a Microsoft mailbox by mail or userPrincipalName', async () => {
     microsoft.set('tok-ms-1', { mail: null, userPrincipalName: 'Ms.User@good.test' });
-    const r = await connect(400, WS4, { provider: 'microsoft', emailAddress: 'ms.user@good.test', accessToken: 'tok-ms-1' });
+    const r = await connect(400, WS4, {
+      provider: 'microsoft',
+      emailAddress: 'ms.user@good.test',
+      accessToken: 'tok-ms-1',
+    });
     expect(r.status).toBe(201);
     expect(r.body.data).toMatchObject({ provider: 'microsoft', emailAddress: 'ms.user@good.test' });
     microsoft.set('tok-ms-2', { mail: 'alias@good.test', userPrincipalName: 'upn@tenant.onmicrosoft.test' });
-    const alias = await connect(400, WS4, { provider: 'microsoft', emailAddress: 'alias@good.test', accessToken: 'tok-ms-2' });
+    const alias = await connect(400, WS4, {
+      provider: 'microsoft',
+      emailAddress: 'alias@good.test',
+      accessToken: 'tok-ms-2',
+    });
     expect(alias.status).toBe(201);
   });
 
@@ -331,7 +388,7 @@ describe('warming without an enable call', () => {
     expect(r.body.data).toMatchObject({ status: 'paused', warmup: { state: 'off', reason: 'paused' } });
   });
 
-  it('does not start past the plan\'s warmingMailboxCap (warming_capacity_reached), and starts when a slot frees', async () => {
+  it("does not start past the plan's warmingMailboxCap (warming_capacity_reached), and starts when a slot frees", async () => {
     // Org 5 is on trial (warmingMailboxCap 5) with five mailboxes warming.
     google.set('tok-cap', 'cap@good.test');
     const r = await connect(500, WS5, { emailAddress: 'cap@good.test', accessToken: 'tok-cap' });
@@ -343,13 +400,18 @@ describe('warming without an enable call', () => {
     google.set('tok-cap-2', 'cap@good.test');
     const again = await connect(500, WS5, { emailAddress: 'cap@good.test', accessToken: 'tok-cap-2' });
     expect(again.status).toBe(200);
-    expect(again.body.data).toMatchObject({ status: 'active', warmup: { state: 'waiting', reason: 'warming_capacity_reached' } });
+    expect(again.body.data).toMatchObject({
+      status: 'active',
+      warmup: { state: 'waiting', reason: 'warming_capacity_reached' },
+    });
     // A slot frees: the auto-start job starts it.
     await s.db.query(`UPDATE accounts SET status = 'paused' WHERE id = 5500`);
     clock.advance(HOUR + 60_000);
     await job('warmup.auto-start').run();
     expect((await account('cap@good.test')).status).toBe('warming');
-    const [c] = await s.db.query(`SELECT count(*)::int AS n FROM accounts WHERE workspace_id = 500 AND status = 'warming'`);
+    const [c] = await s.db.query(
+      `SELECT count(*)::int AS n FROM accounts WHERE workspace_id = 500 AND status = 'warming'`,
+    );
     expect(c.n).toBe(5);
   });
 
@@ -357,14 +419,20 @@ describe('warming without an enable call', () => {
     // Two more partner mailboxes in org 5, both eligible, one slot (after pausing another).
     for (const who of ['race1', 'race2']) {
       google.set(`tok-${who}`, `${who}@good.test`);
-      expect((await connect(500, WS5, { emailAddress: `${who}@good.test`, accessToken: `tok-${who}` })).status).toBe(201);
+      expect((await connect(500, WS5, { emailAddress: `${who}@good.test`, accessToken: `tok-${who}` })).status).toBe(
+        201,
+      );
     }
-    await s.db.query(`UPDATE accounts SET verification = 'passed' WHERE email_address IN ('race1@good.test','race2@good.test')`);
+    await s.db.query(
+      `UPDATE accounts SET verification = 'passed' WHERE email_address IN ('race1@good.test','race2@good.test')`,
+    );
     await s.db.query(`UPDATE accounts SET status = 'paused' WHERE id = 5501`);
     const [a1, a2] = [await account('race1@good.test'), await account('race2@good.test')];
     const outs = await Promise.all([tryAutoStart(s.app.backend!, a1.id), tryAutoStart(s.app.backend!, a2.id)]);
     expect([...outs].sort()).toEqual(['started', 'warming_capacity_reached']);
-    const [c] = await s.db.query(`SELECT count(*)::int AS n FROM accounts WHERE workspace_id = 500 AND status = 'warming'`);
+    const [c] = await s.db.query(
+      `SELECT count(*)::int AS n FROM accounts WHERE workspace_id = 500 AND status = 'warming'`,
+    );
     expect(c.n).toBe(5);
   });
 });
@@ -373,7 +441,12 @@ describe('token refresh through the partner callback', () => {
   it('refreshes a token nearing expiry; backs off on failure; marks it auth-expired when it runs out; recovers', async () => {
     const refresh = job('oauth-token-refresh');
     google.set('tok-r1', 'refresh@good.test');
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, { provider: 'google', emailAddress: 'refresh@good.test', accessToken: 'tok-r1', expiresAt: inMs(60_000 + 10 * 60_000) });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, {
+      provider: 'google',
+      emailAddress: 'refresh@good.test',
+      accessToken: 'tok-r1',
+      expiresAt: inMs(60_000 + 10 * 60_000),
+    });
     expect(r.status).toBe(201);
     const id = r.body.data.id;
     const mine = () => calls.filter((c) => c.accountId === id);
@@ -423,14 +496,24 @@ describe('token refresh through the partner callback', () => {
     callbackReply = () => ({ status: 200, body: { accessToken: 'tok-r4', expiresAt: later } });
     await refresh.run();
     a = await account('refresh@good.test');
-    expect(a).toMatchObject({ oauth_access_token: 'tok-r4', oauth_refresh_failures: 0, oauth_refresh_error: null, auto_warmup: true });
+    expect(a).toMatchObject({
+      oauth_access_token: 'tok-r4',
+      oauth_refresh_failures: 0,
+      oauth_refresh_error: null,
+      auto_warmup: true,
+    });
     // Its send-and-receive check is still pending, so it is active and waits to warm by itself.
     expect(a.status).toBe('active');
   });
 
   it('two runs at once (two backends) ask the callback once per token', async () => {
     google.set('tok-twice', 'twice@good.test');
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, { provider: 'google', emailAddress: 'twice@good.test', accessToken: 'tok-twice', expiresAt: inMs(60_000 + 10 * 60_000) });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth', WS4, {
+      provider: 'google',
+      emailAddress: 'twice@good.test',
+      accessToken: 'tok-twice',
+      expiresAt: inMs(60_000 + 10 * 60_000),
+    });
     const id = r.body.data.id;
     const fresh = new Date(clock.now() + 3_600_000).toISOString();
     callbackReply = () => ({ status: 200, body: { accessToken: 'tok-twice-2', expiresAt: fresh } });
@@ -442,7 +525,9 @@ describe('token refresh through the partner callback', () => {
 
   it('never asks an organization whose callback is not verified', async () => {
     await s.db.query(`UPDATE organizations SET partner_callback_verified = false WHERE id = 4`);
-    await s.db.query(`UPDATE accounts SET oauth_expires_at = $1 WHERE email_address = 'first@good.test'`, [new Date(clock.now() + 60_000)]);
+    await s.db.query(`UPDATE accounts SET oauth_expires_at = $1 WHERE email_address = 'first@good.test'`, [
+      new Date(clock.now() + 60_000),
+    ]);
     const id = (await account('first@good.test')).id;
     await job('oauth-token-refresh').run();
     expect(calls.filter((c) => c.accountId === id)).toHaveLength(0);
@@ -452,14 +537,21 @@ describe('token refresh through the partner callback', () => {
 
 describe('POST /v2/workspaces/{wid}/accounts/oauth-url', () => {
   it('503 service_unavailable while no OAuth client is configured', async () => {
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, { provider: 'google', redirectUri: 'https://app.partner.test/cb' });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, {
+      provider: 'google',
+      redirectUri: 'https://app.partner.test/cb',
+    });
     expect(r.status).toBe(503);
     expect(r.body.error.code).toBe('service_unavailable');
   });
 
   it('answers a consent URL with a signed, expiring state and a PKCE challenge', async () => {
     s.app.backend!.config.oauthClientIds.google = 'cid-google'; // as GOOGLE_OAUTH_CLIENT_ID would
-    const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, { provider: 'google', redirectUri: 'https://app.partner.test/cb', loginHint: 'first@good.test' });
+    const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, {
+      provider: 'google',
+      redirectUri: 'https://app.partner.test/cb',
+      loginHint: 'first@good.test',
+    });
     expect(r.status).toBe(200);
     const { url, state, expiresAt, provider } = r.body.data;
     expect(provider).toBe('google');
@@ -467,29 +559,54 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth-url', () => {
     const u = new URL(url);
     expect(u.origin + u.pathname).toBe('https://accounts.google.com/o/oauth2/v2/auth');
     expect(Object.fromEntries(u.searchParams)).toMatchObject({
-      client_id: 'cid-google', redirect_uri: 'https://app.partner.test/cb', response_type: 'code', state, code_challenge_method: 'S256',
-      access_type: 'offline', login_hint: 'first@good.test',
+      client_id: 'cid-google',
+      redirect_uri: 'https://app.partner.test/cb',
+      response_type: 'code',
+      state,
+      code_challenge_method: 'S256',
+      access_type: 'offline',
+      login_hint: 'first@good.test',
     });
     const pepper = s.app.backend!.pepper;
-    expect(u.searchParams.get('code_challenge')).toBe(createHash('sha256').update(codeVerifierFor(pepper, state)).digest('base64url'));
-    expect(verifyState(pepper, state, clock.now())).toMatchObject({ o: 4, w: 400, p: 'google', r: 'https://app.partner.test/cb', k: 4000 });
+    expect(u.searchParams.get('code_challenge')).toBe(
+      createHash('sha256').update(codeVerifierFor(pepper, state)).digest('base64url'),
+    );
+    expect(verifyState(pepper, state, clock.now())).toMatchObject({
+      o: 4,
+      w: 400,
+      p: 'google',
+      r: 'https://app.partner.test/cb',
+      k: 4000,
+    });
     // Tampered or expired states are refused.
     const [payload, sig] = state.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), w: 401 })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), w: 401 }),
+    ).toString('base64url');
     expect(verifyState(pepper, `${forged}.${sig}`, clock.now())).toBeNull();
     expect(verifyState(pepper, state, clock.now() + 10 * 60_000 + 1)).toBeNull();
   });
 
   it('refuses an unsafe or missing redirect URI (400 invalid_request)', async () => {
     s.app.backend!.config.oauthClientIds.google = 'cid-google'; // as GOOGLE_OAUTH_CLIENT_ID would
-    for (const body of [{ provider: 'google', redirectUri: 'http://evil.test/cb' }, { provider: 'google', redirectUri: 'https://u:p@app.test/cb' }, { provider: 'google' }]) {
+    for (const body of [
+      { provider: 'google', redirectUri: 'http://evil.test/cb' },
+      { provider: 'google', redirectUri: 'https://u:p@app.test/cb' },
+      { provider: 'google' },
+    ]) {
       const r = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, body);
       expect(r.status).toBe(400);
       expect(r.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'redirectUri' } });
     }
-    const loopback = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, { provider: 'google', redirectUri: 'http://127.0.0.1:8765/cb' });
+    const loopback = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, {
+      provider: 'google',
+      redirectUri: 'http://127.0.0.1:8765/cb',
+    });
     expect(loopback.status).toBe(200);
-    const bad = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, { provider: 'yahoo', redirectUri: 'https://app.test/cb' });
+    const bad = await req('POST', '/v2/workspaces/400/accounts/oauth-url', WS4, {
+      provider: 'yahoo',
+      redirectUri: 'https://app.test/cb',
+    });
     expect(bad.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'provider' } });
   });
 });

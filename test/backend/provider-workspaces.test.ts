@@ -12,8 +12,10 @@ let fp: FakeProviders;
 const W = '/v2/workspaces/100/provider-workspaces';
 const MS_TENANT = '6f1c2a4e-1111-4222-8333-944445555666';
 
-const v2 = (method: string, path: string, body?: unknown, key = K.wsAdmin) => s.request(method, path, { key, ip: '10.0.22.1', body });
-const v1 = (method: string, path: string, body?: unknown, apiKey = K.partner) => s.request(method, path, { apiKey, ip: '10.0.22.2', body });
+const v2 = (method: string, path: string, body?: unknown, key = K.wsAdmin) =>
+  s.request(method, path, { key, ip: '10.0.22.1', body });
+const v1 = (method: string, path: string, body?: unknown, apiKey = K.partner) =>
+  s.request(method, path, { apiKey, ip: '10.0.22.2', body });
 const pwCount = async () => (await s.db.query(`SELECT count(*)::int AS n FROM provider_workspaces`))[0].n as number;
 
 beforeAll(async () => {
@@ -81,7 +83,13 @@ describe('/v2 provider workspaces: registration', () => {
     // Paged listing (3 per page), acting as the admin.
     const calls = fp.requests.slice(before);
     expect(calls).toHaveLength(3);
-    expect(calls.every((c) => c.delegatedUser === 'admin@acme-corp.test' && c.url.startsWith('/admin/directory/v1/users?customer=my_customer'))).toBe(true);
+    expect(
+      calls.every(
+        (c) =>
+          c.delegatedUser === 'admin@acme-corp.test' &&
+          c.url.startsWith('/admin/directory/v1/users?customer=my_customer'),
+      ),
+    ).toBe(true);
     const again = await v2('POST', W, { provider: 'google', adminEmail: 'admin@acme-corp.test' });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('conflict');
@@ -90,7 +98,12 @@ describe('/v2 provider workspaces: registration', () => {
   it('registers a Microsoft-family tenant after the consent check', async () => {
     const r = await v2('POST', W, { provider: 'microsoft', tenantId: MS_TENANT.toUpperCase() });
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ provider: 'microsoft', tenantId: MS_TENANT, adminEmail: null, status: 'created' });
+    expect(r.body.data).toMatchObject({
+      provider: 'microsoft',
+      tenantId: MS_TENANT,
+      adminEmail: null,
+      status: 'created',
+    });
     expect(fp.requests.some((c) => c.url.startsWith(`/v1.0/tenants/${MS_TENANT}/users?%24top=`))).toBe(true);
   });
 
@@ -143,7 +156,7 @@ describe('/v2 provider workspaces: registration', () => {
     expect(r.body.errorCode).toBe('150003');
   });
 
-  it('lists the workspace\'s registrations only', async () => {
+  it("lists the workspace's registrations only", async () => {
     const r = await v2('GET', W, undefined, K.wsViewer);
     expect(r.status).toBe(200);
     expect(r.body.data.map((p: any) => p.provider)).toEqual(['google', 'microsoft']);
@@ -194,34 +207,72 @@ describe('/v2 provider workspaces: preview and sync', () => {
   it('is 404 from another workspace, or for an id that names nothing', async () => {
     expect((await v2('GET', `${W}/99999999999/preview`)).status).toBe(404);
     expect((await v2('GET', `${W}/999999/sync`)).status).toBe(404);
-    const r = await s.request('GET', `/v2/workspaces/101/provider-workspaces/${google}/preview`, { key: K.wsOther, ip: '10.0.22.3' });
+    const r = await s.request('GET', `/v2/workspaces/101/provider-workspaces/${google}/preview`, {
+      key: K.wsOther,
+      ip: '10.0.22.3',
+    });
     expect(r.status).toBe(404);
-    const sy = await s.request('POST', `/v2/workspaces/101/provider-workspaces/${google}/sync`, { key: K.wsOther, ip: '10.0.22.3' });
+    const sy = await s.request('POST', `/v2/workspaces/101/provider-workspaces/${google}/sync`, {
+      key: K.wsOther,
+      ip: '10.0.22.3',
+    });
     expect(sy.status).toBe(404);
   });
 
-  it('reports no sync before the first, then imports the tenant\'s new mailboxes', async () => {
+  it("reports no sync before the first, then imports the tenant's new mailboxes", async () => {
     const none = await v2('GET', `${W}/${google}/sync`);
     expect(none.status).toBe(200);
-    expect(none.body.data).toMatchObject({ status: 'not_started', providerWorkspaceId: google, total: 0, startedAt: null });
+    expect(none.body.data).toMatchObject({
+      status: 'not_started',
+      providerWorkspaceId: google,
+      total: 0,
+      startedAt: null,
+    });
 
     const r = await v2('POST', `${W}/${google}/sync`);
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ providerWorkspaceId: google, workspaceId: 100, status: 'completed', total: 6, imported: 5, skipped: 1, error: null });
+    expect(r.body.data).toMatchObject({
+      providerWorkspaceId: google,
+      workspaceId: 100,
+      status: 'completed',
+      total: 6,
+      imported: 5,
+      skipped: 1,
+      error: null,
+    });
     const accounts = await s.db.query(
       `SELECT email_address, from_name, provider, status, verification, workspace_id, warmup_max_limit FROM accounts WHERE provider_workspace_id = $1 ORDER BY email_address`,
       [google],
     );
-    expect(accounts.map((a) => a.email_address)).toEqual(['admin@acme-corp.test', 'ann@acme-corp.test', 'bob@acme-corp.test', 'cat@acme-sales.test', 'dan@acme-sales.test']);
-    expect(accounts[1]).toEqual({ email_address: 'ann@acme-corp.test', from_name: 'Ann Lee', provider: 'google', status: 'active', verification: 'pending', workspace_id: 100, warmup_max_limit: 40 });
+    expect(accounts.map((a) => a.email_address)).toEqual([
+      'admin@acme-corp.test',
+      'ann@acme-corp.test',
+      'bob@acme-corp.test',
+      'cat@acme-sales.test',
+      'dan@acme-sales.test',
+    ]);
+    expect(accounts[1]).toEqual({
+      email_address: 'ann@acme-corp.test',
+      from_name: 'Ann Lee',
+      provider: 'google',
+      status: 'active',
+      verification: 'pending',
+      workspace_id: 100,
+      warmup_max_limit: 40,
+    });
 
     const status = await v2('GET', `${W}/${google}/sync`, undefined, K.wsViewer);
     expect(status.body.data).toEqual(r.body.data);
     const list = await v2('GET', W);
-    expect(list.body.data.find((p: any) => p.id === google)).toMatchObject({ status: 'active', lastSyncedAt: r.body.data.finishedAt });
+    expect(list.body.data.find((p: any) => p.id === google)).toMatchObject({
+      status: 'active',
+      lastSyncedAt: r.body.data.finishedAt,
+    });
     const preview = await v2('GET', `${W}/${google}/preview`);
     expect(preview.body.data).toMatchObject({ newEmails: [], total: 0, connectedCount: 6 });
-    const note = await s.db.query(`SELECT title FROM notifications WHERE workspace_id = 100 AND type = 'provider_sync'`);
+    const note = await s.db.query(
+      `SELECT title FROM notifications WHERE workspace_id = 100 AND type = 'provider_sync'`,
+    );
     expect(note).toHaveLength(1);
 
     // A second sync finds nothing new.
@@ -233,10 +284,10 @@ describe('/v2 provider workspaces: preview and sync', () => {
 
   it('runs one sync at a time per tenant; a running one older than 10 minutes is taken as dead', async () => {
     const insertRunning = (minutesAgo: number) =>
-      s.db.query(`INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, 100, 'running', $2::timestamptz) RETURNING id`, [
-        google,
-        new Date(clock.now() - minutesAgo * 60_000).toISOString(),
-      ]);
+      s.db.query(
+        `INSERT INTO provider_workspace_syncs (provider_workspace_id, workspace_id, status, started_at) VALUES ($1, 100, 'running', $2::timestamptz) RETURNING id`,
+        [google, new Date(clock.now() - minutesAgo * 60_000).toISOString()],
+      );
     const [live] = await insertRunning(1);
     const busy = await v2('POST', `${W}/${google}/sync`);
     expect(busy.status).toBe(409);
@@ -275,7 +326,9 @@ describe('/v2 provider workspaces: preview and sync', () => {
     expect(r.body.error.details).toMatchObject({ reason: 'credentials_failed', registrationDeleted: true });
     expect((await v2('GET', `${W}/${ms.id}/preview`)).status).toBe(404);
     // Imported accounts stay; they no longer point at the deleted registration.
-    const orphans = await s.db.query(`SELECT count(*)::int AS n FROM accounts WHERE email_address LIKE 'm_@%' AND provider_workspace_id IS NULL`);
+    const orphans = await s.db.query(
+      `SELECT count(*)::int AS n FROM accounts WHERE email_address LIKE 'm_@%' AND provider_workspace_id IS NULL`,
+    );
     expect(orphans[0].n).toBe(3);
     fp.microsoft.get(MS_TENANT)!.credentialsFail = false;
     const again = await v2('POST', W, { provider: 'microsoft', tenantId: MS_TENANT });
@@ -287,12 +340,23 @@ describe('/v1 workspaces', () => {
   it('registers a tenant for the organization: 201 with a string workspaceId', async () => {
     const r = await v1('POST', '/v1/workspaces', { provider: 'google', adminEmail: 'it@globex.test' });
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ workspaceId: expect.stringMatching(/^[1-9][0-9]*$/), provider: 'google', adminEmail: 'it@globex.test', tenantId: null, status: 'created' });
+    expect(r.body).toMatchObject({
+      workspaceId: expect.stringMatching(/^[1-9][0-9]*$/),
+      provider: 'google',
+      adminEmail: 'it@globex.test',
+      tenantId: null,
+      status: 'created',
+    });
     // Organization-level registrations import into the organization's first live workspace.
     expect(r.body.importsIntoWorkspaceId).toBe(100);
     const ms = await v1('POST', '/v1/workspaces', { provider: 'microsoft', tenantId: 'globex.onmicrosoft.com' });
     expect(ms.status).toBe(201);
-    expect(ms.body).toMatchObject({ provider: 'microsoft', adminEmail: null, tenantId: 'globex.onmicrosoft.com', status: 'created' });
+    expect(ms.body).toMatchObject({
+      provider: 'microsoft',
+      adminEmail: null,
+      tenantId: 'globex.onmicrosoft.com',
+      status: 'created',
+    });
   });
 
   it('answers 422 with nothing created for missing delegation or consent, or an invalid admin or tenant', async () => {
@@ -306,7 +370,11 @@ describe('/v1 workspaces', () => {
     ]) {
       const r = await v1('POST', '/v1/workspaces', body);
       expect(r.status, JSON.stringify(body)).toBe(422);
-      expect(r.body).toEqual({ error_code: 'unprocessable_entity', message: expect.any(String), details: expect.any(Object) });
+      expect(r.body).toEqual({
+        error_code: 'unprocessable_entity',
+        message: expect.any(String),
+        details: expect.any(Object),
+      });
     }
     expect(await pwCount()).toBe(n);
     const missing = await v1('POST', '/v1/workspaces', { provider: 'google' });
@@ -339,10 +407,20 @@ describe('/v1 workspaces', () => {
     const q = await v1('GET', `/v1/workspaces/${id}/preview?search=XAV`);
     expect(q.body.newEmails.map((m: any) => m.email)).toEqual(['x2@globex.test']);
 
-    expect((await v1('GET', `/v1/workspaces/${id}/sync`)).body).toMatchObject({ workspaceId: id, status: 'not_started' });
+    expect((await v1('GET', `/v1/workspaces/${id}/sync`)).body).toMatchObject({
+      workspaceId: id,
+      status: 'not_started',
+    });
     const sy = await v1('POST', `/v1/workspaces/${id}/sync`);
     expect(sy.status).toBe(201);
-    expect(sy.body).toMatchObject({ workspaceId: id, importsIntoWorkspaceId: 100, status: 'completed', total: 4, imported: 3, skipped: 1 });
+    expect(sy.body).toMatchObject({
+      workspaceId: id,
+      importsIntoWorkspaceId: 100,
+      status: 'completed',
+      total: 4,
+      imported: 3,
+      skipped: 1,
+    });
     const st = await v1('GET', `/v1/workspaces/${id}/sync`);
     expect(st.body).toEqual(sy.body);
     const made = await s.db.query(`SELECT workspace_id FROM accounts WHERE email_address LIKE '%globex%'`);
@@ -350,7 +428,9 @@ describe('/v1 workspaces', () => {
   });
 
   it('sees every provider workspace of its organization and none of another', async () => {
-    const [v2Registered] = await s.db.query(`SELECT id FROM provider_workspaces WHERE admin_email = 'admin@acme-corp.test'`);
+    const [v2Registered] = await s.db.query(
+      `SELECT id FROM provider_workspaces WHERE admin_email = 'admin@acme-corp.test'`,
+    );
     const p = await v1('GET', `/v1/workspaces/${v2Registered.id}/preview`);
     expect(p.status).toBe(200);
     const foreign = await v1('GET', `/v1/workspaces/${v2Registered.id}/preview`, undefined, K.org2Partner);
@@ -373,7 +453,9 @@ describe('/v1 workspaces', () => {
     expect(r.body).toMatchObject({ error_code: 'unprocessable_entity', details: { registrationDeleted: true } });
     expect((await v1('GET', `/v1/workspaces/${row.id}/preview`)).status).toBe(404);
     // Retried while still failing: refused, nothing created; once fixed: registered again.
-    expect((await v1('POST', '/v1/workspaces', { provider: 'microsoft', tenantId: 'globex.onmicrosoft.com' })).status).toBe(422);
+    expect(
+      (await v1('POST', '/v1/workspaces', { provider: 'microsoft', tenantId: 'globex.onmicrosoft.com' })).status,
+    ).toBe(422);
     t.credentialsFail = false;
     const again = await v1('POST', '/v1/workspaces', { provider: 'microsoft', tenantId: 'globex.onmicrosoft.com' });
     expect(again.status).toBe(201);
@@ -381,7 +463,9 @@ describe('/v1 workspaces', () => {
   });
 
   it('imports into the next live workspace when the chosen one was deleted since', async () => {
-    const [row] = await s.db.query(`SELECT id, workspace_id FROM provider_workspaces WHERE tenant_id = 'globex.onmicrosoft.com'`);
+    const [row] = await s.db.query(
+      `SELECT id, workspace_id FROM provider_workspaces WHERE tenant_id = 'globex.onmicrosoft.com'`,
+    );
     expect(row.workspace_id).toBe(100);
     await s.db.query(`UPDATE workspaces SET deleted_at = now() WHERE id = 100`);
     try {

@@ -21,9 +21,25 @@ const org5Keys = Array.from({ length: RACERS }, (_, i) => secret('Org5Owner', i)
 function raceOrg(orgId: number, keys: string[], cap: number, workspaces: number) {
   return {
     organizations: [{ id: orgId, name: `Race ${orgId}`, plan: 'growth', warmupCap: cap }],
-    users: keys.map((_, i) => ({ id: orgId * 100 + i, organizationId: orgId, email: `owner${i}@race${orgId}.test`, orgRole: 'OWNER' })),
-    workspaces: Array.from({ length: workspaces }, (_, i) => ({ id: orgId * 1000 + i, organizationId: orgId, name: `R${i}`, dailyWarmupBudget: 0 })),
-    apiKeys: keys.map((k, i) => ({ id: orgId * 1000 + i, secret: k, name: `racer ${i}`, userId: orgId * 100 + i, scopes: ALL_SCOPES })),
+    users: keys.map((_, i) => ({
+      id: orgId * 100 + i,
+      organizationId: orgId,
+      email: `owner${i}@race${orgId}.test`,
+      orgRole: 'OWNER',
+    })),
+    workspaces: Array.from({ length: workspaces }, (_, i) => ({
+      id: orgId * 1000 + i,
+      organizationId: orgId,
+      name: `R${i}`,
+      dailyWarmupBudget: 0,
+    })),
+    apiKeys: keys.map((k, i) => ({
+      id: orgId * 1000 + i,
+      secret: k,
+      name: `racer ${i}`,
+      userId: orgId * 100 + i,
+      scopes: ALL_SCOPES,
+    })),
   };
 }
 
@@ -34,11 +50,7 @@ beforeAll(async () => {
     clock,
     extra: {
       organizations: [...r4.organizations, ...r5.organizations],
-      users: [
-        { id: 15, organizationId: 1, email: 'owner2@acme.test', orgRole: 'OWNER' },
-        ...r4.users,
-        ...r5.users,
-      ],
+      users: [{ id: 15, organizationId: 1, email: 'owner2@acme.test', orgRole: 'OWNER' }, ...r4.users, ...r5.users],
       workspaces: [
         { id: 102, organizationId: 1, name: 'Gone', dailyWarmupBudget: 50, deleted: true },
         { id: 103, organizationId: 1, name: 'Not mine', dailyWarmupBudget: 0 },
@@ -63,9 +75,14 @@ beforeAll(async () => {
 afterAll(async () => s?.close());
 beforeEach(() => clock.advance(60_000));
 
-const req = (method: string, path: string, key: string, body?: unknown) => s.request(method, path, { key, body, ip: ip() });
+const req = (method: string, path: string, key: string, body?: unknown) =>
+  s.request(method, path, { key, body, ip: ip() });
 const budgets = async (org: number): Promise<Record<number, number>> =>
-  Object.fromEntries((await s.db.query(`SELECT id, daily_warmup_budget FROM workspaces WHERE organization_id = $1 ORDER BY id`, [org])).map((w) => [w.id, w.daily_warmup_budget]));
+  Object.fromEntries(
+    (
+      await s.db.query(`SELECT id, daily_warmup_budget FROM workspaces WHERE organization_id = $1 ORDER BY id`, [org])
+    ).map((w) => [w.id, w.daily_warmup_budget]),
+  );
 
 describe('GET /v2/workspaces', () => {
   it('a personal key of an organization owner gets every live workspace, each with the role it acts at', async () => {
@@ -73,7 +90,14 @@ describe('GET /v2/workspaces', () => {
     expect(r.status).toBe(200);
     const ids = r.body.data.map((w: any) => w.id);
     expect(ids).toEqual([100, 101, 103, 104]);
-    expect(r.body.data[0]).toMatchObject({ id: 100, organizationId: 1, name: 'Main', dailyWarmupBudget: 200, role: 'OWNER', createdAt: expect.any(String) });
+    expect(r.body.data[0]).toMatchObject({
+      id: 100,
+      organizationId: 1,
+      name: 'Main',
+      dailyWarmupBudget: 200,
+      role: 'OWNER',
+      createdAt: expect.any(String),
+    });
     // Not a member of 103: listed (the owner sees the organization), but the key acts at no role there.
     expect(r.body.data[2]).toMatchObject({ id: 103, role: null });
   });
@@ -87,7 +111,7 @@ describe('GET /v2/workspaces', () => {
     expect(v.body.data).toEqual([expect.objectContaining({ id: 100, role: 'VIEWER' })]);
   });
 
-  it('a workspace key of a soft-deleted workspace gets nothing, and the workspace leaves the owner\'s list', async () => {
+  it("a workspace key of a soft-deleted workspace gets nothing, and the workspace leaves the owner's list", async () => {
     await s.db.query(`UPDATE workspaces SET deleted_at = now() WHERE id = 104`);
     const r = await req('GET', '/v2/workspaces', DOOMED_WS);
     expect(r.status).toBe(403);
@@ -177,14 +201,25 @@ describe('budgets', () => {
     expect(d.orgLimit).toBe(1000);
     expect(d.allocated).toBe(450);
     expect(d.available).toBe(550);
-    expect(d.workspaces.find((w: any) => w.workspaceId === 100)).toEqual({ workspaceId: 100, name: 'Main', dailyWarmupBudget: 200 });
+    expect(d.workspaces.find((w: any) => w.workspaceId === 100)).toEqual({
+      workspaceId: 100,
+      name: 'Main',
+      dailyWarmupBudget: 200,
+    });
     expect(d.workspaces.some((w: any) => w.workspaceId === 102)).toBe(false);
-    expect(d.workspaces.every((w: any) => Object.keys(w).sort().join() === 'dailyWarmupBudget,name,workspaceId')).toBe(true);
+    expect(d.workspaces.every((w: any) => Object.keys(w).sort().join() === 'dailyWarmupBudget,name,workspaceId')).toBe(
+      true,
+    );
   });
 
   it('PATCH changes only the listed workspaces', async () => {
     const before = await budgets(1);
-    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 300 }, { workspaceId: 103, dailyWarmupBudget: 20 }] });
+    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [
+        { workspaceId: 100, dailyWarmupBudget: 300 },
+        { workspaceId: 103, dailyWarmupBudget: 20 },
+      ],
+    });
     expect(r.status).toBe(200);
     expect(r.body.data.allocated).toBe(570);
     expect(r.body.data.updated).toEqual([
@@ -196,14 +231,24 @@ describe('budgets', () => {
 
   it('checks the cap once across the whole request: a swap that stays within the cap passes', async () => {
     // 570 allocated; 101 at 600 alone would be 1070 (over), but with 100 at 0 it is 770.
-    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 101, dailyWarmupBudget: 600 }, { workspaceId: 100, dailyWarmupBudget: 0 }] });
+    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [
+        { workspaceId: 101, dailyWarmupBudget: 600 },
+        { workspaceId: 100, dailyWarmupBudget: 0 },
+      ],
+    });
     expect(r.status).toBe(200);
     expect(r.body.data.allocated).toBe(770);
   });
 
   it('over the cap is 400 quota_exceeds_org_limit and writes nothing', async () => {
     const before = await budgets(1);
-    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 100 }, { workspaceId: 103, dailyWarmupBudget: 251 }] });
+    const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [
+        { workspaceId: 100, dailyWarmupBudget: 100 },
+        { workspaceId: 103, dailyWarmupBudget: 251 },
+      ],
+    });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('quota_exceeds_org_limit');
     expect(r.body.error.details).toMatchObject({ orgLimit: 1000, allocated: 770, requested: 1101 });
@@ -213,7 +258,12 @@ describe('budgets', () => {
   it('unknown, other-organization and deleted workspace ids are 400 naming them, and nothing is written', async () => {
     const before = await budgets(1);
     const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
-      quotas: [{ workspaceId: 100, dailyWarmupBudget: 1 }, { workspaceId: 999999, dailyWarmupBudget: 1 }, { workspaceId: 200, dailyWarmupBudget: 1 }, { workspaceId: 102, dailyWarmupBudget: 1 }],
+      quotas: [
+        { workspaceId: 100, dailyWarmupBudget: 1 },
+        { workspaceId: 999999, dailyWarmupBudget: 1 },
+        { workspaceId: 200, dailyWarmupBudget: 1 },
+        { workspaceId: 102, dailyWarmupBudget: 1 },
+      ],
     });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('invalid_request');
@@ -224,8 +274,19 @@ describe('budgets', () => {
   });
 
   it('validates the body', async () => {
-    for (const body of [{}, { quotas: [] }, { quotas: [{ workspaceId: 100 }] }, { quotas: [{ workspaceId: 100, dailyWarmupBudget: -5 }] },
-      { quotas: [{ workspaceId: 100, dailyWarmupBudget: 5, x: 1 }] }, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 5 }, { workspaceId: 100, dailyWarmupBudget: 6 }] }]) {
+    for (const body of [
+      {},
+      { quotas: [] },
+      { quotas: [{ workspaceId: 100 }] },
+      { quotas: [{ workspaceId: 100, dailyWarmupBudget: -5 }] },
+      { quotas: [{ workspaceId: 100, dailyWarmupBudget: 5, x: 1 }] },
+      {
+        quotas: [
+          { workspaceId: 100, dailyWarmupBudget: 5 },
+          { workspaceId: 100, dailyWarmupBudget: 6 },
+        ],
+      },
+    ]) {
       const r = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, body);
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe('invalid_request');
@@ -235,34 +296,53 @@ describe('budgets', () => {
 
   it('an organization over a lowered cap may still shrink budgets, never grow them', async () => {
     await s.db.query(`UPDATE organizations SET warmup_cap = 500 WHERE id = 1`);
-    const shrink = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 101, dailyWarmupBudget: 500 }] });
+    const shrink = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [{ workspaceId: 101, dailyWarmupBudget: 500 }],
+    });
     expect(shrink.status).toBe(200);
     expect(shrink.body.data).toMatchObject({ orgLimit: 500, allocated: 670, available: 0 });
-    const grow = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 1 }] });
+    const grow = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [{ workspaceId: 100, dailyWarmupBudget: 1 }],
+    });
     expect(grow.status).toBe(400);
     expect(grow.body.error.code).toBe('quota_exceeds_org_limit');
     await s.db.query(`UPDATE organizations SET warmup_cap = NULL WHERE id = 1`);
     const unlimited = await req('GET', '/v2/workspaces/quotas', K.ownerPk);
     expect(unlimited.body.data).toMatchObject({ orgLimit: null, available: null });
-    const big = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 100000 }] });
+    const big = await req('PATCH', '/v2/workspaces/quotas', K.ownerPk, {
+      quotas: [{ workspaceId: 100, dailyWarmupBudget: 100000 }],
+    });
     expect(big.status).toBe(200);
   });
 
   it('workspace keys cannot touch budgets (gateway 150003)', async () => {
     expect((await req('GET', '/v2/workspaces/quotas', K.wsAdmin)).body.errorCode).toBe('150003');
-    expect((await req('PATCH', '/v2/workspaces/quotas', K.wsAdmin, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 1 }] })).body.errorCode).toBe('150003');
+    expect(
+      (await req('PATCH', '/v2/workspaces/quotas', K.wsAdmin, { quotas: [{ workspaceId: 100, dailyWarmupBudget: 1 }] }))
+        .body.errorCode,
+    ).toBe('150003');
   });
 });
 
 describe('fifty concurrent writers against a cap', () => {
   const fire = (method: string, path: string, keys: string[], body: (i: number) => unknown) =>
-    Promise.all(Array.from({ length: 50 }, (_, i) => s.request(method, path, { key: keys[i % keys.length], body: body(i), ip: `10.32.${i}.1` })));
+    Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        s.request(method, path, { key: keys[i % keys.length], body: body(i), ip: `10.32.${i}.1` }),
+      ),
+    );
 
   function split(rs: Res[]) {
     // Every request reached the backend: no rate-limit (or any gateway) refusal.
     for (const r of rs) expect(r.body?.errorCode ?? null).toBeNull();
-    const ok = rs.map((r, i) => [r, i] as const).filter(([r]) => r.status === 200 || r.status === 201).map(([, i]) => i);
-    const refused = rs.map((r, i) => [r, i] as const).filter(([r]) => r.status === 400).map(([, i]) => i);
+    const ok = rs
+      .map((r, i) => [r, i] as const)
+      .filter(([r]) => r.status === 200 || r.status === 201)
+      .map(([, i]) => i);
+    const refused = rs
+      .map((r, i) => [r, i] as const)
+      .filter(([r]) => r.status === 400)
+      .map(([, i]) => i);
     for (const i of refused) expect(rs[i].body.error.code).toBe('quota_exceeds_org_limit');
     expect(ok.length + refused.length).toBe(50);
     return { ok, refused };
@@ -270,7 +350,9 @@ describe('fifty concurrent writers against a cap', () => {
 
   it('PATCH /v2/workspaces/quotas: the sum never exceeds the cap and each refused request wrote nothing', async () => {
     // Org 4: cap 1000, fifty workspaces at 0; request i sets workspace 4000+i to 150: six fit.
-    const rs = await fire('PATCH', '/v2/workspaces/quotas', org4Keys, (i) => ({ quotas: [{ workspaceId: 4000 + i, dailyWarmupBudget: 150 }] }));
+    const rs = await fire('PATCH', '/v2/workspaces/quotas', org4Keys, (i) => ({
+      quotas: [{ workspaceId: 4000 + i, dailyWarmupBudget: 150 }],
+    }));
     const { ok, refused } = split(rs);
     expect(ok).toHaveLength(6);
     expect(refused).toHaveLength(44);
@@ -292,7 +374,9 @@ describe('fifty concurrent writers against a cap', () => {
     expect(rows.reduce((x, w) => x + w.daily_warmup_budget, 0)).toBe(480);
     expect(new Set(rows.map((w) => w.name))).toEqual(new Set(ok.map((i) => `burst-${i}`)));
     // Every owner of org 5 became an owner of each created workspace.
-    const [m] = await s.db.query(`SELECT count(*)::int AS n FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE w.organization_id = 5`);
+    const [m] = await s.db.query(
+      `SELECT count(*)::int AS n FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE w.organization_id = 5`,
+    );
     expect(m.n).toBe(8 * RACERS);
   });
 });

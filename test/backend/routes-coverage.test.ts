@@ -14,14 +14,28 @@ const norm = (p: string) => p.replace(/\{[A-Za-z]+(:str)?\}/g, (m) => (m.endsWit
 describe('routes.json and the backend', () => {
   const router = new Router(envelopeFor);
   // Registration needs no database: a services object with the static parts is enough.
-  registerDomains(router, { config: {}, bands: () => bandsFrom('config/warmup-bands.json'), pepper: 'routes-coverage' } as unknown as BackendServices);
-  const served = new Set(router.routes().filter((r) => / \/v[12]\//.test(r)).map((r) => { const [m, p] = r.split(' '); return `${m} ${norm(p)}`; }));
-  const forwarded = [...file.v2, ...file.v1].filter((r: { gateway?: boolean }) => !r.gateway).map((r: { method: string; path: string }) => `${r.method} ${norm(r.path)}`);
+  registerDomains(router, {
+    config: {},
+    bands: () => bandsFrom('config/warmup-bands.json'),
+    pepper: 'routes-coverage',
+  } as unknown as BackendServices);
+  const served = new Set(
+    router
+      .routes()
+      .filter((r) => / \/v[12]\//.test(r))
+      .map((r) => {
+        const [m, p] = r.split(' ');
+        return `${m} ${norm(p)}`;
+      }),
+  );
+  const forwarded = [...file.v2, ...file.v1]
+    .filter((r: { gateway?: boolean }) => !r.gateway)
+    .map((r: { method: string; path: string }) => `${r.method} ${norm(r.path)}`);
 
   it('every forwarded route has a backend handler', () => {
     expect(forwarded.filter((r) => !served.has(r))).toEqual([]);
   });
-  it('every public backend route is in the gateway\'s table', () => {
+  it("every public backend route is in the gateway's table", () => {
     const table = new Set(forwarded);
     expect([...served].filter((r) => !table.has(r))).toEqual([]);
   });

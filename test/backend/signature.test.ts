@@ -10,8 +10,20 @@ beforeAll(async () => {
 });
 afterAll(async () => s?.close());
 
-const identity = encodeIdentity({ keyId: 1000, keyType: 'workspace', organizationId: 1, userId: null, workspaceId: 100, role: 'ADMIN', scopes: ['tags:read'], plan: 'growth' });
-function signed(path: string, o: { ts?: number; secret?: string; method?: string; signedPath?: string; id?: string } = {}) {
+const identity = encodeIdentity({
+  keyId: 1000,
+  keyType: 'workspace',
+  organizationId: 1,
+  userId: null,
+  workspaceId: 100,
+  role: 'ADMIN',
+  scopes: ['tags:read'],
+  plan: 'growth',
+});
+function signed(
+  path: string,
+  o: { ts?: number; secret?: string; method?: string; signedPath?: string; id?: string } = {},
+) {
   const ts = String(o.ts ?? clock.now());
   const rid = 'req-1';
   return fetchRes(s.backendUrl + path, {
@@ -41,7 +53,22 @@ describe('backend signature check', () => {
     ['wrong secret', () => signed('/v2/workspaces/100/tags', { secret: 'another-secret-0123456789' })],
     ['older than 60 s', () => signed('/v2/workspaces/100/tags', { ts: clock.now() - 61_000 })],
     ['signed for another path', () => signed('/v2/workspaces/100/tags', { signedPath: '/v2/workspaces/101/tags' })],
-    ['identity swapped after signing', () => signed('/v2/workspaces/100/tags', { id: encodeIdentity({ keyId: 1, keyType: 'workspace', organizationId: 2, userId: null, workspaceId: 100, role: 'OWNER', scopes: [], plan: null }) })],
+    [
+      'identity swapped after signing',
+      () =>
+        signed('/v2/workspaces/100/tags', {
+          id: encodeIdentity({
+            keyId: 1,
+            keyType: 'workspace',
+            organizationId: 2,
+            userId: null,
+            workspaceId: 100,
+            role: 'OWNER',
+            scopes: [],
+            plan: null,
+          }),
+        }),
+    ],
     ['a /v1 route unsigned', () => fetchRes(s.backendUrl + '/v1/dashboard', {})],
   ])('refuses %s: 401 unauthenticated in Envelope B', async (_n, call) => {
     const r = await call();

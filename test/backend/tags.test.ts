@@ -19,7 +19,15 @@ describe('GET /tags', () => {
   it('answers in Envelope A: an array of {id, name}', async () => {
     const r = await req('GET', `${W}/tags`);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, data: [{ id: 1, name: 'priority' }, { id: 2, name: 'sales' }], errorCode: null, errorMessage: null });
+    expect(r.body).toEqual({
+      success: true,
+      data: [
+        { id: 1, name: 'priority' },
+        { id: 2, name: 'sales' },
+      ],
+      errorCode: null,
+      errorMessage: null,
+    });
     // Only the workspace's own tags.
     const other = await req('GET', '/v2/workspaces/101/tags', undefined, K.wsOther);
     expect(other.body.data).toEqual([{ id: 3, name: 'elsewhere' }]);
@@ -55,7 +63,13 @@ describe('POST /tags', () => {
   });
 
   it('validates the body strictly', async () => {
-    for (const [body, field] of [[{}, 'name'], [{ name: '   ' }, 'name'], [{ name: 'x'.repeat(65) }, 'name'], [{ name: 'ok', color: 'red' }, 'color'], [{ name: 5 }, 'name']] as const) {
+    for (const [body, field] of [
+      [{}, 'name'],
+      [{ name: '   ' }, 'name'],
+      [{ name: 'x'.repeat(65) }, 'name'],
+      [{ name: 'ok', color: 'red' }, 'color'],
+      [{ name: 5 }, 'name'],
+    ] as const) {
       const r = await req('POST', `${W}/tags`, body);
       expect(r.status).toBe(400);
       expect(r.body.error).toMatchObject({ code: 'invalid_request', details: { field } });
@@ -67,7 +81,13 @@ describe('PUT /accounts/{id}/tags', () => {
   it('replaces the account tags', async () => {
     const r = await req('PUT', `${W}/accounts/5001/tags`, { tagIds: [2, 1, 2] });
     expect(r.status).toBe(200);
-    expect(r.body.data).toEqual({ accountId: 5001, tags: [{ id: 1, name: 'priority' }, { id: 2, name: 'sales' }] });
+    expect(r.body.data).toEqual({
+      accountId: 5001,
+      tags: [
+        { id: 1, name: 'priority' },
+        { id: 2, name: 'sales' },
+      ],
+    });
     const one = await req('PUT', `${W}/accounts/5001/tags`, { tagIds: [2] });
     expect(one.body.data.tags).toEqual([{ id: 2, name: 'sales' }]);
     expect((await req('GET', `${W}/accounts/5001`)).body.data.tags).toEqual([{ id: 2, name: 'sales' }]);
@@ -75,10 +95,13 @@ describe('PUT /accounts/{id}/tags', () => {
     expect(none.body.data.tags).toEqual([]);
   });
 
-  it('answers 400 naming unknown tag ids (another workspace\'s tags included) and changes nothing', async () => {
+  it("answers 400 naming unknown tag ids (another workspace's tags included) and changes nothing", async () => {
     const r = await req('PUT', `${W}/accounts/5000/tags`, { tagIds: [2, 3, 999] });
     expect(r.status).toBe(400);
-    expect(r.body.error).toMatchObject({ code: 'invalid_request', details: { field: 'tagIds', unknownTagIds: [3, 999] } });
+    expect(r.body.error).toMatchObject({
+      code: 'invalid_request',
+      details: { field: 'tagIds', unknownTagIds: [3, 999] },
+    });
     expect(r.body.error.message).toMatch(/3, 999/);
     expect((await req('GET', `${W}/accounts/5000`)).body.data.tags).toEqual([{ id: 1, name: 'priority' }]);
   });

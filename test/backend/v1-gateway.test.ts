@@ -45,11 +45,23 @@ describe('20 requests per key per minute', () => {
     }
     const over = await s.request('GET', '/v1/email-accounts', { apiKey: K.partner, ip: '10.44.0.1' });
     expect(over.status).toBe(429);
-    expect(over.body).toEqual({ error_code: 'rate_limit_exceeded', message: expect.any(String), details: { limit: 20, reset: windowEnd() } });
+    expect(over.body).toEqual({
+      error_code: 'rate_limit_exceeded',
+      message: expect.any(String),
+      details: { limit: 20, reset: windowEnd() },
+    });
     expect(over.headers.get('retry-after')).toBe('45');
     expect(over.headers.get('x-ratelimit-remaining')).toBe('0');
     // Every verb draws on the same single bucket.
-    expect((await s.request('POST', '/v1/email-accounts/bulk-status', { apiKey: K.partner, ip: '10.44.0.1', body: { emailAccountIds: [5000] } })).status).toBe(429);
+    expect(
+      (
+        await s.request('POST', '/v1/email-accounts/bulk-status', {
+          apiKey: K.partner,
+          ip: '10.44.0.1',
+          body: { emailAccountIds: [5000] },
+        })
+      ).status,
+    ).toBe(429);
     // Another key of the same organization has its own bucket.
     expect((await s.request('GET', '/v1/health', { apiKey: P2, ip: '10.44.0.1' })).status).toBe(200);
     nextMinute();
@@ -85,10 +97,14 @@ describe('v1 and v2 limits are independent', () => {
     const v2Over = await s.request('GET', '/v2/workspaces/100/notifications', { key: K.wsAdmin, ip });
     expect(v2Over.status).toBe(429);
     expect(v2Over.body.errorCode).toBe('150005');
-    expect((await s.request('GET', '/v1/rate-limit', { apiKey: K.partner, ip })).body).toMatchObject({ used: 0, remaining: 20 });
+    expect((await s.request('GET', '/v1/rate-limit', { apiKey: K.partner, ip })).body).toMatchObject({
+      used: 0,
+      remaining: 20,
+    });
     const v2Before = (await s.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip })).body.data;
     expect(v2Before.buckets.read.used).toBe(21);
-    for (let i = 0; i < 20; i++) expect((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).status).toBe(200);
+    for (let i = 0; i < 20; i++)
+      expect((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).status).toBe(200);
     expect((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).status).toBe(429);
     const v2After = (await s.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip })).body.data;
     expect(v2After.buckets).toEqual(v2Before.buckets);
@@ -119,7 +135,8 @@ describe('authentication', () => {
 
   it('invalid keys count toward the per-IP cooldown: the 6th request is 429 too_many_failed_attempts', async () => {
     const ip = '10.44.2.1';
-    for (let i = 0; i < 4; i++) expect((await s.request('GET', '/v1/dashboard', { apiKey: UNKNOWN, ip })).status).toBe(401);
+    for (let i = 0; i < 4; i++)
+      expect((await s.request('GET', '/v1/dashboard', { apiKey: UNKNOWN, ip })).status).toBe(401);
     expect((await s.request('GET', '/v1/dashboard', { apiKey: 'svc_v1_short', ip })).status).toBe(401);
     const cooled = await s.request('GET', '/v1/dashboard', { apiKey: K.partner, ip });
     expect(cooled.status).toBe(429);
@@ -132,7 +149,9 @@ describe('authentication', () => {
     // Other addresses are unaffected; the cooldown ends after 15 minutes.
     expect((await s.request('GET', '/v1/health', { apiKey: K.partner, ip: '10.44.2.2' })).status).toBe(200);
     clock.advance(10 * 60_000);
-    expect(Number((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).headers.get('retry-after'))).toBe(300);
+    expect(Number((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).headers.get('retry-after'))).toBe(
+      300,
+    );
     clock.advance(5 * 60_000);
     expect((await s.request('GET', '/v1/health', { apiKey: K.partner, ip })).status).toBe(200);
   });
@@ -150,7 +169,11 @@ describe('organization and route refusals', () => {
     const off = await s.request('GET', '/v1/dashboard', { apiKey: P3, ip: '10.44.4.1' });
     expect(off.status).toBe(403);
     expect(off.body.error_code).toBe('api_access_disabled');
-    const paused = await s.request('POST', '/v1/email-accounts/bulk-status', { apiKey: P5, ip: '10.44.4.1', body: { emailAccountIds: [1] } });
+    const paused = await s.request('POST', '/v1/email-accounts/bulk-status', {
+      apiKey: P5,
+      ip: '10.44.4.1',
+      body: { emailAccountIds: [1] },
+    });
     expect(paused.status).toBe(403);
     expect(paused.body.error_code).toBe('subscription_paused');
     expect(paused.headers.get('x-ratelimit-remaining')).toBe('20');
@@ -161,7 +184,9 @@ describe('organization and route refusals', () => {
     expect(r.status).toBe(404);
     expect(r.body).toEqual({ error_code: 'not_found', message: expect.any(String), details: {} });
     expect(r.headers.get('x-ratelimit-remaining')).toBe('20');
-    expect((await s.request('GET', '/v1/email-accounts/05000/status', { apiKey: K.partner, ip: '10.44.4.2' })).status).toBe(400);
+    expect(
+      (await s.request('GET', '/v1/email-accounts/05000/status', { apiKey: K.partner, ip: '10.44.4.2' })).status,
+    ).toBe(400);
     expect((await s.request('GET', '/v1/rate-limit', { apiKey: K.partner, ip: '10.44.4.2' })).body.used).toBe(0);
   });
 
@@ -174,10 +199,18 @@ describe('organization and route refusals', () => {
 
 describe('route table', () => {
   it('the backend serves every /v1 route of config/routes.json (workspaces routes aside) and no other', () => {
-    const table = JSON.parse(readFileSync('config/routes.json', 'utf8')) as { v1: { method: string; path: string; gateway?: boolean }[] };
+    const table = JSON.parse(readFileSync('config/routes.json', 'utf8')) as {
+      v1: { method: string; path: string; gateway?: boolean }[];
+    };
     const mine = (p: string) => !p.startsWith('/v1/workspaces');
-    const expected = table.v1.filter((r) => !r.gateway && mine(r.path)).map((r) => `${r.method} ${r.path}`).sort();
-    const served = buildRouter(s.app.backend!).routes().filter((k) => k.split(' ')[1].startsWith('/v1/') && mine(k.split(' ')[1])).sort();
+    const expected = table.v1
+      .filter((r) => !r.gateway && mine(r.path))
+      .map((r) => `${r.method} ${r.path}`)
+      .sort();
+    const served = buildRouter(s.app.backend!)
+      .routes()
+      .filter((k) => k.split(' ')[1].startsWith('/v1/') && mine(k.split(' ')[1]))
+      .sort();
     expect(served).toEqual(expected);
     expect(table.v1.find((r) => r.path === '/v1/rate-limit')?.gateway).toBe(true);
   });

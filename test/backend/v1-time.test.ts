@@ -1,6 +1,15 @@
 // The wall-clock helpers behind /v1 local days and pending-send rescheduling.
 import { describe, expect, it } from 'vitest';
-import { addDays, dateRange, daysBetween, isDate, isTimeZone, localParts, weekdayOf, zonedToUtc } from '../../src/backend/time.js';
+import {
+  addDays,
+  dateRange,
+  daysBetween,
+  isDate,
+  isTimeZone,
+  localParts,
+  weekdayOf,
+  zonedToUtc,
+} from '../../src/backend/time.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 
@@ -17,13 +26,27 @@ describe('v1 time helpers', () => {
   });
 
   it('reads the local date, weekday and minute of an instant', () => {
-    expect(localParts(Date.UTC(2027, 0, 4, 12, 0), 'Pacific/Kiritimati')).toEqual({ date: '2027-01-05', day: 1, minute: 120 });
+    expect(localParts(Date.UTC(2027, 0, 4, 12, 0), 'Pacific/Kiritimati')).toEqual({
+      date: '2027-01-05',
+      day: 1,
+      minute: 120,
+    });
     expect(localParts(Date.UTC(2027, 0, 4, 12, 0), 'UTC')).toEqual({ date: '2027-01-04', day: 0, minute: 720 });
   });
 
   it('accepts IANA names as spelled, links included, and refuses the rest', () => {
-    for (const tz of ['UTC', 'Europe/Paris', 'Asia/Kolkata', 'Asia/Calcutta', 'Europe/Kyiv', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5']) expect(isTimeZone(tz), tz).toBe(true);
-    for (const tz of ['utc', 'europe/paris', 'Mars/Olympus', '+05:30', '', 'Europe/Paris/']) expect(isTimeZone(tz), tz).toBe(false);
+    for (const tz of [
+      'UTC',
+      'Europe/Paris',
+      'Asia/Kolkata',
+      'Asia/Calcutta',
+      'Europe/Kyiv',
+      'America/Argentina/Buenos_Aires',
+      'Etc/GMT+5',
+    ])
+      expect(isTimeZone(tz), tz).toBe(true);
+    for (const tz of ['utc', 'europe/paris', 'Mars/Olympus', '+05:30', '', 'Europe/Paris/'])
+      expect(isTimeZone(tz), tz).toBe(false);
   });
 
   it('does calendar arithmetic on YYYY-MM-DD', () => {
@@ -32,6 +55,11 @@ describe('v1 time helpers', () => {
     expect(weekdayOf('2027-01-10')).toBe(6);
     expect(dateRange('2027-12-30', '2028-01-02')).toEqual(['2027-12-30', '2027-12-31', '2028-01-01', '2028-01-02']);
     expect(daysBetween('2027-01-01', '2028-01-01')).toBe(365);
-    expect([isDate('2027-02-29'), isDate('2028-02-29'), isDate('2027-1-01'), isDate('2027-13-01')]).toEqual([false, true, false, false]);
+    expect([isDate('2027-02-29'), isDate('2028-02-29'), isDate('2027-1-01'), isDate('2027-13-01')]).toEqual([
+      false,
+      true,
+      false,
+      false,
+    ]);
   });
 });

@@ -22,7 +22,15 @@ async function v1(method: string, path: string, body?: unknown, apiKey = K4): Pr
 }
 
 const acct = (id: number, workspaceId: number, email: string, extra: Record<string, unknown> = {}) => ({
-  id, workspaceId, emailAddress: email, fromName: 'T', provider: 'google', status: 'active', verification: 'passed', warmupMaxLimit: 40, ...extra,
+  id,
+  workspaceId,
+  emailAddress: email,
+  fromName: 'T',
+  provider: 'google',
+  status: 'active',
+  verification: 'passed',
+  warmupMaxLimit: 40,
+  ...extra,
 });
 
 beforeAll(async () => {
@@ -54,13 +62,22 @@ describe('GET /v1/warmup-settings', () => {
     const r = await v1('GET', '/v1/warmup-settings/8000');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
-      emailAccountId: 8000, strategy: 'progressive', timeZone: 'UTC', warmupStatus: 'inactive', warmupLanguage: 'English',
+      emailAccountId: 8000,
+      strategy: 'progressive',
+      timeZone: 'UTC',
+      warmupStatus: 'inactive',
+      warmupLanguage: 'English',
       upcomingContentConfig: { industry: 'general', topics: [] },
-      googleVolumePercentage: 40, microsoftVolumePercentage: 40, othersVolumePercentage: 20,
-      maxSendingLimit: 40, warmUpInitialSendingLimit: 5, increaseEmailsByNumber: 2,
+      googleVolumePercentage: 40,
+      microsoftVolumePercentage: 40,
+      othersVolumePercentage: 20,
+      maxSendingLimit: 40,
+      warmUpInitialSendingLimit: 5,
+      increaseEmailsByNumber: 2,
       // automatic mode: the top of the band for a daily limit of 20 (config/warmup-bands.json)
       replyRate: 40,
-      dailySendingLimit: 20, dailyReceivingLimit: 20,
+      dailySendingLimit: 20,
+      dailyReceivingLimit: 20,
     });
     expect(r.body.timeSlots).toHaveLength(7);
     expect(r.body.timeSlots[0]).toEqual({ day: 'monday', fromHour: 9, fromMinute: 0, toHour: 17, toMinute: 0 });
@@ -84,32 +101,51 @@ interface Rule {
   key?: string;
 }
 
-const slot = (day: string, fromHour: number, fromMinute: number, toHour: number, toMinute: number) => ({ day, fromHour, fromMinute, toHour, toMinute });
+const slot = (day: string, fromHour: number, fromMinute: number, toHour: number, toMinute: number) => ({
+  day,
+  fromHour,
+  fromMinute,
+  toHour,
+  toMinute,
+});
 
 const RULES: Rule[] = [
   {
     rule: 'strategy is progressive, flat, randomize or smart',
     accepted: [{ strategy: 'smart' }, { strategy: 'flat' }, { strategy: 'randomize' }, { strategy: 'progressive' }],
-    refused: [{ body: { strategy: 'aggressive' }, field: 'strategy' }, { body: { strategy: 'FLAT' }, field: 'strategy' }],
+    refused: [
+      { body: { strategy: 'aggressive' }, field: 'strategy' },
+      { body: { strategy: 'FLAT' }, field: 'strategy' },
+    ],
     check: (g) => expect(g.strategy).toBe('progressive'),
   },
   {
     rule: 'maxSendingLimit is 0 to 100',
     accepted: [{ maxSendingLimit: 100 }, { maxSendingLimit: 0 }],
-    refused: [{ body: { maxSendingLimit: 101 }, field: 'maxSendingLimit' }, { body: { maxSendingLimit: -1 }, field: 'maxSendingLimit' }, { body: { maxSendingLimit: 2.5 }, field: 'maxSendingLimit' }],
+    refused: [
+      { body: { maxSendingLimit: 101 }, field: 'maxSendingLimit' },
+      { body: { maxSendingLimit: -1 }, field: 'maxSendingLimit' },
+      { body: { maxSendingLimit: 2.5 }, field: 'maxSendingLimit' },
+    ],
     // 0 is below v2's floor of 5: reported as 0 and nothing is sent, the shared column stays at 5.
     check: (g) => expect([g.maxSendingLimit, g.dailySendingLimit]).toEqual([0, 0]),
   },
   {
     rule: 'warmUpInitialSendingLimit is 0 to 100',
     accepted: [{ warmUpInitialSendingLimit: 0 }, { warmUpInitialSendingLimit: 100 }],
-    refused: [{ body: { warmUpInitialSendingLimit: 101 }, field: 'warmUpInitialSendingLimit' }, { body: { warmUpInitialSendingLimit: -1 }, field: 'warmUpInitialSendingLimit' }],
+    refused: [
+      { body: { warmUpInitialSendingLimit: 101 }, field: 'warmUpInitialSendingLimit' },
+      { body: { warmUpInitialSendingLimit: -1 }, field: 'warmUpInitialSendingLimit' },
+    ],
     check: (g) => expect(g.warmUpInitialSendingLimit).toBe(100),
   },
   {
     rule: 'increaseEmailsByNumber is 0 to 30',
     accepted: [{ increaseEmailsByNumber: 0 }, { increaseEmailsByNumber: 30 }],
-    refused: [{ body: { increaseEmailsByNumber: 31 }, field: 'increaseEmailsByNumber' }, { body: { increaseEmailsByNumber: -1 }, field: 'increaseEmailsByNumber' }],
+    refused: [
+      { body: { increaseEmailsByNumber: 31 }, field: 'increaseEmailsByNumber' },
+      { body: { increaseEmailsByNumber: -1 }, field: 'increaseEmailsByNumber' },
+    ],
     check: (g) => expect(g.increaseEmailsByNumber).toBe(30),
   },
   {
@@ -130,21 +166,37 @@ const RULES: Rule[] = [
   {
     rule: 'replyRate is 0 to 65',
     accepted: [{ replyRate: 0 }, { replyRate: 65 }],
-    refused: [{ body: { replyRate: 65.5 }, field: 'replyRate' }, { body: { replyRate: -1 }, field: 'replyRate' }, { body: { replyRate: '40' }, field: 'replyRate' }],
+    refused: [
+      { body: { replyRate: 65.5 }, field: 'replyRate' },
+      { body: { replyRate: -1 }, field: 'replyRate' },
+      { body: { replyRate: '40' }, field: 'replyRate' },
+    ],
     check: (g) => expect(g.replyRate).toBe(65),
   },
   {
     rule: 'timeZone is an IANA zone name',
-    accepted: [{ timeZone: 'UTC' }, { timeZone: 'Asia/Kolkata' }, { timeZone: 'Asia/Calcutta' }, { timeZone: 'Europe/Kyiv' }, { timeZone: 'America/Argentina/Buenos_Aires' }],
+    accepted: [
+      { timeZone: 'UTC' },
+      { timeZone: 'Asia/Kolkata' },
+      { timeZone: 'Asia/Calcutta' },
+      { timeZone: 'Europe/Kyiv' },
+      { timeZone: 'America/Argentina/Buenos_Aires' },
+    ],
     refused: [
-      { body: { timeZone: 'Mars/Olympus' }, field: 'timeZone' }, { body: { timeZone: 'asia/kolkata' }, field: 'timeZone' },
-      { body: { timeZone: 'utc' }, field: 'timeZone' }, { body: { timeZone: '+05:30' }, field: 'timeZone' }, { body: { timeZone: 5 }, field: 'timeZone' },
+      { body: { timeZone: 'Mars/Olympus' }, field: 'timeZone' },
+      { body: { timeZone: 'asia/kolkata' }, field: 'timeZone' },
+      { body: { timeZone: 'utc' }, field: 'timeZone' },
+      { body: { timeZone: '+05:30' }, field: 'timeZone' },
+      { body: { timeZone: 5 }, field: 'timeZone' },
     ],
     check: (g) => expect(g.timeZone).toBe('America/Argentina/Buenos_Aires'),
   },
   {
     rule: 'timeSlots: per-day windows, from earlier than to, omitted days keep theirs',
-    accepted: [{ timeSlots: [slot('monday', 8, 0, 12, 30)] }, { timeSlots: [slot('friday', 0, 0, 23, 59), slot('sunday', 10, 15, 10, 16)] }],
+    accepted: [
+      { timeSlots: [slot('monday', 8, 0, 12, 30)] },
+      { timeSlots: [slot('friday', 0, 0, 23, 59), slot('sunday', 10, 15, 10, 16)] },
+    ],
     refused: [
       { body: { timeSlots: [slot('tuesday', 10, 0, 10, 0)] }, field: 'timeSlots.0' },
       { body: { timeSlots: [slot('tuesday', 11, 0, 10, 59)] }, field: 'timeSlots.0' },
@@ -165,7 +217,10 @@ const RULES: Rule[] = [
   {
     rule: 'warmupLanguage is one of the 12 names',
     accepted: [{ warmupLanguage: 'Spanish' }, { warmupLanguage: 'Dutch' }],
-    refused: [{ body: { warmupLanguage: 'Klingon' }, field: 'warmupLanguage' }, { body: { warmupLanguage: 'spanish' }, field: 'warmupLanguage' }],
+    refused: [
+      { body: { warmupLanguage: 'Klingon' }, field: 'warmupLanguage' },
+      { body: { warmupLanguage: 'spanish' }, field: 'warmupLanguage' },
+    ],
     check: (g) => expect(g.warmupLanguage).toBe('Dutch'),
   },
   {
@@ -181,16 +236,24 @@ const RULES: Rule[] = [
     account: 6001,
     key: K.org2Partner,
     accepted: [{ warmupLanguage: undefined, strategy: 'smart' }],
-    refused: [{ body: { warmupLanguage: 'French' }, status: 403, code: 'entitlement_required', field: 'warmupLanguage' }],
+    refused: [
+      { body: { warmupLanguage: 'French' }, status: 403, code: 'entitlement_required', field: 'warmupLanguage' },
+    ],
     check: (g) => expect(g.warmupLanguage).toBe('English'),
   },
   {
     rule: 'upcomingContentConfig: industry and topics, with the content-setting entitlement',
-    accepted: [{ upcomingContentConfig: { industry: 'SaaS', topics: ['onboarding', 'pricing'] } }, { upcomingContentConfig: { industry: 'Retail', topics: [] } }],
+    accepted: [
+      { upcomingContentConfig: { industry: 'SaaS', topics: ['onboarding', 'pricing'] } },
+      { upcomingContentConfig: { industry: 'Retail', topics: [] } },
+    ],
     refused: [
       { body: { upcomingContentConfig: { industry: '', topics: [] } }, field: 'upcomingContentConfig.industry' },
       { body: { upcomingContentConfig: { industry: 'x' } }, field: 'upcomingContentConfig.topics' },
-      { body: { upcomingContentConfig: { industry: 'x', topics: [], tone: 'warm' } }, field: 'upcomingContentConfig.tone' },
+      {
+        body: { upcomingContentConfig: { industry: 'x', topics: [], tone: 'warm' } },
+        field: 'upcomingContentConfig.tone',
+      },
     ],
     check: (g) => expect(g.upcomingContentConfig).toEqual({ industry: 'Retail', topics: [] }),
   },
@@ -199,12 +262,22 @@ const RULES: Rule[] = [
     account: 5005,
     key: K.partner,
     accepted: [{ replyRate: 20 }],
-    refused: [{ body: { upcomingContentConfig: { industry: 'SaaS', topics: [] } }, status: 403, code: 'entitlement_required', field: 'upcomingContentConfig' }],
+    refused: [
+      {
+        body: { upcomingContentConfig: { industry: 'SaaS', topics: [] } },
+        status: 403,
+        code: 'entitlement_required',
+        field: 'upcomingContentConfig',
+      },
+    ],
     check: (g) => expect(g.upcomingContentConfig).toEqual({ industry: 'general', topics: [] }),
   },
   {
     rule: 'the three volumes are 1 to 98, sent together, summing to exactly 100',
-    accepted: [{ googleVolume: 98, microsoftVolume: 1, othersVolume: 1 }, { googleVolume: 50, microsoftVolume: 30, othersVolume: 20 }],
+    accepted: [
+      { googleVolume: 98, microsoftVolume: 1, othersVolume: 1 },
+      { googleVolume: 50, microsoftVolume: 30, othersVolume: 20 },
+    ],
     refused: [
       { body: { googleVolume: 50, microsoftVolume: 50 }, field: 'othersVolume' },
       { body: { othersVolume: 100 }, field: 'othersVolume' },
@@ -215,10 +288,11 @@ const RULES: Rule[] = [
       { body: { googleVolume: 0, microsoftVolume: 50, othersVolume: 50 }, field: 'googleVolume' },
       { body: { googleVolume: 1, microsoftVolume: 1, othersVolume: 98.5 }, field: 'othersVolume' },
     ],
-    check: (g) => expect([g.googleVolumePercentage, g.microsoftVolumePercentage, g.othersVolumePercentage]).toEqual([50, 30, 20]),
+    check: (g) =>
+      expect([g.googleVolumePercentage, g.microsoftVolumePercentage, g.othersVolumePercentage]).toEqual([50, 30, 20]),
   },
   {
-    rule: 'maxSendingLimit is capped by the plan\'s per-mailbox cap, as on /v2 (growth: 50)',
+    rule: "maxSendingLimit is capped by the plan's per-mailbox cap, as on /v2 (growth: 50)",
     account: 5005,
     key: K.partner,
     accepted: [{ maxSendingLimit: 50 }],
@@ -228,7 +302,11 @@ const RULES: Rule[] = [
   {
     rule: 'the body is strict and not empty',
     accepted: [{ strategy: 'smart' }],
-    refused: [{ body: {}, field: '(body)' }, { body: { warmupLevel: 3 }, field: 'warmupLevel' }, { body: { googleVolumePercentage: 40 }, field: 'googleVolumePercentage' }],
+    refused: [
+      { body: {}, field: '(body)' },
+      { body: { warmupLevel: 3 }, field: 'warmupLevel' },
+      { body: { googleVolumePercentage: 40 }, field: 'googleVolumePercentage' },
+    ],
   },
 ];
 
@@ -253,7 +331,7 @@ describe('PATCH /v1/warmup-settings: every rule of the table', () => {
     expect(await settings(id, key)).toEqual(before);
   });
 
-  it('keeps accounts.warmup_max_limit at v2\'s floor of 5 for a v1 max below it', async () => {
+  it("keeps accounts.warmup_max_limit at v2's floor of 5 for a v1 max below it", async () => {
     await v1('PATCH', '/v1/warmup-settings/8001', { maxSendingLimit: 3 });
     const [row] = await s.db.query(`SELECT warmup_max_limit, warmup_current_limit FROM accounts WHERE id = 8001`);
     expect(row).toEqual({ warmup_max_limit: 5, warmup_current_limit: 5 });
@@ -272,11 +350,18 @@ describe('PATCH /v1/warmup-settings: every rule of the table', () => {
   it('shares the mailbox settings with /v2: a v1 change is what v2 reads, and back', async () => {
     const r = await v1('PATCH', '/v1/warmup-settings/5007', { maxSendingLimit: 30, replyRate: 25 }, K.partner);
     expect(r.status).toBe(200);
-    const v2 = await s.request('GET', '/v2/workspaces/100/accounts/5007/warmup/settings', { key: K.wsAdmin, ip: '10.42.9.1' });
+    const v2 = await s.request('GET', '/v2/workspaces/100/accounts/5007/warmup/settings', {
+      key: K.wsAdmin,
+      ip: '10.42.9.1',
+    });
     expect(v2.status).toBe(200);
     expect(v2.body.data).toMatchObject({ warmupMaxLimit: 30, replyRate: 25, replyRateCustom: true });
     await s.db.query(`UPDATE accounts SET reply_rate_custom = NULL, time_zone = 'Europe/Paris' WHERE id = 5007`);
-    expect(await settings(5007, K.partner)).toMatchObject({ maxSendingLimit: 30, timeZone: 'Europe/Paris', replyRate: 40 });
+    expect(await settings(5007, K.partner)).toMatchObject({
+      maxSendingLimit: 30,
+      timeZone: 'Europe/Paris',
+      replyRate: 40,
+    });
   });
 
   it('404 for an account of another organization', async () => {
@@ -320,7 +405,9 @@ describe('pending sends follow the time zone and the windows', () => {
     const after = await pending(5005);
     expect(after.map((x) => [x.id, x.d, x.local_minute])).toEqual(before.map((x) => [x.id, x.d, x.local_minute]));
     // New York is UTC-5 in January: each send moves 5 hours later.
-    after.forEach((x, i) => expect(new Date(x.scheduled_at).getTime() - new Date(before[i].scheduled_at).getTime()).toBe(5 * 3600_000));
+    after.forEach((x, i) =>
+      expect(new Date(x.scheduled_at).getTime() - new Date(before[i].scheduled_at).getTime()).toBe(5 * 3600_000),
+    );
     // Back east past "now": sends whose new instant has passed are cancelled, the rest move.
     const r2 = await v1('PATCH', '/v1/warmup-settings/5005', { timeZone: 'Asia/Tokyo' }, K.partner);
     expect(r2.status).toBe(200);
@@ -329,12 +416,14 @@ describe('pending sends follow the time zone and the windows', () => {
       expect(new Date(x.scheduled_at).getTime()).toBe(zonedToUtc(x.d, x.local_minute, 'Asia/Tokyo'));
       expect(new Date(x.scheduled_at).getTime()).toBeGreaterThan(clock.now());
     }
-    const [{ n }] = await s.db.query(`SELECT count(*)::int AS n FROM v1_scheduled_sends WHERE account_id = 5005 AND status = 'cancelled'`);
+    const [{ n }] = await s.db.query(
+      `SELECT count(*)::int AS n FROM v1_scheduled_sends WHERE account_id = 5005 AND status = 'cancelled'`,
+    );
     expect(n).toBe(before.length - tokyo.length);
     expect(n).toBeGreaterThan(0);
   });
 
-  it('a window change replans that weekday\'s pending sends; other days keep theirs', async () => {
+  it("a window change replans that weekday's pending sends; other days keep theirs", async () => {
     const before = await pending(5005);
     const r = await v1('PATCH', '/v1/warmup-settings/5005', { timeSlots: [slot('tuesday', 13, 0, 14, 0)] }, K.partner);
     expect(r.status).toBe(200);
@@ -357,10 +446,13 @@ describe('pending sends follow the time zone and the windows', () => {
 });
 
 describe('warmup status and activity', () => {
-  it('counts today\'s sends in the mailbox\'s local day; both routes answer the same', async () => {
+  it("counts today's sends in the mailbox's local day; both routes answer the same", async () => {
     const at = (h: number) => new Date(clock.now() + h * 3600_000);
     const ins = (id: number, when: Date, esp: string, outcome: string, replied = false) =>
-      s.db.query(`INSERT INTO warmup_messages (account_id, sent_at, recipient_esp, outcome, replied) VALUES ($1,$2,$3,$4,$5)`, [id, when, esp, outcome, replied]);
+      s.db.query(
+        `INSERT INTO warmup_messages (account_id, sent_at, recipient_esp, outcome, replied) VALUES ($1,$2,$3,$4,$5)`,
+        [id, when, esp, outcome, replied],
+      );
     for (const id of [8001, 8002]) {
       await ins(id, at(-1), 'google', 'inbox', true);
       await ins(id, at(-1), 'microsoft', 'inbox', true);
@@ -374,8 +466,19 @@ describe('warmup status and activity', () => {
     const utc = await v1('GET', '/v1/warmup-status/8001');
     expect(utc.status).toBe(200);
     expect(utc.body).toEqual({
-      emailAccountId: 8001, date: '2027-01-04', current: 'inactive', strategy: 'progressive', dailySendingLimit: 5,
-      sent: 6, received: 5, replied: 2, spam: 1, undelivered: 1, warmupScore: expect.any(Number), outreachReadinessStatus: 'notReady', workspaceId: null,
+      emailAccountId: 8001,
+      date: '2027-01-04',
+      current: 'inactive',
+      strategy: 'progressive',
+      dailySendingLimit: 5,
+      sent: 6,
+      received: 5,
+      replied: 2,
+      spam: 1,
+      undelivered: 1,
+      warmupScore: expect.any(Number),
+      outreachReadinessStatus: 'notReady',
+      workspaceId: null,
     });
     const kiri = await v1('GET', '/v1/warmup-status/8002');
     expect(kiri.body).toMatchObject({ date: '2027-01-05', sent: 5, received: 4, replied: 2, spam: 1, undelivered: 1 });
@@ -412,7 +515,9 @@ describe('start, stop, bulk', () => {
     expect((await v1('POST', '/v1/warmup/5006/start', undefined, K.partner)).status).toBe(200);
     const [{ n: n2 }] = await s.db.query(`SELECT count(*)::int AS n FROM v1_scheduled_sends WHERE account_id = 5006`);
     expect(n2).toBe(n);
-    expect((await v1('GET', '/v1/email-accounts?search=startstop', undefined, K.partner)).body.items[0].status).toBe('warming');
+    expect((await v1('GET', '/v1/email-accounts?search=startstop', undefined, K.partner)).body.items[0].status).toBe(
+      'warming',
+    );
     const stop = await v1('POST', '/v1/warmup/5006/stop', undefined, K.partner);
     expect(stop.body.current).toBe('paused');
     expect((await v1('POST', '/v1/warmup/5006/stop', undefined, K.partner)).body.current).toBe('paused');
@@ -420,19 +525,34 @@ describe('start, stop, bulk', () => {
   });
 
   it('bulk start/stop answers per account in input order and honours the warming-mailbox cap (free: 2)', async () => {
-    const r = await v1('POST', '/v1/warmup/bulk', { action: 'start', emailAccountIds: [6000, 6001, 6002, 5000] }, K.org2Partner);
+    const r = await v1(
+      'POST',
+      '/v1/warmup/bulk',
+      { action: 'start', emailAccountIds: [6000, 6001, 6002, 5000] },
+      K.org2Partner,
+    );
     expect(r.status).toBe(200);
     expect(r.body.action).toBe('start');
     expect(r.body.results).toEqual([
       { emailAccountId: 6000, success: true, warmupStatus: 'active' },
       { emailAccountId: 6001, success: true, warmupStatus: 'active' },
-      { emailAccountId: 6002, success: false, errorCode: 'forbidden', message: expect.any(String), reason: 'warming_capacity_reached' },
+      {
+        emailAccountId: 6002,
+        success: false,
+        errorCode: 'forbidden',
+        message: expect.any(String),
+        reason: 'warming_capacity_reached',
+      },
       { emailAccountId: 5000, success: false, errorCode: 'not_found', message: expect.any(String) },
     ]);
     const stop = await v1('POST', '/v1/warmup/bulk', { action: 'stop', emailAccountIds: [6001] }, K.org2Partner);
     expect(stop.body.results).toEqual([{ emailAccountId: 6001, success: true, warmupStatus: 'paused' }]);
     expect((await v1('POST', '/v1/warmup/6002/start', undefined, K.org2Partner)).status).toBe(200);
-    for (const body of [{ action: 'pause', emailAccountIds: [6000] }, { action: 'start', emailAccountIds: [] }, { action: 'start', emailAccountIds: Array.from({ length: 51 }, (_, i) => i + 1) }]) {
+    for (const body of [
+      { action: 'pause', emailAccountIds: [6000] },
+      { action: 'start', emailAccountIds: [] },
+      { action: 'start', emailAccountIds: Array.from({ length: 51 }, (_, i) => i + 1) },
+    ]) {
       expect((await v1('POST', '/v1/warmup/bulk', body, K.org2Partner)).status).toBe(400);
     }
   });
@@ -441,7 +561,12 @@ describe('start, stop, bulk', () => {
 describe('the planning job', () => {
   it('fills the plans of warming mailboxes and cancels those of mailboxes stopped elsewhere', async () => {
     const job = jobsOf(s.app.backend!).find((j) => j.name === 'v1.plan-warmup-sends')!;
-    const count = async () => (await s.db.query(`SELECT count(*)::int AS n FROM v1_scheduled_sends WHERE account_id = 5000 AND status = 'pending'`))[0].n;
+    const count = async () =>
+      (
+        await s.db.query(
+          `SELECT count(*)::int AS n FROM v1_scheduled_sends WHERE account_id = 5000 AND status = 'pending'`,
+        )
+      )[0].n;
     expect(await count()).toBe(0);
     await job.run();
     const planned = await count();

@@ -28,13 +28,21 @@ afterAll(async () => s?.close());
 // Each test starts in a fresh rate-limit window.
 beforeEach(() => clock.advance(60_000));
 
-const req = (method: string, path: string, key: string, body?: unknown) => s.request(method, path, { key, body, ip: ip() });
+const req = (method: string, path: string, key: string, body?: unknown) =>
+  s.request(method, path, { key, body, ip: ip() });
 
 describe('GET /v2/workspaces/{id}', () => {
   it('reads the workspace with the role the key acts at', async () => {
     const r = await req('GET', '/v2/workspaces/100', K.wsAdmin);
     expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ id: 100, organizationId: 1, name: 'Main', dailyWarmupBudget: 200, role: 'ADMIN', accountCount: 3 });
+    expect(r.body.data).toMatchObject({
+      id: 100,
+      organizationId: 1,
+      name: 'Main',
+      dailyWarmupBudget: 200,
+      role: 'ADMIN',
+      accountCount: 3,
+    });
     expect(r.body.meta.request_id).toBe(r.headers.get('x-request-id'));
     const o = await req('GET', '/v2/workspaces/100', K.ownerPk);
     expect(o.body.data.role).toBe('OWNER');
@@ -88,7 +96,13 @@ describe('members', () => {
     const r = await req('GET', '/v2/workspaces/100/members', K.wsViewer);
     expect(r.status).toBe(200);
     const byId = Object.fromEntries(r.body.data.map((m: any) => [m.userId, m]));
-    expect(byId[10]).toMatchObject({ userId: 10, email: 'owner@acme.test', role: 'OWNER', orgRole: 'OWNER', joinedAt: expect.any(String) });
+    expect(byId[10]).toMatchObject({
+      userId: 10,
+      email: 'owner@acme.test',
+      role: 'OWNER',
+      orgRole: 'OWNER',
+      joinedAt: expect.any(String),
+    });
     expect(byId[11]).toMatchObject({ email: 'editor@acme.test', role: 'EDITOR', orgRole: 'MEMBER' });
     expect(byId[12]).toMatchObject({ role: 'VIEWER' });
     expect(r.body.data.every((m: any) => m.userId !== 20)).toBe(true);
@@ -97,8 +111,17 @@ describe('members', () => {
   it('invites a user of the organization; a second invite is 409 conflict', async () => {
     const r = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, { email: 'NewBie@acme.test', role: 'EDITOR' });
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ userId: 13, email: 'newbie@acme.test', role: 'EDITOR', orgRole: 'MEMBER', userCreated: false });
-    const again = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, { email: 'newbie@acme.test', role: 'VIEWER' });
+    expect(r.body.data).toMatchObject({
+      userId: 13,
+      email: 'newbie@acme.test',
+      role: 'EDITOR',
+      orgRole: 'MEMBER',
+      userCreated: false,
+    });
+    const again = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, {
+      email: 'newbie@acme.test',
+      role: 'VIEWER',
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('conflict');
     const [m] = await s.db.query(`SELECT role FROM memberships WHERE workspace_id = 100 AND user_id = 13`);
@@ -106,14 +129,22 @@ describe('members', () => {
   });
 
   it('invites an unknown address by creating a MEMBER user of the organization', async () => {
-    const r = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, { email: 'fresh@elsewhere.test', role: 'VIEWER' });
+    const r = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, {
+      email: 'fresh@elsewhere.test',
+      role: 'VIEWER',
+    });
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ email: 'fresh@elsewhere.test', role: 'VIEWER', orgRole: 'MEMBER', userCreated: true });
+    expect(r.body.data).toMatchObject({
+      email: 'fresh@elsewhere.test',
+      role: 'VIEWER',
+      orgRole: 'MEMBER',
+      userCreated: true,
+    });
     const [u] = await s.db.query(`SELECT organization_id, org_role FROM users WHERE id = $1`, [r.body.data.userId]);
     expect(u).toEqual({ organization_id: 1, org_role: 'MEMBER' });
   });
 
-  it('refuses an address of another organization\'s user (409 conflict) and creates nothing', async () => {
+  it("refuses an address of another organization's user (409 conflict) and creates nothing", async () => {
     const r = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, { email: 'owner@beta.test', role: 'VIEWER' });
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe('conflict');
@@ -121,7 +152,7 @@ describe('members', () => {
     expect(rows).toHaveLength(0);
   });
 
-  it('cannot invite with a role above the caller\'s acting role (403 forbidden)', async () => {
+  it("cannot invite with a role above the caller's acting role (403 forbidden)", async () => {
     const r = await req('POST', '/v2/workspaces/100/members', K.wsAdmin, { email: 'boss@acme.test', role: 'OWNER' });
     expect(r.status).toBe(403);
     expect(r.body.error.code).toBe('forbidden');
@@ -145,7 +176,7 @@ describe('members', () => {
     }
   });
 
-  it('re-roles within the caller\'s reach only', async () => {
+  it("re-roles within the caller's reach only", async () => {
     // ADMIN cannot promote to OWNER, nor touch an OWNER.
     const up = await req('PATCH', '/v2/workspaces/100/members/13', K.wsAdmin, { role: 'OWNER' });
     expect(up.status).toBe(403);

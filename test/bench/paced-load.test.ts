@@ -4,8 +4,8 @@
 // Content-Length bodies, statuses and Connection: close. About 4 s.
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer, type Server as NetServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { runPaced } from '../../bench/load.js';
 
 const servers: (Server | NetServer)[] = [];
@@ -28,7 +28,12 @@ describe('runPaced', () => {
   it('keeps an even rate against a server that answers at once', async () => {
     const seen: Record<string, string | undefined>[] = [];
     const url = await http((req, res) => {
-      if (seen.length < 3) seen.push({ authorization: req.headers.authorization, xff: req.headers['x-forwarded-for'] as string | undefined, connection: req.headers.connection });
+      if (seen.length < 3)
+        seen.push({
+          authorization: req.headers.authorization,
+          xff: req.headers['x-forwarded-for'] as string | undefined,
+          connection: req.headers.connection,
+        });
       res.setHeader('content-type', 'application/json');
       res.end('{"ok":true}');
     });
@@ -108,7 +113,9 @@ describe('runPaced', () => {
 
     // A raw server that sends a canned chunked response three bytes at a time: every boundary of the
     // parser (head, chunk-size line, data, CRLF, last chunk, trailer line) falls between reads.
-    const canned = Buffer.from('HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nx-t: 1\r\n\r\n');
+    const canned = Buffer.from(
+      'HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nx-t: 1\r\n\r\n',
+    );
     const raw = await listen(
       createNetServer((sock) => {
         sock.setNoDelay(true);

@@ -5,13 +5,27 @@ import { targets, type ScenarioResult } from '../../bench/suite.js';
 
 describe('bench targets', () => {
   const scenario = (name: ScenarioResult['name'], rounds: [number, number][]): ScenarioResult =>
-    ({ name, rps: rounds[0][0], p99: rounds[0][1], connections: 50, rounds: rounds.map(([rps, p99]) => ({ rps, p50: 1, p99, errors: 0, non2xx: 0 })) }) as ScenarioResult;
+    ({
+      name,
+      rps: rounds[0][0],
+      p99: rounds[0][1],
+      connections: 50,
+      rounds: rounds.map(([rps, p99]) => ({ rps, p50: 1, p99, errors: 0, non2xx: 0 })),
+    }) as ScenarioResult;
 
   it('compares two scenarios round by round and takes the median of the rounds', () => {
     // Round 2 is the median round of both scenarios by throughput only when mixed; paired, the
     // ratios are 0.9, 0.5 and 0.95 and the p99 differences 1, 5 and 0.5 ms.
-    const bare = scenario('bare-proxy', [[1000, 10], [2000, 10], [1200, 10]]);
-    const gw = scenario('gateway', [[900, 11], [1000, 15], [1140, 10.5]]);
+    const bare = scenario('bare-proxy', [
+      [1000, 10],
+      [2000, 10],
+      [1200, 10],
+    ]);
+    const gw = scenario('gateway', [
+      [900, 11],
+      [1000, 15],
+      [1140, 10.5],
+    ]);
     const [tp, p99] = targets([bare, gw]);
     expect(tp.measured).toBe(0.9);
     expect(tp.perRound).toEqual([0.9, 0.5, 0.95]);

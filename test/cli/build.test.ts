@@ -19,7 +19,12 @@ interface Run {
 }
 
 function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  const base: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, npm_config_update_notifier: 'false', ...env };
+  const base: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    npm_config_update_notifier: 'false',
+    ...env,
+  };
   return new Promise((done) => {
     execFile(cmd, args, { cwd, env: base, timeout: 120_000 }, (err, stdout, stderr) =>
       done({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
@@ -29,7 +34,9 @@ function run(cmd: string, args: string[], cwd: string, env: Record<string, strin
 
 /** node_modules as `npm ci --omit=dev` leaves it: a link to each package the lock file does not mark dev. */
 function productionModules(into: string): string {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+  };
   const modules = join(into, 'node_modules');
   for (const [path, meta] of Object.entries(lock.packages)) {
     if (!/^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) || meta.dev || meta.devOptional) continue;
@@ -52,7 +59,8 @@ beforeAll(async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'kg-build-'));
   copy = join(tmp, 'keygate');
   // What the Dockerfile's build stage copies.
-  for (const p of ['src', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) cpSync(join(ROOT, p), join(copy, p), { recursive: true });
+  for (const p of ['src', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+    cpSync(join(ROOT, p), join(copy, p), { recursive: true });
   allModules = join(ROOT, 'node_modules');
   prodModules = productionModules(join(tmp, 'prod'));
   expect(existsSync(join(prodModules, 'pg'))).toBe(true);
@@ -69,7 +77,10 @@ afterAll(() => {
 
 describe('npm run build', () => {
   it('puts the SQL migrations next to the compiled module that reads them', () => {
-    const sql = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+    const sql = (dir: string) =>
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.sql'))
+        .sort();
     expect(sql(join(copy, 'dist/db/migrations'))).toEqual(sql(join(ROOT, 'src/db/migrations')));
     expect(readFileSync(join(copy, 'dist/cli.js'), 'utf8')).toMatch(/^#!\/usr\/bin\/env node\n/);
   });
@@ -78,7 +89,15 @@ describe('npm run build', () => {
     const [port, admin, backend] = [await freePort(), await freePort(), await freePort()];
     const child = spawn(process.execPath, [join(copy, 'dist/cli.js'), 'start'], {
       cwd: tmpdir(),
-      env: { PATH: process.env.PATH, DATA_DIR: 'memory://', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: String(admin), BACKEND_PORT: String(backend), LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        DATA_DIR: 'memory://',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        ADMIN_PORT: String(admin),
+        BACKEND_PORT: String(backend),
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -88,12 +107,17 @@ describe('npm run build', () => {
     try {
       const deadline = Date.now() + 60_000;
       for (;;) {
-        const ready = await fetch(`http://127.0.0.1:${admin}/readyz`).then((r) => r.status, () => 0);
+        const ready = await fetch(`http://127.0.0.1:${admin}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
         if (ready === 200) break;
         if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${out}`);
         await new Promise((r) => setTimeout(r, 200));
       }
-      const res = await fetch(`http://127.0.0.1:${port}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${DEMO_KEY}` } });
+      const res = await fetch(`http://127.0.0.1:${port}/v2/workspaces/100/accounts`, {
+        headers: { authorization: `Bearer ${DEMO_KEY}` },
+      });
       expect(res.status).toBe(200);
     } finally {
       child.kill('SIGTERM');
@@ -112,9 +136,14 @@ describe('npm run build', () => {
 
   it('without dist/ and without the compiler, npm run gateway says to build first: one line, exit code 2', async () => {
     rmSync(join(copy, 'dist'), { recursive: true });
-    const r = await run('npm', ['run', 'gateway', '--silent'], copy, { DATABASE_URL: 'postgres://x@127.0.0.1:1/x', GATEWAY_SECRET: '0123456789abcdef0123' });
+    const r = await run('npm', ['run', 'gateway', '--silent'], copy, {
+      DATABASE_URL: 'postgres://x@127.0.0.1:1/x',
+      GATEWAY_SECRET: '0123456789abcdef0123',
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd()).toBe('keygate: dist/ is missing: run `npm run build` (it needs the dev dependencies) before running keygate without them');
+    expect(r.stderr.trimEnd()).toBe(
+      'keygate: dist/ is missing: run `npm run build` (it needs the dev dependencies) before running keygate without them',
+    );
   }, 60_000);
 
   it('with the compiler installed, a missing or stale dist/ is built first, its output kept off stdout', async () => {

@@ -29,12 +29,25 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
     // Traffic of organization 1 (Growth: 20 reads per key per minute): 3 reads of the editor's key,
     // then 25 of the workspace admin key (the last 5 refused for real), an unkeyed refusal and a
     // rate-limit report (neither spends anything).
-    for (let i = 0; i < 3; i++) expect((await s.request('GET', '/v2/workspaces/100/tags', { key: K.editorPk, ip: '10.50.0.1' })).status).toBe(200);
+    for (let i = 0; i < 3; i++)
+      expect((await s.request('GET', '/v2/workspaces/100/tags', { key: K.editorPk, ip: '10.50.0.1' })).status).toBe(
+        200,
+      );
     const statuses: number[] = [];
-    for (let i = 0; i < 25; i++) statuses.push((await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.50.0.2' })).status);
+    for (let i = 0; i < 25; i++)
+      statuses.push((await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.50.0.2' })).status);
     expect(statuses.filter((x) => x === 429)).toHaveLength(5);
-    expect((await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'Nobody'.padEnd(36, '0'), ip: '10.50.0.3' })).status).toBe(401);
-    expect((await s.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.50.0.2' })).status).toBe(200);
+    expect(
+      (
+        await s.request('GET', '/v2/workspaces/100/tags', {
+          key: 'svc_ws_' + 'Nobody'.padEnd(36, '0'),
+          ip: '10.50.0.3',
+        })
+      ).status,
+    ).toBe(401);
+    expect((await s.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.50.0.2' })).status).toBe(
+      200,
+    );
     flushAccessLines();
     writeFileSync(logFile, recorded);
   }, 120_000);
@@ -42,7 +55,10 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
     await s?.close();
   });
 
-  async function replay(candidate: unknown, overrides?: unknown): Promise<{ code: number; report: ReplayReport; stderr: string }> {
+  async function replay(
+    candidate: unknown,
+    overrides?: unknown,
+  ): Promise<{ code: number; report: ReplayReport; stderr: string }> {
     const plansFile = join(dir, `plans-${Math.random().toString(36).slice(2)}.json`);
     writeFileSync(plansFile, JSON.stringify(candidate));
     const args = ['limits', 'replay', '--access-log', logFile, '--plans', plansFile, '--json'];
@@ -70,7 +86,8 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
       else process.env.PGOPTIONS = savedOptions;
     }
   }
-  const row = (r: ReplayReport, keyId: number | null) => r.rows.find((x) => x.organizationId === 1 && x.keyId === keyId)!;
+  const row = (r: ReplayReport, keyId: number | null) =>
+    r.rows.find((x) => x.organizationId === 1 && x.keyId === keyId)!;
 
   it('a lower budget: how many would have been refused, when, beside the real refusals', async () => {
     const { code, report } = await replay({ ...plans, growth: { ...plans.growth, read: 10 } });
@@ -78,7 +95,14 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
     expect(report.lines).toBe(29); // 28 spent + the report (keyed); the unkeyed 401 is skipped
     expect(report.skipped).toBeGreaterThanOrEqual(1);
     const admin = row(report, 1000);
-    expect(admin).toMatchObject({ plan: 'growth', requests: 25, refusedReal: 5, refusedPerMinute: 15, refusedMonthly: 0, admittedNow: 0 });
+    expect(admin).toMatchObject({
+      plan: 'growth',
+      requests: 25,
+      refusedReal: 5,
+      refusedPerMinute: 15,
+      refusedMonthly: 0,
+      admittedNow: 0,
+    });
     expect(admin.firstRefusal).not.toBeNull();
     expect(admin.minutes.length).toBeGreaterThanOrEqual(1);
     expect(row(report, 1011)).toMatchObject({ requests: 3, refusedReal: 0, refusedPerMinute: 0 });
@@ -87,7 +111,13 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
 
   it('a higher budget admits what was refused for real', async () => {
     const { report } = await replay({ ...plans, growth: { ...plans.growth, read: 30 } });
-    expect(row(report, 1000)).toMatchObject({ requests: 25, refusedReal: 5, refusedPerMinute: 0, admittedNow: 5, firstRefusal: null });
+    expect(row(report, 1000)).toMatchObject({
+      requests: 25,
+      refusedReal: 5,
+      refusedPerMinute: 0,
+      admittedNow: 5,
+      firstRefusal: null,
+    });
   });
 
   it('a monthly quota refuses what comes after it is spent, for the whole organization', async () => {
@@ -99,7 +129,10 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
   });
 
   it('--overrides: a key override on top of the candidate plans', async () => {
-    const { report } = await replay({ ...plans, growth: { ...plans.growth, read: 10 } }, { keys: { '1000': { read: 22 } } });
+    const { report } = await replay(
+      { ...plans, growth: { ...plans.growth, read: 10 } },
+      { keys: { '1000': { read: 22 } } },
+    );
     expect(row(report, 1000)).toMatchObject({ refusedPerMinute: 3, admittedNow: 2 });
     expect(row(report, 1011)).toMatchObject({ refusedPerMinute: 0 });
   });

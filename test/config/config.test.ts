@@ -16,7 +16,17 @@ const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 describe('settings', () => {
   it('defaults follow CONTRACT section 1', () => {
     const s = loadSettings({});
-    expect(s).toMatchObject({ PORT: 8080, BACKEND_PORT: 8081, ADMIN_PORT: 9090, HOST: '0.0.0.0', UPSTREAM_URL: 'http://127.0.0.1:8081', DATA_DIR: '.data', RATE_LIMIT_FAILURE_MODE: 'open', LOG_LEVEL: 'info', TRUST_PROXY: [] });
+    expect(s).toMatchObject({
+      PORT: 8080,
+      BACKEND_PORT: 8081,
+      ADMIN_PORT: 9090,
+      HOST: '0.0.0.0',
+      UPSTREAM_URL: 'http://127.0.0.1:8081',
+      DATA_DIR: '.data',
+      RATE_LIMIT_FAILURE_MODE: 'open',
+      LOG_LEVEL: 'info',
+      TRUST_PROXY: [],
+    });
   });
   it.each([
     [{ PORT: 'eighty' }, /^setting PORT: /],
@@ -42,7 +52,10 @@ describe('settings', () => {
     let out = '';
     let code = 0;
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start'], { env: { ...process.env, PORT: 'x' }, stdio: 'pipe' });
+      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start'], {
+        env: { ...process.env, PORT: 'x' },
+        stdio: 'pipe',
+      });
     } catch (err) {
       const e = err as { status: number; stderr: Buffer };
       code = e.status;
@@ -55,11 +68,17 @@ describe('settings', () => {
 });
 
 describe('plans.json', () => {
-  it('holds the spec\'s per-minute budgets for all eight tiers', () => {
+  it("holds the spec's per-minute budgets for all eight tiers", () => {
     const p = parsePlans(plans);
     expect(Object.fromEntries(Object.entries(p).map(([k, v]) => [k, [v.read, v.write, v.bulk]]))).toEqual({
-      free: [5, 2, 1], trial: [20, 10, 4], starter: [10, 5, 2], growth: [20, 10, 4], scale: [30, 15, 6],
-      scale_5k: [40, 20, 8], scale_10k: [45, 22, 9], scale_20k: [50, 25, 10],
+      free: [5, 2, 1],
+      trial: [20, 10, 4],
+      starter: [10, 5, 2],
+      growth: [20, 10, 4],
+      scale: [30, 15, 6],
+      scale_5k: [40, 20, 8],
+      scale_10k: [45, 22, 9],
+      scale_20k: [50, 25, 10],
     });
   });
   it.each([
@@ -102,10 +121,19 @@ describe('routes.json', () => {
     expect(r.v2.match('GET', '/v2/workspaces/100/accounts/6')?.params).toEqual({ workspaceId: '100', accountId: '6' });
     expect(Object.isFrozen(a) && Object.isFrozen(a!.params)).toBe(true);
     expect(r.v2.match('GET', '/v2/zz/1')).toBeNull();
-    r.v2.add({ method: 'GET', path: '/v2/zz/{id}', scope: null, minRole: null, bucket: 'read', gateway: true, params: ['id'] });
+    r.v2.add({
+      method: 'GET',
+      path: '/v2/zz/{id}',
+      scope: null,
+      minRole: null,
+      bucket: 'read',
+      gateway: true,
+      params: ['id'],
+    });
     expect(r.v2.match('GET', '/v2/zz/1')?.params).toEqual({ id: '1' });
     // Many distinct paths: the memo stays bounded and answers stay right.
-    for (let i = 1; i <= 12_000; i++) expect(r.v2.match('GET', `/v2/workspaces/${i}/tags`)?.params.workspaceId).toBe(String(i));
+    for (let i = 1; i <= 12_000; i++)
+      expect(r.v2.match('GET', `/v2/workspaces/${i}/tags`)?.params.workspaceId).toBe(String(i));
   });
   it.each([
     [(f: any) => (f.v2[0].scope = 'nope:nope'), /routes v2\.0\.scope: unknown scope nope:nope/],

@@ -11,7 +11,11 @@ import { CREDENTIAL_KEY_FILE, localCredentialKeys, parseCredentialKeys } from '.
 
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64url');
-const base = { DATABASE_URL: 'postgres://x@127.0.0.1/db', GATEWAY_SECRET: 'g'.repeat(32), INTERNAL_TOKEN: 'i'.repeat(32) };
+const base = {
+  DATABASE_URL: 'postgres://x@127.0.0.1/db',
+  GATEWAY_SECRET: 'g'.repeat(32),
+  INTERNAL_TOKEN: 'i'.repeat(32),
+};
 
 function configError(env: Record<string, string>, mode: 'start' | 'backend' | 'gateway' = 'start'): string {
   try {
@@ -93,7 +97,9 @@ describe('localCredentialKeys (all-in-one without CREDENTIAL_KEYS)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kg-ck-'));
     dirs.push(dir);
     writeFileSync(join(dir, CREDENTIAL_KEY_FILE), 'k1:short\n');
-    expect(() => localCredentialKeys(dir)).toThrow(/^setting CREDENTIAL_KEYS \(key file .*credential-keys\): key k1: must be 32 bytes/);
+    expect(() => localCredentialKeys(dir)).toThrow(
+      /^setting CREDENTIAL_KEYS \(key file .*credential-keys\): key k1: must be 32 bytes/,
+    );
   });
 
   it('invents a key per start for a memory:// database (its data does not outlive the process either)', () => {

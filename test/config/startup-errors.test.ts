@@ -18,7 +18,8 @@ import { parseSeed } from '../../src/access/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { openTestDb } from '../helpers/db.js';
 
-const RAW_WORDING = /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
+const RAW_WORDING =
+  /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
 
 interface Run {
   code: number;
@@ -39,8 +40,11 @@ const BASE_SETTINGS = {
 function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...BASE_SETTINGS, ...settings };
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', mode], { env, timeout: 60_000 }, (err, _stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
+    const child = execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', mode],
+      { env, timeout: 60_000 },
+      (err, _stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
     );
     child.stdin?.end();
   });
@@ -51,7 +55,10 @@ function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
  * data files), and what its catch prints for the error: `keygate: <message>`, exit code 2 for a
  * ConfigError, 1 otherwise. The child-process cases of the same kind prove that wiring.
  */
-function startInProcess(settings: Record<string, string>, readFiles: (s: ReturnType<typeof loadSettings>) => unknown = () => {}): Run {
+function startInProcess(
+  settings: Record<string, string>,
+  readFiles: (s: ReturnType<typeof loadSettings>) => unknown = () => {},
+): Run {
   try {
     readFiles(loadSettings({ ...BASE_SETTINGS, ...settings }, 'start'));
   } catch (err) {
@@ -101,16 +108,29 @@ describe.concurrent('a listener that cannot open names its setting', () => {
   });
   afterAll(() => new Promise<void>((r) => taken.close(() => r())));
 
-  it.each(['PORT', 'ADMIN_PORT', 'BACKEND_PORT'])('%s in use', async (setting) => {
-    expectOneLine(await start({ ...(await aDatabase()), [setting]: String(port) }), new RegExp(`^keygate: setting ${setting}: 127\\.0\\.0\\.1:${port} is already in use$`));
-  }, 60_000);
+  it.each(['PORT', 'ADMIN_PORT', 'BACKEND_PORT'])(
+    '%s in use',
+    async (setting) => {
+      expectOneLine(
+        await start({ ...(await aDatabase()), [setting]: String(port) }),
+        new RegExp(`^keygate: setting ${setting}: 127\\.0\\.0\\.1:${port} is already in use$`),
+      );
+    },
+    60_000,
+  );
 
   it('a HOST that is no address and no known host name', async () => {
-    expectOneLine(await start({ ...(await aDatabase()), HOST: 'no-such-host.invalid' }), /^keygate: setting HOST: "no-such-host\.invalid" is not an address or a known host name$/);
+    expectOneLine(
+      await start({ ...(await aDatabase()), HOST: 'no-such-host.invalid' }),
+      /^keygate: setting HOST: "no-such-host\.invalid" is not an address or a known host name$/,
+    );
   }, 60_000);
 
   it('a HOST address this machine does not have', async () => {
-    expectOneLine(await start({ ...(await aDatabase()), HOST: '192.0.2.1' }), /^keygate: setting HOST: 192\.0\.2\.1 is not an address of this machine$/);
+    expectOneLine(
+      await start({ ...(await aDatabase()), HOST: '192.0.2.1' }),
+      /^keygate: setting HOST: 192\.0\.2\.1 is not an address of this machine$/,
+    );
   }, 60_000);
 });
 
@@ -118,16 +138,27 @@ describe.concurrent('a dependency that cannot be reached names its setting', () 
   it('DATABASE_URL refused (its password never printed)', async () => {
     const port = await freePort();
     const r = await start({ DATABASE_URL: `postgres://keygate:hunter2secret@127.0.0.1:${port}/keygate` });
-    expectOneLine(r, new RegExp(`^keygate: setting DATABASE_URL: cannot connect to 127\\.0\\.0\\.1:${port}/keygate \\(connection refused\\)$`));
+    expectOneLine(
+      r,
+      new RegExp(
+        `^keygate: setting DATABASE_URL: cannot connect to 127\\.0\\.0\\.1:${port}/keygate \\(connection refused\\)$`,
+      ),
+    );
     expect(r.stderr).not.toContain('hunter2secret');
   }, 60_000);
 
   it('DATABASE_URL whose host does not resolve', async () => {
-    expectOneLine(await start({ DATABASE_URL: 'postgres://keygate@db.invalid:5432/keygate' }), /^keygate: setting DATABASE_URL: cannot connect to db\.invalid:5432\/keygate \((host not found|host name lookup failed)\)$/);
+    expectOneLine(
+      await start({ DATABASE_URL: 'postgres://keygate@db.invalid:5432/keygate' }),
+      /^keygate: setting DATABASE_URL: cannot connect to db\.invalid:5432\/keygate \((host not found|host name lookup failed)\)$/,
+    );
   }, 60_000);
 
   it('REDIS_URL whose host does not resolve (a Redis that is merely down starts degraded instead)', async () => {
-    expectOneLine(await start({ ...(await aDatabase()), REDIS_URL: 'redis://cache.invalid:6379' }), /^keygate: setting REDIS_URL: cannot connect to cache\.invalid:6379 \((host not found|host name lookup failed)\)$/);
+    expectOneLine(
+      await start({ ...(await aDatabase()), REDIS_URL: 'redis://cache.invalid:6379' }),
+      /^keygate: setting REDIS_URL: cannot connect to cache\.invalid:6379 \((host not found|host name lookup failed)\)$/,
+    );
   }, 60_000);
 });
 
@@ -136,12 +167,21 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
   const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 
   const settingCases: [Record<string, string>, RegExp][] = [
-    [{ TRUST_PROXY: '10.0.0.0/8,10.1.0.0/33' }, /^keygate: setting TRUST_PROXY: "10\.1\.0\.0\/33" has an invalid prefix length$/],
+    [
+      { TRUST_PROXY: '10.0.0.0/8,10.1.0.0/33' },
+      /^keygate: setting TRUST_PROXY: "10\.1\.0\.0\/33" has an invalid prefix length$/,
+    ],
     [{ TRUST_PROXY: 'proxy.internal' }, /^keygate: setting TRUST_PROXY: "proxy\.internal" is not an address or CIDR$/],
     [{ PORT: 'eighty' }, /^keygate: setting PORT: must be a number$/],
     [{ ADMIN_PORT: '70000' }, /^keygate: setting ADMIN_PORT: must be at most 65535$/],
-    [{ LOG_LEVEL: 'loud' }, /^keygate: setting LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent$/],
-    [{ CONFIG_FILE: '/nonexistent/keygate.json' }, /^keygate: setting CONFIG_FILE: cannot read \/nonexistent\/keygate\.json \(no such file or directory\)$/],
+    [
+      { LOG_LEVEL: 'loud' },
+      /^keygate: setting LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent$/,
+    ],
+    [
+      { CONFIG_FILE: '/nonexistent/keygate.json' },
+      /^keygate: setting CONFIG_FILE: cannot read \/nonexistent\/keygate\.json \(no such file or directory\)$/,
+    ],
   ];
 
   it.each(settingCases)('%o (in process)', (settings, line) => {
@@ -149,19 +189,37 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
   });
 
   // The real program for two of them: a schema error and a file loadSettings cannot read.
-  it.concurrent.each(settingCases.filter(([s]) => s.PORT || s.CONFIG_FILE))('%o (the program)', async (settings, line) => {
-    expectOneLine(await start(settings), line);
-  }, 60_000);
+  it.concurrent.each(settingCases.filter(([s]) => s.PORT || s.CONFIG_FILE))(
+    '%o (the program)',
+    async (settings, line) => {
+      expectOneLine(await start(settings), line);
+    },
+    60_000,
+  );
 
-  it.concurrent('an unknown field in the seed file', async () => {
-    const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
-    expectOneLine(await start({ SEED_FILE: seed }), new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`));
-  }, 60_000);
+  it.concurrent(
+    'an unknown field in the seed file',
+    async () => {
+      const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
+      expectOneLine(
+        await start({ SEED_FILE: seed }),
+        new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`),
+      );
+    },
+    60_000,
+  );
 
-  it.concurrent('a seed row the database refuses names its field, not the constraint', async () => {
-    const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
-    expectOneLine(await start({ ...(await aDatabase()), SEED_FILE: seed }), /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/);
-  }, 60_000);
+  it.concurrent(
+    'a seed row the database refuses names its field, not the constraint',
+    async () => {
+      const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
+      expectOneLine(
+        await start({ ...(await aDatabase()), SEED_FILE: seed }),
+        /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/,
+      );
+    },
+    60_000,
+  );
 
   // As src/cli.ts reads SEED_FILE before it opens anything.
   const readSeed = (s: ReturnType<typeof loadSettings>) => parseSeed(readJson(s.SEED_FILE!, 'SEED_FILE'), s.SEED_FILE);
@@ -174,20 +232,33 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
   });
 
   it('a missing seed file', () => {
-    expectOneLine(startInProcess({ SEED_FILE: join(dir, 'absent.json') }, readSeed), /^keygate: setting SEED_FILE: .*absent\.json: cannot read \(no such file or directory\)$/);
+    expectOneLine(
+      startInProcess({ SEED_FILE: join(dir, 'absent.json') }, readSeed),
+      /^keygate: setting SEED_FILE: .*absent\.json: cannot read \(no such file or directory\)$/,
+    );
   });
 
-  it.concurrent('an unknown field in the plans file', async () => {
-    const p = structuredClone(plans);
-    p.growth.colour = 'red';
-    expectOneLine(await start({ ...(await aDatabase()), PLANS_FILE: file('plans.json', p) }), /^keygate: .*plans\.json growth\.colour: unknown field$/);
-  }, 60_000);
+  it.concurrent(
+    'an unknown field in the plans file',
+    async () => {
+      const p = structuredClone(plans);
+      p.growth.colour = 'red';
+      expectOneLine(
+        await start({ ...(await aDatabase()), PLANS_FILE: file('plans.json', p) }),
+        /^keygate: .*plans\.json growth\.colour: unknown field$/,
+      );
+    },
+    60_000,
+  );
 
   // The plans file's case above runs the program; the routes file is read the same way, by startApp.
   it('an unknown field in the routes file', () => {
     const r = structuredClone(routes);
     r.v2[0].owner = 'nobody';
-    expectOneLine(startInProcess({ ROUTES_FILE: file('routes.json', r) }, (s) => loadRoutes(s.ROUTES_FILE)), /^keygate: .*routes\.json v2\.0\.owner: unknown field$/);
+    expectOneLine(
+      startInProcess({ ROUTES_FILE: file('routes.json', r) }, (s) => loadRoutes(s.ROUTES_FILE)),
+      /^keygate: .*routes\.json v2\.0\.owner: unknown field$/,
+    );
   });
 });
 
@@ -205,7 +276,10 @@ describe('the wording of schema errors (no zod text)', () => {
   it.each([
     [{ users: 3 }, 'seed users: must be a list'],
     [{ organizations: [{ id: 1, name: 'A' }] }, 'seed organizations.0.plan: is required'],
-    [{ users: [{ id: 1, organizationId: 1, email: 'nope', orgRole: 'OWNER' }] }, 'seed users.0.email: must be an email address'],
+    [
+      { users: [{ id: 1, organizationId: 1, email: 'nope', orgRole: 'OWNER' }] },
+      'seed users.0.email: must be an email address',
+    ],
     // Plans are data (PLANS_FILE): any well-formed name is accepted, a malformed one is refused.
     [{ organizations: [{ id: 1, name: 'A', plan: 'Gold Plan!' }] }, 'seed organizations.0.plan: must be a plan name'],
     [[], 'seed (root): must be an object'],

@@ -22,9 +22,15 @@ const DEFAULTS = settingsSchema.parse({});
 // ---- zod schemas of the Kubernetes kinds used ---------------------------------------------------
 
 /** RFC 1123 label: names of objects, containers, volumes. */
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'not an RFC 1123 label').max(63);
+const dnsLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'not an RFC 1123 label')
+  .max(63);
 /** IANA service name: named ports. */
-const portName = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(15);
+const portName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+  .max(15);
 const portNumber = z.number().int().min(1).max(65535);
 const portRef = z.union([portNumber, portName]);
 const stringMap = z.record(z.string(), z.string());
@@ -58,14 +64,20 @@ const envFrom = z
     secretRef: z.strictObject({ name: dnsLabel, optional: z.boolean().optional() }).optional(),
     prefix: z.string().optional(),
   })
-  .refine((v) => (v.configMapRef === undefined) !== (v.secretRef === undefined), 'exactly one of configMapRef and secretRef');
+  .refine(
+    (v) => (v.configMapRef === undefined) !== (v.secretRef === undefined),
+    'exactly one of configMapRef and secretRef',
+  );
 
 const handlers = {
-  httpGet: z.strictObject({ path: z.string().startsWith('/'), port: portRef, scheme: z.enum(['HTTP', 'HTTPS']).optional() }).optional(),
+  httpGet: z
+    .strictObject({ path: z.string().startsWith('/'), port: portRef, scheme: z.enum(['HTTP', 'HTTPS']).optional() })
+    .optional(),
   exec: z.strictObject({ command: z.array(z.string()).min(1) }).optional(),
   tcpSocket: z.strictObject({ port: portRef }).optional(),
 };
-const oneHandler = (v: Record<string, unknown>) => ['httpGet', 'exec', 'tcpSocket', 'sleep'].filter((k) => v[k] !== undefined).length === 1;
+const oneHandler = (v: Record<string, unknown>) =>
+  ['httpGet', 'exec', 'tcpSocket', 'sleep'].filter((k) => v[k] !== undefined).length === 1;
 const probe = z
   .strictObject({
     ...handlers,
@@ -87,7 +99,10 @@ const containerSecurity = z.strictObject({
   runAsNonRoot: z.literal(true).optional(),
   runAsUser: z.number().int().min(1).optional(),
   runAsGroup: z.number().int().min(0).optional(),
-  capabilities: z.strictObject({ drop: z.array(z.string()).refine((d) => d.includes('ALL'), 'drop ALL'), add: z.array(z.string()).optional() }),
+  capabilities: z.strictObject({
+    drop: z.array(z.string()).refine((d) => d.includes('ALL'), 'drop ALL'),
+    add: z.array(z.string()).optional(),
+  }),
 });
 
 const container = z.strictObject({
@@ -97,20 +112,30 @@ const container = z.strictObject({
   command: z.array(z.string()).optional(),
   args: z.array(z.string()).optional(),
   ports: z
-    .array(z.strictObject({ name: portName.optional(), containerPort: portNumber, protocol: z.enum(['TCP', 'UDP', 'SCTP']).optional() }))
+    .array(
+      z.strictObject({
+        name: portName.optional(),
+        containerPort: portNumber,
+        protocol: z.enum(['TCP', 'UDP', 'SCTP']).optional(),
+      }),
+    )
     .optional(),
   env: z.array(envVar).optional(),
   envFrom: z.array(envFrom).optional(),
   startupProbe: probe.optional(),
   readinessProbe: probe.optional(),
   livenessProbe: probe.optional(),
-  lifecycle: z.strictObject({ preStop: lifecycleHandler.optional(), postStart: lifecycleHandler.optional() }).optional(),
+  lifecycle: z
+    .strictObject({ preStop: lifecycleHandler.optional(), postStart: lifecycleHandler.optional() })
+    .optional(),
   resources: z.strictObject({
     requests: z.strictObject({ cpu, memory }),
     limits: z.strictObject({ cpu: cpu.optional(), memory }),
   }),
   securityContext: containerSecurity,
-  volumeMounts: z.array(z.strictObject({ name: dnsLabel, mountPath: z.string().startsWith('/'), readOnly: z.boolean().optional() })).optional(),
+  volumeMounts: z
+    .array(z.strictObject({ name: dnsLabel, mountPath: z.string().startsWith('/'), readOnly: z.boolean().optional() }))
+    .optional(),
 });
 
 const podSpec = z.strictObject({
@@ -138,17 +163,28 @@ const podSpec = z.strictObject({
     .optional(),
   volumes: z
     .array(
-      z.strictObject({
-        name: dnsLabel,
-        emptyDir: z.strictObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: memory.optional() }).optional(),
-        configMap: z.strictObject({ name: dnsLabel, defaultMode: z.number().int().optional(), optional: z.boolean().optional() }).optional(),
-      })
-      .refine((v) => (v.emptyDir === undefined) !== (v.configMap === undefined), 'a volume needs exactly one source'),
+      z
+        .strictObject({
+          name: dnsLabel,
+          emptyDir: z
+            .strictObject({ medium: z.enum(['', 'Memory']).optional(), sizeLimit: memory.optional() })
+            .optional(),
+          configMap: z
+            .strictObject({
+              name: dnsLabel,
+              defaultMode: z.number().int().optional(),
+              optional: z.boolean().optional(),
+            })
+            .optional(),
+        })
+        .refine((v) => (v.emptyDir === undefined) !== (v.configMap === undefined), 'a volume needs exactly one source'),
     )
     .optional(),
 });
 
-const labelSelector = z.strictObject({ matchLabels: stringMap.refine((m) => Object.keys(m).length > 0, 'empty selector') });
+const labelSelector = z.strictObject({
+  matchLabels: stringMap.refine((m) => Object.keys(m).length > 0, 'empty selector'),
+});
 
 const deployment = z.strictObject({
   apiVersion: z.literal('apps/v1'),
@@ -164,7 +200,12 @@ const deployment = z.strictObject({
         z.strictObject({ type: z.literal('Recreate') }),
         z.strictObject({
           type: z.literal('RollingUpdate'),
-          rollingUpdate: z.strictObject({ maxSurge: z.union([z.number().int(), z.string()]), maxUnavailable: z.union([z.number().int(), z.string()]) }).optional(),
+          rollingUpdate: z
+            .strictObject({
+              maxSurge: z.union([z.number().int(), z.string()]),
+              maxUnavailable: z.union([z.number().int(), z.string()]),
+            })
+            .optional(),
         }),
       ])
       .optional(),
@@ -181,10 +222,24 @@ const service = z.strictObject({
   spec: z.strictObject({
     type: z.enum(['ClusterIP', 'NodePort', 'LoadBalancer']).optional(),
     selector: stringMap,
-    ports: z.array(z.strictObject({ name: portName, protocol: z.enum(['TCP', 'UDP']).optional(), port: portNumber, targetPort: portRef })).min(1),
+    ports: z
+      .array(
+        z.strictObject({
+          name: portName,
+          protocol: z.enum(['TCP', 'UDP']).optional(),
+          port: portNumber,
+          targetPort: portRef,
+        }),
+      )
+      .min(1),
   }),
 });
-const configMap = z.strictObject({ apiVersion: z.literal('v1'), kind: z.literal('ConfigMap'), metadata, data: stringMap });
+const configMap = z.strictObject({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('ConfigMap'),
+  metadata,
+  data: stringMap,
+});
 const secret = z
   .strictObject({
     apiVersion: z.literal('v1'),
@@ -200,8 +255,15 @@ const pdb = z.strictObject({
   kind: z.literal('PodDisruptionBudget'),
   metadata,
   spec: z
-    .strictObject({ minAvailable: z.union([z.number().int(), z.string()]).optional(), maxUnavailable: z.union([z.number().int(), z.string()]).optional(), selector: labelSelector })
-    .refine((s) => (s.minAvailable === undefined) !== (s.maxUnavailable === undefined), 'exactly one of minAvailable and maxUnavailable'),
+    .strictObject({
+      minAvailable: z.union([z.number().int(), z.string()]).optional(),
+      maxUnavailable: z.union([z.number().int(), z.string()]).optional(),
+      selector: labelSelector,
+    })
+    .refine(
+      (s) => (s.minAvailable === undefined) !== (s.maxUnavailable === undefined),
+      'exactly one of minAvailable and maxUnavailable',
+    ),
 });
 
 const hpa = z.strictObject({
@@ -210,14 +272,24 @@ const hpa = z.strictObject({
   metadata,
   spec: z
     .strictObject({
-      scaleTargetRef: z.strictObject({ apiVersion: z.literal('apps/v1'), kind: z.literal('Deployment'), name: dnsLabel }),
+      scaleTargetRef: z.strictObject({
+        apiVersion: z.literal('apps/v1'),
+        kind: z.literal('Deployment'),
+        name: dnsLabel,
+      }),
       minReplicas: z.number().int().min(1),
       maxReplicas: z.number().int().min(1),
       metrics: z
         .array(
           z.strictObject({
             type: z.literal('Resource'),
-            resource: z.strictObject({ name: z.enum(['cpu', 'memory']), target: z.strictObject({ type: z.literal('Utilization'), averageUtilization: z.number().int().min(1).max(100) }) }),
+            resource: z.strictObject({
+              name: z.enum(['cpu', 'memory']),
+              target: z.strictObject({
+                type: z.literal('Utilization'),
+                averageUtilization: z.number().int().min(1).max(100),
+              }),
+            }),
           }),
         )
         .min(1),
@@ -226,7 +298,15 @@ const hpa = z.strictObject({
           scaleDown: z
             .strictObject({
               stabilizationWindowSeconds: z.number().int().min(0).max(3600).optional(),
-              policies: z.array(z.strictObject({ type: z.enum(['Pods', 'Percent']), value: z.number().int().min(1), periodSeconds: z.number().int().min(1).max(1800) })).optional(),
+              policies: z
+                .array(
+                  z.strictObject({
+                    type: z.enum(['Pods', 'Percent']),
+                    value: z.number().int().min(1),
+                    periodSeconds: z.number().int().min(1).max(1800),
+                  }),
+                )
+                .optional(),
             })
             .optional(),
         })
@@ -265,7 +345,8 @@ function yamlFiles(dir: string): string[] {
       const p = join(dir, f);
       // deploy/prometheus/ holds Prometheus rule files, not Kubernetes objects (test/deploy/ops-kit.test.ts);
       // deploy/overlays/ holds patches, checked rendered (below); kustomization.yaml is Kustomize's own.
-      if (statSync(p).isDirectory()) return p === join(DEPLOY, 'prometheus') || p === join(DEPLOY, 'overlays') ? [] : yamlFiles(p);
+      if (statSync(p).isDirectory())
+        return p === join(DEPLOY, 'prometheus') || p === join(DEPLOY, 'overlays') ? [] : yamlFiles(p);
       return /\.ya?ml$/.test(f) && f !== 'kustomization.yaml' ? [p] : [];
     });
 }
@@ -282,7 +363,9 @@ function loadDocs(): Doc[] {
 const docs = loadDocs();
 const objects = docs.map((d) => d.value as { apiVersion?: string; kind?: string; metadata?: { name?: string } });
 const ofKind = <K extends keyof typeof KINDS>(key: K) =>
-  objects.filter((o) => `${o.apiVersion} ${o.kind}` === key).map((o) => KINDS[key].parse(o) as z.infer<(typeof KINDS)[K]>);
+  objects
+    .filter((o) => `${o.apiVersion} ${o.kind}` === key)
+    .map((o) => KINDS[key].parse(o) as z.infer<(typeof KINDS)[K]>);
 
 function issues(schema: z.ZodType, value: unknown): string[] {
   const r = schema.safeParse(value);
@@ -299,7 +382,10 @@ function modeOf(c: Container): string | undefined {
 }
 
 /** The environment a container gets from ConfigMaps (envFrom) and literal values, secrets as refs. */
-function environment(c: Container): { literal: Record<string, string>; fromSecret: Record<string, { name: string; key: string }> } {
+function environment(c: Container): {
+  literal: Record<string, string>;
+  fromSecret: Record<string, { name: string; key: string }>;
+} {
   const literal: Record<string, string> = {};
   const fromSecret: Record<string, { name: string; key: string }> = {};
   for (const ef of c.envFrom ?? []) {
@@ -351,7 +437,8 @@ function preStopSeconds(c: Container): number {
 }
 
 const deployments = () => ofKind('apps/v1 Deployment');
-const keygatePods = () => deployments().filter((d) => d.spec.template.spec.containers.some((c) => modeOf(c) === 'gateway'));
+const keygatePods = () =>
+  deployments().filter((d) => d.spec.template.spec.containers.some((c) => modeOf(c) === 'gateway'));
 const gatewayOf = (d: Deployment) => d.spec.template.spec.containers.find((c) => modeOf(c) === 'gateway')!;
 const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
   Object.entries(selector).every(([k, v]) => labels[k] === v);
@@ -402,7 +489,9 @@ describe('deploy/ manifests', () => {
   it('mounts only declared volumes', () => {
     for (const d of deployments()) {
       const volumes = new Set((d.spec.template.spec.volumes ?? []).map((v) => v.name));
-      for (const c of d.spec.template.spec.containers) for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${d.metadata.name}/${c.name} mounts ${m.name}`).toBe(true);
+      for (const c of d.spec.template.spec.containers)
+        for (const m of c.volumeMounts ?? [])
+          expect(volumes.has(m.name), `${d.metadata.name}/${c.name} mounts ${m.name}`).toBe(true);
     }
   });
 
@@ -413,8 +502,14 @@ describe('deploy/ manifests', () => {
         if (!mode) continue;
         const { literal, fromSecret } = environment(c);
         const names = [...Object.keys(literal), ...Object.keys(fromSecret)];
-        expect(names.filter((n) => !KNOWN_SETTINGS.has(n)), `${d.metadata.name}/${c.name}: not settings of settingsSchema`).toEqual([]);
-        const env = { ...literal, ...Object.fromEntries(Object.keys(fromSecret).map((n) => [n, STAND_INS[n] ?? 'stand-in'])) };
+        expect(
+          names.filter((n) => !KNOWN_SETTINGS.has(n)),
+          `${d.metadata.name}/${c.name}: not settings of settingsSchema`,
+        ).toEqual([]);
+        const env = {
+          ...literal,
+          ...Object.fromEntries(Object.keys(fromSecret).map((n) => [n, STAND_INS[n] ?? 'stand-in'])),
+        };
         expect(() => loadSettings(env, mode as 'gateway' | 'backend'), `${d.metadata.name}/${c.name}`).not.toThrow();
       }
     }
@@ -435,11 +530,22 @@ describe('deploy/ manifests', () => {
             expect(Object.keys({ ...s!.stringData, ...s!.data }), `${c.name}: ${e.name}`).toContain(ref.key);
           }
           const cmRef = e.valueFrom?.configMapKeyRef;
-          if (cmRef) expect(configMaps.find((m) => m.metadata.name === cmRef.name)?.data, `${c.name}: ${e.name}`).toHaveProperty(cmRef.key);
+          if (cmRef)
+            expect(configMaps.find((m) => m.metadata.name === cmRef.name)?.data, `${c.name}: ${e.name}`).toHaveProperty(
+              cmRef.key,
+            );
         }
         for (const ef of c.envFrom ?? []) {
-          if (ef.configMapRef) expect(configMaps.map((m) => m.metadata.name), c.name).toContain(ef.configMapRef.name);
-          if (ef.secretRef) expect(secrets.map((s) => s.metadata.name), c.name).toContain(ef.secretRef.name);
+          if (ef.configMapRef)
+            expect(
+              configMaps.map((m) => m.metadata.name),
+              c.name,
+            ).toContain(ef.configMapRef.name);
+          if (ef.secretRef)
+            expect(
+              secrets.map((s) => s.metadata.name),
+              c.name,
+            ).toContain(ef.secretRef.name);
         }
       }
     }
@@ -451,15 +557,30 @@ describe('deploy/ manifests', () => {
     const secretsOf = (c: Container) => environment(c).fromSecret;
     for (const c of d.spec.template.spec.containers) {
       const { literal } = environment(c);
-      for (const n of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'CREDENTIAL_KEYS', 'DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER_NODES']) expect(literal, `${c.name}: ${n}`).not.toHaveProperty(n);
+      for (const n of [
+        'GATEWAY_SECRET',
+        'INTERNAL_TOKEN',
+        'CREDENTIAL_KEYS',
+        'DATABASE_URL',
+        'REDIS_URL',
+        'REDIS_CLUSTER_NODES',
+      ])
+        expect(literal, `${c.name}: ${n}`).not.toHaveProperty(n);
     }
     const gateway = gatewayOf(d);
     expect(Object.keys(secretsOf(gateway)).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
     const backend = d.spec.template.spec.containers.find((c) => modeOf(c) === 'backend');
     if (backend) {
-      expect(Object.keys(secretsOf(backend)).sort()).toEqual(['CREDENTIAL_KEYS', 'DATABASE_URL', 'GATEWAY_SECRET', 'INTERNAL_TOKEN', 'REDIS_URL']);
+      expect(Object.keys(secretsOf(backend)).sort()).toEqual([
+        'CREDENTIAL_KEYS',
+        'DATABASE_URL',
+        'GATEWAY_SECRET',
+        'INTERNAL_TOKEN',
+        'REDIS_URL',
+      ]);
       // One HMAC key on both sides, one database, one Redis.
-      for (const n of ['GATEWAY_SECRET', 'DATABASE_URL', 'REDIS_URL']) expect(secretsOf(backend)[n], n).toEqual(secretsOf(gateway)[n]);
+      for (const n of ['GATEWAY_SECRET', 'DATABASE_URL', 'REDIS_URL'])
+        expect(secretsOf(backend)[n], n).toEqual(secretsOf(gateway)[n]);
     }
   });
 
@@ -471,10 +592,14 @@ describe('deploy/ manifests', () => {
       const values = s.stringData ?? {};
       for (const [k, v] of Object.entries(values)) {
         if (/SECRET|TOKEN|PASSWORD/.test(k)) expect(v, `${s.metadata.name}.${k}`).toBe('CHANGE-ME');
-        if (/^(postgres|redis)s?:\/\/[^@/]*:[^@/]*@/.test(v)) expect(v, `${s.metadata.name}.${k}: password placeholder`).toMatch(/:CHANGE-ME@/);
+        if (/^(postgres|redis)s?:\/\/[^@/]*:[^@/]*@/.test(v))
+          expect(v, `${s.metadata.name}.${k}: password placeholder`).toMatch(/:CHANGE-ME@/);
       }
       for (const k of ['GATEWAY_SECRET', 'INTERNAL_TOKEN', 'CREDENTIAL_KEYS']) {
-        if (values[k] !== undefined) expect(settingsSchema.safeParse({ [k]: values[k] }).success, `${k} placeholder must not start keygate`).toBe(false);
+        if (values[k] !== undefined)
+          expect(settingsSchema.safeParse({ [k]: values[k] }).success, `${k} placeholder must not start keygate`).toBe(
+            false,
+          );
       }
     }
   });
@@ -517,7 +642,8 @@ describe('deploy/ manifests', () => {
 
   it('requests and limits resources for every container', () => {
     // The schema requires requests.cpu, requests.memory and limits.memory; here they are consistent.
-    const bytes = (q: string) => Number(q.replace(/(Ki|Mi|Gi|Ti)$/, '')) * 1024 ** (['Ki', 'Mi', 'Gi', 'Ti'].indexOf(q.slice(-2)) + 1);
+    const bytes = (q: string) =>
+      Number(q.replace(/(Ki|Mi|Gi|Ti)$/, '')) * 1024 ** (['Ki', 'Mi', 'Gi', 'Ti'].indexOf(q.slice(-2)) + 1);
     const millis = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
     for (const d of deployments()) {
       for (const c of d.spec.template.spec.containers) {
@@ -539,7 +665,9 @@ describe('deploy/ manifests', () => {
     // Containers get SIGTERM when their own preStop ends. The gateway's in-flight requests need the
     // upstream until the drain is over, so the other containers wait that long.
     for (const c of spec.containers.filter((x) => x !== g)) {
-      expect(preStopSeconds(c), `${c.name} outlives the gateway's drain`).toBeGreaterThanOrEqual(preStopSeconds(g) + drainSeconds);
+      expect(preStopSeconds(c), `${c.name} outlives the gateway's drain`).toBeGreaterThanOrEqual(
+        preStopSeconds(g) + drainSeconds,
+      );
     }
   });
 
@@ -565,7 +693,9 @@ describe('deploy/ manifests', () => {
     for (const p of pub.spec.ports) expect(resolvePort(g, p.targetPort), p.name).toBe(numericSetting(g, 'PORT'));
     const adminApi = svcs.find((s) => s.metadata.name === 'keygate-admin-api')!;
     expect(adminApi.spec.type ?? 'ClusterIP').toBe('ClusterIP');
-    expect(adminApi.spec.ports.map((p) => resolvePort(g, p.targetPort))).toEqual([g.ports!.find((p) => p.name === 'admin-api')!.containerPort]);
+    expect(adminApi.spec.ports.map((p) => resolvePort(g, p.targetPort))).toEqual([
+      g.ports!.find((p) => p.name === 'admin-api')!.containerPort,
+    ]);
     for (const p of adminApi.spec.ports) expect(resolvePort(g, p.targetPort)).not.toBe(numericSetting(g, 'PORT'));
     for (const pb of ofKind('policy/v1 PodDisruptionBudget')) {
       expect(matches(pb.spec.selector.matchLabels, labels), pb.metadata.name).toBe(true);
@@ -581,9 +711,12 @@ describe('deploy/ manifests', () => {
     for (const cm of ofKind('v1 ConfigMap').filter((m) => cms.includes(m.metadata.name))) {
       for (const k of Object.keys(cm.data)) {
         expect(KNOWN_SETTINGS.has(k), `${cm.metadata.name}.${k}`).toBe(true);
-        expect(k, `${cm.metadata.name}.${k} belongs in the Secret`).not.toMatch(/SECRET|TOKEN|PASSWORD|DATABASE_URL|REDIS_URL/);
+        expect(k, `${cm.metadata.name}.${k} belongs in the Secret`).not.toMatch(
+          /SECRET|TOKEN|PASSWORD|DATABASE_URL|REDIS_URL/,
+        );
       }
-      for (const k of ['TRUST_PROXY', 'LOG_LEVEL', 'RATE_LIMIT_FAILURE_MODE', 'DRAIN_TIMEOUT_MS']) expect(cm.data, k).toHaveProperty(k);
+      for (const k of ['TRUST_PROXY', 'LOG_LEVEL', 'RATE_LIMIT_FAILURE_MODE', 'DRAIN_TIMEOUT_MS'])
+        expect(cm.data, k).toHaveProperty(k);
     }
   });
 });
@@ -652,7 +785,17 @@ function dockerIgnored(path: string): boolean {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('#'));
-  const re = (p: string) => new RegExp('^' + p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\u0000').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]').replace(/\u0000/g, '.*') + '$');
+  const re = (p: string) =>
+    new RegExp(
+      '^' +
+        p
+          .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*\*/g, '\u0000')
+          .replace(/\*/g, '[^/]*')
+          .replace(/\?/g, '[^/]')
+          .replace(/\u0000/g, '.*') +
+        '$',
+    );
   const parts = path.replace(/\/+$/, '').split('/');
   const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
   let ignored = false;
@@ -700,15 +843,21 @@ describe('Dockerfile', () => {
 
   it('copies the compiled JavaScript from the build stage: tsconfig.build.json outDir', () => {
     const outDir = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')).compilerOptions.outDir as string;
-    const fromBuild = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => c.from === 'build');
-    const dist = fromBuild.find((c) => c.sources.some((s) => posix.normalize(s).replace(/\/$/, '') === posix.join(stages[buildStage].workdir, outDir)));
+    const fromBuild = inStage(final, 'COPY')
+      .map((c) => copyParts(c.args))
+      .filter((c) => c.from === 'build');
+    const dist = fromBuild.find((c) =>
+      c.sources.some((s) => posix.normalize(s).replace(/\/$/, '') === posix.join(stages[buildStage].workdir, outDir)),
+    );
     expect(dist, `COPY --from=build ${posix.join(stages[buildStage].workdir, outDir)}`).toBeDefined();
     expect(posix.resolve(stages[final].workdir, dist!.dest)).toBe(posix.join(stages[final].workdir, outDir));
   });
 
   it('puts the SQL migrations where src/db/index.ts looks for them (next to the compiled module)', () => {
     expect(readFileSync(join(ROOT, 'src/db/index.ts'), 'utf8')).toContain("new URL('./migrations/', import.meta.url)");
-    const copies = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => !c.from);
+    const copies = inStage(final, 'COPY')
+      .map((c) => copyParts(c.args))
+      .filter((c) => !c.from);
     const m = copies.find((c) => c.sources.some((s) => s.replace(/\/$/, '') === 'src/db/migrations'));
     expect(m).toBeDefined();
     expect(posix.resolve(stages[final].workdir, m!.dest)).toBe(posix.join(stages[final].workdir, 'dist/db/migrations'));
@@ -720,14 +869,20 @@ describe('Dockerfile', () => {
       expect(DEFAULTS[k]).toMatch(/^config\//);
       expect(existsSync(join(ROOT, DEFAULTS[k])), DEFAULTS[k]).toBe(true);
     }
-    const copies = inStage(final, 'COPY').map((c) => copyParts(c.args)).filter((c) => !c.from);
+    const copies = inStage(final, 'COPY')
+      .map((c) => copyParts(c.args))
+      .filter((c) => !c.from);
     const cfg = copies.find((c) => c.sources.some((s) => s.replace(/\/$/, '') === 'config'));
     expect(cfg).toBeDefined();
     expect(posix.resolve(stages[final].workdir, cfg!.dest)).toBe(posix.join(stages[final].workdir, 'config'));
   });
 
   it('COPYs only paths that exist in the repository and that .dockerignore lets into the context', () => {
-    const sources = instructions.filter((i) => i.op === 'COPY' || i.op === 'ADD').map((i) => copyParts(i.args)).filter((c) => !c.from).flatMap((c) => c.sources);
+    const sources = instructions
+      .filter((i) => i.op === 'COPY' || i.op === 'ADD')
+      .map((i) => copyParts(i.args))
+      .filter((c) => !c.from)
+      .flatMap((c) => c.sources);
     expect(sources.length).toBeGreaterThan(0);
     for (const s of sources) {
       expect(s, 'no globs or URLs').toMatch(/^[\w./-]+$/);
@@ -735,13 +890,18 @@ describe('Dockerfile', () => {
       expect(dockerIgnored(s), `${s} is excluded by .dockerignore`).toBe(false);
     }
     // The allow-list keeps the rest out of the context.
-    for (const p of ['node_modules', '.git', 'dist', '.data', 'scratch', 'test']) expect(dockerIgnored(p), p).toBe(true);
+    for (const p of ['node_modules', '.git', 'dist', '.data', 'scratch', 'test'])
+      expect(dockerIgnored(p), p).toBe(true);
   });
 
   it('COPY --from names a stage defined before it', () => {
     for (const i of instructions.filter((x) => x.op === 'COPY')) {
       const from = copyParts(i.args).from;
-      if (from) expect(stages.slice(0, i.stage).map((s) => s.name), from).toContain(from);
+      if (from)
+        expect(
+          stages.slice(0, i.stage).map((s) => s.name),
+          from,
+        ).toContain(from);
     }
   });
 
@@ -766,10 +926,18 @@ describe('Dockerfile', () => {
     expect(body).toContain('/healthz');
     expect(body).toContain('ADMIN_PORT');
     if (script) {
-      const copied = inStage(final, 'COPY').map((c) => copyParts(c.args)).some((c) => c.sources.includes(script) && posix.resolve(stages[final].workdir, c.dest) === posix.join(stages[final].workdir, script));
+      const copied = inStage(final, 'COPY')
+        .map((c) => copyParts(c.args))
+        .some(
+          (c) =>
+            c.sources.includes(script) &&
+            posix.resolve(stages[final].workdir, c.dest) === posix.join(stages[final].workdir, script),
+        );
       expect(copied, `${script} is in the image at the same path`).toBe(true);
     }
-    const exposed = inStage(final, 'EXPOSE').flatMap((i) => i.args.split(/\s+/)).map((p) => Number(p.split('/')[0]));
+    const exposed = inStage(final, 'EXPOSE')
+      .flatMap((i) => i.args.split(/\s+/))
+      .map((p) => Number(p.split('/')[0]));
     expect(exposed.sort()).toEqual([DEFAULTS.PORT, DEFAULTS.BACKEND_PORT, DEFAULTS.ADMIN_PORT].sort());
     const cmds = inStage(final, 'CMD');
     expect(JSON.parse(cmds[cmds.length - 1].args)).toEqual(['node', 'dist/cli.js', 'gateway']);
@@ -801,7 +969,8 @@ describe('deploy/healthcheck.mjs', () => {
   /** A port nothing listens on. */
   let closedPort = 0;
 
-  const listen = (srv: http.Server) => new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
+  const listen = (srv: http.Server) =>
+    new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
   beforeAll(async () => {
     admin = http.createServer((req, res) => {
       res.writeHead(req.url === '/healthz' ? status : 404).end();
@@ -820,7 +989,12 @@ describe('deploy/healthcheck.mjs', () => {
 
   const run = (args: string[], env: Record<string, string>) =>
     new Promise<number>((resolve) => {
-      const child = execFile(process.execPath, [join(DEPLOY, 'healthcheck.mjs'), ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }, () => undefined);
+      const child = execFile(
+        process.execPath,
+        [join(DEPLOY, 'healthcheck.mjs'), ...args],
+        { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 },
+        () => undefined,
+      );
       child.on('exit', (code) => resolve(code ?? -1));
     });
 
@@ -846,7 +1020,9 @@ describe('deploy/ as a Kustomize base with overlays', () => {
   const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
   const render = (dir: string) => {
     const text = execFileSync(KUBECTL, ['kustomize', join(DEPLOY, dir)], { encoding: 'utf8' });
-    return parseAllDocuments(text).map((d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string } });
+    return parseAllDocuments(text).map(
+      (d) => d.toJS() as { apiVersion: string; kind: string; metadata: { name: string } },
+    );
   };
   const valid = (rendered: ReturnType<typeof render>, overlay: string) => {
     for (const o of rendered) {
@@ -856,7 +1032,9 @@ describe('deploy/ as a Kustomize base with overlays', () => {
     }
   };
   const names = (rendered: ReturnType<typeof render>) => rendered.map((o) => `${o.kind}/${o.metadata.name}`).sort();
-  const baseObjects = docs.filter((d) => d.file.startsWith('deploy/base/')).map((d) => d.value as { kind: string; metadata: { name: string } });
+  const baseObjects = docs
+    .filter((d) => d.file.startsWith('deploy/base/'))
+    .map((d) => d.value as { kind: string; metadata: { name: string } });
 
   it('kubectl is installed (.ci/run installs it when absent)', () => {
     expect(existsSync(KUBECTL), KUBECTL).toBe(true);
@@ -883,7 +1061,12 @@ describe('deploy/ as a Kustomize base with overlays', () => {
     // Still behind the same public and admin-API Services, PDB and ConfigMaps.
     expect(names(rendered)).toEqual(names(render('base')));
     // A gateway-only pod carries no backend secrets.
-    expect(containers[0].env!.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name).sort()).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
+    expect(
+      containers[0]
+        .env!.filter((e) => e.valueFrom?.secretKeyRef)
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['DATABASE_URL', 'GATEWAY_SECRET', 'REDIS_URL']);
   });
 
   it('hpa: an autoscaler on CPU for the Deployment, which no longer fixes its replicas', () => {

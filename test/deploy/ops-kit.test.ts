@@ -21,11 +21,14 @@ const RULES_FILE = join(ROOT, 'deploy/prometheus/keygate-alerts.yaml');
 const DASHBOARD_FILE = join(ROOT, 'deploy/grafana/keygate-dashboard.json');
 const SCHEMA_FILE = join(ROOT, 'deploy/grafana/dashboard.schema.json');
 const PROMTOOL = spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0;
-const NO_PROMTOOL = 'promtool is not on PATH (Debian: apt-get install prometheus); the schema and metric-name checks still ran';
+const NO_PROMTOOL =
+  'promtool is not on PATH (Debian: apt-get install prometheus); the schema and metric-name checks still ran';
 
 function run(cmd: string, args: string[], cwd = ROOT): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }));
+    execFile(cmd, args, { cwd, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+    );
   });
 }
 
@@ -46,7 +49,12 @@ function readExposition(text: string, into: Exported): void {
     const type = /^# TYPE (\S+) (\S+)$/.exec(line);
     if (type) {
       const [, name, kind] = type;
-      const series = kind === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : kind === 'summary' ? [name, `${name}_sum`, `${name}_count`] : [name];
+      const series =
+        kind === 'histogram'
+          ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
+          : kind === 'summary'
+            ? [name, `${name}_sum`, `${name}_count`]
+            : [name];
       for (const s of series) into.names.add(s);
       continue;
     }
@@ -61,8 +69,37 @@ function readExposition(text: string, into: Exported): void {
 // ---- PromQL, as much as the checks need -----------------------------------------------------------
 
 /** Aggregations, keywords and operators: identifiers of PromQL that are not metric names. */
-const PROMQL_WORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan', 'Inf', 'NaN',
-  'sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio']);
+const PROMQL_WORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'inf',
+  'nan',
+  'Inf',
+  'NaN',
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+  'limitk',
+  'limit_ratio',
+]);
 
 interface Selector {
   metric: string;
@@ -110,7 +147,9 @@ function checkSelectors(where: string, expr: string, exported: Exported): Select
     expect(exported.names.has(s.metric), `${where}: ${s.metric} is not exported by the gateway`).toBe(true);
     // Label names can be checked where the scrape holds samples of the series.
     const seen = exported.labels.get(s.metric);
-    if (seen) for (const l of s.labels) if (!TARGET_LABELS.has(l)) expect(seen.has(l), `${where}: ${s.metric} has no label ${l}`).toBe(true);
+    if (seen)
+      for (const l of s.labels)
+        if (!TARGET_LABELS.has(l)) expect(seen.has(l), `${where}: ${s.metric} has no label ${l}`).toBe(true);
   }
   return found;
 }
@@ -118,10 +157,18 @@ function checkSelectors(where: string, expr: string, exported: Exported): Select
 describe('selectorsOf (the PromQL reading the checks rely on)', () => {
   it('finds metrics and matcher labels, skipping functions, aggregations, groupings, numbers and variables', () => {
     expect(
-      selectorsOf('histogram_quantile(0.99, sum by (le, op) (rate(keygate_redis_duration_seconds_bucket{instance=~"$instance",outcome="ok"}[$__rate_interval]))) > 1e-3'),
+      selectorsOf(
+        'histogram_quantile(0.99, sum by (le, op) (rate(keygate_redis_duration_seconds_bucket{instance=~"$instance",outcome="ok"}[$__rate_interval]))) > 1e-3',
+      ),
     ).toEqual([{ metric: 'keygate_redis_duration_seconds_bucket', labels: ['instance', 'outcome'] }]);
-    expect(selectorsOf('sum(rate(a_total{x="b{c}"}[5m])) / clamp_min(sum(rate(b_total[5m] offset 1h)), 1e-9) and absent(c)').map((s) => s.metric)).toEqual(['a_total', 'b_total', 'c']);
-    expect(selectorsOf('max by (instance) (keygate_degraded) == 1')).toEqual([{ metric: 'keygate_degraded', labels: [] }]);
+    expect(
+      selectorsOf(
+        'sum(rate(a_total{x="b{c}"}[5m])) / clamp_min(sum(rate(b_total[5m] offset 1h)), 1e-9) and absent(c)',
+      ).map((s) => s.metric),
+    ).toEqual(['a_total', 'b_total', 'c']);
+    expect(selectorsOf('max by (instance) (keygate_degraded) == 1')).toEqual([
+      { metric: 'keygate_degraded', labels: [] },
+    ]);
   });
 });
 
@@ -143,7 +190,14 @@ const recordingRule = z.strictObject({
 });
 const ruleFile = z.strictObject({
   groups: z
-    .array(z.strictObject({ name: z.string().min(1), interval: duration.optional(), limit: z.number().int().optional(), rules: z.array(z.union([alertingRule, recordingRule])).min(1) }))
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        interval: duration.optional(),
+        limit: z.number().int().optional(),
+        rules: z.array(z.union([alertingRule, recordingRule])).min(1),
+      }),
+    )
     .min(1),
 });
 type AlertingRule = z.infer<typeof alertingRule>;
@@ -154,7 +208,10 @@ const dashboard = JSON.parse(readFileSync(DASHBOARD_FILE, 'utf8'));
 describe('deploy/prometheus/keygate-alerts.yaml', () => {
   const doc = parseDocument(rulesText);
   const rules = () => ruleFile.parse(doc.toJS());
-  const alerts = () => rules().groups.flatMap((g) => g.rules).filter((r): r is AlertingRule => 'alert' in r);
+  const alerts = () =>
+    rules()
+      .groups.flatMap((g) => g.rules)
+      .filter((r): r is AlertingRule => 'alert' in r);
 
   it('is one YAML document that parses cleanly', () => {
     expect(parseAllDocuments(rulesText)).toHaveLength(1);
@@ -175,7 +232,10 @@ describe('deploy/prometheus/keygate-alerts.yaml', () => {
     const uses = (name: string, metric: string, matcher?: RegExp) => {
       const a = byName.get(name);
       expect(a, name).toBeDefined();
-      expect(selectorsOf(a!.expr).map((s) => s.metric), name).toContain(metric);
+      expect(
+        selectorsOf(a!.expr).map((s) => s.metric),
+        name,
+      ).toContain(metric);
       if (matcher) expect(a!.expr, name).toMatch(matcher);
     };
     uses('KeygateRedisDegraded', 'keygate_degraded');
@@ -193,7 +253,14 @@ describe('deploy/grafana/keygate-dashboard.json', () => {
     const r = schema.safeParse(v);
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
   };
-  const panels = dashboard.panels as { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: { refId: string; expr: string }[]; datasource?: { uid: string } }[];
+  const panels = dashboard.panels as {
+    id: number;
+    type: string;
+    title: string;
+    gridPos: { x: number; y: number; w: number; h: number };
+    targets?: { refId: string; expr: string }[];
+    datasource?: { uid: string };
+  }[];
   const variables = (dashboard.templating.list as { name: string; type: string; query: unknown }[]).map((v) => v.name);
 
   it('validates against the JSON schema of the fields Grafana needs', () => {
@@ -212,7 +279,8 @@ describe('deploy/grafana/keygate-dashboard.json', () => {
     noExpr.panels.find((p: { type: string }) => p.type === 'stat').targets[0].expr = '';
     const unknownType = clone();
     unknownType.panels[1].type = 'graph-old';
-    for (const [what, bad] of Object.entries({ noTitle, noTargets, tooWide, noExpr, unknownType })) expect(issues(bad).length, what).toBeGreaterThan(0);
+    for (const [what, bad] of Object.entries({ noTitle, noTargets, tooWide, noExpr, unknownType }))
+      expect(issues(bad).length, what).toBeGreaterThan(0);
   });
 
   it('lays the panels out on the 24-column grid: unique ids, inside the grid, no two overlapping', () => {
@@ -221,17 +289,23 @@ describe('deploy/grafana/keygate-dashboard.json', () => {
     for (const p of panels) expect(p.gridPos.x + p.gridPos.w, p.title).toBeLessThanOrEqual(24);
     const overlap = (a: (typeof panels)[0]['gridPos'], b: (typeof panels)[0]['gridPos']) =>
       a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
-    for (const [i, a] of panels.entries()) for (const b of panels.slice(i + 1)) expect(overlap(a.gridPos, b.gridPos), `${a.title} / ${b.title}`).toBe(false);
+    for (const [i, a] of panels.entries())
+      for (const b of panels.slice(i + 1)) expect(overlap(a.gridPos, b.gridPos), `${a.title} / ${b.title}`).toBe(false);
   });
 
   it('queries through the datasource variable and uses only defined variables', () => {
-    expect(dashboard.templating.list.find((v: { name: string }) => v.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
+    expect(dashboard.templating.list.find((v: { name: string }) => v.name === 'datasource')).toMatchObject({
+      type: 'datasource',
+      query: 'prometheus',
+    });
     const builtins = new Set(['__rate_interval', '__interval', '__range']);
     for (const p of panels.filter((x) => x.type !== 'row')) {
       expect(p.datasource?.uid, p.title).toBe('${datasource}');
       const refIds = p.targets!.map((t) => t.refId);
       expect(new Set(refIds).size, p.title).toBe(refIds.length);
-      for (const t of p.targets!) for (const v of t.expr.matchAll(/\$\{?(\w+)/g)) expect(builtins.has(v[1]) || variables.includes(v[1]), `${p.title}: $${v[1]}`).toBe(true);
+      for (const t of p.targets!)
+        for (const v of t.expr.matchAll(/\$\{?(\w+)/g))
+          expect(builtins.has(v[1]) || variables.includes(v[1]), `${p.title}: $${v[1]}`).toBe(true);
     }
   });
 });
@@ -244,11 +318,15 @@ describe('every metric the kit names is one the gateway exports', () => {
   beforeAll(async () => {
     // Through the resilient Redis stores where a Redis is configured, so the Redis histogram has samples.
     const redisUrl = process.env.REDIS_URL;
-    s = await startStack({ clock: new FakeClock(), ...(redisUrl ? { appStores: true, env: { REDIS_URL: redisUrl } } : {}) });
+    s = await startStack({
+      clock: new FakeClock(),
+      ...(redisUrl ? { appStores: true, env: { REDIS_URL: redisUrl } } : {}),
+    });
     // Traffic that gives most series samples (and so label names to check): accepted, near the
     // limit, rejected, an unknown key up to the cooldown, a cache hit and miss, /v1.
     for (let i = 0; i < 21; i++) await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.7.0.1' });
-    for (let i = 0; i < 6; i++) await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'Q'.repeat(40), ip: '10.7.0.2' });
+    for (let i = 0; i < 6; i++)
+      await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'Q'.repeat(40), ip: '10.7.0.2' });
     await s.request('GET', '/v1/rate-limit', { apiKey: K.partner, ip: '10.7.0.3' });
     readExposition(await (await fetch(s.adminUrl + '/metrics')).text(), exported);
     // The process metrics (CPU, memory, event loop) are collected outside tests only (startApp passes
@@ -258,18 +336,27 @@ describe('every metric the kit names is one the gateway exports', () => {
   afterAll(async () => s?.close());
 
   it('the scrape holds the gateway metrics, with samples', () => {
-    for (const n of ['keygate_requests_total', 'keygate_degraded', 'keygate_rate_limit_decisions_total', 'keygate_rate_limit_near_limit_total', 'keygate_auth_failures_total', 'keygate_request_duration_seconds_bucket'])
+    for (const n of [
+      'keygate_requests_total',
+      'keygate_degraded',
+      'keygate_rate_limit_decisions_total',
+      'keygate_rate_limit_near_limit_total',
+      'keygate_auth_failures_total',
+      'keygate_request_duration_seconds_bucket',
+    ])
       expect(exported.names.has(n), n).toBe(true);
     expect(exported.labels.get('keygate_auth_failures_total')).toEqual(new Set(['kind']));
   });
 
   it('in every alert expression', () => {
     const rules = ruleFile.parse(parseDocument(rulesText).toJS());
-    for (const r of rules.groups.flatMap((g) => g.rules)) checkSelectors('alert' in r ? r.alert : r.record, r.expr, exported);
+    for (const r of rules.groups.flatMap((g) => g.rules))
+      checkSelectors('alert' in r ? r.alert : r.record, r.expr, exported);
   });
 
   it('in every dashboard panel and variable query', () => {
-    for (const p of dashboard.panels as { title: string; targets?: { expr: string }[] }[]) for (const t of p.targets ?? []) checkSelectors(p.title, t.expr, exported);
+    for (const p of dashboard.panels as { title: string; targets?: { expr: string }[] }[])
+      for (const t of p.targets ?? []) checkSelectors(p.title, t.expr, exported);
     for (const v of dashboard.templating.list as { name: string; definition?: string }[]) {
       if (!v.definition) continue;
       const lv = /^label_values\((\w+),\s*(\w+)\)$/.exec(v.definition);
@@ -317,7 +404,8 @@ describe('promtool', () => {
     // The annotations are left out of the copy under test: promtool compares them whole, and their
     // templates were checked above. Labels, expressions and `for` are what this scenario is about.
     const rules = ruleFile.parse(parseDocument(rulesText).toJS());
-    for (const g of rules.groups) for (const r of g.rules) if ('annotations' in r) delete (r as Partial<AlertingRule>).annotations;
+    for (const g of rules.groups)
+      for (const r of g.rules) if ('annotations' in r) delete (r as Partial<AlertingRule>).annotations;
     const route = 'route="/v2/workspaces/{workspaceId}/accounts",method="GET"';
     const scenario = {
       rule_files: ['rules.yaml'],
@@ -331,7 +419,10 @@ describe('promtool', () => {
             { series: 'keygate_degraded{instance="b"}', values: '0x12' },
             // a: 6 of 66 responses a minute are 502 (9%); b: half are 500, but only 2 a minute.
             { series: `keygate_requests_total{instance="a",${route},status="200",code=""}`, values: '0+60x30' },
-            { series: `keygate_requests_total{instance="a",${route},status="502",code="bad_gateway"}`, values: '0+6x30' },
+            {
+              series: `keygate_requests_total{instance="a",${route},status="502",code="bad_gateway"}`,
+              values: '0+6x30',
+            },
             { series: `keygate_requests_total{instance="b",${route},status="200",code=""}`, values: '0+1x30' },
             { series: `keygate_requests_total{instance="b",${route},status="500",code=""}`, values: '0+1x30' },
             // a refuses one request a second from addresses in cooldown; b one every ten seconds.
@@ -344,13 +435,29 @@ describe('promtool', () => {
           ],
           alert_rule_test: [
             { eval_time: '3m', alertname: 'KeygateRedisDegraded', exp_alerts: [] },
-            { eval_time: '5m', alertname: 'KeygateRedisDegraded', exp_alerts: [{ exp_labels: { severity: 'critical', instance: 'a' } }] },
+            {
+              eval_time: '5m',
+              alertname: 'KeygateRedisDegraded',
+              exp_alerts: [{ exp_labels: { severity: 'critical', instance: 'a' } }],
+            },
             { eval_time: '3m', alertname: 'KeygateUpstream5xxRate', exp_alerts: [] },
-            { eval_time: '15m', alertname: 'KeygateUpstream5xxRate', exp_alerts: [{ exp_labels: { severity: 'critical', instance: 'a' } }] },
+            {
+              eval_time: '15m',
+              alertname: 'KeygateUpstream5xxRate',
+              exp_alerts: [{ exp_labels: { severity: 'critical', instance: 'a' } }],
+            },
             { eval_time: '3m', alertname: 'KeygateAuthCooldownSpike', exp_alerts: [] },
-            { eval_time: '15m', alertname: 'KeygateAuthCooldownSpike', exp_alerts: [{ exp_labels: { severity: 'warning', instance: 'a' } }] },
+            {
+              eval_time: '15m',
+              alertname: 'KeygateAuthCooldownSpike',
+              exp_alerts: [{ exp_labels: { severity: 'warning', instance: 'a' } }],
+            },
             { eval_time: '10m', alertname: 'KeygateKeysNearLimit', exp_alerts: [] },
-            { eval_time: '35m', alertname: 'KeygateKeysNearLimit', exp_alerts: [{ exp_labels: { severity: 'info', layer: 'key' } }] },
+            {
+              eval_time: '35m',
+              alertname: 'KeygateKeysNearLimit',
+              exp_alerts: [{ exp_labels: { severity: 'info', layer: 'key' } }],
+            },
           ],
         },
       ],
@@ -371,13 +478,20 @@ describe('promtool', () => {
 // ---- the tables ConfigMap -------------------------------------------------------------------------
 
 describe('deploy/base/tables-configmap.yaml', () => {
-  const cm = parseDocument(readFileSync(join(ROOT, 'deploy/base/tables-configmap.yaml'), 'utf8')).toJS() as { metadata: { name: string }; data: Record<string, string> };
+  const cm = parseDocument(readFileSync(join(ROOT, 'deploy/base/tables-configmap.yaml'), 'utf8')).toJS() as {
+    metadata: { name: string };
+    data: Record<string, string>;
+  };
 
   it('is what `node deploy/sync-tables.mjs` makes of config/plans.json and config/routes.json', async () => {
     const r = await run(process.execPath, [join(ROOT, 'deploy/sync-tables.mjs'), '--check']);
     expect(r.code, r.out).toBe(0);
-    expect(JSON.parse(cm.data['plans.json'])).toEqual(JSON.parse(readFileSync(join(ROOT, 'config/plans.json'), 'utf8')));
-    expect(JSON.parse(cm.data['routes.json'])).toEqual(JSON.parse(readFileSync(join(ROOT, 'config/routes.json'), 'utf8')));
+    expect(JSON.parse(cm.data['plans.json'])).toEqual(
+      JSON.parse(readFileSync(join(ROOT, 'config/plans.json'), 'utf8')),
+    );
+    expect(JSON.parse(cm.data['routes.json'])).toEqual(
+      JSON.parse(readFileSync(join(ROOT, 'config/routes.json'), 'utf8')),
+    );
   });
 
   it('holds tables the loaders accept, mounted in every keygate container where PLANS_FILE and ROUTES_FILE point', () => {
@@ -389,10 +503,20 @@ describe('deploy/base/tables-configmap.yaml', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const settings = (parseDocument(readFileSync(join(ROOT, 'deploy/base/configmap.yaml'), 'utf8')).toJS() as { data: Record<string, string> }).data;
-    type Container = { name: string; command?: string[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[] };
+    const settings = (
+      parseDocument(readFileSync(join(ROOT, 'deploy/base/configmap.yaml'), 'utf8')).toJS() as {
+        data: Record<string, string>;
+      }
+    ).data;
+    type Container = {
+      name: string;
+      command?: string[];
+      volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; subPath?: string }[];
+    };
     const deployment = parseDocument(readFileSync(join(ROOT, 'deploy/base/deployment.yaml'), 'utf8')).toJS() as {
-      spec: { template: { spec: { containers: Container[]; volumes: { name: string; configMap?: { name: string } }[] } } };
+      spec: {
+        template: { spec: { containers: Container[]; volumes: { name: string; configMap?: { name: string } }[] } };
+      };
     };
     const pod = deployment.spec.template.spec;
     const volume = pod.volumes.find((v) => v.configMap?.name === cm.metadata.name);

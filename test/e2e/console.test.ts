@@ -46,7 +46,12 @@ beforeAll(async () => {
   await c.end();
   const dbUrl = new URL(process.env.DATABASE_URL!);
   dbUrl.pathname = `/${database}`;
-  const [port, adminPort, backendPort, apiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [port, adminPort, backendPort, apiPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const env: Record<string, string | undefined> = {
     ...process.env,
     DATABASE_URL: dbUrl.toString(),
@@ -59,7 +64,10 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
   };
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'start'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   await untilReady(`http://127.0.0.1:${adminPort}/readyz`, child, () => out, 90_000);
@@ -72,7 +80,14 @@ beforeAll(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 900 },
   });
   page = context.pages()[0] ?? (await context.newPage());
@@ -97,7 +112,10 @@ afterAll(async () => {
   }
 }, 60_000);
 
-const viaGateway = (secret: string) => fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '203.0.113.20' } });
+const viaGateway = (secret: string) =>
+  fetch(`${gateway}/v2/workspaces/100/accounts`, {
+    headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '203.0.113.20' },
+  });
 
 describe.skipIf(!CAN)('the console in headless Chromium', () => {
   it('npm start printed a write admin token', () => {
@@ -142,12 +160,20 @@ describe.skipIf(!CAN)('the console in headless Chromium', () => {
     for (let i = 0; i < 3; i++) expect((await viaGateway(secret)).status).toBe(200);
     await page.reload();
     await page.getByText(/accepted \(\d+\)/).waitFor();
-    await expect.poll(async () => Number(/accepted \((\d+)\)/.exec((await page.getByText(/accepted \(\d+\)/).textContent()) ?? '')?.[1]), { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(
+        async () =>
+          Number(/accepted \((\d+)\)/.exec((await page.getByText(/accepted \(\d+\)/).textContent()) ?? '')?.[1]),
+        { timeout: 20_000 },
+      )
+      .toBeGreaterThanOrEqual(3);
     await shot('4-organization');
 
     await page.getByRole('link', { name: 'console e2e' }).click();
     await page.getByRole('heading', { name: /Key console e2e/ }).waitFor();
-    await expect.poll(async () => Number(await page.getByTestId('used-read').textContent()), { timeout: 20_000 }).toBe(3);
+    await expect
+      .poll(async () => Number(await page.getByTestId('used-read').textContent()), { timeout: 20_000 })
+      .toBe(3);
     expect(await page.content()).not.toContain(secret);
     await shot('5-key-usage');
 
@@ -182,5 +208,7 @@ describe.skipIf(!CAN)('the console in headless Chromium', () => {
 });
 
 it.runIf(!CAN)('is skipped without PostgreSQL, Redis and Chromium', () => {
-  expect(spawnSync(CHROMIUM, ['--version']).status === 0 && process.env.DATABASE_URL && process.env.REDIS_URL).toBeFalsy();
+  expect(
+    spawnSync(CHROMIUM, ['--version']).status === 0 && process.env.DATABASE_URL && process.env.REDIS_URL,
+  ).toBeFalsy();
 });

@@ -21,7 +21,11 @@ function readmeBlock(sub: Record<string, string>): string {
   const begin = readme.indexOf('<!-- fronting:begin -->');
   const end = readme.indexOf('<!-- fronting:end -->');
   expect(begin).toBeGreaterThan(0);
-  let block = readme.slice(begin, end).split('\n').filter((l) => !l.startsWith('```') && !l.startsWith('<!--')).join('\n');
+  let block = readme
+    .slice(begin, end)
+    .split('\n')
+    .filter((l) => !l.startsWith('```') && !l.startsWith('<!--'))
+    .join('\n');
   for (const [from, to] of Object.entries(sub)) block = block.split(from).join(to);
   return block;
 }
@@ -36,7 +40,8 @@ beforeAll(async () => {
   if (!CAN) return;
   const tmp = mkdtempSync(join(tmpdir(), 'kg-fronting-'));
   copy = join(tmp, 'keygate');
-  for (const p of ['src', 'config', 'examples', 'bench', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) cpSync(join(ROOT, p), join(copy, p), { recursive: true });
+  for (const p of ['src', 'config', 'examples', 'bench', 'package.json', 'tsconfig.json', 'tsconfig.build.json'])
+    cpSync(join(ROOT, p), join(copy, p), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
   database = `fronting_${process.pid}_${Date.now()}`;
   const c = admin();
@@ -112,7 +117,13 @@ describe.runIf(CAN)('README, Fronting your service', () => {
   });
 
   it('another workspace is refused by the gateway, and the service refuses what did not come through it', () => {
-    expect(answers().find((a) => a.errorCode === '150004'), output).toBeDefined();
-    expect(answers().find((a) => a.error === 'unauthenticated'), output).toBeDefined();
+    expect(
+      answers().find((a) => a.errorCode === '150004'),
+      output,
+    ).toBeDefined();
+    expect(
+      answers().find((a) => a.error === 'unauthenticated'),
+      output,
+    ).toBeDefined();
   });
 });

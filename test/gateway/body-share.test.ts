@@ -67,7 +67,12 @@ function upload(): Promise<number> {
         method: 'POST',
         path: '/v2/workspaces/100/accounts',
         agent: false,
-        headers: { authorization: `Bearer ${VICTIM}`, 'x-forwarded-for': '10.9.9.9', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: {
+          authorization: `Bearer ${VICTIM}`,
+          'x-forwarded-for': '10.9.9.9',
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
       },
       (res) => {
         res.resume();
@@ -88,7 +93,10 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('the body budget under one hos
     await new Promise((r) => setTimeout(r, 1000));
     const statuses: number[] = [];
     for (let i = 0; i < 24; i++) statuses.push(await upload());
-    expect(statuses.filter((s) => s !== 201), gateway.output()).toEqual([]);
+    expect(
+      statuses.filter((s) => s !== 201),
+      gateway.output(),
+    ).toEqual([]);
     // The hog's uploads were held, not answered: the test measured what it meant to.
     expect(hogs.filter((s) => !s.destroyed).length).toBeGreaterThan(0);
   }, 60_000);

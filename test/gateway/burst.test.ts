@@ -21,9 +21,18 @@ const BURSTS_TIMEOUT_MS = 120_000;
 
 // Sixteen more keys of workspace 100 (org 1, growth): a burst spread over them spends at most 16 per key,
 // so only the address's layer can refuse.
-const spreadKeys = Array.from({ length: 16 }, (_, n) => 'svc_ws_' + `Burst${String(n).padStart(2, "0")}`.padEnd(36, '0'));
+const spreadKeys = Array.from(
+  { length: 16 },
+  (_, n) => 'svc_ws_' + `Burst${String(n).padStart(2, '0')}`.padEnd(36, '0'),
+);
 const extraKeys = spreadKeys.map((secret, n) => ({
-  id: 5000 + n, secret, name: `burst ${n}`, workspaceId: 100, role: 'ADMIN', scopes: ['tags:read'], createdBy: 10,
+  id: 5000 + n,
+  secret,
+  name: `burst ${n}`,
+  workspaceId: 100,
+  role: 'ADMIN',
+  scopes: ['tags:read'],
+  createdBy: 10,
 }));
 
 const clock = new FakeClock();
@@ -33,7 +42,13 @@ beforeAll(async () => {
   if (!haveRedis()) return;
   rec = await startRecorder();
   // The gateway builds its stores as in production: Redis behind the breaker, default timeouts.
-  s = await startStack({ clock, appStores: true, env: appRedisEnv(), upstreamOverride: rec.url, extra: { apiKeys: extraKeys } });
+  s = await startStack({
+    clock,
+    appStores: true,
+    env: appRedisEnv(),
+    upstreamOverride: rec.url,
+    extra: { apiKeys: extraKeys },
+  });
 });
 afterAll(async () => {
   await s?.close();
@@ -48,7 +63,9 @@ async function burst(keyOf: (n: number) => string, ip: string) {
   return {
     passed: rs.filter((r) => r.status === 200).length,
     refused: rs.filter((r) => r.status === 429 && r.body?.errorCode === '150005').length,
-    other: rs.filter((r) => r.status !== 200 && !(r.status === 429 && r.body?.errorCode === '150005')).map((r) => r.status),
+    other: rs
+      .filter((r) => r.status !== 200 && !(r.status === 429 && r.body?.errorCode === '150005'))
+      .map((r) => r.status),
   };
 }
 
@@ -77,16 +94,26 @@ describe.runIf(haveRedis())('bursts on real Redis', () => {
       }
     };
 
-    it(`one key, one address, ${BURST_SIZE} at once on ${on}: exactly the key's budget passes, ${BURSTS} times`, async () => {
-      const passed = await withStalls(() => bursts(() => K.wsAdmin, `10.70.${busy ? 1 : 0}`));
-      expect(passed).toEqual(Array(BURSTS).fill(KEY_BUDGET));
-      expect(await callsWithoutRedis(s.adminUrl)).toBe(0);
-    }, BURSTS_TIMEOUT_MS);
+    it(
+      `one key, one address, ${BURST_SIZE} at once on ${on}: exactly the key's budget passes, ${BURSTS} times`,
+      async () => {
+        const passed = await withStalls(() => bursts(() => K.wsAdmin, `10.70.${busy ? 1 : 0}`));
+        expect(passed).toEqual(Array(BURSTS).fill(KEY_BUDGET));
+        expect(await callsWithoutRedis(s.adminUrl)).toBe(0);
+      },
+      BURSTS_TIMEOUT_MS,
+    );
 
-    it(`one address, ${BURST_SIZE} at once over sixteen keys on ${on}: exactly the address's budget passes, ${BURSTS} times`, async () => {
-      const passed = await withStalls(() => bursts((n) => spreadKeys[n % spreadKeys.length], `10.71.${busy ? 1 : 0}`));
-      expect(passed).toEqual(Array(BURSTS).fill(IP_BUDGET));
-      expect(await callsWithoutRedis(s.adminUrl)).toBe(0);
-    }, BURSTS_TIMEOUT_MS);
+    it(
+      `one address, ${BURST_SIZE} at once over sixteen keys on ${on}: exactly the address's budget passes, ${BURSTS} times`,
+      async () => {
+        const passed = await withStalls(() =>
+          bursts((n) => spreadKeys[n % spreadKeys.length], `10.71.${busy ? 1 : 0}`),
+        );
+        expect(passed).toEqual(Array(BURSTS).fill(IP_BUDGET));
+        expect(await callsWithoutRedis(s.adminUrl)).toBe(0);
+      },
+      BURSTS_TIMEOUT_MS,
+    );
   }
 });

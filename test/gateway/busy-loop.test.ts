@@ -16,8 +16,17 @@ beforeAll(async () => {
   if (!haveRedis()) return;
   rec = await startRecorder();
   // Production defaults (REDIS_COMMAND_TIMEOUT_MS included): nothing here is tuned for the test.
-  open = await startStack({ appStores: true, env: { ...appRedisEnv(), RATE_LIMIT_FAILURE_MODE: 'open' }, upstreamOverride: rec.url });
-  closed = await startStack({ appStores: true, db: open.db, env: { ...appRedisEnv(), RATE_LIMIT_FAILURE_MODE: 'closed' }, upstreamOverride: rec.url });
+  open = await startStack({
+    appStores: true,
+    env: { ...appRedisEnv(), RATE_LIMIT_FAILURE_MODE: 'open' },
+    upstreamOverride: rec.url,
+  });
+  closed = await startStack({
+    appStores: true,
+    db: open.db,
+    env: { ...appRedisEnv(), RATE_LIMIT_FAILURE_MODE: 'closed' },
+    upstreamOverride: rec.url,
+  });
 });
 afterAll(async () => {
   await closed?.close();
@@ -55,6 +64,7 @@ describe.runIf(haveRedis())('event-loop stalls against a healthy Redis', () => {
     expect(statuses.filter((st) => st >= 500)).toEqual([]);
     expect(await callsWithoutRedis(open.adminUrl)).toBe(0);
     expect(await callsWithoutRedis(closed.adminUrl)).toBe(0);
-    for (const s of [open, closed]) expect(await metricValue(s.adminUrl, 'keygate_degraded_transitions_total{to="degraded"}')).toBe(0);
+    for (const s of [open, closed])
+      expect(await metricValue(s.adminUrl, 'keygate_degraded_transitions_total{to="degraded"}')).toBe(0);
   });
 });

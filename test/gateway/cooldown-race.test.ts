@@ -27,7 +27,9 @@ describe('failed-authentication cooldown under parallel requests', () => {
     for (let round = 0; round < 5; round++) {
       const ip = `10.73.${round}.1`;
       const rs = await Promise.all(
-        Array.from({ length: 12 }, (_, n) => s.request('GET', '/v2/workspaces/100/tags', { key: invalidKeys[n % invalidKeys.length], ip })),
+        Array.from({ length: 12 }, (_, n) =>
+          s.request('GET', '/v2/workspaces/100/tags', { key: invalidKeys[n % invalidKeys.length], ip }),
+        ),
       );
       const codes = rs.map((r) => `${r.status} ${r.body?.errorCode}`).sort();
       expect(codes).toEqual([...Array(5).fill('401 150002'), ...Array(7).fill('429 150006')]);
@@ -38,7 +40,9 @@ describe('failed-authentication cooldown under parallel requests', () => {
   it('/v1: 12 invalid keys at once, exactly five unauthorized, the rest too_many_failed_attempts', async () => {
     const ip = '10.73.9.1';
     const rs = await Promise.all(
-      Array.from({ length: 12 }, () => s.request('GET', '/v1/email-accounts', { apiKey: 'svc_v1_' + 'R'.repeat(40), ip })),
+      Array.from({ length: 12 }, () =>
+        s.request('GET', '/v1/email-accounts', { apiKey: 'svc_v1_' + 'R'.repeat(40), ip }),
+      ),
     );
     const codes = rs.map((r) => `${r.status} ${r.body?.error_code}`).sort();
     expect(codes).toEqual([...Array(5).fill('401 unauthorized'), ...Array(7).fill('429 too_many_failed_attempts')]);
@@ -63,7 +67,7 @@ describe('cooldown by address family', () => {
     expect((await get('2001:db8:7:2::1', K.wsAdmin)).status).toBe(200);
   });
 
-  it('IPv4-mapped IPv6 spellings share the IPv4 address\'s tries', async () => {
+  it("IPv4-mapped IPv6 spellings share the IPv4 address's tries", async () => {
     const v4 = '10.74.0.1';
     const mapped = ['::ffff:10.74.0.1', '::FFFF:10.74.0.1', '0:0:0:0:0:ffff:10.74.0.1', '::ffff:a4a:1'];
     expect((await get(v4, invalid)).body.errorCode).toBe('150002');

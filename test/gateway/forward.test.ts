@@ -10,7 +10,9 @@ import { createForwarder, type Forwarder, type UpstreamFailure } from '../../src
 const BIG = Buffer.alloc(8 * 1024 * 1024, 'x');
 
 function listen(server: http.Server | net.Server): Promise<string> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 describe('forwarder', () => {
@@ -50,10 +52,20 @@ describe('forwarder', () => {
     const upstreamUrl = await listen(upstream);
     forwarder = createForwarder({ upstream: upstreamUrl, timeoutMs: 300, maxSockets: 4 });
     front = http.createServer((req, res) => {
-      forwarder.forward({ method: req.method!, target: req.url!, headers: { host: req.headers.host }, body: null, head: ['x-request-id', 'r1'] }, res, (kind) => {
-        failures.push(kind);
-        res.writeHead(kind === 'gateway_timeout' ? 504 : 502).end(kind);
-      });
+      forwarder.forward(
+        {
+          method: req.method!,
+          target: req.url!,
+          headers: { host: req.headers.host },
+          body: null,
+          head: ['x-request-id', 'r1'],
+        },
+        res,
+        (kind) => {
+          failures.push(kind);
+          res.writeHead(kind === 'gateway_timeout' ? 504 : 502).end(kind);
+        },
+      );
     });
     frontUrl = await listen(front);
   });
@@ -71,7 +83,14 @@ describe('forwarder', () => {
         .request(frontUrl + path, { method, agent: false }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode!, statusText: res.statusMessage!, raw: res.rawHeaders, body: Buffer.concat(chunks) }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode!,
+              statusText: res.statusMessage!,
+              raw: res.rawHeaders,
+              body: Buffer.concat(chunks),
+            }),
+          );
         })
         .on('error', reject)
         .end();

@@ -10,7 +10,11 @@ import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 
 /** Raw bytes on a fresh socket; resolves with the whole answer text once the server closes or after `ms`. */
-function rawExchange(base: string, bytes: Buffer | string, o: { ms?: number; keepOpen?: boolean } = {}): Promise<{ text: string; closed: boolean; ms: number }> {
+function rawExchange(
+  base: string,
+  bytes: Buffer | string,
+  o: { ms?: number; keepOpen?: boolean } = {},
+): Promise<{ text: string; closed: boolean; ms: number }> {
   const u = new URL(base);
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
@@ -59,7 +63,13 @@ async function startUpstream() {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString() });
+      seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString(),
+      });
       if (behaviour === 'stall') return;
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (behaviour === 'spoof-headers') {
@@ -102,7 +112,13 @@ beforeAll(async () => {
     clock,
     mode: 'gateway',
     upstreamUrl: up.url,
-    env: { UPSTREAM_TIMEOUT_MS: '400', UPSTREAM_MAX_SOCKETS: '2', BODY_TIMEOUT_MS: '400', BODY_LIMIT_BYTES: '100000', BODY_BUFFER_MAX_BYTES: '150000' },
+    env: {
+      UPSTREAM_TIMEOUT_MS: '400',
+      UPSTREAM_MAX_SOCKETS: '2',
+      BODY_TIMEOUT_MS: '400',
+      BODY_LIMIT_BYTES: '100000',
+      BODY_BUFFER_MAX_BYTES: '150000',
+    },
   });
   full = await startStack({ clock });
 });
@@ -137,7 +153,12 @@ describe('every forwarded request is bounded by UPSTREAM_TIMEOUT_MS', () => {
     up.set('stall');
     const t0 = performance.now();
     const results = await Promise.all(
-      Array.from({ length: 6 }, () => s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.77.0.${Math.floor(Math.random() * 200)}` })),
+      Array.from({ length: 6 }, () =>
+        s.request('GET', '/v2/workspaces/100/tags', {
+          key: K.wsAdmin,
+          ip: `10.77.0.${Math.floor(Math.random() * 200)}`,
+        }),
+      ),
     );
     up.set('answer');
     expect(results.map((r) => r.status)).toEqual([504, 504, 504, 504, 504, 504]);
@@ -166,22 +187,43 @@ describe('the signed target is the forwarded target, byte for byte', () => {
   ];
   it.each(queries)('%s reaches the upstream unchanged', async (q) => {
     const target = `/v2/workspaces/100/accounts${q}`;
-    const r = await rawExchange(s.gatewayUrl, Buffer.from(`GET ${target} HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.78.0.${queries.indexOf(q)}\r\nConnection: close\r\n\r\n`, 'utf8'));
+    const r = await rawExchange(
+      s.gatewayUrl,
+      Buffer.from(
+        `GET ${target} HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.78.0.${queries.indexOf(q)}\r\nConnection: close\r\n\r\n`,
+        'utf8',
+      ),
+    );
     expect(statusOf(r.text)).toBe(200);
     expect(Buffer.from(up.seen.at(-1)!.url, 'latin1').toString('utf8')).toBe(target);
   });
 
   // RFC 9112 section 3.2: a request-target is ASCII; Node's parser refuses raw bytes above it.
-  it.each(['?search=\u20ac', '?search=caf\u00e9'])('%s, raw non-ASCII in the target, is 400 and never forwarded', async (q) => {
-    const before = up.seen.length;
-    const r = await rawExchange(s.gatewayUrl, Buffer.from(`GET /v2/workspaces/100/accounts${q} HTTP/1.1\r\nHost: ${host()}\r\n${bearer}Connection: close\r\n\r\n`, 'utf8'));
-    expect(statusOf(r.text)).toBe(400);
-    expect(up.seen.length).toBe(before);
-  });
+  it.each(['?search=\u20ac', '?search=caf\u00e9'])(
+    '%s, raw non-ASCII in the target, is 400 and never forwarded',
+    async (q) => {
+      const before = up.seen.length;
+      const r = await rawExchange(
+        s.gatewayUrl,
+        Buffer.from(
+          `GET /v2/workspaces/100/accounts${q} HTTP/1.1\r\nHost: ${host()}\r\n${bearer}Connection: close\r\n\r\n`,
+          'utf8',
+        ),
+      );
+      expect(statusOf(r.text)).toBe(400);
+      expect(up.seen.length).toBe(before);
+    },
+  );
 
   it.each(queries)('%s is accepted by the real backend (never a 401 for a valid key)', async (q) => {
     const target = `/v2/workspaces/100/accounts${q}`;
-    const r = await rawExchange(full.gatewayUrl, Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\n${bearer}X-Forwarded-For: 10.79.0.${queries.indexOf(q)}\r\nConnection: close\r\n\r\n`, 'utf8'));
+    const r = await rawExchange(
+      full.gatewayUrl,
+      Buffer.from(
+        `GET ${target} HTTP/1.1\r\nHost: x\r\n${bearer}X-Forwarded-For: 10.79.0.${queries.indexOf(q)}\r\nConnection: close\r\n\r\n`,
+        'utf8',
+      ),
+    );
     expect(statusOf(r.text)).not.toBe(401);
     expect(statusOf(r.text)).toBeLessThan(500);
   });
@@ -219,7 +261,9 @@ describe('bodies are read only after authorization, bounded in time and in total
     const open = (n: number) => {
       const sock = net.connect(Number(new URL(s.gatewayUrl).port), '127.0.0.1');
       sock.on('error', () => {});
-      sock.write(`POST /v2/workspaces/100/tags HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.81.0.${n}\r\nContent-Type: application/json\r\nContent-Length: 90000\r\n\r\n${half}`);
+      sock.write(
+        `POST /v2/workspaces/100/tags HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.81.0.${n}\r\nContent-Type: application/json\r\nContent-Length: 90000\r\n\r\n${half}`,
+      );
       return sock;
     };
     const a = open(1);
@@ -247,7 +291,16 @@ describe('a clean request upstream, and the gateway owns its headers (RFC 9110 s
     );
     expect(statusOf(r.text)).toBe(200);
     const h = up.seen.at(-1)!.headers;
-    for (const name of ['x_api_key', 'x_gateway_identity', 'x-hop-secret', 'keep-alive', 'upgrade', 'proxy-authorization', 'te', 'proxy-connection']) {
+    for (const name of [
+      'x_api_key',
+      'x_gateway_identity',
+      'x-hop-secret',
+      'keep-alive',
+      'upgrade',
+      'proxy-authorization',
+      'te',
+      'proxy-connection',
+    ]) {
       expect(h[name], name).toBeUndefined();
     }
     expect(h['x-kept']).toBe('yes');
@@ -264,10 +317,14 @@ describe('a clean request upstream, and the gateway owns its headers (RFC 9110 s
     expect(up.seen.length).toBe(before);
   });
 
-  it("the upstream cannot overwrite X-RateLimit-*, Retry-After, X-Request-Id or pass its hop-by-hop headers", async () => {
+  it('the upstream cannot overwrite X-RateLimit-*, Retry-After, X-Request-Id or pass its hop-by-hop headers', async () => {
     up.set('spoof-headers');
     try {
-      const r = await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.82.0.3', headers: { 'x-request-id': 'client-id-1' } });
+      const r = await s.request('GET', '/v2/workspaces/100/tags', {
+        key: K.wsAdmin,
+        ip: '10.82.0.3',
+        headers: { 'x-request-id': 'client-id-1' },
+      });
       expect(r.status).toBe(200);
       expect(r.headers.get('x-ratelimit-limit')).toBe('20');
       expect(Number(r.headers.get('x-ratelimit-remaining'))).toBeLessThan(20);
@@ -283,18 +340,27 @@ describe('a clean request upstream, and the gateway owns its headers (RFC 9110 s
 
 describe('HTTP/1.1 edges (RFC 9112, RFC 9110 section 11.4)', () => {
   it('two Host lines are 400', async () => {
-    const r = await rawExchange(s.gatewayUrl, `GET /v2/workspaces/100/tags HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n${bearer}Connection: close\r\n\r\n`);
+    const r = await rawExchange(
+      s.gatewayUrl,
+      `GET /v2/workspaces/100/tags HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n${bearer}Connection: close\r\n\r\n`,
+    );
     expect(statusOf(r.text)).toBe(400);
   });
 
   it('an absolute-form target is treated as its path, and forwarded in origin form', async () => {
-    const r = await rawExchange(s.gatewayUrl, `GET http://${host()}/v2/workspaces/100/tags?x=1 HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.83.0.1\r\nConnection: close\r\n\r\n`);
+    const r = await rawExchange(
+      s.gatewayUrl,
+      `GET http://${host()}/v2/workspaces/100/tags?x=1 HTTP/1.1\r\nHost: ${host()}\r\n${bearer}X-Forwarded-For: 10.83.0.1\r\nConnection: close\r\n\r\n`,
+    );
     expect(statusOf(r.text)).toBe(200);
     expect(up.seen.at(-1)!.url).toBe('/v2/workspaces/100/tags?x=1');
   });
 
   it('Bearer followed by several spaces is a valid credential', async () => {
-    const r = await s.request('GET', '/v2/workspaces/100/tags', { ip: '10.83.0.2', headers: { authorization: `Bearer    ${K.wsAdmin}` } });
+    const r = await s.request('GET', '/v2/workspaces/100/tags', {
+      ip: '10.83.0.2',
+      headers: { authorization: `Bearer    ${K.wsAdmin}` },
+    });
     expect(r.status).toBe(200);
   });
 });
@@ -308,7 +374,8 @@ describe('the signature covers the body, and a signature is good once (RFC 9530 
     expect(captured.headers['content-digest']).toMatch(/^sha-256=:[A-Za-z0-9+/]+=*:$/);
     const replay = (b: string) => {
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(captured.headers)) if (typeof v === 'string' && k !== 'content-length' && k !== 'host') headers[k] = v;
+      for (const [k, v] of Object.entries(captured.headers))
+        if (typeof v === 'string' && k !== 'content-length' && k !== 'host') headers[k] = v;
       return fetch(full.backendUrl + captured.url, { method: 'POST', headers, body: b });
     };
     // The same secret signs for both stacks (test/helpers/stack.ts), so the backend of `full` verifies it.
@@ -321,7 +388,12 @@ describe('the signature covers the body, and a signature is good once (RFC 9530 
 });
 
 describe('the address layer counts a client, not a spelling (CONTRACT section 3, client IP)', () => {
-  const ipRemaining = async (ip: string) => Number((await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip })).headers.get('x-ratelimit-ip-remaining'));
+  const ipRemaining = async (ip: string) =>
+    Number(
+      (await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip })).headers.get(
+        'x-ratelimit-ip-remaining',
+      ),
+    );
 
   it('addresses of one IPv6 /64 share one budget', async () => {
     const first = await ipRemaining('2001:db8:5:6::1');

@@ -47,7 +47,12 @@ afterAll(async () => {
 
 /** A personal key of the owner (user 10) through /api-keys; the secret is answered once. */
 async function mint(body: Record<string, unknown> = {}): Promise<{ id: number; secret: string }> {
-  const r = await a.session('POST', '/api-keys', K.session, { name: 'lifecycle', type: 'personal', scopes: ['workspace:read'], ...body });
+  const r = await a.session('POST', '/api-keys', K.session, {
+    name: 'lifecycle',
+    type: 'personal',
+    scopes: ['workspace:read'],
+    ...body,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return { id: r.body.data.id, secret: r.body.data.secret };
 }
@@ -80,7 +85,11 @@ describe('expiry', () => {
   });
 
   it('/v1: an expired partner key gets the v1 401 shape', async () => {
-    const r = await a.session('POST', '/api-keys', K.session, { name: 'p', type: 'partner', expiresAt: new Date(clock.now() + 5000).toISOString() });
+    const r = await a.session('POST', '/api-keys', K.session, {
+      name: 'p',
+      type: 'partner',
+      expiresAt: new Date(clock.now() + 5000).toISOString(),
+    });
     const secret = r.body.data.secret;
     expect((await a.request('GET', '/v1/rate-limit', { apiKey: secret, ip: ip() })).status).toBe(200);
     clock.advance(5000);
@@ -94,7 +103,9 @@ describe('expiry', () => {
     expect((await get(a, secret)).status).toBe(200);
     clock.advance(1000);
     expect((await get(a, secret)).status).toBe(401);
-    const listed = (await a.session('GET', '/api-keys?status=expired', K.session)).body.data.find((k: { id: number }) => k.id === id);
+    const listed = (await a.session('GET', '/api-keys?status=expired', K.session)).body.data.find(
+      (k: { id: number }) => k.id === id,
+    );
     expect(listed).toMatchObject({ status: 'expired', expiresAt: new Date(clock.now()).toISOString() });
     const cleared = await a.session('PATCH', `/api-keys/${id}`, K.session, { expiresAt: null });
     expect(cleared.body.data).toMatchObject({ status: 'active', expiresAt: null });
@@ -102,11 +113,13 @@ describe('expiry', () => {
     expect((await get(b, secret)).status).toBe(200);
   });
 
-  it('two instances: an expiry set through a\'s backend is refused by b on the very next request', async () => {
+  it("two instances: an expiry set through a's backend is refused by b on the very next request", async () => {
     const { id, secret } = await mint();
     expect((await get(b, secret)).status).toBe(200);
     expect((await get(b, secret)).status).toBe(200); // cached on b
-    const r = await a.session('PATCH', `/api-keys/${id}`, K.session, { expiresAt: new Date(clock.now()).toISOString() });
+    const r = await a.session('PATCH', `/api-keys/${id}`, K.session, {
+      expiresAt: new Date(clock.now()).toISOString(),
+    });
     expect(r.status).toBe(200);
     expect((await get(b, secret)).status).toBe(401);
     expect((await get(a, secret)).status).toBe(401);
@@ -121,7 +134,11 @@ describe('rotation', () => {
     expect(r.status).toBe(200);
     const fresh: string = r.body.data.secret;
     expect(fresh).toMatch(/^svc_pk_[A-Za-z0-9]{40}$/);
-    expect(r.body.data).toMatchObject({ id, scopes: ['workspace:read'], previousSecret: { expiresAt: new Date(clock.now() + 30_000).toISOString() } });
+    expect(r.body.data).toMatchObject({
+      id,
+      scopes: ['workspace:read'],
+      previousSecret: { expiresAt: new Date(clock.now() + 30_000).toISOString() },
+    });
     expect((await get(a, old)).status).toBe(200);
     expect((await get(b, fresh)).status).toBe(200);
     clock.advance(29_999);
@@ -177,9 +194,14 @@ describe('metadata in the signed identity', () => {
     await new Promise((r) => upstream.close(r));
   });
 
-  it('the upstream receives the key\'s metadata in the HMAC identity and the JWT kg claim; a key without has no field', async () => {
+  it("the upstream receives the key's metadata in the HMAC identity and the JWT kg claim; a key without has no field", async () => {
     const metadata = { customerId: 'cus_42', tier: 'gold', limits: { seats: 5 } };
-    const made = await c.session('POST', '/api-keys', K.session, { name: 'meta', type: 'personal', scopes: ['workspace:read'], metadata });
+    const made = await c.session('POST', '/api-keys', K.session, {
+      name: 'meta',
+      type: 'personal',
+      scopes: ['workspace:read'],
+      metadata,
+    });
     expect(made.body.data.metadata).toEqual(metadata);
     seen = [];
     expect((await c.request('GET', '/v2/workspaces/100', { key: made.body.data.secret, ip: ip() })).status).toBe(200);
@@ -189,7 +211,11 @@ describe('metadata in the signed identity', () => {
     const jwt = createJwtVerifier({ jwks, audience: 'lifecycle-svc', now: () => clock.now() });
     const [withMeta, without] = await Promise.all(
       seen.map(async (s) => ({
-        hmac: await verifyHmacIdentity(c.gatewaySecret, { method: s.method, target: s.url, headers: s.headers }, { now: () => clock.now() }),
+        hmac: await verifyHmacIdentity(
+          c.gatewaySecret,
+          { method: s.method, target: s.url, headers: s.headers },
+          { now: () => clock.now() },
+        ),
         jwt: await jwt(s.headers, { method: s.method, target: s.url }),
       })),
     );
@@ -202,12 +228,20 @@ describe('metadata in the signed identity', () => {
     await c.session('PATCH', `/api-keys/${made.body.data.id}`, K.session, { metadata: { tier: 'platinum' } });
     seen = [];
     await c.request('GET', '/v2/workspaces/100', { key: made.body.data.secret, ip: ip() });
-    const next = await verifyHmacIdentity(c.gatewaySecret, { method: seen[0].method, target: seen[0].url, headers: seen[0].headers }, { now: () => clock.now() });
+    const next = await verifyHmacIdentity(
+      c.gatewaySecret,
+      { method: seen[0].method, target: seen[0].url, headers: seen[0].headers },
+      { now: () => clock.now() },
+    );
     expect(next.metadata).toEqual({ tier: 'platinum' });
   });
 
   it('metadata over 1 KiB, or not an object, is refused with the field named', async () => {
-    const big = await c.session('POST', '/api-keys', K.session, { name: 'm', type: 'personal', metadata: { blob: 'x'.repeat(1020) } });
+    const big = await c.session('POST', '/api-keys', K.session, {
+      name: 'm',
+      type: 'personal',
+      metadata: { blob: 'x'.repeat(1020) },
+    });
     expect(big.status).toBe(400);
     expect(big.body.errorMessage).toMatch(/metadata is \d+ bytes as JSON; at most 1024/);
     const arr = await c.session('POST', '/api-keys', K.session, { name: 'm', type: 'personal', metadata: [1, 2] });

@@ -64,7 +64,12 @@ async function viaFetch(key: boolean, size: number, i: number): Promise<Outcome>
     },
   });
   try {
-    const res = await fetch(`http://127.0.0.1:${gateway.port}${PATH}`, { method: 'POST', body, duplex: 'half', headers: headers(key, i) } as RequestInit);
+    const res = await fetch(`http://127.0.0.1:${gateway.port}${PATH}`, {
+      method: 'POST',
+      body,
+      duplex: 'half',
+      headers: headers(key, i),
+    } as RequestInit);
     return { status: res.status, code: codeOf(await res.text()) };
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause;
@@ -75,13 +80,23 @@ async function viaFetch(key: boolean, size: number, i: number): Promise<Outcome>
 /** node:http with a Content-Length of `size`, the body written in one piece. */
 function viaHttp(key: boolean, size: number, i: number): Promise<Outcome> {
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port: gateway.port, method: 'POST', path: PATH, agent: false, headers: { ...headers(key, i), 'content-length': String(size) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: codeOf(text) }));
-      res.on('error', (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port: gateway.port,
+        method: 'POST',
+        path: PATH,
+        agent: false,
+        headers: { ...headers(key, i), 'content-length': String(size) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: codeOf(text) }));
+        res.on('error', (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
+      },
+    );
     req.on('error', (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
     req.end(Buffer.alloc(size, 0x20));
   });
@@ -93,7 +108,9 @@ function viaSocket(key: boolean, size: number, i: number): Promise<Outcome> {
     let got = Buffer.alloc(0);
     let error: string | null = null;
     const s = net.connect(gateway.port, '127.0.0.1', () => {
-      const fields = Object.entries({ ...headers(key, i), 'content-length': String(size) }).map(([k, v]) => `${k}: ${v}\r\n`);
+      const fields = Object.entries({ ...headers(key, i), 'content-length': String(size) }).map(
+        ([k, v]) => `${k}: ${v}\r\n`,
+      );
       s.write(`POST ${PATH} HTTP/1.1\r\nhost: x\r\n${fields.join('')}\r\n`);
       s.write(Buffer.alloc(size, 0x20));
     });
@@ -103,7 +120,8 @@ function viaSocket(key: boolean, size: number, i: number): Promise<Outcome> {
       const text = got.toString('latin1');
       const m = /^HTTP\/1\.1 (\d{3}) [^\r]*\r\n([\s\S]*?)\r\n\r\n([\s\S]*)$/.exec(text);
       const length = m && /content-length: (\d+)/i.exec(m[2]);
-      if (m && length && m[3].length >= Number(length[1])) resolve({ status: Number(m[1]), code: codeOf(m[3].slice(0, Number(length[1]))) });
+      if (m && length && m[3].length >= Number(length[1]))
+        resolve({ status: Number(m[1]), code: codeOf(m[3].slice(0, Number(length[1]))) });
       else resolve({ error: error ?? `incomplete answer (${got.length} bytes)` });
     });
   });
@@ -112,7 +130,12 @@ function viaSocket(key: boolean, size: number, i: number): Promise<Outcome> {
 type Client = (key: boolean, size: number, i: number) => Promise<Outcome>;
 
 /** `TRIES` uploads, four at a time: how many read the expected answer, and what the others got. */
-async function tries(client: Client, key: boolean, size: number, status: number): Promise<{ answered: number; others: string[] }> {
+async function tries(
+  client: Client,
+  key: boolean,
+  size: number,
+  status: number,
+): Promise<{ answered: number; others: string[] }> {
   let answered = 0;
   const others: string[] = [];
   let next = 0;
@@ -139,9 +162,13 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('a refused upload is answered,
     ['raw socket, Content-Length over the limit', viaSocket, true, 2 * MiB, 413],
     ['raw socket, Content-Length, no key', viaSocket, false, MiB, 401],
   ];
-  it.concurrent.each(cases)('%s: every try reads its answer', async (_name, client, key, size, status) => {
-    const { answered, others } = await tries(client, key, size, status);
-    expect(others).toEqual([]);
-    expect(answered).toBe(TRIES);
-  }, 60_000);
+  it.concurrent.each(cases)(
+    '%s: every try reads its answer',
+    async (_name, client, key, size, status) => {
+      const { answered, others } = await tries(client, key, size, status);
+      expect(others).toEqual([]);
+      expect(answered).toBe(TRIES);
+    },
+    60_000,
+  );
 });

@@ -9,7 +9,7 @@ import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 
 describe('openApiRoute', () => {
-  it('answers the two document paths with the files\' bytes, read once, and nothing else', () => {
+  it("answers the two document paths with the files' bytes, read once, and nothing else", () => {
     const dir = mkdtempSync(join(tmpdir(), 'keygate-openapi-'));
     try {
       writeFileSync(join(dir, 'v2.json'), '{"openapi":"3.1.0","info":{"title":"v2"}}\n');
@@ -19,7 +19,13 @@ describe('openApiRoute', () => {
       // Loaded once: a later change of the file is not seen until the process restarts.
       writeFileSync(join(dir, 'v2.json'), '{}');
       expect(openApiRoute('/v2/openapi.json', dir)?.toString()).toContain('"v2"');
-      for (const other of ['/v2/openapi.json/', '/v2/openapi', '/v3/openapi.json', '/v2/workspaces/100/openapi.json', '/openapi.json']) {
+      for (const other of [
+        '/v2/openapi.json/',
+        '/v2/openapi',
+        '/v3/openapi.json',
+        '/v2/workspaces/100/openapi.json',
+        '/openapi.json',
+      ]) {
         expect(openApiRoute(other, dir), other).toBeNull();
       }
       expect(openApiRoute('/v2/openapi.json', join(dir, 'missing'))).toBeNull();
@@ -48,7 +54,7 @@ describe('GET /v2/openapi.json and /v1/openapi.json through the gateway', () => 
     }
   });
 
-  it('spend nothing: neither the address layer nor a key\'s bucket', async () => {
+  it("spend nothing: neither the address layer nor a key's bucket", async () => {
     const ip = '10.90.0.2';
     for (let i = 0; i < 3; i++) {
       expect((await s.request('GET', '/v2/openapi.json', { key: K.wsAdmin, ip })).status).toBe(200);

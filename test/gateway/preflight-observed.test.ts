@@ -24,7 +24,12 @@ describe('CORS preflights in the metrics and the access log', () => {
   const preflight = (origin: string) =>
     fetch(s.gatewayUrl + '/v2/workspaces/100/tags', {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type', 'x-request-id': `pf-${origin.length}` },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+        'x-request-id': `pf-${origin.length}`,
+      },
     });
 
   it('counts each preflight and logs it', async () => {
@@ -35,12 +40,18 @@ describe('CORS preflights in the metrics and the access log', () => {
     expect(refused.status).toBe(204);
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
     const metrics = await (await fetch(s.adminUrl + '/metrics')).text();
-    expect(metrics).toMatch(/keygate_requests_total\{[^}]*route="preflight"[^}]*method="OPTIONS"[^}]*status="204"[^}]*\} 2\n/);
+    expect(metrics).toMatch(
+      /keygate_requests_total\{[^}]*route="preflight"[^}]*method="OPTIONS"[^}]*status="204"[^}]*\} 2\n/,
+    );
     // The access log is written in batches: wait for both lines.
     const deadline = Date.now() + 5_000;
     const logged = () => lines.filter((l) => l.method === 'OPTIONS' && l.route === 'preflight');
     while (logged().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(logged().map((l) => l.status)).toEqual([204, 204]);
-    expect(logged().map((l) => l.requestId).sort()).toEqual(['pf-20', 'pf-24']);
+    expect(
+      logged()
+        .map((l) => l.requestId)
+        .sort(),
+    ).toEqual(['pf-20', 'pf-24']);
   });
 });

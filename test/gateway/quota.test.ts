@@ -74,8 +74,24 @@ beforeAll(async () => {
       workspaces: [{ id: 400, organizationId: 4, name: 'Quota main', dailyWarmupBudget: 0 }],
       memberships: [{ workspaceId: 400, userId: 40, role: 'OWNER' }],
       apiKeys: [
-        { id: 4000, secret: Q.ws, name: 'quota ws', workspaceId: 400, role: 'ADMIN', scopes: ALL_SCOPES, createdBy: 40 },
-        { id: 4001, secret: Q.ws2, name: 'quota ws two', workspaceId: 400, role: 'ADMIN', scopes: ALL_SCOPES, createdBy: 40 },
+        {
+          id: 4000,
+          secret: Q.ws,
+          name: 'quota ws',
+          workspaceId: 400,
+          role: 'ADMIN',
+          scopes: ALL_SCOPES,
+          createdBy: 40,
+        },
+        {
+          id: 4001,
+          secret: Q.ws2,
+          name: 'quota ws two',
+          workspaceId: 400,
+          role: 'ADMIN',
+          scopes: ALL_SCOPES,
+          createdBy: 40,
+        },
         { id: 4002, secret: Q.noScope, name: 'quota none', workspaceId: 400, role: 'ADMIN', scopes: [], createdBy: 40 },
         { id: 4020, secret: Q.partner, name: 'quota partner', organizationId: 4 },
       ],
@@ -90,7 +106,8 @@ afterAll(async () => {
 });
 
 const tags = (inst: Stack, key = Q.ws, ip = '10.40.0.1') => inst.request('GET', '/v2/workspaces/400/tags', { key, ip });
-const report = (inst: Stack, key = Q.ws) => inst.request('GET', '/v2/workspaces/400/rate-limit', { key, ip: '10.40.9.9' });
+const report = (inst: Stack, key = Q.ws) =>
+  inst.request('GET', '/v2/workspaces/400/rate-limit', { key, ip: '10.40.9.9' });
 const nextMinute = () => clock.advance(60_000 - (clock.t % 60_000));
 const secondsToDecember = () => Math.ceil((DECEMBER - clock.now()) / 1000);
 
@@ -105,12 +122,22 @@ describe('per-customer budgets', () => {
 
     const patch = await a.internal('PATCH', '/internal/organizations/4', { limits: { read: 7 } });
     expect(patch.status).toBe(200);
-    expect(patch.body.data.limits).toEqual({ overrides: { read: 7, write: null, bulk: null, monthlyQuota: null }, effective: { read: 7, write: 10, bulk: 4, monthlyQuota: null } });
+    expect(patch.body.data.limits).toEqual({
+      overrides: { read: 7, write: null, bulk: null, monthlyQuota: null },
+      effective: { read: 7, write: 10, bulk: 4, monthlyQuota: null },
+    });
 
     // Audited in the change's transaction, as the internal caller.
-    const audit = await a.db.query(`SELECT actor_kind, target_ids, before, after FROM audit_events WHERE action = 'organization.limits' ORDER BY id`);
+    const audit = await a.db.query(
+      `SELECT actor_kind, target_ids, before, after FROM audit_events WHERE action = 'organization.limits' ORDER BY id`,
+    );
     expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ actor_kind: 'internal', target_ids: ['4'], before: { read: null }, after: { read: 7 } });
+    expect(audit[0]).toMatchObject({
+      actor_kind: 'internal',
+      target_ids: ['4'],
+      before: { read: null },
+      after: { read: 7 },
+    });
 
     const after = await tags(b);
     expect(after.status).toBe(200);
@@ -119,7 +146,12 @@ describe('per-customer budgets', () => {
     expect(after.headers.get('ratelimit-policy')).toBe('"read";q=7;w=60, "ip";q=100;w=60');
     const r = await report(b);
     expect(r.body.data.buckets.read).toMatchObject({ limit: 7, used: 2, remaining: 5, source: 'organization' });
-    expect(r.body.data.buckets.write).toEqual({ limit: 10, used: 0, remaining: 10, reset: r.body.data.buckets.read.reset });
+    expect(r.body.data.buckets.write).toEqual({
+      limit: 10,
+      used: 0,
+      remaining: 10,
+      reset: r.body.data.buckets.read.reset,
+    });
     for (let i = 0; i < 5; i++) expect((await tags(i % 2 ? a : b)).status).toBe(200);
     const refused = await tags(a);
     expect(refused.status).toBe(429);
@@ -152,7 +184,14 @@ describe('per-customer budgets', () => {
   });
 
   it('refuses a bad override in its envelope and changes nothing', async () => {
-    for (const limits of [{ read: 0 }, { read: 1.5 }, { monthlyQuota: -1 }, { monthlyQuota: 'lots' }, {}, { burst: 3 }]) {
+    for (const limits of [
+      { read: 0 },
+      { read: 1.5 },
+      { monthlyQuota: -1 },
+      { monthlyQuota: 'lots' },
+      {},
+      { burst: 3 },
+    ]) {
       const r = await a.internal('PATCH', '/internal/organizations/4', { limits });
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe('invalid_request');
@@ -191,7 +230,10 @@ describe('monthly quota', () => {
       expect(r.headers.get('ratelimit')).toMatch(new RegExp(`, "month";r=0;t=${secondsToDecember()}$`));
     }
     // Every answer names the three policies.
-    for (const r of answers) expect(r.headers.get('ratelimit-policy')).toBe(`"read";q=1000;w=60, "ip";q=100;w=60, "month";q=${QUOTA};w=${NOVEMBER_SECONDS}`);
+    for (const r of answers)
+      expect(r.headers.get('ratelimit-policy')).toBe(
+        `"read";q=1000;w=60, "ip";q=100;w=60, "month";q=${QUOTA};w=${NOVEMBER_SECONDS}`,
+      );
 
     // The counter holds exactly the admitted requests, on either instance's report.
     for (const inst of [a, b]) {
@@ -230,8 +272,12 @@ describe('monthly quota', () => {
     const r = await tags(a);
     expect(r.status).toBe(200);
     // December has 31 days.
-    expect(r.headers.get('ratelimit-policy')).toBe(`"read";q=1000;w=60, "ip";q=100;w=60, "month";q=${QUOTA + 1};w=${31 * 86_400}`);
-    expect(r.headers.get('ratelimit')).toMatch(new RegExp(`"month";r=${QUOTA};t=${Math.ceil((Date.UTC(2027, 0, 1) - clock.now()) / 1000)}$`));
+    expect(r.headers.get('ratelimit-policy')).toBe(
+      `"read";q=1000;w=60, "ip";q=100;w=60, "month";q=${QUOTA + 1};w=${31 * 86_400}`,
+    );
+    expect(r.headers.get('ratelimit')).toMatch(
+      new RegExp(`"month";r=${QUOTA};t=${Math.ceil((Date.UTC(2027, 0, 1) - clock.now()) / 1000)}$`),
+    );
     expect((await report(b)).body.data.month).toMatchObject({ used: 1, remaining: QUOTA });
   });
 

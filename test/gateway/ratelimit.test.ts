@@ -21,7 +21,15 @@ beforeAll(async () => {
       users: [{ id: 40, organizationId: 4, email: 'owner@big.test', orgRole: 'OWNER' }],
       workspaces: [{ id: 400, organizationId: 4, name: 'Big main', dailyWarmupBudget: 0 }],
       memberships: [{ workspaceId: 400, userId: 40, role: 'OWNER' }],
-      apiKeys: [1, 2, 3].map((n) => ({ id: 4000 + n, secret: big(n), name: `big ${n}`, workspaceId: 400, role: 'ADMIN', scopes: ALL_SCOPES, createdBy: 40 })),
+      apiKeys: [1, 2, 3].map((n) => ({
+        id: 4000 + n,
+        secret: big(n),
+        name: `big ${n}`,
+        workspaceId: 400,
+        role: 'ADMIN',
+        scopes: ALL_SCOPES,
+        createdBy: 40,
+      })),
     },
   });
 });
@@ -35,7 +43,8 @@ beforeEach(() => {
 });
 
 const get = (key: string, ip: string, path = '/v2/workspaces/100/accounts') => s.request('GET', path, { key, ip });
-const state = async (key: string, ip: string, wid = 100) => (await get(key, ip, `/v2/workspaces/${wid}/rate-limit`)).body.data;
+const state = async (key: string, ip: string, wid = 100) =>
+  (await get(key, ip, `/v2/workspaces/${wid}/rate-limit`)).body.data;
 
 describe('per-key layer', () => {
   it('the 21st GET of a Growth key in one minute gets 429 150005 with Retry-After = seconds left; the next minute passes', async () => {
@@ -48,7 +57,12 @@ describe('per-key layer', () => {
     const before = rec.seen.length;
     const r = await get(K.wsAdmin, ip);
     expect(r.status).toBe(429);
-    expect(r.body).toEqual({ success: false, data: null, errorCode: '150005', errorMessage: expect.stringContaining('Read') });
+    expect(r.body).toEqual({
+      success: false,
+      data: null,
+      errorCode: '150005',
+      errorMessage: expect.stringContaining('Read'),
+    });
     expect(r.headers.get('retry-after')).toBe('45');
     expect(r.headers.get('x-ratelimit-limit')).toBe('20');
     expect(r.headers.get('x-ratelimit-remaining')).toBe('0');
@@ -68,7 +82,10 @@ describe('per-key layer', () => {
 
   it('buckets are separate: writes and bulk have their own counters and messages', async () => {
     const ip = freshIp();
-    for (let i = 0; i < 4; i++) expect((await s.request('POST', '/v2/workspaces/100/accounts/bulk-status', { key: K.wsAdmin, ip, body: {} })).status).toBe(200);
+    for (let i = 0; i < 4; i++)
+      expect(
+        (await s.request('POST', '/v2/workspaces/100/accounts/bulk-status', { key: K.wsAdmin, ip, body: {} })).status,
+      ).toBe(200);
     const bulk = await s.request('POST', '/v2/workspaces/100/accounts/bulk/tags', { key: K.wsAdmin, ip, body: {} });
     expect(bulk.status).toBe(429);
     expect(bulk.body.errorMessage).toContain('Bulk');
@@ -134,7 +151,11 @@ describe('spending', () => {
     expect(a).toEqual(b);
     expect(a).toMatchObject({
       plan: 'growth',
-      buckets: { read: { limit: 20, used: 1, remaining: 19 }, write: { limit: 10, used: 0 }, bulk: { limit: 4, used: 0 } },
+      buckets: {
+        read: { limit: 20, used: 1, remaining: 19 },
+        write: { limit: 10, used: 0 },
+        bulk: { limit: 4, used: 0 },
+      },
       ip: { limit: 100, used: 1, remaining: 99 },
     });
     expect(a.buckets.read.reset).toBe(Math.floor(clock.now() / 60_000) * 60 + 60);
@@ -161,7 +182,12 @@ describe('spending', () => {
     try {
       const paused = await get(K.wsAdmin, ip);
       expect(paused.status).toBe(403);
-      expect(paused.body).toEqual({ success: false, data: null, errorCode: '040006', errorMessage: expect.any(String) });
+      expect(paused.body).toEqual({
+        success: false,
+        data: null,
+        errorCode: '040006',
+        errorMessage: expect.any(String),
+      });
       expect(paused.headers.get('x-ratelimit-remaining')).toBe('19');
       expect(paused.headers.get('x-ratelimit-ip-remaining')).toBe('99');
       const pausedState = await get(K.wsAdmin, ip, '/v2/workspaces/100/rate-limit');

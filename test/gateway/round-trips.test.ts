@@ -24,7 +24,12 @@ describe.runIf(Boolean(process.env.REDIS_URL) || Boolean(clusterNodes()))('redis
       return original(cmd);
     }) as typeof original;
     rec = await startRecorder();
-    s = await startStack({ clock, mode: 'gateway', upstreamUrl: rec.url, stores: createRedisStores({ redis, prefix: `rt${randomBytes(4).toString('hex')}:`, clock }) });
+    s = await startStack({
+      clock,
+      mode: 'gateway',
+      upstreamUrl: rec.url,
+      stores: createRedisStores({ redis, prefix: `rt${randomBytes(4).toString('hex')}:`, clock }),
+    });
   });
   afterAll(async () => {
     await s?.close();

@@ -54,45 +54,54 @@ describe.each(routes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_
     expect(f.url).toBe(path);
     expect(f.method).toBe(route.method);
     expect(f.headers.authorization).toBeUndefined();
-    const id = verifyIdentity(s.gatewaySecret, {
-      identity: f.headers['x-gateway-identity'] as string,
-      timestamp: f.headers['x-gateway-timestamp'] as string,
-      signature: f.headers['x-gateway-signature'] as string,
-      requestId: f.headers['x-request-id'] as string,
-      contentDigest: f.headers['content-digest'] as string | undefined,
-    }, f.method, f.url, clock.now());
+    const id = verifyIdentity(
+      s.gatewaySecret,
+      {
+        identity: f.headers['x-gateway-identity'] as string,
+        timestamp: f.headers['x-gateway-timestamp'] as string,
+        signature: f.headers['x-gateway-signature'] as string,
+        requestId: f.headers['x-request-id'] as string,
+        contentDigest: f.headers['content-digest'] as string | undefined,
+      },
+      f.method,
+      f.url,
+      clock.now(),
+    );
     expect(id?.organizationId).toBe(1);
     // The signature covers the body the upstream received (RFC 9530 Content-Digest).
     expect(digestMatches(f.headers['content-digest'] as string | undefined, Buffer.from(f.body))).toBe(true);
     expect(r.headers.get('x-ratelimit-limit')).toBe(String({ read: 20, write: 10, bulk: 4 }[route.bucket]));
   });
 
-  if (route.scope !== null) it('a key without the scope gets 150003', async () => {
-    const { r, forwarded } = await viaRecorder(route.method, path, orgOwnerOnly ? K.editorPk : K.wsNoScope);
-    expect(r.status).toBe(403);
-    expect(r.body.errorCode).toBe('150003');
-    expect(forwarded).toHaveLength(0);
-  });
-
-  if (route.scope !== null) it('a VIEWER-capped key gets 150003 above VIEWER, passes at VIEWER', async () => {
-    const { r, forwarded } = await viaRecorder(route.method, path, K.wsViewer);
-    const needsMore = orgOwnerOnly || rank.indexOf(scopes[route.scope!]) > 0;
-    // GET /v2/workspaces also accepts a workspace key holding workspace:read (CONTRACT section 6).
-    const workspaceList = route.method === 'GET' && route.path === '/v2/workspaces';
-    if (needsMore && !workspaceList) {
+  if (route.scope !== null)
+    it('a key without the scope gets 150003', async () => {
+      const { r, forwarded } = await viaRecorder(route.method, path, orgOwnerOnly ? K.editorPk : K.wsNoScope);
       expect(r.status).toBe(403);
       expect(r.body.errorCode).toBe('150003');
       expect(forwarded).toHaveLength(0);
-    } else {
-      expect(r.status).toBe(200);
-      expect(forwarded).toHaveLength(1);
-    }
-  });
+    });
 
-  if (wsRoute) it('a key of another workspace gets 150004', async () => {
-    const { r, forwarded } = await viaRecorder(route.method, path, K.wsOther);
-    expect(r.status).toBe(403);
-    expect(r.body.errorCode).toBe('150004');
-    expect(forwarded).toHaveLength(0);
-  });
+  if (route.scope !== null)
+    it('a VIEWER-capped key gets 150003 above VIEWER, passes at VIEWER', async () => {
+      const { r, forwarded } = await viaRecorder(route.method, path, K.wsViewer);
+      const needsMore = orgOwnerOnly || rank.indexOf(scopes[route.scope!]) > 0;
+      // GET /v2/workspaces also accepts a workspace key holding workspace:read (CONTRACT section 6).
+      const workspaceList = route.method === 'GET' && route.path === '/v2/workspaces';
+      if (needsMore && !workspaceList) {
+        expect(r.status).toBe(403);
+        expect(r.body.errorCode).toBe('150003');
+        expect(forwarded).toHaveLength(0);
+      } else {
+        expect(r.status).toBe(200);
+        expect(forwarded).toHaveLength(1);
+      }
+    });
+
+  if (wsRoute)
+    it('a key of another workspace gets 150004', async () => {
+      const { r, forwarded } = await viaRecorder(route.method, path, K.wsOther);
+      expect(r.status).toBe(403);
+      expect(r.body.errorCode).toBe('150004');
+      expect(forwarded).toHaveLength(0);
+    });
 });

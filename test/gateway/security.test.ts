@@ -12,7 +12,11 @@ function raw(base: string, method: string, path: string, headers: Record<string,
     const req = http.request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => (res.complete ? resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? JSON.parse(text) : null }) : reject(new Error('incomplete'))));
+      res.on('end', () =>
+        res.complete
+          ? resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? JSON.parse(text) : null })
+          : reject(new Error('incomplete')),
+      );
       res.on('error', reject);
       res.on('aborted', () => reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })));
     });
@@ -28,7 +32,13 @@ let rec: Recorder;
 beforeAll(async () => {
   rec = await startRecorder();
   s = await startStack({ clock, mode: 'gateway', upstreamUrl: rec.url, env: { BODY_LIMIT_BYTES: '1024' } });
-  untrusted = await startStack({ clock, db: s.db, mode: 'gateway', upstreamUrl: rec.url, env: { TRUST_PROXY: '10.0.0.0/8' } });
+  untrusted = await startStack({
+    clock,
+    db: s.db,
+    mode: 'gateway',
+    upstreamUrl: rec.url,
+    env: { TRUST_PROXY: '10.0.0.0/8' },
+  });
 });
 afterAll(async () => {
   await untrusted?.close();
@@ -75,7 +85,13 @@ describe('canonical paths (step 1)', () => {
 
   it('a body over the limit is 413 payload_too_large, never forwarded', async () => {
     const before = rec.seen.length;
-    const r = await raw(s.gatewayUrl, 'POST', '/v2/workspaces/100/tags', { ...auth, 'content-type': 'application/json' }, JSON.stringify({ name: 'x'.repeat(2000) }));
+    const r = await raw(
+      s.gatewayUrl,
+      'POST',
+      '/v2/workspaces/100/tags',
+      { ...auth, 'content-type': 'application/json' },
+      JSON.stringify({ name: 'x'.repeat(2000) }),
+    );
     expect(r.status).toBe(413);
     expect(r.body.error.code).toBe('payload_too_large');
     expect(rec.seen.length).toBe(before);
@@ -84,10 +100,13 @@ describe('canonical paths (step 1)', () => {
   it('a chunked body over the limit is 413 too', async () => {
     const u = new URL(s.gatewayUrl);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: u.hostname, port: u.port, method: 'POST', path: '/v2/workspaces/100/tags', headers: auth }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        { host: u.hostname, port: u.port, method: 'POST', path: '/v2/workspaces/100/tags', headers: auth },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < 10; i++) req.write('x'.repeat(200));
       req.end();
@@ -122,27 +141,44 @@ describe('forwarding', () => {
     expect(f.headers['x-gateway-identity']).not.toBe(forged);
     const id = JSON.parse(Buffer.from(f.headers['x-gateway-identity'] as string, 'base64url').toString());
     expect(id).toEqual({
-      keyId: 1000, keyType: 'workspace', organizationId: 1, userId: null, workspaceId: 100, role: 'ADMIN',
-      scopes: expect.arrayContaining(['accounts:read']), plan: 'growth',
+      keyId: 1000,
+      keyType: 'workspace',
+      organizationId: 1,
+      userId: null,
+      workspaceId: 100,
+      role: 'ADMIN',
+      scopes: expect.arrayContaining(['accounts:read']),
+      plan: 'growth',
     });
     expect(f.headers['x-request-id']).toBe('client-id-1');
     expect(JSON.stringify(f.headers)).not.toContain(K.wsAdmin);
   });
 
   it('replaces an invalid X-Request-Id with its own', async () => {
-    const r = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-request-id': 'bad id with spaces' });
+    const r = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', {
+      ...auth,
+      'x-request-id': 'bad id with spaces',
+    });
     expect(r.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('a personal key acts at the live membership role', async () => {
     const before = rec.seen.length;
     await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { authorization: `Bearer ${K.editorPk}` });
-    const id = JSON.parse(Buffer.from(rec.seen[before].headers['x-gateway-identity'] as string, 'base64url').toString());
+    const id = JSON.parse(
+      Buffer.from(rec.seen[before].headers['x-gateway-identity'] as string, 'base64url').toString(),
+    );
     expect(id).toMatchObject({ keyType: 'personal', userId: 11, workspaceId: 100, role: 'EDITOR' });
   });
 
   it('a /v1 key is not a /v2 key (150002), and a /v2 key is not a /v1 key', async () => {
-    const v2 = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { authorization: `Bearer ${K.partner}` }, undefined);
+    const v2 = await raw(
+      s.gatewayUrl,
+      'GET',
+      '/v2/workspaces/100/tags',
+      { authorization: `Bearer ${K.partner}` },
+      undefined,
+    );
     expect(v2.body.errorCode).toBe('150002');
     const v1 = await raw(s.gatewayUrl, 'GET', '/v1/email-accounts', { 'x-api-key': K.wsAdmin });
     expect(v1.status).toBe(401);
@@ -154,8 +190,14 @@ describe('client IP', () => {
   it('X-Forwarded-For from an untrusted peer is ignored: the socket address is the client', async () => {
     clock.advance(60_000);
     const before = rec.seen.length;
-    const a = await raw(untrusted.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-forwarded-for': '1.1.1.1' });
-    const b = await raw(untrusted.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-forwarded-for': '2.2.2.2' });
+    const a = await raw(untrusted.gatewayUrl, 'GET', '/v2/workspaces/100/tags', {
+      ...auth,
+      'x-forwarded-for': '1.1.1.1',
+    });
+    const b = await raw(untrusted.gatewayUrl, 'GET', '/v2/workspaces/100/tags', {
+      ...auth,
+      'x-forwarded-for': '2.2.2.2',
+    });
     expect(Number(a.headers['x-ratelimit-ip-remaining']) - Number(b.headers['x-ratelimit-ip-remaining'])).toBe(1);
     expect(rec.seen[before].headers['x-forwarded-for']).toBe('1.1.1.1, 127.0.0.1');
   });
@@ -163,19 +205,31 @@ describe('client IP', () => {
   it('from a trusted peer the right-most untrusted address is the client; a malformed header falls back', async () => {
     clock.advance(60_000);
     const before = rec.seen.length;
-    const a = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-forwarded-for': '9.9.9.9, 3.3.3.3, 127.0.0.1' });
+    const a = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', {
+      ...auth,
+      'x-forwarded-for': '9.9.9.9, 3.3.3.3, 127.0.0.1',
+    });
     expect(a.headers['x-ratelimit-ip-remaining']).toBe('99');
     expect(rec.seen[before].headers['x-forwarded-for']).toBe('9.9.9.9, 3.3.3.3, 127.0.0.1, 3.3.3.3');
     const b = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-forwarded-for': '3.3.3.3' });
     expect(b.headers['x-ratelimit-ip-remaining']).toBe('98');
-    const c = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', { ...auth, 'x-forwarded-for': 'not-an-ip, 3.3.3.3' });
+    const c = await raw(s.gatewayUrl, 'GET', '/v2/workspaces/100/tags', {
+      ...auth,
+      'x-forwarded-for': 'not-an-ip, 3.3.3.3',
+    });
     expect(c.headers['x-ratelimit-ip-remaining']).toBe('99'); // counted for 127.0.0.1
   });
 });
 
 describe('upstream failures', () => {
   it('a stalled upstream is 504 gateway_timeout, a reset is 502 bad_gateway, with the rate-limit headers', async () => {
-    const slow = await startStack({ clock, db: s.db, mode: 'gateway', upstreamUrl: rec.url, env: { UPSTREAM_TIMEOUT_MS: '200' } });
+    const slow = await startStack({
+      clock,
+      db: s.db,
+      mode: 'gateway',
+      upstreamUrl: rec.url,
+      env: { UPSTREAM_TIMEOUT_MS: '200' },
+    });
     try {
       rec.mode = 'stall';
       const t = await raw(slow.gatewayUrl, 'GET', '/v2/workspaces/100/tags', auth);

@@ -22,7 +22,15 @@ const shadowLines: Record<string, unknown>[] = [];
 let ipN = 0;
 const freshIp = () => `10.9.0.${++ipN}`;
 
-const RATE_FIELDS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-ip-limit', 'x-ratelimit-ip-remaining', 'ratelimit', 'ratelimit-policy'];
+const RATE_FIELDS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'x-ratelimit-ip-limit',
+  'x-ratelimit-ip-remaining',
+  'ratelimit',
+  'ratelimit-policy',
+];
 const rateHeaders = (r: Res) => Object.fromEntries(RATE_FIELDS.map((f) => [f, r.headers.get(f)]));
 
 async function metric(s: Stack, pattern: RegExp): Promise<number> {
@@ -37,7 +45,9 @@ beforeAll(async () => {
   const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
   plans.growth.limitMode = 'shadow';
   const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
-  const tags = routes.v2.find((r: { method: string; path: string }) => r.method === 'GET' && r.path === '/v2/workspaces/{workspaceId}/tags');
+  const tags = routes.v2.find(
+    (r: { method: string; path: string }) => r.method === 'GET' && r.path === '/v2/workspaces/{workspaceId}/tags',
+  );
   tags.limitMode = 'enforce';
   writeFileSync(join(dir, 'plans.json'), JSON.stringify(plans));
   writeFileSync(join(dir, 'routes.json'), JSON.stringify(routes));
@@ -53,7 +63,10 @@ beforeAll(async () => {
   const common = { clock, upstreamOverride: rec.url, memory: true };
   enforce = await startStack(common);
   shadow = await startStack({ ...common, env: { RATE_LIMIT_MODE: 'shadow' }, log: createLogger('info', sink) });
-  mixed = await startStack({ ...common, env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') } });
+  mixed = await startStack({
+    ...common,
+    env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') },
+  });
 }, 120_000);
 afterAll(async () => {
   await Promise.all([enforce?.close(), shadow?.close(), mixed?.close()]);
@@ -74,7 +87,10 @@ describe('shadow limits', () => {
       expect([e.status, s.status]).toEqual([200, 200]);
       expect(rateHeaders(s)).toEqual(rateHeaders(e));
     }
-    const rejectedBefore = await metric(shadow, /^keygate_rate_limit_decisions_total\{layer="key",outcome="rejected"\}/);
+    const rejectedBefore = await metric(
+      shadow,
+      /^keygate_rate_limit_decisions_total\{layer="key",outcome="rejected"\}/,
+    );
     const e = await accounts(enforce, K.wsAdmin, ip);
     expect(e.status).toBe(429);
     expect(e.body.errorCode).toBe('150005');
@@ -91,17 +107,28 @@ describe('shadow limits', () => {
     expect([e2.status, s2.status]).toEqual([429, 200]);
     expect(rateHeaders(s2)).toEqual(rateHeaders(e2));
 
-    expect(await metric(shadow, /^keygate_rate_limit_decisions_total\{layer="key",outcome="rejected"\}/)).toBe(rejectedBefore + 2);
+    expect(await metric(shadow, /^keygate_rate_limit_decisions_total\{layer="key",outcome="rejected"\}/)).toBe(
+      rejectedBefore + 2,
+    );
     expect(await metric(shadow, /^keygate_shadow_refusals_total\{layer="key"\}/)).toBeGreaterThanOrEqual(2);
     expect(await metric(enforce, /^keygate_shadow_refusals_total/)).toBe(0);
     const line = shadowLines.find((l) => l.requestId === s.headers.get('x-request-id'));
-    expect(line).toMatchObject({ code: '150005', layers: ['key'], route: '/v2/workspaces/{workspaceId}/accounts', organizationId: 1, keyId: 1000 });
+    expect(line).toMatchObject({
+      code: '150005',
+      layers: ['key'],
+      route: '/v2/workspaces/{workspaceId}/accounts',
+      organizationId: 1,
+      keyId: 1000,
+    });
     expect(JSON.stringify(shadowLines)).not.toContain(K.wsAdmin);
   });
 
   it('covers the address layer too', async () => {
     const ip = freshIp();
-    const [keyBefore, ipBefore] = [await metric(shadow, /^keygate_shadow_refusals_total\{layer="key"\}/), await metric(shadow, /^keygate_shadow_refusals_total\{layer="ip"\}/)];
+    const [keyBefore, ipBefore] = [
+      await metric(shadow, /^keygate_shadow_refusals_total\{layer="key"\}/),
+      await metric(shadow, /^keygate_shadow_refusals_total\{layer="ip"\}/),
+    ];
     let last: Res | null = null;
     // One key: its layer is over from the 21st request, the address's (100 a minute) at the 101st.
     for (let i = 0; i < 101; i++) last = await accounts(shadow, K.wsAdmin, ip);
@@ -115,7 +142,8 @@ describe('shadow limits', () => {
 
   it('/v1 partner layer in shadow', async () => {
     const ip = freshIp();
-    for (let i = 1; i <= 20; i++) expect((await shadow.request('GET', '/v1/email-accounts', { apiKey: K.partner, ip })).status).toBe(200);
+    for (let i = 1; i <= 20; i++)
+      expect((await shadow.request('GET', '/v1/email-accounts', { apiKey: K.partner, ip })).status).toBe(200);
     const e = await enforce.request('GET', '/v1/email-accounts', { apiKey: K.partner, ip });
     const r = await shadow.request('GET', '/v1/email-accounts', { apiKey: K.partner, ip });
     expect(r.status).toBe(200);
@@ -127,7 +155,10 @@ describe('shadow limits', () => {
   it('never shadows authentication or authorization', async () => {
     const ip = freshIp();
     expect((await shadow.request('GET', '/v2/workspaces/100/accounts', { ip })).status).toBe(401);
-    expect((await shadow.request('GET', '/v2/workspaces/100/accounts', { key: 'svc_ws_' + 'Nope'.padEnd(36, '0'), ip })).body.errorCode).toBe('150002');
+    expect(
+      (await shadow.request('GET', '/v2/workspaces/100/accounts', { key: 'svc_ws_' + 'Nope'.padEnd(36, '0'), ip })).body
+        .errorCode,
+    ).toBe('150002');
     const other = await shadow.request('GET', '/v2/workspaces/200/accounts', { key: K.wsAdmin, ip });
     expect(other.status).toBe(403);
     expect(other.body.errorCode).toBe('150004');
@@ -145,7 +176,8 @@ describe('shadow limits', () => {
     expect(tags.headers.get('retry-after')).toBe('45');
     // Beta's plan (free: 5 reads) has no setting: the global mode, enforce.
     const ip2 = freshIp();
-    for (let i = 1; i <= 5; i++) expect((await mixed.request('GET', '/v2/workspaces/200/accounts', { key: K.org2Ws, ip: ip2 })).status).toBe(200);
+    for (let i = 1; i <= 5; i++)
+      expect((await mixed.request('GET', '/v2/workspaces/200/accounts', { key: K.org2Ws, ip: ip2 })).status).toBe(200);
     expect((await mixed.request('GET', '/v2/workspaces/200/accounts', { key: K.org2Ws, ip: ip2 })).status).toBe(429);
   });
 });

@@ -11,7 +11,12 @@ let s: Stack;
 let rec: Recorder;
 beforeAll(async () => {
   rec = await startRecorder();
-  s = await startStack({ clock, mode: 'gateway', upstreamUrl: rec.url, env: { CORS_ORIGINS: 'https://app.example.com' } });
+  s = await startStack({
+    clock,
+    mode: 'gateway',
+    upstreamUrl: rec.url,
+    env: { CORS_ORIGINS: 'https://app.example.com' },
+  });
 });
 afterAll(async () => {
   await s?.close();
@@ -25,7 +30,10 @@ beforeEach(() => {
 /** `"name";r=1;t=2, ...` as { name: { r, t } } (the draft's structured-field list, as written here). */
 function items(field: string | null): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
-  for (const item of (field ?? '').split(',').map((x) => x.trim()).filter(Boolean)) {
+  for (const item of (field ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     const [name, ...params] = item.split(';');
     out[JSON.parse(name)] = Object.fromEntries(params.map((p) => p.split('=')).map(([k, v]) => [k, Number(v)]));
   }
@@ -47,7 +55,12 @@ describe('RateLimit-Policy and RateLimit', () => {
 
   it('on a 429, r is 0 and t is the Retry-After', async () => {
     let r;
-    for (let i = 0; i < 21; i++) r = await s.request('POST', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.60.0.2', body: { name: `t${i}` } });
+    for (let i = 0; i < 21; i++)
+      r = await s.request('POST', '/v2/workspaces/100/tags', {
+        key: K.wsAdmin,
+        ip: '10.60.0.2',
+        body: { name: `t${i}` },
+      });
     expect(r!.status).toBe(429);
     const now = items(r!.headers.get('ratelimit'));
     expect(now.write.r).toBe(0);
@@ -68,7 +81,12 @@ describe('CORS (CORS_ORIGINS)', () => {
   const preflight = (origin: string, headers = 'authorization, content-type') =>
     fetch(`${s.gatewayUrl}/v2/workspaces/100/tags`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': headers, 'x-forwarded-for': '10.61.0.1' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': headers,
+        'x-forwarded-for': '10.61.0.1',
+      },
     });
 
   it('a preflight from an allowed origin is answered without a key, spends nothing, is not forwarded', async () => {
@@ -92,13 +110,24 @@ describe('CORS (CORS_ORIGINS)', () => {
   });
 
   it('answers to an allowed origin, refusals included, expose the rate-limit fields', async () => {
-    const ok = await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.61.0.2', headers: { origin: 'https://app.example.com' } });
-    const refused = await s.request('GET', '/v2/workspaces/100/tags', { ip: '10.61.0.2', headers: { origin: 'https://app.example.com' } });
+    const ok = await s.request('GET', '/v2/workspaces/100/tags', {
+      key: K.wsAdmin,
+      ip: '10.61.0.2',
+      headers: { origin: 'https://app.example.com' },
+    });
+    const refused = await s.request('GET', '/v2/workspaces/100/tags', {
+      ip: '10.61.0.2',
+      headers: { origin: 'https://app.example.com' },
+    });
     for (const r of [ok, refused]) {
       expect(r.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
       expect(r.headers.get('access-control-expose-headers')).toMatch(/Retry-After.*|RateLimit/);
     }
-    const other = await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.61.0.3', headers: { origin: 'https://evil.example' } });
+    const other = await s.request('GET', '/v2/workspaces/100/tags', {
+      key: K.wsAdmin,
+      ip: '10.61.0.3',
+      headers: { origin: 'https://evil.example' },
+    });
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 });

@@ -28,10 +28,13 @@ const SPOOFED: Record<string, string> = {
 function get(url: string, path: string, host: string, headers: Record<string, string>): Promise<number> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path, method: 'GET', headers: { ...headers, host } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = http.request(
+      { host: u.hostname, port: u.port, path, method: 'GET', headers: { ...headers, host } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -59,7 +62,18 @@ describe('fields an upstream may trust', () => {
     });
     expect(status).toBe(200);
     const h = rec.seen[0].headers;
-    for (const name of ['x-http-method-override', 'x-http-method', 'x-method-override', 'x-original-url', 'x-rewrite-url', 'x-real-ip', 'true-client-ip', 'x-client-ip', 'cf-connecting-ip', 'x-forwarded-port']) {
+    for (const name of [
+      'x-http-method-override',
+      'x-http-method',
+      'x-method-override',
+      'x-original-url',
+      'x-rewrite-url',
+      'x-real-ip',
+      'true-client-ip',
+      'x-client-ip',
+      'cf-connecting-ip',
+      'x-forwarded-port',
+    ]) {
       expect(h[name], name).toBeUndefined();
     }
     // Appended: the upstream reads the right-most entry, the address the gateway saw.

@@ -41,7 +41,15 @@ beforeAll(async () => {
       memberships: [{ workspaceId: 100, userId: 13, role: 'ADMIN' }],
       apiKeys: [
         { id: 1013, secret: victimPk, name: 'victim pk', userId: 13, scopes: ALL_SCOPES },
-        { id: 1014, secret: revokable, name: 'revokable', workspaceId: 100, role: 'ADMIN', scopes: ALL_SCOPES, createdBy: 10 },
+        {
+          id: 1014,
+          secret: revokable,
+          name: 'revokable',
+          workspaceId: 100,
+          role: 'ADMIN',
+          scopes: ALL_SCOPES,
+          createdBy: 10,
+        },
       ],
     },
   });
@@ -58,7 +66,10 @@ describe('two gateway instances', () => {
   it('enforce one budget: 20 GETs spread over both pass, the 21st fails on either', async () => {
     clock.advance(60_000);
     for (let i = 0; i < 20; i++) {
-      const r = await (i % 2 ? a : b).request('GET', '/v2/workspaces/100/rate-limit', { key: K.editorPk, ip: '10.3.0.1' });
+      const r = await (i % 2 ? a : b).request('GET', '/v2/workspaces/100/rate-limit', {
+        key: K.editorPk,
+        ip: '10.3.0.1',
+      });
       expect(r.status).toBe(200);
       const x = await (i % 2 ? b : a).request('GET', '/v2/workspaces/100/tags', { key: K.editorPk, ip: `10.3.1.${i}` });
       expect(x.headers.get('x-ratelimit-remaining')).toBe(String(19 - i));
@@ -70,9 +81,11 @@ describe('two gateway instances', () => {
     }
   });
 
-  it('a key revoked through a\'s backend is refused by b on the very next request', async () => {
+  it("a key revoked through a's backend is refused by b on the very next request", async () => {
     clock.advance(60_000);
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: revokable, ip: '10.3.2.1' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: revokable, ip: '10.3.2.1' })).status).toBe(
+      200,
+    );
     const del = await a.session('DELETE', '/api-keys/1014', K.session);
     expect(del.status).toBe(200);
     expect(del.body.success).toBe(true);
@@ -82,18 +95,28 @@ describe('two gateway instances', () => {
   });
 
   it('pausing the organization applies on b at once, and resuming too', async () => {
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).status).toBe(
+      200,
+    );
     await a.internal('PATCH', '/internal/organizations/1', { paused: true });
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).body.errorCode).toBe('040006');
+    expect(
+      (await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).body.errorCode,
+    ).toBe('040006');
     await a.internal('PATCH', '/internal/organizations/1', { paused: false });
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.2' })).status).toBe(
+      200,
+    );
   });
 
   it('a plan without API access applies on b at once', async () => {
     await a.internal('PATCH', '/internal/organizations/1', { apiAccess: false });
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.3' })).body.errorCode).toBe('150007');
+    expect(
+      (await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.3' })).body.errorCode,
+    ).toBe('150007');
     await a.internal('PATCH', '/internal/organizations/1', { apiAccess: true });
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.3' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.wsAdmin, ip: '10.3.2.3' })).status).toBe(
+      200,
+    );
   });
 
   it('a plan change applies its budgets on b at once', async () => {
@@ -111,7 +134,9 @@ describe('two gateway instances', () => {
   });
 
   it('a removed membership is refused by b on the very next request', async () => {
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: victimPk, ip: '10.3.2.5' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: victimPk, ip: '10.3.2.5' })).status).toBe(
+      200,
+    );
     const del = await a.request('DELETE', '/v2/workspaces/100/members/13', { key: K.wsAdmin, ip: '10.3.2.6' });
     expect(del.status).toBeLessThan(300);
     const r = await b.request('GET', '/v2/workspaces/100/rate-limit', { key: victimPk, ip: '10.3.2.5' });
@@ -120,7 +145,9 @@ describe('two gateway instances', () => {
   });
 
   it('a soft-deleted workspace is refused by b on the very next request', async () => {
-    expect((await b.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.3.2.7' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.3.2.7' })).status).toBe(
+      200,
+    );
     expect((await a.internal('DELETE', '/internal/workspaces/101')).status).toBe(200);
     const ws = await b.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.3.2.7' });
     expect(ws.body.errorCode).toBe('150004');
@@ -132,10 +159,17 @@ describe('two gateway instances', () => {
   });
 
   it('a change made outside the backend (plain SQL) reaches b through NOTIFY', async () => {
-    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.viewerPk, ip: '10.3.2.8' })).status).toBe(200);
+    expect((await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.viewerPk, ip: '10.3.2.8' })).status).toBe(
+      200,
+    );
     await a.db.query(`UPDATE api_keys SET revoked_at = now() WHERE id = 1012`);
     // NOTIFY is asynchronous: wait for the eviction event rather than a fixed time.
-    for (let i = 0; i < 100 && (await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.viewerPk, ip: '10.3.2.8' })).status === 200; i++) {
+    for (
+      let i = 0;
+      i < 100 &&
+      (await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.viewerPk, ip: '10.3.2.8' })).status === 200;
+      i++
+    ) {
       await new Promise((r) => setImmediate(r));
     }
     const r = await b.request('GET', '/v2/workspaces/100/rate-limit', { key: K.viewerPk, ip: '10.3.2.8' });

@@ -7,10 +7,34 @@ import { clientIp, ipv4Value, TrustedProxies } from '../../src/gateway/client-ip
 import { retryAfter } from '../../src/gateway/headers.js';
 
 describe('pathProblem', () => {
-  it.each(['/v2/workspaces/100/accounts', '/v2/workspaces/9999999999999999/x', '/v1/workspaces/g-1_a/preview', '/v2/workspaces/quotas'])('%s is canonical', (p) => {
+  it.each([
+    '/v2/workspaces/100/accounts',
+    '/v2/workspaces/9999999999999999/x',
+    '/v1/workspaces/g-1_a/preview',
+    '/v2/workspaces/quotas',
+  ])('%s is canonical', (p) => {
     expect(pathProblem(p)).toBeNull();
   });
-  it.each(['', 'v2/x', '/v2//x', '/v2/x/', '/v2/./x', '/v2/../x', '/v2/%2E%2E/x', '/v2/a%2Fb', '/v2/a%5cb', '/v2/a\\b', '/v2/01', '/v2/1e3', '/v2/-1', '/v2/+1', '/v2/0', '/v2/12345678901234567', '/v2/%', '/v2/%00'])('%j is refused', (p) => {
+  it.each([
+    '',
+    'v2/x',
+    '/v2//x',
+    '/v2/x/',
+    '/v2/./x',
+    '/v2/../x',
+    '/v2/%2E%2E/x',
+    '/v2/a%2Fb',
+    '/v2/a%5cb',
+    '/v2/a\\b',
+    '/v2/01',
+    '/v2/1e3',
+    '/v2/-1',
+    '/v2/+1',
+    '/v2/0',
+    '/v2/12345678901234567',
+    '/v2/%',
+    '/v2/%00',
+  ])('%j is refused', (p) => {
     expect(pathProblem(p)).not.toBeNull();
   });
 });
@@ -45,10 +69,28 @@ describe('clientIp', () => {
 
 describe('ipv4Value', () => {
   it('accepts exactly what net.isIP calls IPv4, with the right value', () => {
-    const samples = ['1.2.3.4', '0.0.0.0', '255.255.255.255', '256.1.1.1', '01.2.3.4', '1.2.3', '1.2.3.4.5', '1..2.3', ' 1.2.3.4', 'a.b.c.d', '10.0.0.01', '1.2.3.4.', '.1.2.3.4', '1234.1.1.1', '::1', '::ffff:1.2.3.4', ''];
+    const samples = [
+      '1.2.3.4',
+      '0.0.0.0',
+      '255.255.255.255',
+      '256.1.1.1',
+      '01.2.3.4',
+      '1.2.3',
+      '1.2.3.4.5',
+      '1..2.3',
+      ' 1.2.3.4',
+      'a.b.c.d',
+      '10.0.0.01',
+      '1.2.3.4.',
+      '.1.2.3.4',
+      '1234.1.1.1',
+      '::1',
+      '::ffff:1.2.3.4',
+      '',
+    ];
     // And a few thousand near-misses: random octets, leading zeros, wrong separators.
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let i = 0; i < 5000; i++) {
       const parts = Array.from({ length: 3 + rnd(3) }, () => (rnd(5) === 0 ? '0' : '') + String(rnd(300)));
       samples.push(parts.join(rnd(40) === 0 ? ',' : '.'));
@@ -61,7 +103,14 @@ describe('ipv4Value', () => {
   });
   it('matches trusted IPv4 subnets by integer arithmetic, including /0 and /32', () => {
     const t = new TrustedProxies(['10.0.0.0/8', '192.168.1.7', '172.16.0.0/12']);
-    expect([t.has('10.255.0.1'), t.has('11.0.0.1'), t.has('192.168.1.7'), t.has('192.168.1.8'), t.has('172.31.255.255'), t.has('172.32.0.0')]).toEqual([true, false, true, false, true, false]);
+    expect([
+      t.has('10.255.0.1'),
+      t.has('11.0.0.1'),
+      t.has('192.168.1.7'),
+      t.has('192.168.1.8'),
+      t.has('172.31.255.255'),
+      t.has('172.32.0.0'),
+    ]).toEqual([true, false, true, false, true, false]);
     expect(new TrustedProxies(['0.0.0.0/0']).has('203.0.113.9')).toBe(true);
     expect(new TrustedProxies(['0.0.0.0/0']).has('2001:db8::1')).toBe(false);
   });
@@ -78,7 +127,11 @@ describe('retryAfter', () => {
 describe('sign', () => {
   it('is the hex HMAC-SHA256 of CONTRACT section 5 over timestamp, request id, method, target and identity', () => {
     const identity = Buffer.from(JSON.stringify({ keyId: 1, scopes: ['tags:read'], note: 'é' })).toString('base64url');
-    const expected = createHmac('sha256', 'the-gateway-secret').update(['1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity].join('\n')).digest('hex');
-    expect(sign('the-gateway-secret', '1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity)).toBe(expected);
+    const expected = createHmac('sha256', 'the-gateway-secret')
+      .update(['1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity].join('\n'))
+      .digest('hex');
+    expect(sign('the-gateway-secret', '1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity)).toBe(
+      expected,
+    );
   });
 });

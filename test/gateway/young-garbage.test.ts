@@ -56,7 +56,13 @@ async function load(n: number, connections: number, offset: number): Promise<num
   const one = (i: number) =>
     new Promise<void>((resolve, reject) => {
       const req = http.get(
-        { host: '127.0.0.1', port, path: '/v2/workspaces/100/tags', agent, headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.1.${(offset + i) % 200}.1` } },
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v2/workspaces/100/tags',
+          agent,
+          headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.1.${(offset + i) % 200}.1` },
+        },
         (res) => {
           statuses.push(res.statusCode ?? 0);
           res.resume();
@@ -76,7 +82,9 @@ async function load(n: number, connections: number, offset: number): Promise<num
 
 /** The bytes promoted by each young collection (`gc=s`) printed so far, from line `from` on. */
 function promoted(from: number): { collections: number; bytes: number; lines: number } {
-  const lines = output().split('\n').filter((l) => l.includes(' gc=s '));
+  const lines = output()
+    .split('\n')
+    .filter((l) => l.includes(' gc=s '));
   const bytes = lines.slice(from).reduce((sum, l) => sum + Number(/ promoted=(\d+)/.exec(l)?.[1] ?? 0), 0);
   return { collections: lines.length - from, bytes, lines: lines.length };
 }

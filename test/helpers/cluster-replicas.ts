@@ -33,8 +33,31 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
   for (const p of ports) {
     const d = join(dir, String(p));
     mkdirSync(d, { recursive: true });
-    procs.set(p, spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(d, 'nodes.conf'),
-      '--cluster-node-timeout', String(nodeTimeoutMs), '--save', '', '--appendonly', 'no', '--dir', d], { stdio: 'ignore' }));
+    procs.set(
+      p,
+      spawn(
+        'redis-server',
+        [
+          '--port',
+          String(p),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(d, 'nodes.conf'),
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          d,
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
   }
   for (const p of ports) {
     for (let i = 0; (await cli(p, 'ping')).trim() !== 'PONG'; i++) {
@@ -42,7 +65,11 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
       await new Promise((r) => setTimeout(r, 50));
     }
   }
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30_000 });
+  await run(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { timeout: 30_000 },
+  );
   const cluster: ReplicatedCluster = {
     nodes: ports.map((p) => `127.0.0.1:${p}`),
     async primaries() {
@@ -50,7 +77,10 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
         if (!procs.has(p)) continue;
         const out = await cli(p, 'cluster', 'nodes');
         if (!out) continue;
-        return out.split('\n').filter((l) => /\bmaster\b/.test(l) && !/\bfail\b/.test(l)).map((l) => Number(/:(\d+)@/.exec(l)?.[1]));
+        return out
+          .split('\n')
+          .filter((l) => /\bmaster\b/.test(l) && !/\bfail\b/.test(l))
+          .map((l) => Number(/:(\d+)@/.exec(l)?.[1]));
       }
       return [];
     },

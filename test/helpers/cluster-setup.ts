@@ -24,12 +24,34 @@ export default async function setup(project: TestProject) {
     const d = join(dir, String(p));
     execFileSync('mkdir', ['-p', d]);
     procs.push(
-      spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(d, 'nodes.conf'),
-        '--save', '', '--appendonly', 'no', '--dir', d], { stdio: 'ignore' }),
+      spawn(
+        'redis-server',
+        [
+          '--port',
+          String(p),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(d, 'nodes.conf'),
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          d,
+        ],
+        { stdio: 'ignore' },
+      ),
     );
   }
   for (const p of ports) await waitPing(p);
-  execFileSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+    { stdio: 'ignore' },
+  );
   for (const p of ports) await waitClusterOk(p);
   project.provide('redisClusterNodes', ports.map((p) => `127.0.0.1:${p}`).join(','));
   return () => {
@@ -41,7 +63,12 @@ export default async function setup(project: TestProject) {
 async function waitPing(port: number) {
   for (let i = 0; i < 200; i++) {
     try {
-      if (execFileSync('redis-cli', ['-p', String(port), 'ping']).toString().trim() === 'PONG') return;
+      if (
+        execFileSync('redis-cli', ['-p', String(port), 'ping'])
+          .toString()
+          .trim() === 'PONG'
+      )
+        return;
     } catch {
       // not yet
     }

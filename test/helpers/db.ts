@@ -8,7 +8,9 @@ import { inject } from 'vitest';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
-export async function openTestDb(opts: { forcePglite?: boolean; url?: string; queryTimeoutMs?: number } = {}): Promise<Db & { drop(): Promise<void> }> {
+export async function openTestDb(
+  opts: { forcePglite?: boolean; url?: string; queryTimeoutMs?: number } = {},
+): Promise<Db & { drop(): Promise<void> }> {
   const url = opts.forcePglite ? undefined : (opts.url ?? process.env.DATABASE_URL);
   const schema = url ? `t_${randomBytes(6).toString('hex')}` : 'public';
   const template = url ? inject('schemaTemplate') : null;
@@ -34,7 +36,10 @@ async function adminQuery(url: string, sql: string): Promise<void> {
  * A test database reached through a TCP pass-through the test can cut and restore: PostgreSQL "going
  * away" without touching the server other files share. Needs `url` (a real PostgreSQL).
  */
-export async function openCuttableTestDb(url: string, queryTimeoutMs: number): Promise<{ db: Db & { drop(): Promise<void> }; proxy: TcpProxy; close(): Promise<void> }> {
+export async function openCuttableTestDb(
+  url: string,
+  queryTimeoutMs: number,
+): Promise<{ db: Db & { drop(): Promise<void> }; proxy: TcpProxy; close(): Promise<void> }> {
   const target = new URL(url);
   const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
   target.host = `127.0.0.1:${proxy.port}`;

@@ -20,7 +20,10 @@ export interface DnsServer {
 
 function encodeName(name: string): Buffer {
   const parts = name.replace(/\.$/, '').split('.').filter(Boolean);
-  return Buffer.concat([...parts.map((p) => Buffer.concat([Buffer.from([p.length]), Buffer.from(p)])), Buffer.from([0])]);
+  return Buffer.concat([
+    ...parts.map((p) => Buffer.concat([Buffer.from([p.length]), Buffer.from(p)])),
+    Buffer.from([0]),
+  ]);
 }
 
 function readName(buf: Buffer, off: number): { name: string; end: number } {

@@ -56,22 +56,34 @@ function tenantFailure(res: http.ServerResponse, t: FakeTenant | undefined): boo
     return true;
   }
   if (t.authorized === false) {
-    send(res, 403, { error: { code: 403, reason: 'forbidden', message: 'Not Authorized to access this resource/api' } });
+    send(res, 403, {
+      error: { code: 403, reason: 'forbidden', message: 'Not Authorized to access this resource/api' },
+    });
     return true;
   }
   return false;
 }
 
 export async function startFakeProviders(): Promise<FakeProviders> {
-  const fp: Omit<FakeProviders, 'url' | 'close'> = { pageSize: 3, google: new Map(), microsoft: new Map(), requests: [] };
+  const fp: Omit<FakeProviders, 'url' | 'close'> = {
+    pageSize: 3,
+    google: new Map(),
+    microsoft: new Map(),
+    requests: [],
+  };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://fake');
     const delegated = req.headers['x-goog-delegated-user'];
-    fp.requests.push({ method: req.method ?? 'GET', url: req.url ?? '/', delegatedUser: typeof delegated === 'string' ? delegated : undefined });
+    fp.requests.push({
+      method: req.method ?? 'GET',
+      url: req.url ?? '/',
+      delegatedUser: typeof delegated === 'string' ? delegated : undefined,
+    });
     if (req.method !== 'GET') return send(res, 405, { error: { message: 'method not allowed' } });
 
     if (url.pathname === '/admin/directory/v1/users') {
-      if (url.searchParams.get('customer') !== 'my_customer') return send(res, 400, { error: { message: 'customer required' } });
+      if (url.searchParams.get('customer') !== 'my_customer')
+        return send(res, 400, { error: { message: 'customer required' } });
       const t = fp.google.get(String(delegated ?? '').toLowerCase());
       if (tenantFailure(res, t)) return;
       const start = Number(url.searchParams.get('pageToken') ?? '0');
@@ -80,7 +92,11 @@ export async function startFakeProviders(): Promise<FakeProviders> {
       const next = start + size < t!.mailboxes.length ? String(start + size) : undefined;
       return send(res, 200, {
         kind: 'admin#directory#users',
-        users: slice.map((m) => ({ primaryEmail: m.email, name: { fullName: m.displayName ?? '' }, suspended: m.disabled === true })),
+        users: slice.map((m) => ({
+          primaryEmail: m.email,
+          name: { fullName: m.displayName ?? '' },
+          suspended: m.disabled === true,
+        })),
         ...(next ? { nextPageToken: next } : {}),
       });
     }
@@ -94,7 +110,12 @@ export async function startFakeProviders(): Promise<FakeProviders> {
       const slice = t!.mailboxes.slice(start, start + size);
       const next = start + size < t!.mailboxes.length ? String(start + size) : undefined;
       return send(res, 200, {
-        value: slice.map((m) => ({ mail: m.email, userPrincipalName: m.email, displayName: m.displayName ?? '', accountEnabled: m.disabled !== true })),
+        value: slice.map((m) => ({
+          mail: m.email,
+          userPrincipalName: m.email,
+          displayName: m.displayName ?? '',
+          accountEnabled: m.disabled !== true,
+        })),
         ...(next ? { skipToken: next } : {}),
       });
     }

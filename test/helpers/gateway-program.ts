@@ -19,7 +19,10 @@ export interface GatewayProgram {
   close(): Promise<void>;
 }
 
-export async function startGatewayProgram(env: Record<string, string>, opts: { redis?: boolean } = {}): Promise<GatewayProgram> {
+export async function startGatewayProgram(
+  env: Record<string, string>,
+  opts: { redis?: boolean } = {},
+): Promise<GatewayProgram> {
   const pgUrl = process.env.DATABASE_URL;
   if (!pgUrl) throw new Error('startGatewayProgram needs DATABASE_URL');
   const db = await openTestDb();
@@ -33,7 +36,9 @@ export async function startGatewayProgram(env: Record<string, string>, opts: { r
     env: {
       ...base,
       DATABASE_URL: url.toString(),
-      ...(opts.redis && process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `gp${randomBytes(4).toString('hex')}:` } : {}),
+      ...(opts.redis && process.env.REDIS_URL
+        ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `gp${randomBytes(4).toString('hex')}:` }
+        : {}),
       GATEWAY_SECRET: 'test-gateway-secret-0123456789',
       PLANS_FILE: 'bench/plans.json',
       PORT: String(port),

@@ -26,9 +26,13 @@ export async function startOutsideWorld(profile: { emailAddress: string } | numb
     dns,
     providers,
     env: {
-      DNS_RESOLVER: dns.address, GOOGLE_ADMIN_URL: providers.url, MICROSOFT_GRAPH_URL: providers.url,
-      GOOGLE_PROFILE_URL: `${profileUrl}/gmail`, MICROSOFT_PROFILE_URL: `${profileUrl}/me`,
-      GOOGLE_OAUTH_CLIENT_ID: 'test-google-client', MICROSOFT_OAUTH_CLIENT_ID: 'test-microsoft-client',
+      DNS_RESOLVER: dns.address,
+      GOOGLE_ADMIN_URL: providers.url,
+      MICROSOFT_GRAPH_URL: providers.url,
+      GOOGLE_PROFILE_URL: `${profileUrl}/gmail`,
+      MICROSOFT_PROFILE_URL: `${profileUrl}/me`,
+      GOOGLE_OAUTH_CLIENT_ID: 'test-google-client',
+      MICROSOFT_OAUTH_CLIENT_ID: 'test-microsoft-client',
       OAUTH_REDIRECT_URI: 'https://app.acme.test/callback',
     },
     async close() {

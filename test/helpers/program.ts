@@ -12,7 +12,12 @@ export async function status(url: string): Promise<number> {
 }
 
 /** Wait until the program's /readyz answers 200; fails with its output if it exits or takes too long. */
-export async function untilReady(readyzUrl: string, child: ChildProcess, output: () => string, ms = 60_000): Promise<void> {
+export async function untilReady(
+  readyzUrl: string,
+  child: ChildProcess,
+  output: () => string,
+  ms = 60_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while ((await status(readyzUrl)) !== 200) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${output()}`);
@@ -59,11 +64,18 @@ export interface Program {
  * `node [nodeArgs] --import tsx src/cli.ts start` on in-memory stores (DATABASE_URL and REDIS_URL of the
  * test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
  */
-export async function startProgram(env: Record<string, string>, nodeArgs: string[] = [], readyMs = 60_000): Promise<Program> {
+export async function startProgram(
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+  readyMs = 60_000,
+): Promise<Program> {
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.REDIS_URL;
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'start'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'start'], {
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));

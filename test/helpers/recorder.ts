@@ -23,7 +23,12 @@ export async function startRecorder(): Promise<Recorder> {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      rec.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
+      rec.seen.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
       if (rec.mode === 'stall') return;
       if (rec.mode === 'reset') return req.socket.destroy();
       if (rec.mode === 'reset-mid-body') {

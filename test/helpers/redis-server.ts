@@ -85,9 +85,19 @@ function redisPid(port: number): Promise<number | null> {
  * pid, and the start fails with `addressInUse` set.
  */
 async function launch(port: number, dir: string, extraArgs: string[]): Promise<ChildProcess> {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], { stdio: 'ignore' });
+  const proc = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    { stdio: 'ignore' },
+  );
   const exited = new Promise<'exited'>((resolve) => proc.once('exit', () => resolve('exited')));
-  const up = await Promise.race([waitForPort(port, true).then(() => 'up' as const, () => 'timeout' as const), exited]);
+  const up = await Promise.race([
+    waitForPort(port, true).then(
+      () => 'up' as const,
+      () => 'timeout' as const,
+    ),
+    exited,
+  ]);
   if (up === 'up' && (await redisPid(port)) === proc.pid) return proc;
   proc.kill('SIGKILL');
   if (up === 'timeout') throw new Error(`redis-server did not come up on 127.0.0.1:${port}`);

@@ -14,7 +14,9 @@ export function haveRedis(): boolean {
 
 export function testRedisClient(commandTimeoutMs = 2000): RedisConnection {
   const nodes = clusterNodes();
-  const redis = nodes ? createRedisClient({ clusterNodes: nodes, commandTimeoutMs }) : createRedisClient({ url: process.env.REDIS_URL, commandTimeoutMs });
+  const redis = nodes
+    ? createRedisClient({ clusterNodes: nodes, commandTimeoutMs })
+    : createRedisClient({ url: process.env.REDIS_URL, commandTimeoutMs });
   redis.on('error', () => {});
   return redis;
 }

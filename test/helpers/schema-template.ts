@@ -34,16 +34,25 @@ async function dumpMigratedSchema(url: string): Promise<SchemaTemplate | null> {
   const db = await openDb({ databaseUrl: url, schema: name });
   try {
     await migrate(db);
-    const dump = execFileSync('pg_dump', ['--dbname', url, '--schema', name, '--no-owner', '--no-privileges', '--inserts'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const dump = execFileSync(
+      'pg_dump',
+      ['--dbname', url, '--schema', name, '--no-owner', '--no-privileges', '--inserts'],
+      {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     // pg_dump's psql meta-commands (\restrict ...) are not SQL.
-    const sql = dump.split('\n').filter((line) => !line.startsWith('\\')).join('\n');
+    const sql = dump
+      .split('\n')
+      .filter((line) => !line.startsWith('\\'))
+      .join('\n');
     if (!sql.includes(`CREATE SCHEMA ${name};`)) throw new Error('pg_dump wrote no schema');
     return { name, sql };
   } catch (err) {
-    console.warn(`schema template: ${(err as Error).message.split('\n')[0]}; each test database runs the migrations instead`);
+    console.warn(
+      `schema template: ${(err as Error).message.split('\n')[0]}; each test database runs the migrations instead`,
+    );
     return null;
   } finally {
     await db.close();

@@ -38,16 +38,19 @@ export async function startSentinelGroup(downAfterMs = 1_000): Promise<SentinelG
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'kg-sentinel-'));
     const conf = join(dir, 'sentinel.conf');
-    writeFileSync(conf, [
-      `port ${port}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
-      `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
-      `sentinel failover-timeout ${name} 10000`,
-      `sentinel parallel-syncs ${name} 1`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
+        `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+        `sentinel failover-timeout ${name} 10000`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    );
     procs.push(spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' }));
     sentinels.push(`127.0.0.1:${port}`);
   }

@@ -133,7 +133,8 @@ export async function startStack(o: StackOptions = {}): Promise<Stack> {
     jobs: false,
     upstreamOverride: o.upstreamOverride,
   });
-  const json = (body: unknown) => (body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
+  const json = (body: unknown) =>
+    body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   return {
     app,
     db,

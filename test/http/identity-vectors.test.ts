@@ -14,16 +14,36 @@ import {
   type Identity,
 } from '../../src/verifier/index.js';
 
-interface VectorRequest { method: string; target: string; headers: Record<string, string>; body: string | null }
+interface VectorRequest {
+  method: string;
+  target: string;
+  headers: Record<string, string>;
+  body: string | null;
+}
 type Expected = { valid: true; identity: Identity } | { valid: false; reason: string };
 interface HmacCase {
   name: string;
   seenBefore?: boolean;
   request: VectorRequest;
-  gatewaySigned: { timestamp: string; requestId: string; method: string; target: string; identity: string; contentDigest: string | null; signingString: string; signature: string };
+  gatewaySigned: {
+    timestamp: string;
+    requestId: string;
+    method: string;
+    target: string;
+    identity: string;
+    contentDigest: string | null;
+    signingString: string;
+    signature: string;
+  };
   expected: Expected;
 }
-interface JwtCase { name: string; seenBefore?: boolean; header: 'authorization' | 'x-gateway-jwt'; request: VectorRequest; expected: Expected }
+interface JwtCase {
+  name: string;
+  seenBefore?: boolean;
+  header: 'authorization' | 'x-gateway-jwt';
+  request: VectorRequest;
+  expected: Expected;
+}
 
 // The verifier keeps its own copy of the identity type (it imports nothing of keygate): the two must
 // stay the same shape, which these assignments make the type check prove.
@@ -47,8 +67,11 @@ describe('HMAC vectors: the gateway signs what they say', () => {
   it.each(hmac.cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
     const g = c.gatewaySigned;
     expect(hmacSigningString({ ...g, contentDigest: g.contentDigest ?? undefined })).toBe(g.signingString);
-    expect(sign(hmac.secret, g.timestamp, g.requestId, g.method, g.target, g.identity, g.contentDigest ?? undefined)).toBe(g.signature);
-    if (c.request.body !== null && g.contentDigest !== null && c.expected.valid) expect(contentDigest(c.request.body)).toBe(g.contentDigest);
+    expect(
+      sign(hmac.secret, g.timestamp, g.requestId, g.method, g.target, g.identity, g.contentDigest ?? undefined),
+    ).toBe(g.signature);
+    if (c.request.body !== null && g.contentDigest !== null && c.expected.valid)
+      expect(contentDigest(c.request.body)).toBe(g.contentDigest);
   });
 });
 
@@ -56,14 +79,25 @@ describe('HMAC vectors: verifyHmacIdentity reaches each expected verdict', () =>
   it.each(hmac.cases.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
     const replay = createMemoryReplayCache(() => hmac.now);
     const verify = () =>
-      verifyHmacIdentity(hmac.secret, { ...c.request, body: c.request.body ?? undefined }, { now: () => hmac.now, maxAgeMs: hmac.maxAgeMs, replay });
+      verifyHmacIdentity(
+        hmac.secret,
+        { ...c.request, body: c.request.body ?? undefined },
+        { now: () => hmac.now, maxAgeMs: hmac.maxAgeMs, replay },
+      );
     if (c.seenBefore) expect((await outcome(verify)).valid).toBe(true);
     expect(await outcome(verify)).toEqual(c.expected);
   });
 
   it('covers every refusal the rules name', () => {
     const reasons = new Set(hmac.cases.flatMap((c) => (c.expected.valid ? [] : [c.expected.reason])));
-    expect([...reasons].sort()).toEqual(['bad_signature', 'digest_mismatch', 'digest_missing', 'missing', 'replayed', 'stale']);
+    expect([...reasons].sort()).toEqual([
+      'bad_signature',
+      'digest_mismatch',
+      'digest_missing',
+      'missing',
+      'replayed',
+      'stale',
+    ]);
     expect(hmac.cases.some((c) => c.expected.valid && c.request.body === null)).toBe(true);
     expect(hmac.cases.some((c) => c.expected.valid && c.request.body !== null)).toBe(true);
   });
@@ -78,15 +112,43 @@ describe('JWT vectors: createJwtVerifier reaches each expected verdict', () => {
       now: () => jwt.now,
       replay: createMemoryReplayCache(() => jwt.now),
     });
-    const verify = () => verifier(c.request.headers, { method: c.request.method, target: c.request.target, body: c.request.body ?? undefined });
+    const verify = () =>
+      verifier(c.request.headers, {
+        method: c.request.method,
+        target: c.request.target,
+        body: c.request.body ?? undefined,
+      });
     if (c.seenBefore) expect((await outcome(verify)).valid).toBe(true);
-    expect(await outcome(verify)).toEqual(c.expected.valid ? { valid: true, identity: c.expected.identity } : c.expected);
+    expect(await outcome(verify)).toEqual(
+      c.expected.valid ? { valid: true, identity: c.expected.identity } : c.expected,
+    );
   });
 
   it('covers both algorithms and the refusals a service must make', () => {
     const reasons = new Set(jwt.cases.flatMap((c) => (c.expected.valid ? [] : [c.expected.reason])));
-    for (const r of ['bad_signature', 'stale', 'digest_mismatch', 'digest_missing', 'wrong_request', 'wrong_audience', 'replayed']) expect(reasons).toContain(r);
-    const algs = jwt.cases.filter((c) => c.expected.valid).map((c) => JSON.parse(Buffer.from(Object.values(c.request.headers)[0].replace(/^Bearer /, '').split('.')[0], 'base64url').toString()).alg);
+    for (const r of [
+      'bad_signature',
+      'stale',
+      'digest_mismatch',
+      'digest_missing',
+      'wrong_request',
+      'wrong_audience',
+      'replayed',
+    ])
+      expect(reasons).toContain(r);
+    const algs = jwt.cases
+      .filter((c) => c.expected.valid)
+      .map(
+        (c) =>
+          JSON.parse(
+            Buffer.from(
+              Object.values(c.request.headers)[0]
+                .replace(/^Bearer /, '')
+                .split('.')[0],
+              'base64url',
+            ).toString(),
+          ).alg,
+      );
     expect(new Set(algs)).toEqual(new Set(['EdDSA', 'ES256']));
   });
 });

@@ -8,8 +8,19 @@ import { createJwtVerifier, IdentityVerificationError } from '../../src/verifier
 import type { Identity } from '../../src/http/identity.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
-const identity: Identity = { keyId: 1000, keyType: 'workspace', organizationId: 1, userId: null, workspaceId: 100, role: 'ADMIN', scopes: ['tags:read'], plan: 'growth' };
-const keys = parseJwtKeys(JSON.stringify([{ ...generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }), kid: 'a' }]));
+const identity: Identity = {
+  keyId: 1000,
+  keyType: 'workspace',
+  organizationId: 1,
+  userId: null,
+  workspaceId: 100,
+  role: 'ADMIN',
+  scopes: ['tags:read'],
+  plan: 'growth',
+};
+const keys = parseJwtKeys(
+  JSON.stringify([{ ...generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }), kid: 'a' }]),
+);
 const request = { method: 'GET', target: '/v2/workspaces/100/tags' };
 const input = { identity, method: 'GET', target: request.target, requestId: 'r1' };
 
@@ -24,7 +35,11 @@ describe('createJwtVerifier and the audience', () => {
     const none = createJwtSigner({ keys }).sign(input, NOW);
     const billing = createJwtSigner({ keys, audience: 'billing' }).sign(input, NOW);
     const orders = createJwtSigner({ keys, audience: 'orders' }).sign(input, NOW);
-    const reason = (p: Promise<unknown>) => p.then(() => 'accepted', (e: unknown) => (e instanceof IdentityVerificationError ? e.reason : String(e)));
+    const reason = (p: Promise<unknown>) =>
+      p.then(
+        () => 'accepted',
+        (e: unknown) => (e instanceof IdentityVerificationError ? e.reason : String(e)),
+      );
     expect(await reason(verify({ 'x-gateway-jwt': none }, request))).toMatch(/wrong_audience|missing/);
     expect(await reason(verify({ 'x-gateway-jwt': billing }, request))).toBe('wrong_audience');
     expect(await verify({ 'x-gateway-jwt': orders }, request)).toEqual(identity);
@@ -32,6 +47,8 @@ describe('createJwtVerifier and the audience', () => {
 
   it('accepts any audience only when told so in code', async () => {
     const verify = createJwtVerifier({ jwks: createJwtSigner({ keys }).jwks(), anyAudience: true, now: () => NOW });
-    expect(await verify({ 'x-gateway-jwt': createJwtSigner({ keys, audience: 'billing' }).sign(input, NOW) }, request)).toEqual(identity);
+    expect(
+      await verify({ 'x-gateway-jwt': createJwtSigner({ keys, audience: 'billing' }).sign(input, NOW) }, request),
+    ).toEqual(identity);
   });
 });

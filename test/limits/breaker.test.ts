@@ -5,7 +5,12 @@ import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
-import { createResilientStores, MIN_SILENCE_MS, StoreUnavailableError, type ResilientStores } from '../../src/limits/resilient.js';
+import {
+  createResilientStores,
+  MIN_SILENCE_MS,
+  StoreUnavailableError,
+  type ResilientStores,
+} from '../../src/limits/resilient.js';
 import { spendOne, spendPair, type CounterRef, type LayerState, type LimitStores } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
@@ -37,7 +42,11 @@ let events: {
 
 function breaker(mode: 'open' | 'closed'): ResilientStores {
   return createResilientStores({
-    primary, fallback, mode, events, connection,
+    primary,
+    fallback,
+    mode,
+    events,
+    connection,
     log: createLogger('silent'),
     replyTimeoutMs: LIMIT,
     now: () => wall,
@@ -77,7 +86,10 @@ describe('a busy event loop is not a Redis outage', () => {
     // Two seconds of stalls, and just under the limit of free time in all: the reply may not have been read yet.
     for (let n = 0; n < 20; n++) blocked(100);
     freeTime(LIMIT - 10);
-    const answer = [{ limit: 20, used: 3, remaining: 17, reset: 60 }, { limit: 100, used: 3, remaining: 97, reset: 60 }];
+    const answer = [
+      { limit: 20, used: 3, remaining: 17, reset: 60 },
+      { limit: 100, used: 3, remaining: 97, reset: 60 },
+    ];
     reply.resolve(answer);
     expect(await call).toBe(answer);
     expect(stores.degraded()).toBe(false);
@@ -113,7 +125,7 @@ describe('an unreachable Redis', () => {
     freeTime(20);
     expect(stores.degraded()).toBe(true);
     expect(await waiting).toBe(0); // the fallback's answer: its failure does not start a cooldown
-    expect((await stores.cooldown.recordFailure('192.0.2.9'))).toBe(0);
+    expect(await stores.cooldown.recordFailure('192.0.2.9')).toBe(0);
     expect(await fallback.cooldown.check('192.0.2.9')).toBe(0);
     expect(events.onDegraded.mock.calls).toEqual([[true]]);
     expect(events.degradedCall).toHaveBeenCalledTimes(2);
@@ -129,7 +141,9 @@ describe('an unreachable Redis', () => {
     const waiting = stores.limiter.spend([key], 0);
     freeTime(LIMIT + 10);
     await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
     expect(events.degradedCall.mock.calls).toEqual([['closed'], ['closed']]);
   });
 
@@ -214,7 +228,17 @@ describe('an unreachable Redis', () => {
 describe('the silence that counts', () => {
   it('is never under MIN_SILENCE_MS, whatever REDIS_COMMAND_TIMEOUT_MS says', async () => {
     primary.limiter.spend = () => new Promise(() => {});
-    const stores = createResilientStores({ primary, fallback, mode: 'open', events, connection, log: createLogger('silent'), replyTimeoutMs: 50, now: () => wall, loopClock: loop });
+    const stores = createResilientStores({
+      primary,
+      fallback,
+      mode: 'open',
+      events,
+      connection,
+      log: createLogger('silent'),
+      replyTimeoutMs: 50,
+      now: () => wall,
+      loopClock: loop,
+    });
     void stores.limiter.spend([key], 0);
     freeTime(MIN_SILENCE_MS - 10);
     expect(stores.degraded()).toBe(false);
@@ -226,7 +250,11 @@ describe('the silence that counts', () => {
 describe('one generic wrapper', () => {
   it('guards every method of the limiter and the cooldown, passing arguments and results through', async () => {
     const stores = breaker('closed');
-    expect(await spendPair(stores.limiter, key, ip)).toMatchObject({ allowed: true, key: { used: 1 }, ip: { used: 1 } });
+    expect(await spendPair(stores.limiter, key, ip)).toMatchObject({
+      allowed: true,
+      key: { used: 1 },
+      ip: { used: 1 },
+    });
     expect(await spendOne(stores.limiter, key)).toMatchObject({ used: 2 });
     expect((await stores.limiter.spend([key, ip], 0)).map((s) => s.used)).toEqual([2, 1]);
     for (let n = 0; n < 5; n++) expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(0);

@@ -18,7 +18,11 @@ describe.runIf(Boolean(NODES))('resharding', () => {
     });
     const clock = { now: () => Date.UTC(2026, 10, 22, 12, 0, 30) };
     const prefix = `rs${randomBytes(4).toString('hex')}:`;
-    const stores = createRedisStores({ redis: createRedisClient({ clusterNodes: nodes.map((n) => `${n.host}:${n.port}`), commandTimeoutMs: 2000 }), prefix, clock });
+    const stores = createRedisStores({
+      redis: createRedisClient({ clusterNodes: nodes.map((n) => `${n.host}:${n.port}`), commandTimeoutMs: 2000 }),
+      prefix,
+      clock,
+    });
     const counter = { id: 'k:reshard:read', limit: 1000 };
     const key = `${prefix}rl:{${counter.id}}:${windowStart(clock.now())}`;
     let hits = 0;

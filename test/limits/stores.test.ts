@@ -122,9 +122,7 @@ function storeSuite(name: string, factory: Factory): void {
       });
 
       it('counts concurrent hits exactly', async () => {
-        const results = await Promise.all(
-          Array.from({ length: 200 }, () => spendPair(stores.limiter, key(), ip(150))),
-        );
+        const results = await Promise.all(Array.from({ length: 200 }, () => spendPair(stores.limiter, key(), ip(150))));
         // Each hit saw a distinct count: no two read the same value before writing.
         expect(results.map((r) => r.key.used).sort((a, b) => a - b)).toEqual(
           Array.from({ length: 200 }, (_, n) => n + 1),
@@ -212,12 +210,19 @@ function storeSuite(name: string, factory: Factory): void {
 
       it('counts an IPv6 client per /64, however the address is spelled', async () => {
         for (let n = 1; n <= 5; n++) await stores.cooldown.recordFailure(`2001:db8:1:2::${n}`);
-        for (const same of ['2001:db8:1:2::ffff', '2001:DB8:1:2:aaaa:bbbb:cccc:dddd', '2001:0db8:0001:0002:0000:0000:0000:0014']) {
+        for (const same of [
+          '2001:db8:1:2::ffff',
+          '2001:DB8:1:2:aaaa:bbbb:cccc:dddd',
+          '2001:0db8:0001:0002:0000:0000:0000:0014',
+        ]) {
           expect(await stores.cooldown.check(same)).toBe(900);
         }
         expect(await stores.preflight('2001:db8:1:2::99', null)).toEqual({ cooldown: 900, version: null });
         expect(await stores.cooldown.check('2001:db8:1:3::1')).toBe(0);
-        expect(await stores.gate({ ip: '2001:db8:1:2:1::1', orgId: 9, version: 0, peek: [] })).toEqual({ kind: 'cooldown', seconds: 900 });
+        expect(await stores.gate({ ip: '2001:db8:1:2:1::1', orgId: 9, version: 0, peek: [] })).toEqual({
+          kind: 'cooldown',
+          seconds: 900,
+        });
       });
 
       it('counts an IPv4-mapped IPv6 spelling as the IPv4 address', async () => {
@@ -252,7 +257,11 @@ function storeSuite(name: string, factory: Factory): void {
         const g = await stores.gate(req(0));
         expect(g).toEqual({
           kind: 'spent',
-          hit: { allowed: true, key: { limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 }, ip: { limit: 100, used: 1, remaining: 99, reset: MINUTE / 1000 + 60 } },
+          hit: {
+            allowed: true,
+            key: { limit: 20, used: 1, remaining: 19, reset: MINUTE / 1000 + 60 },
+            ip: { limit: 100, used: 1, remaining: 99, reset: MINUTE / 1000 + 60 },
+          },
         });
         // The counters the gate spent are the ones every other path reads (the same key names).
         expect((await stores.limiter.spend([key(), ip()], 0)).map((s) => s.used)).toEqual([1, 1]);
@@ -291,7 +300,9 @@ function storeSuite(name: string, factory: Factory): void {
         const out = await Promise.all(calls);
         const spent = out.slice(0, 30).map((g) => (g.kind === 'spent' ? g.hit : null));
         expect(spent.filter((h) => h?.allowed)).toHaveLength(20);
-        expect(spent.map((h) => h!.key.used).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, n) => n + 1));
+        expect(spent.map((h) => h!.key.used).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 30 }, (_, n) => n + 1),
+        );
         expect(out[30]).toEqual({ kind: 'stale' });
         expect(out[31]).toMatchObject({ kind: 'cooldown' });
         expect((await stores.limiter.spend([key()], 0))[0].used).toBe(30);
@@ -430,7 +441,15 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
       sent.length = 0;
       const out = await Promise.all(
         Array.from({ length: 50 }, (_, n) =>
-          stores.gate({ ip: `198.51.100.${n % 5}`, orgId: 5, version: 0, spend: [{ id: `k:${n % 3}:read`, limit: 20 }, { id: `ip:198.51.100.${n % 5}`, limit: 100 }] }),
+          stores.gate({
+            ip: `198.51.100.${n % 5}`,
+            orgId: 5,
+            version: 0,
+            spend: [
+              { id: `k:${n % 3}:read`, limit: 20 },
+              { id: `ip:198.51.100.${n % 5}`, limit: 100 },
+            ],
+          }),
         ),
       );
       // 50 calls: three full batches sent as they filled, the rest when the turn's I/O was done.
@@ -443,7 +462,11 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
 
       // A batch that fails rejects every call in it, and the next turn's batch is independent.
       redis.disconnect();
-      const failed = await Promise.allSettled([0, 1, 2].map(() => stores.gate({ ip: '198.51.100.9', orgId: 5, version: 0, peek: [{ id: 'ip:198.51.100.9', limit: 100 }] })));
+      const failed = await Promise.allSettled(
+        [0, 1, 2].map(() =>
+          stores.gate({ ip: '198.51.100.9', orgId: 5, version: 0, peek: [{ id: 'ip:198.51.100.9', limit: 100 }] }),
+        ),
+      );
       expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
     } finally {
       await stores.close();
@@ -456,7 +479,17 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     // A script reply one entry short (what a broken proxy in front of Redis could return).
     (redis as unknown as { keygateGate: () => Promise<string> }).keygateGate = async () => 's 1 1';
     try {
-      const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.20', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.20', limit: 100 }] }));
+      const calls = [0, 1].map(() =>
+        stores.gate({
+          ip: '198.51.100.20',
+          orgId: 5,
+          version: 0,
+          spend: [
+            { id: 'k:1:read', limit: 20 },
+            { id: 'ip:198.51.100.20', limit: 100 },
+          ],
+        }),
+      );
       const [first, second] = await Promise.allSettled(calls);
       expect(first).toMatchObject({ status: 'fulfilled', value: { kind: 'spent' } });
       expect(second.status).toBe('rejected');
@@ -492,7 +525,17 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     const stores = createRedisStores({ redis, prefix: `${prefix}garbled:`, clock: fakeClock(T0) });
     (redis as unknown as { keygateGate: () => Promise<string> }).keygateGate = async () => 's 1\nx 2 2';
     try {
-      const calls = [0, 1].map(() => stores.gate({ ip: '198.51.100.21', orgId: 5, version: 0, spend: [{ id: 'k:1:read', limit: 20 }, { id: 'ip:198.51.100.21', limit: 100 }] }));
+      const calls = [0, 1].map(() =>
+        stores.gate({
+          ip: '198.51.100.21',
+          orgId: 5,
+          version: 0,
+          spend: [
+            { id: 'k:1:read', limit: 20 },
+            { id: 'ip:198.51.100.21', limit: 100 },
+          ],
+        }),
+      );
       const [first, second] = await Promise.allSettled(calls);
       expect(first.status).toBe('rejected'); // one count where two were asked
       expect(second.status).toBe('rejected'); // an unknown kind
@@ -511,23 +554,37 @@ describe.runIf(Boolean(CLUSTER))('redis cluster', () => {
   const prefix = `kgcl:${randomBytes(6).toString('hex')}:`;
   let seq = 0;
   storeSuite('redis cluster', (clock) =>
-    createRedisStores({ redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }), prefix: `${prefix}${seq++}:`, clock }),
+    createRedisStores({
+      redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }),
+      prefix: `${prefix}${seq++}:`,
+      clock,
+    }),
   );
 
-  it('spreads one request\'s counters over several slots, each script touching one', async () => {
+  it("spreads one request's counters over several slots, each script touching one", async () => {
     const admin = createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }) as Cluster;
     const clock = fakeClock(T0);
     const p = `${prefix}slots:`;
-    const stores = createRedisStores({ redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }), prefix: p, clock });
+    const stores = createRedisStores({
+      redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }),
+      prefix: p,
+      clock,
+    });
     try {
       // Many keys and IPs land on all three primaries; every hit still answers (no CROSSSLOT).
       for (let i = 0; i < 30; i++) {
-        const r = await spendPair(stores.limiter, { id: `k:${i}:read`, limit: 20 }, { id: `ip:198.51.100.${i}`, limit: 100 });
+        const r = await spendPair(
+          stores.limiter,
+          { id: `k:${i}:read`, limit: 20 },
+          { id: `ip:198.51.100.${i}`, limit: 100 },
+        );
         expect(r.allowed).toBe(true);
       }
       const slot = (k: string) => admin.cluster('KEYSLOT', k) as Promise<number>;
       expect(await slot(`${p}af:{192.0.2.1}:failures`)).toBe(await slot(`${p}af:{192.0.2.1}:cooldown`));
-      const slots = new Set(await Promise.all(Array.from({ length: 30 }, (_, i) => slot(`${p}rl:{k:${i}:read}:${MINUTE}`))));
+      const slots = new Set(
+        await Promise.all(Array.from({ length: 30 }, (_, i) => slot(`${p}rl:{k:${i}:read}:${MINUTE}`))),
+      );
       expect(slots.size).toBeGreaterThan(1);
       let found = 0;
       for (const node of admin.nodes('master')) found += (await node.keys(`${p}rl:*`)).length;

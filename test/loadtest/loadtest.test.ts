@@ -24,8 +24,19 @@ import type { LimitStores } from '../../src/limits/types.js';
 
 const RESET = 1_795_000_020;
 const base = (over: Partial<AuditAnswer>): AuditAnswer => ({
-  key: 0, address: '', at: (RESET - 30) * 1000, status: 200, code: null, bucket: 'read',
-  limit: 3, remaining: 2, reset: RESET, ipLimit: 100, ipRemaining: 99, retryAfter: null, ...over,
+  key: 0,
+  address: '',
+  at: (RESET - 30) * 1000,
+  status: 200,
+  code: null,
+  bucket: 'read',
+  limit: 3,
+  remaining: 2,
+  reset: RESET,
+  ipLimit: 100,
+  ipRemaining: 99,
+  retryAfter: null,
+  ...over,
 });
 /** `n` admitted answers of one window counting down from limit - 1, with the address layer alike. */
 const countdown = (n: number, over: Partial<AuditAnswer> = {}) =>
@@ -42,7 +53,11 @@ describe('the exactness audit', () => {
     expect(r.ok).toBe(true);
     expect(r.refusals).toBe(1);
     expect([r.retriesHonoured, r.retriesInFreshWindow]).toEqual([1, 1]);
-    expect(r.windows.find((w) => w.layer === 'key' && w.reset === RESET)).toMatchObject({ limit: 3, admitted: 3, refused: 1 });
+    expect(r.windows.find((w) => w.layer === 'key' && w.reset === RESET)).toMatchObject({
+      limit: 3,
+      admitted: 3,
+      refused: 1,
+    });
   });
 
   it('takes gaps in the countdown (other clients spending the key) as exact', () => {
@@ -75,12 +90,33 @@ describe('the exactness audit', () => {
 
 describe('options', () => {
   it('parses routes with weights and bodies, and refuses what it cannot use', () => {
-    expect(parseRoute('post /v2/workspaces/100/tags 2 {"name":"x"}')).toEqual({ method: 'POST', path: '/v2/workspaces/100/tags', weight: 2, body: '{"name":"x"}' });
-    const o = parseOptions(['--url', 'http://127.0.0.1:8080/x', '--key', K.partner, '--addresses', '3', '--rate', '50']);
+    expect(parseRoute('post /v2/workspaces/100/tags 2 {"name":"x"}')).toEqual({
+      method: 'POST',
+      path: '/v2/workspaces/100/tags',
+      weight: 2,
+      body: '{"name":"x"}',
+    });
+    const o = parseOptions([
+      '--url',
+      'http://127.0.0.1:8080/x',
+      '--key',
+      K.partner,
+      '--addresses',
+      '3',
+      '--rate',
+      '50',
+    ]);
     expect(o.urls).toEqual(['http://127.0.0.1:8080']);
     expect(o.routes).toEqual([{ method: 'GET', path: '/v1/email-accounts', weight: 1, body: undefined }]);
     expect(o.addresses).toEqual(['10.77.0.0', '10.77.0.1', '10.77.0.2']);
-    for (const bad of [[], ['--url', 'ftp://x', '--key', K.wsAdmin], ['--url', 'http://x', '--key', 'short'], ['--url', 'http://x', '--key', K.wsAdmin, '--rate', '0'], ['--url', 'http://x', '--key', K.wsAdmin, '--route', 'GET nopath'], ['--url', 'http://x', '--key', K.wsAdmin, '--bogus']]) {
+    for (const bad of [
+      [],
+      ['--url', 'ftp://x', '--key', K.wsAdmin],
+      ['--url', 'http://x', '--key', 'short'],
+      ['--url', 'http://x', '--key', K.wsAdmin, '--rate', '0'],
+      ['--url', 'http://x', '--key', K.wsAdmin, '--route', 'GET nopath'],
+      ['--url', 'http://x', '--key', K.wsAdmin, '--bogus'],
+    ]) {
       expect(() => parseOptions(bad), JSON.stringify(bad)).toThrow(UsageError);
     }
   });
@@ -88,7 +124,12 @@ describe('options', () => {
   it('the command exits 2 with one line for a bad argument', async () => {
     const root = fileURLToPath(new URL('../../', import.meta.url));
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['--import', 'tsx', 'src/loadtest/cli.ts', '--url', 'http://127.0.0.1:1'], { cwd: root }, (_e, _o, stderr) => resolve({ code: child.exitCode, stderr }));
+      const child = execFile(
+        process.execPath,
+        ['--import', 'tsx', 'src/loadtest/cli.ts', '--url', 'http://127.0.0.1:1'],
+        { cwd: root },
+        (_e, _o, stderr) => resolve({ code: child.exitCode, stderr }),
+      );
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^loadtest: --key is required/);
@@ -119,7 +160,26 @@ describe('against two gateway instances', () => {
   });
 
   it('reports one exact budget per key across both, and writes reports without secrets or remote resources', async () => {
-    const opts = parseOptions(['--url', a.gatewayUrl!, '--url', b.gatewayUrl!, '--key', K.wsAdmin, '--key', K.wsViewer, '--route', 'GET /v2/workspaces/100/tags', '--requests', '60', '--duration', '120', '--connections', '3', '--no-retry-wait', '--quiet']);
+    const opts = parseOptions([
+      '--url',
+      a.gatewayUrl!,
+      '--url',
+      b.gatewayUrl!,
+      '--key',
+      K.wsAdmin,
+      '--key',
+      K.wsViewer,
+      '--route',
+      'GET /v2/workspaces/100/tags',
+      '--requests',
+      '60',
+      '--duration',
+      '120',
+      '--connections',
+      '3',
+      '--no-retry-wait',
+      '--quiet',
+    ]);
     const run = await runLoad(opts, undefined, () => clock.now());
     const report = buildReport(opts, run);
     expect(report.audit.violations).toEqual([]);
@@ -153,7 +213,13 @@ describe('against a server that grants more than it announces', () => {
     let used = 0;
     server = http.createServer((_req, res) => {
       used++;
-      res.writeHead(200, { 'content-type': 'application/json', 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': String(Math.max(0, 5 - used)), 'x-ratelimit-reset': String(Math.floor(Date.now() / 60_000) * 60 + 60), 'ratelimit-policy': '"read";q=5;w=60' });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-ratelimit-limit': '5',
+        'x-ratelimit-remaining': String(Math.max(0, 5 - used)),
+        'x-ratelimit-reset': String(Math.floor(Date.now() / 60_000) * 60 + 60),
+        'ratelimit-policy': '"read";q=5;w=60',
+      });
       res.end('{}');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -163,7 +229,19 @@ describe('against a server that grants more than it announces', () => {
 
   it('fails the audit, naming over-budget and the repeated Remaining', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kg-loadtest-'));
-    const opts = parseOptions(['--url', url, '--key', K.wsAdmin, '--rate', '200', '--duration', '1', '--quiet', '--out', dir]);
+    const opts = parseOptions([
+      '--url',
+      url,
+      '--key',
+      K.wsAdmin,
+      '--rate',
+      '200',
+      '--duration',
+      '1',
+      '--quiet',
+      '--out',
+      dir,
+    ]);
     const report = buildReport(opts, await runLoad(opts));
     expect(report.audit.ok).toBe(false);
     const kinds = new Set(report.audit.violations.map((v) => v.kind));

@@ -24,12 +24,14 @@ const DOCS: Record<'v1' | 'v2', Json> = {
 
 // ajv-formats is CommonJS: its default export arrives as the module object under some loaders.
 type AddFormats = (ajv: Ajv2020) => unknown;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ??
+  addFormatsModule) as unknown as AddFormats;
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
 addFormats(ajv);
 for (const api of ['v2', 'v1'] as const) ajv.addSchema(DOCS[api], `https://keygate.test/${api}`);
 
-const pointer = (tokens: string[]) => '#/' + tokens.map((t) => encodeURIComponent(t.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
+const pointer = (tokens: string[]) =>
+  '#/' + tokens.map((t) => encodeURIComponent(t.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/');
 
 /** The documented response of an operation for a status (following a components/responses reference). */
 function documented(api: 'v1' | 'v2', path: string, method: string, status: number) {
@@ -48,7 +50,13 @@ function documented(api: 'v1' | 'v2', path: string, method: string, status: numb
 
 // ---------------------------------------------------------------- what each route is sent
 
-const server = (host: string, port: number, secure: boolean) => ({ host, port, username: 'user', password: 'secret', secure });
+const server = (host: string, port: number, secure: boolean) => ({
+  host,
+  port,
+  username: 'user',
+  password: 'secret',
+  secure,
+});
 const CONNECTION = { smtp: server('smtp.acme.test', 587, false), imap: server('imap.acme.test', 993, true) };
 const WS = '/v2/workspaces/{workspaceId}';
 const ACC = `${WS}/accounts/{accountId}`;
@@ -66,8 +74,17 @@ const CALLS: Record<string, Call> = {
   'PATCH /v2/workspaces/quotas': { body: { quotas: [{ workspaceId: 101, dailyWarmupBudget: 100 }] } },
   [`PATCH ${WS}`]: { body: { name: 'Main' } },
   [`GET ${WS}/accounts`]: { query: 'page=1&per_page=10' },
-  [`POST ${WS}/accounts`]: { body: { emailAddress: 'contract@acme.test', fromName: 'Contract', ...CONNECTION, timeZone: 'UTC' } },
-  [`POST ${WS}/accounts/oauth`]: { body: { provider: 'google', emailAddress: 'oauth@acme.test', accessToken: 'token', expiresAt: '2030-01-01T00:00:00Z' } },
+  [`POST ${WS}/accounts`]: {
+    body: { emailAddress: 'contract@acme.test', fromName: 'Contract', ...CONNECTION, timeZone: 'UTC' },
+  },
+  [`POST ${WS}/accounts/oauth`]: {
+    body: {
+      provider: 'google',
+      emailAddress: 'oauth@acme.test',
+      accessToken: 'token',
+      expiresAt: '2030-01-01T00:00:00Z',
+    },
+  },
   [`POST ${WS}/accounts/oauth-url`]: { body: { provider: 'microsoft', redirectUri: 'https://app.acme.test/callback' } },
   [`POST ${WS}/accounts/bulk/tags`]: { body: { accountIds: [5000], tagIds: [1, 2] } },
   [`POST ${WS}/accounts/bulk-status`]: { body: { accountIds: [5000, 5001] } },
@@ -81,7 +98,9 @@ const CALLS: Record<string, Call> = {
   [`PATCH ${WS}/members/{userId}`]: { body: { role: 'EDITOR' } },
   [`DELETE ${WS}/members/{userId}`]: { params: { '{userId}': () => made.member } },
   [`POST ${WS}/provider-workspaces`]: { body: { provider: 'google', adminEmail: 'admin@contract.test' } },
-  'POST /v1/email-accounts': { body: { fromEmail: 'contract1@acme.test', fromName: 'Contract', ...CONNECTION, timeZone: 'UTC', workspaceId: null } },
+  'POST /v1/email-accounts': {
+    body: { fromEmail: 'contract1@acme.test', fromName: 'Contract', ...CONNECTION, timeZone: 'UTC', workspaceId: null },
+  },
   'GET /v1/email-accounts': { query: 'limit=5&tags=priority' },
   'POST /v1/email-accounts/bulk-status': { body: { emailAccountIds: [5000, 5001, 4999] } },
   'POST /v1/email-accounts/bulk-delete': { body: { emailAccountIds: [5002, 4999] } },
@@ -91,17 +110,26 @@ const CALLS: Record<string, Call> = {
   'DELETE /v1/email-accounts/{emailAccountId}': { params: { '{emailAccountId}': () => made.v1Account } },
   // Another tenant than /v2's: one tenant is registered once per organization.
   'POST /v1/workspaces': { body: { provider: 'google', adminEmail: 'partner-admin@contract.test' } },
-  'PATCH /v1/warmup-settings/{emailAccountId}': { body: { strategy: 'progressive', maxSendingLimit: 40, replyRate: 30 } },
+  'PATCH /v1/warmup-settings/{emailAccountId}': {
+    body: { strategy: 'progressive', maxSendingLimit: 40, replyRate: 30 },
+  },
   'POST /v1/warmup/bulk': { body: { action: 'stop', emailAccountIds: [5000] } },
-  'POST /v1/deliverability-score/{emailAccountId}': { body: { startDate: '2026-11-01', endDate: '2026-11-20', esps: ['gmail', 'other'] } },
+  'POST /v1/deliverability-score/{emailAccountId}': {
+    body: { startDate: '2026-11-01', endDate: '2026-11-20', esps: ['gmail', 'other'] },
+  },
   'GET /v1/reports/export': { query: 'from=2026-11-01&to=2026-11-20' },
   'POST /v1/reports/bulk': { body: { emailAccountIds: [5000], from: '2026-11-01', to: '2026-11-20' } },
   'GET /v1/reports/{emailAccountId}': { query: 'from=2026-11-01&to=2026-11-20' },
 };
 
 const PARAMS: Record<string, string | (() => string)> = {
-  '{workspaceId}': '100', '{accountId}': '5000', '{emailAccountId}': '5000', '{notificationId}': '1', '{userId}': '12',
-  '{providerWorkspaceId}': () => made.providerWorkspace, '{workspaceId:str}': () => made.v1Workspace,
+  '{workspaceId}': '100',
+  '{accountId}': '5000',
+  '{emailAccountId}': '5000',
+  '{notificationId}': '1',
+  '{userId}': '12',
+  '{providerWorkspaceId}': () => made.providerWorkspace,
+  '{workspaceId:str}': () => made.v1Workspace,
 };
 
 /** The answers that are not a success, and why (every other route must succeed). */
@@ -120,7 +148,8 @@ let s: Stack;
 let world: OutsideWorld;
 
 // A key of its own for every request, so that no request meets a spent bucket in the one window.
-const secret = (prefix: string, tag: string, i: number) => `${prefix}${tag}${String(i).padStart(4, '0')}`.padEnd(prefix.length + 36, '0');
+const secret = (prefix: string, tag: string, i: number) =>
+  `${prefix}${tag}${String(i).padStart(4, '0')}`.padEnd(prefix.length + 36, '0');
 const ROUTE_COUNT = routes.v2.length + routes.v1.length;
 const WS_KEYS = Array.from({ length: ROUTE_COUNT }, (_, i) => secret('svc_ws_', 'ContractWs', i));
 const OWNER_KEYS = Array.from({ length: ROUTE_COUNT }, (_, i) => secret('svc_pk_', 'ContractOwner', i));
@@ -129,15 +158,31 @@ const PARTNER_KEYS = Array.from({ length: ROUTE_COUNT }, (_, i) => secret('svc_v
 beforeAll(async () => {
   // The token profile lookup answers the mailbox the partner OAuth request names.
   world = await startOutsideWorld({ emailAddress: 'oauth@acme.test' });
-  world.providers.google.set('admin@contract.test', { mailboxes: [{ email: 'm1@contract.test', displayName: 'M One' }, { email: 'm2@contract.test' }] });
+  world.providers.google.set('admin@contract.test', {
+    mailboxes: [{ email: 'm1@contract.test', displayName: 'M One' }, { email: 'm2@contract.test' }],
+  });
   world.providers.google.set('partner-admin@contract.test', { mailboxes: [{ email: 'm3@contract.test' }] });
   s = await startStack({
     clock,
     env: world.env,
     extra: {
       apiKeys: [
-        ...WS_KEYS.map((k, i) => ({ id: 8000 + i, secret: k, name: `contract ws ${i}`, workspaceId: 100, role: 'ADMIN', scopes: ALL_SCOPES, createdBy: 10 })),
-        ...OWNER_KEYS.map((k, i) => ({ id: 8200 + i, secret: k, name: `contract owner ${i}`, userId: 10, scopes: ALL_SCOPES })),
+        ...WS_KEYS.map((k, i) => ({
+          id: 8000 + i,
+          secret: k,
+          name: `contract ws ${i}`,
+          workspaceId: 100,
+          role: 'ADMIN',
+          scopes: ALL_SCOPES,
+          createdBy: 10,
+        })),
+        ...OWNER_KEYS.map((k, i) => ({
+          id: 8200 + i,
+          secret: k,
+          name: `contract owner ${i}`,
+          userId: 10,
+          scopes: ALL_SCOPES,
+        })),
         ...PARTNER_KEYS.map((k, i) => ({ id: 8400 + i, secret: k, name: `contract partner ${i}`, organizationId: 1 })),
       ],
     },
@@ -166,7 +211,11 @@ async function call(api: 'v1' | 'v2', r: RouteRow): Promise<Res> {
   const owner = /^\/v2\/workspaces(\/quotas)?$/.test(r.path);
   const auth = api === 'v1' ? { apiKey: PARTNER_KEYS[i] } : { key: owner ? OWNER_KEYS[i] : WS_KEYS[i] };
   const body = c.body ?? (r.method === 'POST' ? {} : undefined);
-  return s.request(r.method, c.query ? `${path}?${c.query}` : path, { ...auth, body, ip: `10.88.${Math.floor(i / 200)}.${(i % 200) + 1}` });
+  return s.request(r.method, c.query ? `${path}?${c.query}` : path, {
+    ...auth,
+    body,
+    ip: `10.88.${Math.floor(i / 200)}.${(i % 200) + 1}`,
+  });
 }
 
 function remember(key: string, res: Res) {
@@ -198,7 +247,10 @@ function check(api: 'v1' | 'v2', r: RouteRow, res: Res) {
 
 for (const api of ['v2', 'v1'] as const) {
   describe(`${api}: every route answers as its description says`, () => {
-    const ordered = [...routes[api].filter((r) => !LAST(`${r.method} ${r.path}`)), ...routes[api].filter((r) => LAST(`${r.method} ${r.path}`))];
+    const ordered = [
+      ...routes[api].filter((r) => !LAST(`${r.method} ${r.path}`)),
+      ...routes[api].filter((r) => LAST(`${r.method} ${r.path}`)),
+    ];
     for (const r of ordered) {
       it(`${r.method} ${r.path}`, async () => {
         const res = await call(api, r);
@@ -212,8 +264,16 @@ for (const api of ['v2', 'v1'] as const) {
 describe('refusals are documented too', () => {
   it('no key, an unknown key and an unknown route answer documented bodies', async () => {
     const cases: [api: 'v1' | 'v2', RouteRow, Res][] = [
-      ['v2', { method: 'GET', path: `${WS}/tags` }, await s.request('GET', '/v2/workspaces/100/tags', { ip: '10.89.0.1' })],
-      ['v2', { method: 'GET', path: `${WS}/tags` }, await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'x'.repeat(36), ip: '10.89.0.2' })],
+      [
+        'v2',
+        { method: 'GET', path: `${WS}/tags` },
+        await s.request('GET', '/v2/workspaces/100/tags', { ip: '10.89.0.1' }),
+      ],
+      [
+        'v2',
+        { method: 'GET', path: `${WS}/tags` },
+        await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'x'.repeat(36), ip: '10.89.0.2' }),
+      ],
       ['v1', { method: 'GET', path: '/v1/dashboard' }, await s.request('GET', '/v1/dashboard', { ip: '10.89.0.3' })],
     ];
     for (const [api, r, res] of cases) {

@@ -49,7 +49,9 @@ describe.each(['v2', 'v1'] as const)('%s description', (api) => {
     const codes: [string, number][] =
       api === 'v2'
         ? [
-            ...['150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006'].map((c): [string, number] => [c, ENVELOPE_A[c as '150001'].status]),
+            ...['150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006'].map(
+              (c): [string, number] => [c, ENVELOPE_A[c as '150001'].status],
+            ),
             ...Object.entries(ENVELOPE_B),
           ]
         : Object.entries(V1_ERRORS);
@@ -60,13 +62,21 @@ describe.each(['v2', 'v1'] as const)('%s description', (api) => {
     for (const ops of Object.values(doc.paths) as Json[]) {
       for (const op of Object.values(ops) as Json[]) {
         if (op.security?.length === 0) continue; // the description itself
-        for (const status of new Set(codes.map(([, s]) => s))) expect(op.responses[String(status)]).toEqual({ $ref: `#/components/responses/Error${status}` });
+        for (const status of new Set(codes.map(([, s]) => s)))
+          expect(op.responses[String(status)]).toEqual({ $ref: `#/components/responses/Error${status}` });
       }
     }
   });
 
   it('documents the rate-limit headers and the security scheme', () => {
-    const names = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit', 'Retry-After'];
+    const names = [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+      'Retry-After',
+    ];
     if (api === 'v2') names.push('X-RateLimit-IP-Limit', 'X-RateLimit-IP-Remaining');
     expect(Object.keys(doc.components.headers)).toEqual(expect.arrayContaining(names));
     expect(Object.keys(doc.components.responses.Error429.headers)).toContain('Retry-After');
@@ -84,14 +94,23 @@ describe('schema registry', () => {
     expect(Object.keys(SCHEMAS).filter((k) => !known.has(k))).toEqual([]);
   });
 
-  it('documents request bodies and queries from the handlers\' own zod schemas', () => {
+  it("documents request bodies and queries from the handlers' own zod schemas", () => {
     const v2: Json = JSON.parse(read('v2'));
     const invite = v2.paths['/v2/workspaces/{workspaceId}/members'].post.requestBody;
     expect(invite.required).toBe(true);
-    expect(invite.content['application/json'].schema).toMatchObject({ additionalProperties: false, required: ['email', 'role'] });
-    const list = v2.paths['/v2/workspaces/{workspaceId}/notifications'].get.parameters.map((p: Json) => `${p.in}:${p.name}`);
+    expect(invite.content['application/json'].schema).toMatchObject({
+      additionalProperties: false,
+      required: ['email', 'role'],
+    });
+    const list = v2.paths['/v2/workspaces/{workspaceId}/notifications'].get.parameters.map(
+      (p: Json) => `${p.in}:${p.name}`,
+    );
     expect(list).toEqual(['path:workspaceId', 'query:unreadOnly', 'query:limit', 'query:cursor']);
     const v1: Json = JSON.parse(read('v1'));
-    expect(v1.paths['/v1/workspaces/{workspaceId}/preview'].get.parameters[0]).toMatchObject({ name: 'workspaceId', in: 'path', schema: { pattern: '^[A-Za-z0-9_-]{1,64}$' } });
+    expect(v1.paths['/v1/workspaces/{workspaceId}/preview'].get.parameters[0]).toMatchObject({
+      name: 'workspaceId',
+      in: 'path',
+      schema: { pattern: '^[A-Za-z0-9_-]{1,64}$' },
+    });
   });
 });

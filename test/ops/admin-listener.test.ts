@@ -91,7 +91,10 @@ describe('ADMIN_HOST', () => {
     const admin = new URL(s.adminUrl);
     expect(admin.hostname).toBe('127.0.0.2');
     expect((await fetch(s.adminUrl + '/healthz')).status).toBe(200);
-    const elsewhere = await fetch(`http://127.0.0.1:${admin.port}/healthz`).then((r) => r.status, () => 0);
+    const elsewhere = await fetch(`http://127.0.0.1:${admin.port}/healthz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     expect(elsewhere).toBe(0);
     expect((await fetch(s.gatewayUrl + '/v2/workspaces/100/tags')).status).toBe(401);
   });

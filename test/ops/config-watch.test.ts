@@ -42,7 +42,8 @@ function awaitableLog() {
       for (const text of String(chunk).split('\n').filter(Boolean)) {
         const line = JSON.parse(text) as Line;
         lines.push(line);
-        for (const w of waiters.splice(0).filter((w) => (w.msg === line.msg ? (w.resolve(line), false) : true))) waiters.push(w);
+        for (const w of waiters.splice(0).filter((w) => (w.msg === line.msg ? (w.resolve(line), false) : true)))
+          waiters.push(w);
       }
       cb();
     },
@@ -62,7 +63,11 @@ describe('a routes file edited in place', () => {
   beforeAll(async () => {
     writeFileSync(join(dir, 'plans.json'), plansText);
     writeFileSync(join(dir, 'routes.json'), routesText);
-    s = await startStack({ clock: new FakeClock(), log: out.log, env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') } });
+    s = await startStack({
+      clock: new FakeClock(),
+      log: out.log,
+      env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') },
+    });
   });
   afterAll(async () => {
     await s?.close();
@@ -123,7 +128,11 @@ describe('a ConfigMap volume updated by the kubelet', () => {
     symlinkSync('..2026_11_23_10_00_00.1', join(dir, '..data'));
     symlinkSync('..data/plans.json', join(dir, 'plans.json'));
     symlinkSync('..data/routes.json', join(dir, 'routes.json'));
-    s = await startStack({ clock: new FakeClock(), log: out.log, env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') } });
+    s = await startStack({
+      clock: new FakeClock(),
+      log: out.log,
+      env: { PLANS_FILE: join(dir, 'plans.json'), ROUTES_FILE: join(dir, 'routes.json') },
+    });
   });
   afterAll(async () => {
     await s?.close();
@@ -153,10 +162,14 @@ describe('a ConfigMap volume updated by the kubelet', () => {
 /** A reload callback that counts its calls; `called` resolves at the first. */
 function countingReload() {
   let resolve!: () => void;
-  const r = { calls: 0, called: new Promise<void>((res) => (resolve = res)), reload: () => {
-    r.calls++;
-    resolve();
-  } };
+  const r = {
+    calls: 0,
+    called: new Promise<void>((res) => (resolve = res)),
+    reload: () => {
+      r.calls++;
+      resolve();
+    },
+  };
   return r;
 }
 

@@ -44,7 +44,10 @@ interface Run {
 
 /** One run: a fresh program, 40 connections of back-to-back requests, SIGTERM after 300 answers. */
 async function run(workers: number): Promise<Run> {
-  const gateway = await startGatewayProgram({ UPSTREAM_URL: upstreamUrl, WORKERS: String(workers), DRAIN_TIMEOUT_MS: '5000' }, { redis: workers > 1 });
+  const gateway = await startGatewayProgram(
+    { UPSTREAM_URL: upstreamUrl, WORKERS: String(workers), DRAIN_TIMEOUT_MS: '5000' },
+    { redis: workers > 1 },
+  );
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
     const result: Run = { exitCode: null, answered: 0, answeredAfterSignal: 0, resets: [] };
@@ -52,19 +55,28 @@ async function run(workers: number): Promise<Run> {
     let stop = false;
     const one = (n: number) =>
       new Promise<void>((resolve) => {
-        const req = http.get({ host: '127.0.0.1', port: gateway.port, agent, path: `/v2/workspaces/100/tags?n=${n}`, headers: { authorization: `Bearer ${K.wsAdmin}`, 'x-forwarded-for': `10.3.${(n >> 8) & 255}.${n & 255}` } }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            result.answered++;
-            if (signalled) result.answeredAfterSignal++;
-            resolve();
-          });
-          res.on('error', (err) => {
-            result.resets.push((err as NodeJS.ErrnoException).code ?? err.message);
-            stop = true;
-            resolve();
-          });
-        });
+        const req = http.get(
+          {
+            host: '127.0.0.1',
+            port: gateway.port,
+            agent,
+            path: `/v2/workspaces/100/tags?n=${n}`,
+            headers: { authorization: `Bearer ${K.wsAdmin}`, 'x-forwarded-for': `10.3.${(n >> 8) & 255}.${n & 255}` },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              result.answered++;
+              if (signalled) result.answeredAfterSignal++;
+              resolve();
+            });
+            res.on('error', (err) => {
+              result.resets.push((err as NodeJS.ErrnoException).code ?? err.message);
+              stop = true;
+              resolve();
+            });
+          },
+        );
         req.on('error', (err) => {
           const code = (err as NodeJS.ErrnoException).code ?? err.message;
           if (code !== 'ECONNREFUSED') result.resets.push(`${code}${signalled ? '' : ' (before the signal)'}`);
@@ -90,13 +102,20 @@ async function run(workers: number): Promise<Run> {
   }
 }
 
-describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))('SIGTERM under keep-alive load resets nothing', () => {
-  it.concurrent.each([1, 2])('WORKERS=%i: no client-side reset in five runs', async (workers) => {
-    const runs: Run[] = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await run(workers));
-    const summary = runs.map((r) => ({ exitCode: r.exitCode, resets: r.resets }));
-    expect(summary).toEqual(runs.map(() => ({ exitCode: 0, resets: [] })));
-    // The signal came under load: some requests were answered after it.
-    for (const r of runs) expect(r.answeredAfterSignal).toBeGreaterThan(0);
-  }, 600_000);
-});
+describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
+  'SIGTERM under keep-alive load resets nothing',
+  () => {
+    it.concurrent.each([1, 2])(
+      'WORKERS=%i: no client-side reset in five runs',
+      async (workers) => {
+        const runs: Run[] = [];
+        for (let i = 0; i < RUNS; i++) runs.push(await run(workers));
+        const summary = runs.map((r) => ({ exitCode: r.exitCode, resets: r.resets }));
+        expect(summary).toEqual(runs.map(() => ({ exitCode: 0, resets: [] })));
+        // The signal came under load: some requests were answered after it.
+        for (const r of runs) expect(r.answeredAfterSignal).toBeGreaterThan(0);
+      },
+      600_000,
+    );
+  },
+);

@@ -24,14 +24,26 @@ function roomyPlans(): string {
   return file;
 }
 
-async function startProgram(command: string[], env: Record<string, string>): Promise<{ child: ChildProcess; out: () => string; port: number; admin: number }> {
+async function startProgram(
+  command: string[],
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; out: () => string; port: number; admin: number }> {
   const [port, admin, backend] = [await freePort(), await freePort(), await freePort()];
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.REDIS_URL;
   let out = '';
   const child = spawn(command[0], command.slice(1), {
-    env: { ...base, PORT: String(port), ADMIN_PORT: String(admin), BACKEND_PORT: String(backend), HOST: '127.0.0.1', DATA_DIR: 'memory://', LOG_LEVEL: 'info', ...env },
+    env: {
+      ...base,
+      PORT: String(port),
+      ADMIN_PORT: String(admin),
+      BACKEND_PORT: String(backend),
+      HOST: '127.0.0.1',
+      DATA_DIR: 'memory://',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (c) => (out += c));
@@ -76,7 +88,16 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
     let afterSignal = 0;
     let stop = false;
     const one = (n: number) =>
-      requestWhole({ host: '127.0.0.1', port: p.port, agent, path: `/v2/workspaces/100/accounts?n=${n}`, headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}` } }).then(
+      requestWhole({
+        host: '127.0.0.1',
+        port: p.port,
+        agent,
+        path: `/v2/workspaces/100/accounts?n=${n}`,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'x-forwarded-for': `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`,
+        },
+      }).then(
         (answer) => void answered.set(n, answer),
         () => void (stop = stop || signalled),
       );
@@ -113,7 +134,9 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
   it('`npm start` passes SIGTERM to the program: the port is free again and npm exits', async () => {
     const p = await startProgram(['npm', 'start', '--silent'], {});
     children.push(p.child);
-    const exited = new Promise<number | null>((r) => p.child.once('exit', (code, signal) => r(code ?? (signal ? -1 : null))));
+    const exited = new Promise<number | null>((r) =>
+      p.child.once('exit', (code, signal) => r(code ?? (signal ? -1 : null))),
+    );
     p.child.kill('SIGTERM');
     await exited;
     const deadline = Date.now() + 10_000;

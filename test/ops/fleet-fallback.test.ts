@@ -22,7 +22,8 @@ beforeAll(async () => {
   const redisPrefix = `fleet${Date.now()}:`;
   const env = { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open' };
   stacks.push(await startStack({ appStores: true, redisPrefix, clock, env }));
-  for (let n = 1; n < 3; n++) stacks.push(await startStack({ appStores: true, redisPrefix, clock, db: stacks[0].db, env }));
+  for (let n = 1; n < 3; n++)
+    stacks.push(await startStack({ appStores: true, redisPrefix, clock, db: stacks[0].db, env }));
 }, 120_000);
 afterAll(async () => {
   await redis?.start();
@@ -42,7 +43,8 @@ async function until(cond: () => boolean | Promise<boolean>, ms: number) {
 
 let ipSeq = 0;
 /** One read with the key through instance `s`, each from an address of its own (the address layer stays out of the way). */
-const read = (s: Stack) => s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.44.${ipSeq >> 8}.${ipSeq++ & 255}` });
+const read = (s: Stack) =>
+  s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.44.${ipSeq >> 8}.${ipSeq++ & 255}` });
 
 describe.runIf(CAN)('three instances, Redis killed mid-window (open mode)', () => {
   it('admit about one budget for a key over the minute, not one per instance', async () => {
@@ -72,7 +74,9 @@ describe.runIf(CAN)('three instances, Redis killed mid-window (open mode)', () =
     }
     // Before: 6 + 3 x 20 = 66. The shares: what each instance last saw left (20 - 4, 5 or 6) split
     // three ways, rounded up: 6 + 5 + 5, so 22 in all.
-    console.log(`fleet fallback: ${admitted} admitted of a ${READ_BUDGET} budget (per instance after the kill: ${perInstance.join(', ')})`);
+    console.log(
+      `fleet fallback: ${admitted} admitted of a ${READ_BUDGET} budget (per instance after the kill: ${perInstance.join(', ')})`,
+    );
     expect(admitted).toBeLessThanOrEqual(READ_BUDGET + stacks.length);
     expect(admitted).toBeGreaterThanOrEqual(READ_BUDGET - stacks.length);
   }, 60_000);

@@ -40,14 +40,27 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('lastUsedAt after SIGTERM of t
   it('is written on SIGTERM, per key and per secret, and not per request', async () => {
     const plans = loadPlans('config/plans.json');
     const svc = serviceContext(
-      { db, clock: { now: () => Date.now() }, pepper: await getPepper(db), plans: () => plans, scopes: () => ({ 'workspace:read': 'VIEWER' }), accessChanged: async () => {} },
+      {
+        db,
+        clock: { now: () => Date.now() },
+        pepper: await getPepper(db),
+        plans: () => plans,
+        scopes: () => ({ 'workspace:read': 'VIEWER' }),
+        accessChanged: async () => {},
+      },
       { kind: 'cli', osUser: 'test' },
     );
-    const { key } = await createKey(svc, { type: 'workspace', workspaceId: 100, name: 'rotating', scopes: ['workspace:read'] });
+    const { key } = await createKey(svc, {
+      type: 'workspace',
+      workspaceId: 100,
+      name: 'rotating',
+      scopes: ['workspace:read'],
+    });
     const { secret: first } = await rotateKey(svc, key.id, { graceMs: 0 }); // a secret the test knows
     const { secret: second } = await rotateKey(svc, key.id, { graceMs: 3_600_000 });
 
-    const call = (secret: string) => fetch(`http://127.0.0.1:${port}/v2/workspaces/100`, { headers: { authorization: `Bearer ${secret}` } });
+    const call = (secret: string) =>
+      fetch(`http://127.0.0.1:${port}/v2/workspaces/100`, { headers: { authorization: `Bearer ${secret}` } });
     const before = Date.now();
     for (let i = 0; i < 20; i++) expect((await call(DEMO)).status).toBe(200);
     expect((await call(first)).status).toBe(200); // the old secret, in its grace period

@@ -8,7 +8,16 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, fetchRes, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
-import { accessLogFields, accessLogWriter, createLogger, flushAccessLines, logAccess, logFormatFor, REDACT_PATHS, type AccessLogSource } from '../../src/ops/logger.js';
+import {
+  accessLogFields,
+  accessLogWriter,
+  createLogger,
+  flushAccessLines,
+  logAccess,
+  logFormatFor,
+  REDACT_PATHS,
+  type AccessLogSource,
+} from '../../src/ops/logger.js';
 import { loadSettings } from '../../src/config/settings.js';
 
 type Line = Record<string, unknown> & { msg?: string; requestId?: string; level?: number };
@@ -87,7 +96,11 @@ describe('backend log lines carry the request id', () => {
     const { result: r, during } = await linesDuring(out.lines, () =>
       fetchRes(s.backendUrl + '/internal/organizations/2', {
         method: 'PATCH',
-        headers: { authorization: `Bearer ${s.internalToken}`, 'content-type': 'application/json', 'x-request-id': 'logs-internal-7' },
+        headers: {
+          authorization: `Bearer ${s.internalToken}`,
+          'content-type': 'application/json',
+          'x-request-id': 'logs-internal-7',
+        },
         body: JSON.stringify({ warmupCap: 7 }),
       }),
     );
@@ -122,8 +135,23 @@ describe('redaction', () => {
     };
     out.log.info({ headers }, 'headers logged by mistake');
     out.log.info({ req: { method: 'GET', headers } }, 'a request logged by mistake');
-    out.log.info({ password: secrets.password, user: { token: secrets.token, accessToken: secrets.token, refreshToken: secrets.token } }, 'fields');
-    out.log.info({ settings: { GATEWAY_SECRET: secrets.gatewaySecret, INTERNAL_TOKEN: secrets.token, gatewaySecret: secrets.gatewaySecret } }, 'settings');
+    out.log.info(
+      {
+        password: secrets.password,
+        user: { token: secrets.token, accessToken: secrets.token, refreshToken: secrets.token },
+      },
+      'fields',
+    );
+    out.log.info(
+      {
+        settings: {
+          GATEWAY_SECRET: secrets.gatewaySecret,
+          INTERNAL_TOKEN: secrets.token,
+          gatewaySecret: secrets.gatewaySecret,
+        },
+      },
+      'settings',
+    );
     out.log.child({ authorization: secrets.bearer }).info('child');
     for (const v of Object.values(secrets)) expect(out.raw()).not.toContain(v.slice(-12));
     expect(out.lines[0].headers).toEqual({
@@ -135,13 +163,24 @@ describe('redaction', () => {
       'user-agent': 'curl/8',
     });
     expect((out.lines[1].req as { headers: Record<string, string> }).headers.authorization).toBe('[redacted]');
-    expect(out.lines[2]).toMatchObject({ password: '[redacted]', user: { token: '[redacted]', accessToken: '[redacted]', refreshToken: '[redacted]' } });
+    expect(out.lines[2]).toMatchObject({
+      password: '[redacted]',
+      user: { token: '[redacted]', accessToken: '[redacted]', refreshToken: '[redacted]' },
+    });
     expect(out.lines[4].authorization).toBe('[redacted]');
   });
 
   it('uses explicit paths only: a wildcard path would cost about a microsecond on every access line', () => {
     expect(REDACT_PATHS.filter((p) => p.includes('*'))).toEqual([]);
-    for (const p of ['authorization', 'req.headers.authorization', 'headers["x-api-key"]', 'res.headers["set-cookie"]', 'password', 'body.password', 'user.token'])
+    for (const p of [
+      'authorization',
+      'req.headers.authorization',
+      'headers["x-api-key"]',
+      'res.headers["set-cookie"]',
+      'password',
+      'body.password',
+      'user.token',
+    ])
       expect(REDACT_PATHS, p).toContain(p);
   });
 
@@ -175,10 +214,25 @@ describe('redaction', () => {
     logAccess(out.log, exchange);
     expect(out.lines).toHaveLength(1);
     expect(out.lines[0].level).toBe(30);
-    expect(Object.keys(out.lines[0]).sort()).toEqual(['code', 'keyId', 'level', 'method', 'ms', 'msg', 'organizationId', 'requestId', 'route', 'status', 'svc', 'time']);
+    expect(Object.keys(out.lines[0]).sort()).toEqual([
+      'code',
+      'keyId',
+      'level',
+      'method',
+      'ms',
+      'msg',
+      'organizationId',
+      'requestId',
+      'route',
+      'status',
+      'svc',
+      'time',
+    ]);
     for (const leak of ['QueryLeak', secrets.apiKey, secrets.bearer, '10.1.2.3']) expect(out.raw()).not.toContain(leak);
     // No key resolved (steps 1 to 4): null ids, not missing fields.
-    expect(accessLogFields({ requestId: 'acc-2', method: 'GET', route: 'unmatched', status: 401, code: '150001', ms: 0.04 })).toMatchObject({
+    expect(
+      accessLogFields({ requestId: 'acc-2', method: 'GET', route: 'unmatched', status: 401, code: '150001', ms: 0.04 }),
+    ).toMatchObject({
       code: '150001',
       ms: 0,
       organizationId: null,
@@ -226,7 +280,12 @@ describe('the access line writer', () => {
     write({ ...source, route: 'unmatched "quoted" \\ \u2028 \ud800' });
     await settle();
     expect(out.lines).toHaveLength(1);
-    expect(out.lines[0]).toMatchObject({ svc: 'keygate', worker: 2, route: 'unmatched "quoted" \\ \u2028 \ud800', msg: 'request' });
+    expect(out.lines[0]).toMatchObject({
+      svc: 'keygate',
+      worker: 2,
+      route: 'unmatched "quoted" \\ \u2028 \ud800',
+      msg: 'request',
+    });
   });
 
   it('holds the lines back and writes them as one write, in order, and nothing below its level', async () => {
@@ -247,9 +306,19 @@ describe('the access line writer', () => {
     const ROOT = fileURLToPath(new URL('../../', import.meta.url));
     const program = `const { createLogger, accessLogWriter } = await import(${JSON.stringify(LOGGER)}); accessLogWriter(createLogger('info'))({ requestId: 'exit-1', method: 'GET', route: 'unmatched', status: 404, code: 'not_found', ms: 1, organizationId: null, keyId: null }); process.exit(0);`;
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { cwd: ROOT }, (err, out) => (err ? reject(err) : resolve(out))),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', program],
+        { cwd: ROOT },
+        (err, out) => (err ? reject(err) : resolve(out)),
+      ),
     );
-    expect(stdout.trim().split('\n').map((l) => JSON.parse(l).requestId)).toEqual(['exit-1']);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).requestId),
+    ).toEqual(['exit-1']);
   });
 });
 
@@ -269,7 +338,9 @@ describe('terminal or pipe', () => {
   const nodeArgs = ['--import', 'tsx', '--input-type=module', '-e', program];
   const run = (file: string, args: string[]) =>
     new Promise<string>((resolve, reject) => {
-      execFile(file, args, { cwd: ROOT, timeout: 30_000, env: { ...process.env, NO_COLOR: '' } }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+      execFile(file, args, { cwd: ROOT, timeout: 30_000, env: { ...process.env, NO_COLOR: '' } }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout),
+      );
     });
 
   it('selects pino-pretty for a TTY and JSON otherwise', () => {
@@ -282,18 +353,26 @@ describe('terminal or pipe', () => {
     const stdout = await run(process.execPath, nodeArgs);
     const lines = stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0])).toMatchObject({ level: 30, requestId: 'tty-1', authorization: '[redacted]', msg: 'hello from the child' });
+    expect(JSON.parse(lines[0])).toMatchObject({
+      level: 30,
+      requestId: 'tty-1',
+      authorization: '[redacted]',
+      msg: 'hello from the child',
+    });
   });
 
   // util-linux `script` gives the child a pseudo-terminal; without it only the selection function is tested.
-  it.skipIf(!existsSync('/usr/bin/script'))('a child writing to a pseudo-terminal prints pino-pretty text, redacted too', async () => {
-    const quoted = [process.execPath, ...nodeArgs].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-    const stdout = await run('/usr/bin/script', ['-qec', quoted, '/dev/null']);
-    const plain = stdout.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
-    expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: hello from the child$/m);
-    expect(plain).toMatch(/^\s+requestId: "tty-1"$/m);
-    expect(plain).toContain('[redacted]');
-    expect(plain).not.toContain('TtyLeak');
-    expect(() => JSON.parse(plain.trim().split('\n')[0])).toThrow();
-  });
+  it.skipIf(!existsSync('/usr/bin/script'))(
+    'a child writing to a pseudo-terminal prints pino-pretty text, redacted too',
+    async () => {
+      const quoted = [process.execPath, ...nodeArgs].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+      const stdout = await run('/usr/bin/script', ['-qec', quoted, '/dev/null']);
+      const plain = stdout.replace(/\x1b\[[0-9;]*m/g, '').replace(/\r/g, '');
+      expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: hello from the child$/m);
+      expect(plain).toMatch(/^\s+requestId: "tty-1"$/m);
+      expect(plain).toContain('[redacted]');
+      expect(plain).not.toContain('TtyLeak');
+      expect(() => JSON.parse(plain.trim().split('\n')[0])).toThrow();
+    },
+  );
 });

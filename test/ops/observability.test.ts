@@ -18,7 +18,8 @@ beforeAll(async () => {
   s = await startStack({ clock, log: createLogger('debug', sink) });
   // Accepted, rejected by limit, invalid key, cooldown, unknown route, /v1, api-key creation.
   for (let i = 0; i < 22; i++) await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.5.0.1' });
-  for (let i = 0; i < 6; i++) await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'S'.repeat(40), ip: '10.5.0.2' });
+  for (let i = 0; i < 6; i++)
+    await s.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'S'.repeat(40), ip: '10.5.0.2' });
   await s.request('GET', '/v2/workspaces/100/nowhere', { key: K.wsAdmin, ip: '10.5.0.3' });
   await s.request('GET', '/v1/dashboard', { apiKey: K.partner, ip: '10.5.0.4' });
   await s.session('POST', '/api-keys', K.session, { name: 'obs', type: 'personal', scopes: [] });
@@ -30,7 +31,10 @@ describe('admin listener', () => {
   it('/healthz and /readyz answer; other paths are 404', async () => {
     expect((await fetch(s.adminUrl + '/healthz')).status).toBe(200);
     // Readiness is this process's state; the dependencies are reported, not gated on.
-    expect(await (await fetch(s.adminUrl + '/readyz')).json()).toEqual({ status: 'ready', checks: { database: 'up', redis: 'absent' } });
+    expect(await (await fetch(s.adminUrl + '/readyz')).json()).toEqual({
+      status: 'ready',
+      checks: { database: 'up', redis: 'absent' },
+    });
     expect((await fetch(s.adminUrl + '/nope')).status).toBe(404);
   });
 });
@@ -41,8 +45,12 @@ describe('/metrics', () => {
     text = await (await fetch(s.adminUrl + '/metrics')).text();
   });
   it('counts requests by route template, method, status and Envelope A code', () => {
-    expect(text).toContain('keygate_requests_total{route="/v2/workspaces/{workspaceId}/tags",method="GET",status="200",code=""} 20');
-    expect(text).toContain('keygate_requests_total{route="/v2/workspaces/{workspaceId}/tags",method="GET",status="429",code="150005"} 2');
+    expect(text).toContain(
+      'keygate_requests_total{route="/v2/workspaces/{workspaceId}/tags",method="GET",status="200",code=""} 20',
+    );
+    expect(text).toContain(
+      'keygate_requests_total{route="/v2/workspaces/{workspaceId}/tags",method="GET",status="429",code="150005"} 2',
+    );
     expect(text).toMatch(/keygate_requests_total\{route="unmatched",method="GET",status="401",code="150002"\} 5/);
     expect(text).toMatch(/keygate_requests_total\{route="unmatched",method="GET",status="429",code="150006"\} 1/);
   });
@@ -57,7 +65,8 @@ describe('/metrics', () => {
     expect(text).toContain('keygate_degraded 0');
   });
   it('never carries a key, an IP or a user id', () => {
-    for (const secret of [K.wsAdmin, K.partner, K.ownerPk, 'S'.repeat(40)]) expect(text).not.toContain(secret.slice(7, 20));
+    for (const secret of [K.wsAdmin, K.partner, K.ownerPk, 'S'.repeat(40)])
+      expect(text).not.toContain(secret.slice(7, 20));
     expect(text).not.toMatch(/10\.5\.0\./);
     expect(text).not.toMatch(/user(_?id)?="/i);
     expect(text).not.toMatch(/key(_?id)?="/i);
@@ -67,21 +76,59 @@ describe('/metrics', () => {
 describe('logs', () => {
   it('hold no secret, session token or Authorization value', () => {
     expect(logs.length).toBeGreaterThan(0);
-    for (const secret of [K.wsAdmin, K.partner, K.ownerPk, K.session, 'S'.repeat(40), s.gatewaySecret, s.internalToken]) {
+    for (const secret of [
+      K.wsAdmin,
+      K.partner,
+      K.ownerPk,
+      K.session,
+      'S'.repeat(40),
+      s.gatewaySecret,
+      s.internalToken,
+    ]) {
       expect(logs).not.toContain(secret);
     }
     expect(logs).not.toMatch(/Bearer /);
   });
   it('hold an allow-listed access line per request (ACCESS_LOG, at info)', () => {
     flushAccessLines();
-    const lines = logs.split('\n').filter((l) => l.includes('"msg":"request"')).map((l) => JSON.parse(l));
+    const lines = logs
+      .split('\n')
+      .filter((l) => l.includes('"msg":"request"'))
+      .map((l) => JSON.parse(l));
     expect(lines.length).toBeGreaterThan(20);
-    expect(Object.keys(lines[0]).sort()).toEqual(['c', 'code', 'keyId', 'level', 'method', 'ms', 'msg', 'organizationId', 'requestId', 'route', 'status', 'svc', 'time'].sort());
+    expect(Object.keys(lines[0]).sort()).toEqual(
+      [
+        'c',
+        'code',
+        'keyId',
+        'level',
+        'method',
+        'ms',
+        'msg',
+        'organizationId',
+        'requestId',
+        'route',
+        'status',
+        'svc',
+        'time',
+      ].sort(),
+    );
   });
   it('redact secrets even when a caller logs them by mistake', () => {
     let out = '';
-    const log = createLogger('info', new Writable({ write(c, _e, cb) { out += c; cb(); } }));
-    log.info({ req: { headers: { authorization: 'Bearer svc_ws_x', cookie: 'session=abc' } }, secret: 'svc_pk_y', token: 't' }, 'oops');
+    const log = createLogger(
+      'info',
+      new Writable({
+        write(c, _e, cb) {
+          out += c;
+          cb();
+        },
+      }),
+    );
+    log.info(
+      { req: { headers: { authorization: 'Bearer svc_ws_x', cookie: 'session=abc' } }, secret: 'svc_pk_y', token: 't' },
+      'oops',
+    );
     expect(out).not.toMatch(/svc_ws_x|svc_pk_y|session=abc/);
     expect(out).toContain('[redacted]');
   });

@@ -10,7 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
 import { requestWhole, startProgram, status } from '../helpers/program.js';
 
-const KEYS = ['svc_ws_DemoWorkspaceAdminKey0000000000000001', 'svc_ws_DemoWorkspaceViewerKey000000000000001', 'svc_pk_DemoOwnerPersonalKey0000000000000001'];
+const KEYS = [
+  'svc_ws_DemoWorkspaceAdminKey0000000000000001',
+  'svc_ws_DemoWorkspaceViewerKey000000000000001',
+  'svc_pk_DemoOwnerPersonalKey0000000000000001',
+];
 let child: ChildProcess;
 let output: () => string;
 let port: number;
@@ -22,7 +26,13 @@ const plansFile = join(dir, 'plans.json');
 
 /** One request on its own connection: its status and whether the body arrived whole, or the socket error. */
 function get(path: string, key: string): Promise<{ status: number; complete: boolean } | { error: string }> {
-  return requestWhole({ host: '127.0.0.1', port, path, agent: false, headers: { authorization: `Bearer ${key}` } }).then(
+  return requestWhole({
+    host: '127.0.0.1',
+    port,
+    path,
+    agent: false,
+    headers: { authorization: `Bearer ${key}` },
+  }).then(
     ({ status: code, complete }) => ({ status: code, complete }),
     (e: NodeJS.ErrnoException) => ({ error: e.code ?? e.message }),
   );
@@ -59,7 +69,9 @@ afterAll(async () => {
 });
 
 async function readLimit(): Promise<number> {
-  const r = await fetch(`http://127.0.0.1:${port}/v2/workspaces/100/rate-limit`, { headers: { authorization: `Bearer ${KEYS[0]}` } });
+  const r = await fetch(`http://127.0.0.1:${port}/v2/workspaces/100/rate-limit`, {
+    headers: { authorization: `Bearer ${KEYS[0]}` },
+  });
   return (await r.json()).data.buckets.read.limit;
 }
 

@@ -78,7 +78,11 @@ describe('closed mode with Redis away', () => {
     s = await startStack({
       appStores: true,
       log: createLogger('info', sink),
-      env: { REDIS_URL: `redis://127.0.0.1:${deadPort}`, RATE_LIMIT_FAILURE_MODE: 'closed', REDIS_COMMAND_TIMEOUT_MS: '100' },
+      env: {
+        REDIS_URL: `redis://127.0.0.1:${deadPort}`,
+        RATE_LIMIT_FAILURE_MODE: 'closed',
+        REDIS_COMMAND_TIMEOUT_MS: '100',
+      },
     });
   });
   afterAll(async () => {
@@ -88,7 +92,8 @@ describe('closed mode with Redis away', () => {
   it('answers 503 to every request but logs the outage once, not once per request', async () => {
     lines.length = 0; // what the start logged (Redis away at start, the seed's version bumps) is not this test's
     const results = [];
-    for (let i = 0; i < 60; i++) results.push(await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.91.0.${i}` }));
+    for (let i = 0; i < 60; i++)
+      results.push(await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.91.0.${i}` }));
     expect(results.every((r) => r.status === 503)).toBe(true);
     const loud = lines.filter((l) => l.level >= 40);
     expect(loud.length).toBeLessThanOrEqual(2);

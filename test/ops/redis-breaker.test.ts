@@ -54,7 +54,10 @@ async function until(cond: () => boolean, ms: number) {
 function load(stores: ResilientStores, width: number) {
   let stop = false;
   let answered = 0;
-  const refs: CounterRef[] = [{ id: 'k:1:read', limit: 1_000_000 }, { id: 'ip:192.0.2.1', limit: 1_000_000 }];
+  const refs: CounterRef[] = [
+    { id: 'k:1:read', limit: 1_000_000 },
+    { id: 'ip:192.0.2.1', limit: 1_000_000 },
+  ];
   const worker = async () => {
     while (!stop) {
       // A refusal without Redis is immediate: yield, or the loop never lets a timer run.
@@ -72,7 +75,10 @@ function load(stores: ResilientStores, width: number) {
 }
 
 function redisPid(): number {
-  const info = spawnSync('redis-cli', ['-p', String(redis.port), 'info', 'server'], { encoding: 'utf8', timeout: 5_000 }).stdout;
+  const info = spawnSync('redis-cli', ['-p', String(redis.port), 'info', 'server'], {
+    encoding: 'utf8',
+    timeout: 5_000,
+  }).stdout;
   return Number(/process_id:(\d+)/.exec(info)?.[1]);
 }
 

@@ -24,7 +24,13 @@ beforeAll(async () => {
   const redisPrefix = `clf${Date.now()}:`;
   const env = { REDIS_CLUSTER_NODES: cluster.nodes.join(',') };
   open = await startStack({ appStores: true, redisPrefix, clock, env: { ...env, RATE_LIMIT_FAILURE_MODE: 'open' } });
-  closed = await startStack({ appStores: true, redisPrefix, clock, db: open.db, env: { ...env, RATE_LIMIT_FAILURE_MODE: 'closed' } });
+  closed = await startStack({
+    appStores: true,
+    redisPrefix,
+    clock,
+    db: open.db,
+    env: { ...env, RATE_LIMIT_FAILURE_MODE: 'closed' },
+  });
 }, 120_000);
 afterAll(async () => {
   await closed?.close();
@@ -56,7 +62,10 @@ describe.runIf(CAN)('Redis Cluster with replicas', () => {
     let after = 0;
     const deadline = killedAt + 40_000;
     while (after < 20) {
-      if (performance.now() > deadline) throw new Error(`not back within 40 s: ${JSON.stringify({ promotedAt, open: degraded(open), closed: degraded(closed) })}`);
+      if (performance.now() > deadline)
+        throw new Error(
+          `not back within 40 s: ${JSON.stringify({ promotedAt, open: degraded(open), closed: degraded(closed) })}`,
+        );
       await one();
       await new Promise((r) => setTimeout(r, 50));
       if (!promotedAt) {

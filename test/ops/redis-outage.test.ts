@@ -19,8 +19,17 @@ beforeAll(async () => {
   redis = await ownRedis();
   const redisPrefix = `outage${Date.now()}:`;
   // Production defaults (REDIS_COMMAND_TIMEOUT_MS 50): a loaded CI machine must not trip the breaker.
-  open = await startStack({ appStores: true, redisPrefix, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open' } });
-  closed = await startStack({ appStores: true, redisPrefix, db: open.db, env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'closed' } });
+  open = await startStack({
+    appStores: true,
+    redisPrefix,
+    env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'open' },
+  });
+  closed = await startStack({
+    appStores: true,
+    redisPrefix,
+    db: open.db,
+    env: { REDIS_URL: redis.url, RATE_LIMIT_FAILURE_MODE: 'closed' },
+  });
 });
 afterAll(async () => {
   await closed?.close();
@@ -53,7 +62,10 @@ async function switchedAfter(s: Stack, since: number): Promise<number> {
 /** Stops (SIGSTOP) or resumes (SIGCONT) the test's Redis: its connections stay open and silent. */
 function signalRedis(signal: 'SIGSTOP' | 'SIGCONT') {
   if (signal === 'SIGSTOP') {
-    const info = spawnSync('redis-cli', ['-p', String(redis.port), 'info', 'server'], { encoding: 'utf8', timeout: 5_000 }).stdout;
+    const info = spawnSync('redis-cli', ['-p', String(redis.port), 'info', 'server'], {
+      encoding: 'utf8',
+      timeout: 5_000,
+    }).stdout;
     stoppedPid = Number(/process_id:(\d+)/.exec(info)?.[1]);
   }
   process.kill(stoppedPid, signal);
@@ -71,7 +83,9 @@ function load(s: Stack, width: number) {
       const t0 = performance.now();
       const path = i % 4 === 0 ? '/v2/workspaces/100/tags' : '/v2/workspaces/100/rate-limit';
       const key = [K.wsAdmin, K.ownerPk, K.editorPk, K.viewerPk][i % 4];
-      const r = await s.request('GET', path, { key, ip: `10.9.${i % 200}.1` }).catch(() => ({ status: -1, body: null, headers: new Headers(), text: '' }));
+      const r = await s
+        .request('GET', path, { key, ip: `10.9.${i % 200}.1` })
+        .catch(() => ({ status: -1, body: null, headers: new Headers(), text: '' }));
       results.push({ status: r.status, ms: performance.now() - t0, code: r.body?.errorCode ?? r.body?.error?.code });
     }
   };
@@ -83,17 +97,17 @@ describe.runIf(CAN)('Redis outage', () => {
   it('open mode: falls back per instance within a second, then the shared counters rule again', async () => {
     const l = load(open, 8);
     try {
-    await until(async () => l.results.length > 40, 10_000);
-    const killed = performance.now();
-    await redis.stop();
-    const during = l.results.length;
-    expect(await switchedAfter(open, killed)).toBeLessThan(1_000);
-    await until(async () => (await metric(open, 'keygate_degraded ')) === 1, 5_000);
-    await until(async () => l.results.length > during + 60, 10_000);
-    await redis.start();
-    await until(async () => (await metric(open, 'keygate_degraded ')) === 0, 10_000);
-    const after = l.results.length;
-    await until(async () => l.results.length > after + 20, 10_000);
+      await until(async () => l.results.length > 40, 10_000);
+      const killed = performance.now();
+      await redis.stop();
+      const during = l.results.length;
+      expect(await switchedAfter(open, killed)).toBeLessThan(1_000);
+      await until(async () => (await metric(open, 'keygate_degraded ')) === 1, 5_000);
+      await until(async () => l.results.length > during + 60, 10_000);
+      await redis.start();
+      await until(async () => (await metric(open, 'keygate_degraded ')) === 0, 10_000);
+      const after = l.results.length;
+      await until(async () => l.results.length > after + 20, 10_000);
     } finally {
       await l.stop();
     }
@@ -110,7 +124,12 @@ describe.runIf(CAN)('Redis outage', () => {
 
     // Shared again: a hit lands in Redis, visible to the other instance (once that one's probe, every
     // second, has found Redis back too).
-    await until(async () => (await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.3' })).status === 200, 10_000);
+    await until(
+      async () =>
+        (await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.3' })).status ===
+        200,
+      10_000,
+    );
     const a = await open.request('GET', '/v2/workspaces/101/tags', { key: K.wsOther, ip: '10.8.0.1' });
     expect(a.status).toBe(200);
     const b = await closed.request('GET', '/v2/workspaces/101/rate-limit', { key: K.wsOther, ip: '10.8.0.2' });
@@ -121,7 +140,9 @@ describe.runIf(CAN)('Redis outage', () => {
     await redis.stop();
     try {
       const rs = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.7.0.${i}` })),
+        Array.from({ length: 20 }, (_, i) =>
+          closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.7.0.${i}` }),
+        ),
       );
       for (const r of rs) {
         expect(r.status).toBe(503);
@@ -129,7 +150,10 @@ describe.runIf(CAN)('Redis outage', () => {
         expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       }
       const t0 = performance.now();
-      const bad = await closed.request('GET', '/v2/workspaces/100/tags', { key: 'svc_ws_' + 'Z'.repeat(40), ip: '10.7.1.1' });
+      const bad = await closed.request('GET', '/v2/workspaces/100/tags', {
+        key: 'svc_ws_' + 'Z'.repeat(40),
+        ip: '10.7.1.1',
+      });
       expect(bad.status).toBe(503); // no verdict on a key without the cooldown store
       expect(performance.now() - t0).toBeLessThan(1_000);
       const v1 = await closed.request('GET', '/v1/dashboard', { apiKey: K.partner, ip: '10.7.1.2' });
@@ -144,7 +168,11 @@ describe.runIf(CAN)('Redis outage', () => {
     } finally {
       await redis.start();
     }
-    await until(async () => (await closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.7.2.1' })).status === 200, 10_000);
+    await until(
+      async () =>
+        (await closed.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: '10.7.2.1' })).status === 200,
+      10_000,
+    );
   });
 
   // A silent Redis is judged by 650 ms of *free* event-loop time (src/limits/resilient.ts: one TCP
@@ -172,9 +200,13 @@ describe.runIf(CAN)('Redis outage', () => {
       await Promise.all(loads.map((l) => l.stop()));
     }
     const [openResults, closedResults] = loads.map((l) => l.results);
-    expect(openResults.filter((r) => r.status === 401 || r.status === 403 || r.status >= 500 || r.status < 0)).toEqual([]);
+    expect(openResults.filter((r) => r.status === 401 || r.status === 403 || r.status >= 500 || r.status < 0)).toEqual(
+      [],
+    );
     expect(closedResults.filter((r) => r.status === 401 || r.status === 403 || r.status < 0)).toEqual([]);
-    expect(closedResults.filter((r) => r.status === 503).every((r) => r.code === 'rate_limiter_unavailable')).toBe(true);
+    expect(closedResults.filter((r) => r.status === 503).every((r) => r.code === 'rate_limiter_unavailable')).toBe(
+      true,
+    );
     expect(closedResults.some((r) => r.status === 503)).toBe(true);
     expect(Math.max(...[...openResults, ...closedResults].map((r) => r.ms))).toBeLessThan(5_000);
   });

@@ -24,7 +24,13 @@ beforeAll(async () => {
   const redisPrefix = `sent${Date.now()}:`;
   const env = { REDIS_SENTINELS: group.sentinels.join(','), REDIS_SENTINEL_NAME: group.name };
   open = await startStack({ appStores: true, redisPrefix, clock, env: { ...env, RATE_LIMIT_FAILURE_MODE: 'open' } });
-  closed = await startStack({ appStores: true, redisPrefix, clock, db: open.db, env: { ...env, RATE_LIMIT_FAILURE_MODE: 'closed' } });
+  closed = await startStack({
+    appStores: true,
+    redisPrefix,
+    clock,
+    db: open.db,
+    env: { ...env, RATE_LIMIT_FAILURE_MODE: 'closed' },
+  });
 }, 120_000);
 afterAll(async () => {
   await closed?.close();
@@ -56,12 +62,19 @@ describe.runIf(CAN)('Redis Sentinel', () => {
     let after = 0;
     // Requests every 50 ms until both instances use the new primary, and 20 more.
     while (after < 20) {
-      if (performance.now() > deadline) throw new Error(`no failover within 30 s: ${JSON.stringify({ back, promotedAt, killedAt, open: degraded(open), closed: degraded(closed) })}`);
+      if (performance.now() > deadline)
+        throw new Error(
+          `no failover within 30 s: ${JSON.stringify({ back, promotedAt, killedAt, open: degraded(open), closed: degraded(closed) })}`,
+        );
       await one();
       await new Promise((r) => setTimeout(r, 50));
       if (!promotedAt && (await group.currentPrimaryPort()) === group.replica.port) promotedAt = performance.now();
       if (promotedAt) {
-        for (const [name, s] of [['open', open], ['closed', closed]] as const) if (back[name] === undefined && !degraded(s)) back[name] = performance.now();
+        for (const [name, s] of [
+          ['open', open],
+          ['closed', closed],
+        ] as const)
+          if (back[name] === undefined && !degraded(s)) back[name] = performance.now();
       }
       if (back.open !== undefined && back.closed !== undefined) after++;
     }

@@ -27,7 +27,8 @@ function nextTickFeedback(keep: boolean): string[] {
   `;
   const out = runWithNatives(['--input-type=module', '-e', script]);
   const slots = tickLiteralFeedback(out);
-  if (slots.length === 0) throw new Error(`no feedback slots in V8's print of process.nextTick:\n${out.slice(0, 3000)}`);
+  if (slots.length === 0)
+    throw new Error(`no feedback slots in V8's print of process.nextTick:\n${out.slice(0, 3000)}`);
   return slots;
 }
 

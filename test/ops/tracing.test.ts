@@ -68,20 +68,26 @@ beforeAll(async () => {
   });
   const [otlpPort, upstreamPort] = [await listen(receiver), await listen(upstream)];
   const [port, admin] = [await freePort(), await freePort()];
-  program = await startProgram({
-    PORT: String(port),
-    ADMIN_PORT: String(admin),
-    BACKEND_PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    DATA_DIR: 'memory://',
-    UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
-    OTEL_TRACES_SAMPLER: 'parentbased_always_on',
-    OTEL_SERVICE_NAME: 'keygate-under-test',
-    OTEL_BSP_SCHEDULE_DELAY: '100',
-    // The real Redis gate when the suite has a Redis (a prefix of its own), the in-memory stores otherwise.
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `kgtrace${process.pid}:` } : {}),
-  }, [], 240_000);
+  program = await startProgram(
+    {
+      PORT: String(port),
+      ADMIN_PORT: String(admin),
+      BACKEND_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      DATA_DIR: 'memory://',
+      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
+      OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+      OTEL_SERVICE_NAME: 'keygate-under-test',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      // The real Redis gate when the suite has a Redis (a prefix of its own), the in-memory stores otherwise.
+      ...(process.env.REDIS_URL
+        ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `kgtrace${process.pid}:` }
+        : {}),
+    },
+    [],
+    240_000,
+  );
   gateway = `http://127.0.0.1:${port}`;
 }, 300_000);
 
@@ -100,15 +106,21 @@ describe('tracing settings', () => {
     expect(tracingConfigured({ OTEL_TRACES_SAMPLER: 'always_on' })).toBe(false);
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(true);
     expect(tracingConfigured({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })).toBe(true);
-    expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' })).toBe(false);
-    expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' })).toBe(false);
+    expect(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' })).toBe(
+      false,
+    );
+    expect(
+      tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }),
+    ).toBe(false);
   });
 });
 
 describe('tracing through the real program', () => {
   it('exports the request, access, rate-limit and upstream spans; the upstream parent is the gateway span', async () => {
     const before = upstreamSeen.length;
-    const res = await fetch(`${gateway}/v2/workspaces/100/accounts?secret=query`, { headers: { authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`${gateway}/v2/workspaces/100/accounts?secret=query`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     expect(res.status).toBe(200);
     const seen = upstreamSeen[before];
     const tp = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(seen.traceparent));
@@ -143,8 +155,15 @@ describe('tracing through the real program', () => {
     expect(again.status).toBe(200);
     const id2 = String(upstreamSeen.at(-1)!.traceparent).split('-')[1];
     const got2 = await trace(id2, 4);
-    expect(attr(got2.find((s) => s.name === 'keygate.access')!, 'keygate.access.source')).toBe('cache');
-    expect(got2.filter((s) => s.name === 'keygate.rate_limit').map((s) => attr(s, 'keygate.rate_limit.op'))).toEqual(['gate']);
+    expect(
+      attr(
+        got2.find((s) => s.name === 'keygate.access')!,
+        'keygate.access.source',
+      ),
+    ).toBe('cache');
+    expect(got2.filter((s) => s.name === 'keygate.rate_limit').map((s) => attr(s, 'keygate.rate_limit.op'))).toEqual([
+      'gate',
+    ]);
   }, 40_000);
 
   it('continues a valid incoming traceparent and passes its tracestate on', async () => {
@@ -152,7 +171,11 @@ describe('tracing through the real program', () => {
     const incomingParent = '00f067aa0ba902b7';
     const before = upstreamSeen.length;
     const res = await fetch(`${gateway}/v2/workspaces/100/accounts`, {
-      headers: { authorization: `Bearer ${KEY}`, traceparent: `00-${incomingTrace}-${incomingParent}-01`, tracestate: 'vendor=abc' },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        traceparent: `00-${incomingTrace}-${incomingParent}-01`,
+        tracestate: 'vendor=abc',
+      },
     });
     expect(res.status).toBe(200);
     const seen = upstreamSeen[before];
@@ -167,7 +190,9 @@ describe('tracing through the real program', () => {
   it('propagates an unsampled incoming trace without recording it', async () => {
     const incomingTrace = '0af7651916cd43dd8448eb211c80319c';
     const before = upstreamSeen.length;
-    const res = await fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${KEY}`, traceparent: `00-${incomingTrace}-b7ad6b7169203331-00` } });
+    const res = await fetch(`${gateway}/v2/workspaces/100/accounts`, {
+      headers: { authorization: `Bearer ${KEY}`, traceparent: `00-${incomingTrace}-b7ad6b7169203331-00` },
+    });
     expect(res.status).toBe(200);
     const tp = String(upstreamSeen[before].traceparent).split('-');
     expect([tp[1], tp[3]]).toEqual([incomingTrace, '00']);
@@ -180,7 +205,12 @@ describe('tracing through the real program', () => {
 
   it('starts a new trace for an invalid traceparent', async () => {
     const before = upstreamSeen.length;
-    await fetch(`${gateway}/v2/workspaces/100/accounts`, { headers: { authorization: `Bearer ${KEY}`, traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' } });
+    await fetch(`${gateway}/v2/workspaces/100/accounts`, {
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      },
+    });
     const tp = String(upstreamSeen[before].traceparent);
     expect(tp).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     expect(tp.split('-')[1]).not.toBe('00000000000000000000000000000000');
@@ -189,7 +219,10 @@ describe('tracing through the real program', () => {
   it('traces a refused request, with its refusal code, and logs the trace id in the access line', async () => {
     const incomingTrace = 'aaaabbbbccccddddeeeeffff00001111';
     const res = await fetch(`${gateway}/v2/workspaces/100/accounts`, {
-      headers: { authorization: 'Bearer svc_ws_NotAKeyThatExists000000000000000000001', traceparent: `00-${incomingTrace}-1111222233334444-01` },
+      headers: {
+        authorization: 'Bearer svc_ws_NotAKeyThatExists000000000000000000001',
+        traceparent: `00-${incomingTrace}-1111222233334444-01`,
+      },
     });
     expect(res.status).toBe(401);
     const got = await trace(incomingTrace, 2);

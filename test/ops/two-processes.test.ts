@@ -27,7 +27,13 @@ describe.runIf(Boolean(PG && REDIS))('two gateway processes', () => {
     await applySeed(db, parseSeed(seedWith()));
     rec = await startRecorder();
     // The backend of the access changes, in this process, on the same database and Redis prefix.
-    backend = await startStack({ db, mode: 'backend', appStores: true, redisPrefix: prefix, env: { REDIS_URL: REDIS! } });
+    backend = await startStack({
+      db,
+      mode: 'backend',
+      appStores: true,
+      redisPrefix: prefix,
+      env: { REDIS_URL: REDIS! },
+    });
     const url = new URL(PG!);
     url.searchParams.set('options', `-c search_path=${db.schema}`);
     for (let i = 0; i < 2; i++) {
@@ -56,7 +62,12 @@ describe.runIf(Boolean(PG && REDIS))('two gateway processes', () => {
     for (const g of gws) {
       const deadline = Date.now() + 60_000;
       for (;;) {
-        const ok = await fetch(g.url + '/v2/workspaces/100/rate-limit', { headers: { authorization: `Bearer ${K.wsAdmin}` } }).then((r) => r.status === 200, () => false);
+        const ok = await fetch(g.url + '/v2/workspaces/100/rate-limit', {
+          headers: { authorization: `Bearer ${K.wsAdmin}` },
+        }).then(
+          (r) => r.status === 200,
+          () => false,
+        );
         if (ok) break;
         if (Date.now() > deadline || g.proc.exitCode !== null) throw new Error(`gateway did not start: ${g.out}`);
         await new Promise((r) => setTimeout(r, 100));
@@ -72,7 +83,9 @@ describe.runIf(Boolean(PG && REDIS))('two gateway processes', () => {
   });
 
   const get = (i: number, key: string, ip: string) =>
-    fetch(gws[i].url + '/v2/workspaces/100/tags', { headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip } }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    fetch(gws[i].url + '/v2/workspaces/100/tags', {
+      headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip },
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
 
   it('enforce one budget: 20 GETs over both pass, the 21st fails on either', async () => {
     // Real time: start early in a minute so the 22 requests share one window.

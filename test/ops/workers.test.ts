@@ -23,19 +23,34 @@ const READ_BUDGET = 20;
 
 describe('WORKERS settings', () => {
   it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', () => {
-    const env: NodeJS.ProcessEnv = { ...process.env, WORKERS: '2', DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test', GATEWAY_SECRET: 'test-gateway-secret-0123456789' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      WORKERS: '2',
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test',
+      GATEWAY_SECRET: 'test-gateway-secret-0123456789',
+    };
     delete env.REDIS_URL;
     delete env.REDIS_CLUSTER_NODES;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], { env, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+      env,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.status).toBe(2);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^keygate: setting WORKERS: 2 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS/);
   });
 
-  it('merges the workers\' metrics with a worker label, each family once', () => {
-    const page = (v: number) => `# HELP x_total X.\n# TYPE x_total counter\nx_total{a="1"} ${v}\nx_total ${v + 1}\n# HELP h Histo.\n# TYPE h histogram\nh_bucket{le="+Inf"} 3\nh_sum 0.5\n`;
-    expect(mergeMetrics([{ worker: '1', text: page(1) }, { worker: '2', text: page(5) }])).toBe(
+  it("merges the workers' metrics with a worker label, each family once", () => {
+    const page = (v: number) =>
+      `# HELP x_total X.\n# TYPE x_total counter\nx_total{a="1"} ${v}\nx_total ${v + 1}\n# HELP h Histo.\n# TYPE h histogram\nh_bucket{le="+Inf"} 3\nh_sum 0.5\n`;
+    expect(
+      mergeMetrics([
+        { worker: '1', text: page(1) },
+        { worker: '2', text: page(5) },
+      ]),
+    ).toBe(
       '# HELP x_total X.\n# TYPE x_total counter\nx_total{worker="1",a="1"} 1\nx_total{worker="1"} 2\nx_total{worker="2",a="1"} 5\nx_total{worker="2"} 6\n' +
         '# HELP h Histo.\n# TYPE h histogram\nh_bucket{worker="1",le="+Inf"} 3\nh_sum{worker="1"} 0.5\nh_bucket{worker="2",le="+Inf"} 3\nh_sum{worker="2"} 0.5\n',
     );
@@ -86,7 +101,12 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     child.stdout!.on('data', (c) => (out += c));
     child.stderr!.on('data', (c) => (out += c));
     const deadline = Date.now() + 60_000;
-    while ((await fetch(`http://127.0.0.1:${admin}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+    while (
+      (await fetch(`http://127.0.0.1:${admin}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      )) !== 200
+    ) {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the workers did not start: ${out}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -103,13 +123,20 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
 
   /** One request on a connection of its own, so the primary hands the connections out in turn. */
   const get = (key: string, ip: string) =>
-    requestWhole({ host: '127.0.0.1', port, path: '/v2/workspaces/100/tags', agent: false, headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip } });
+    requestWhole({
+      host: '127.0.0.1',
+      port,
+      path: '/v2/workspaces/100/tags',
+      agent: false,
+      headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip },
+    });
 
   /** keygate_requests_total by worker, from the primary's /metrics. */
   async function requestsByWorker(): Promise<Record<string, number>> {
     const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
     const by: Record<string, number> = {};
-    for (const m of text.matchAll(/^keygate_requests_total\{worker="(\d+)",.*\} (\d+)$/gm)) by[m[1]] = (by[m[1]] ?? 0) + Number(m[2]);
+    for (const m of text.matchAll(/^keygate_requests_total\{worker="(\d+)",.*\} (\d+)$/gm))
+      by[m[1]] = (by[m[1]] ?? 0) + Number(m[2]);
     return by;
   }
 
@@ -117,7 +144,9 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     // Real time: start early in a minute so the burst shares one window.
     const sec = new Date().getUTCSeconds();
     if (sec > 45) await new Promise((r) => setTimeout(r, (61 - sec) * 1000));
-    const burst = await Promise.all(Array.from({ length: READ_BUDGET + 15 }, (_, i) => get(K.editorPk, `10.30.${i >> 8}.${i & 255}`)));
+    const burst = await Promise.all(
+      Array.from({ length: READ_BUDGET + 15 }, (_, i) => get(K.editorPk, `10.30.${i >> 8}.${i & 255}`)),
+    );
     const statuses = burst.map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(READ_BUDGET);
     expect(statuses.filter((s) => s === 429)).toHaveLength(15);
@@ -127,13 +156,17 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     expect(by['2']).toBeGreaterThan(0);
     expect(by['1'] + by['2']).toBe(READ_BUDGET + 15);
     // Each worker logs its pid once it listens: two distinct processes, neither the primary.
-    const pids = new Set([...out.matchAll(/"pid":(\d+)[^\n]*keygate gateway worker listening/g)].map((m) => Number(m[1])));
+    const pids = new Set(
+      [...out.matchAll(/"pid":(\d+)[^\n]*keygate gateway worker listening/g)].map((m) => Number(m[1])),
+    );
     expect(pids.size).toBe(2);
     expect(pids.has(child.pid!)).toBe(false);
   }, 90_000);
 
   it('a worker that crashes is restarted under the same worker id, and counted', async () => {
-    const before = (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as { workers: { worker: number; pid: number }[] };
+    const before = (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as {
+      workers: { worker: number; pid: number }[];
+    };
     const victim = before.workers.find((w) => w.worker === 2)!;
     process.kill(victim.pid, 'SIGKILL');
     const deadline = Date.now() + 30_000;
@@ -159,7 +192,12 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 100));
-    expect(await fetch(`http://127.0.0.1:${admin}/readyz`).then((r) => r.status, () => 0)).toBe(503);
+    expect(
+      await fetch(`http://127.0.0.1:${admin}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      ),
+    ).toBe(503);
     const answers = await Promise.all(inFlight);
     expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
     expect(answers.every((a) => a.complete)).toBe(true);

@@ -3,7 +3,7 @@
 // The CLI (`keygate admin-tokens`) and the admin API's own /api/admin-tokens routes call these; each
 // change is audited in its own transaction (src/access/service/audit.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Db, Queryable } from '../../db/types.js';
+import type { Db, Queryable, Row } from '../../db/types.js';
 import { randomAlphanumeric } from '../secrets.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type Actor, type ServiceContext } from './context.js';
@@ -30,9 +30,18 @@ export interface AdminTokenView {
 }
 
 /** What a list or an answer shows of a token: never its hash, never the token. */
-export function adminTokenView(r: Record<string, any>): AdminTokenView {
+export function adminTokenView(r: Row): AdminTokenView {
   const iso = (t: unknown) => (t === null || t === undefined ? null : new Date(t as string).toISOString());
-  return { id: r.id, name: r.name, role: r.role, hint: r.hint, createdBy: r.created_by, createdAt: iso(r.created_at)!, lastUsedAt: iso(r.last_used_at), revokedAt: iso(r.revoked_at) };
+  return {
+    id: r.id,
+    name: r.name,
+    role: r.role,
+    hint: r.hint,
+    createdBy: r.created_by,
+    createdAt: iso(r.created_at)!,
+    lastUsedAt: iso(r.last_used_at),
+    revokedAt: iso(r.revoked_at),
+  };
 }
 
 export function hashAdminToken(pepper: string, token: string): string {
@@ -42,28 +51,57 @@ export function hashAdminToken(pepper: string, token: string): string {
 
 /** Who made a token, as its row keeps it: `cli:<os user>`, `admin-token:<id>`, `seed`, ... */
 export function actorLabel(a: Actor): string {
-  return a.kind === 'admin-token' ? `admin-token:${a.id}` : a.kind === 'cli' ? `cli:${a.osUser}` : a.kind === 'user' ? `user:${a.id}` : a.kind;
+  return a.kind === 'admin-token'
+    ? `admin-token:${a.id}`
+    : a.kind === 'cli'
+      ? `cli:${a.osUser}`
+      : a.kind === 'user'
+        ? `user:${a.id}`
+        : a.kind;
 }
 
-export async function createAdminToken(ctx: AdminTokenContext, input: { name: string; role: string }): Promise<AdminTokenView & { token: string }> {
+export async function createAdminToken(
+  ctx: AdminTokenContext,
+  input: { name: string; role: string },
+): Promise<AdminTokenView & { token: string }> {
   const name = typeof input.name === 'string' ? input.name.trim() : '';
-  if (name.length < 1 || name.length > 100) throw new ServiceError('invalid', 'name must be 1 to 100 characters', 'name', 'name');
-  if (!(ADMIN_TOKEN_ROLES as readonly string[]).includes(input.role)) throw new ServiceError('invalid', `role must be one of ${ADMIN_TOKEN_ROLES.join(', ')}`, 'role', 'role');
+  if (name.length < 1 || name.length > 100)
+    throw new ServiceError('invalid', 'name must be 1 to 100 characters', 'name', 'name');
+  if (!(ADMIN_TOKEN_ROLES as readonly string[]).includes(input.role))
+    throw new ServiceError('invalid', `role must be one of ${ADMIN_TOKEN_ROLES.join(', ')}`, 'role', 'role');
   const token = ADMIN_TOKEN_PREFIX + randomAlphanumeric(40);
   const view = await ctx.db.tx(async (q) => {
     const rows = await q.query(
       `INSERT INTO admin_tokens (name, role, token_hash, hint, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [name, input.role, hashAdminToken(ctx.pepper, token), token.slice(0, 8) + '…', actorLabel(ctx.actor), new Date(ctx.clock.now())],
+      [
+        name,
+        input.role,
+        hashAdminToken(ctx.pepper, token),
+        token.slice(0, 8) + '…',
+        actorLabel(ctx.actor),
+        new Date(ctx.clock.now()),
+      ],
     );
     const v = adminTokenView(rows[0]);
-    await recordAudit(q, ctx, { action: 'admin-token.create', targetType: 'admin-token', targetIds: [v.id], organizationId: null, after: v });
+    await recordAudit(q, ctx, {
+      action: 'admin-token.create',
+      targetType: 'admin-token',
+      targetIds: [v.id],
+      organizationId: null,
+      after: v,
+    });
     return v;
   });
   return { ...view, token };
 }
 
-export async function listAdminTokens(db: Queryable, opts: { includeRevoked?: boolean } = {}): Promise<AdminTokenView[]> {
-  const rows = await db.query(`SELECT * FROM admin_tokens ${opts.includeRevoked ? '' : 'WHERE revoked_at IS NULL'} ORDER BY id`);
+export async function listAdminTokens(
+  db: Queryable,
+  opts: { includeRevoked?: boolean } = {},
+): Promise<AdminTokenView[]> {
+  const rows = await db.query(
+    `SELECT * FROM admin_tokens ${opts.includeRevoked ? '' : 'WHERE revoked_at IS NULL'} ORDER BY id`,
+  );
   return rows.map(adminTokenView);
 }
 
@@ -73,10 +111,20 @@ export async function revokeAdminToken(ctx: AdminTokenContext, id: number): Prom
     const cur = await q.query(`SELECT * FROM admin_tokens WHERE id = $1 FOR UPDATE`, [id]);
     if (!cur.length) throw new ServiceError('not_found', `no admin token ${id}`, 'no_admin_token');
     if (cur[0].revoked_at) return adminTokenView(cur[0]);
-    const rows = await q.query(`UPDATE admin_tokens SET revoked_at = $2 WHERE id = $1 RETURNING *`, [id, new Date(ctx.clock.now())]);
+    const rows = await q.query(`UPDATE admin_tokens SET revoked_at = $2 WHERE id = $1 RETURNING *`, [
+      id,
+      new Date(ctx.clock.now()),
+    ]);
     const before = adminTokenView(cur[0]);
     const after = adminTokenView(rows[0]);
-    await recordAudit(q, ctx, { action: 'admin-token.revoke', targetType: 'admin-token', targetIds: [id], organizationId: null, before, after });
+    await recordAudit(q, ctx, {
+      action: 'admin-token.revoke',
+      targetType: 'admin-token',
+      targetIds: [id],
+      organizationId: null,
+      before,
+      after,
+    });
     return after;
   });
 }
@@ -92,14 +140,23 @@ export interface AuthenticatedToken {
  * timing to learn from the stored value); the comparison of the hashes is constant-time anyway.
  * `lastUsedAt` is written at most once a minute per token, so reads do not each cost a write.
  */
-export async function authenticateAdminToken(db: Queryable, pepper: string, presented: string, nowMs: number): Promise<AuthenticatedToken | null> {
+export async function authenticateAdminToken(
+  db: Queryable,
+  pepper: string,
+  presented: string,
+  nowMs: number,
+): Promise<AuthenticatedToken | null> {
   if (!TOKEN.test(presented)) return null;
   const hash = hashAdminToken(pepper, presented);
-  const rows = await db.query(`SELECT id, name, role, token_hash, last_used_at FROM admin_tokens WHERE token_hash = $1 AND revoked_at IS NULL`, [hash]);
+  const rows = await db.query(
+    `SELECT id, name, role, token_hash, last_used_at FROM admin_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
+    [hash],
+  );
   if (!rows.length) return null;
   const r = rows[0];
   if (!timingSafeEqual(Buffer.from(r.token_hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
   const last = r.last_used_at ? new Date(r.last_used_at).getTime() : 0;
-  if (nowMs - last >= 60_000) await db.query(`UPDATE admin_tokens SET last_used_at = to_timestamp($2 / 1000.0) WHERE id = $1`, [r.id, nowMs]);
+  if (nowMs - last >= 60_000)
+    await db.query(`UPDATE admin_tokens SET last_used_at = to_timestamp($2 / 1000.0) WHERE id = $1`, [r.id, nowMs]);
   return { id: r.id, name: r.name, role: r.role };
 }

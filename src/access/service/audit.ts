@@ -1,7 +1,7 @@
 // The audit trail (migration 060): one append-only row per access change, written inside the
 // change's own transaction so that a change and its record commit or roll back together. The
 // database refuses UPDATE, DELETE and TRUNCATE; purgeAudit (the retention job) is the only deleter.
-import type { Queryable } from '../../db/types.js';
+import type { Queryable, Row } from '../../db/types.js';
 import { actorColumns, nowOf, ServiceError, type Actor, type ServiceContext } from './context.js';
 
 export interface AuditEvent {
@@ -28,7 +28,18 @@ export interface AuditRow {
 }
 
 // Never stored, whatever a caller hands in: a view that slipped a secret in loses it here.
-const SECRET_FIELDS = new Set(['secret', 'token', 'keyHash', 'key_hash', 'previous_key_hash', 'previousKeyHash', 'tokenHash', 'token_hash', 'password', 'pepper']);
+const SECRET_FIELDS = new Set([
+  'secret',
+  'token',
+  'keyHash',
+  'key_hash',
+  'previous_key_hash',
+  'previousKeyHash',
+  'tokenHash',
+  'token_hash',
+  'password',
+  'pepper',
+]);
 
 function scrub(v: unknown): unknown {
   if (v === undefined) return null;
@@ -43,7 +54,11 @@ function scrub(v: unknown): unknown {
 }
 
 /** Record one access change; call it with the transaction's queryable, before the commit. */
-export async function recordAudit(q: Queryable, ctx: Pick<ServiceContext, 'actor' | 'requestId' | 'clock'>, event: AuditEvent): Promise<void> {
+export async function recordAudit(
+  q: Queryable,
+  ctx: Pick<ServiceContext, 'actor' | 'requestId' | 'clock'>,
+  event: AuditEvent,
+): Promise<void> {
   const a = actorColumns(ctx.actor);
   await q.query(
     `INSERT INTO audit_events (at, actor_kind, actor_id, actor_name, action, target_type, target_ids, organization_id, before, after, request_id)
@@ -80,7 +95,7 @@ export interface AuditFilter {
 
 export const AUDIT_PAGE_MAX = 1000;
 
-function auditView(r: Record<string, any>): AuditRow {
+function auditView(r: Row): AuditRow {
   return {
     id: Number(r.id),
     at: new Date(r.at).toISOString(),
@@ -105,7 +120,8 @@ function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
   if (f.organizationId !== undefined) add((p) => `organization_id = ${p}`, f.organizationId);
   if (f.actorKind !== undefined) add((p) => `actor_kind = ${p}`, f.actorKind);
   if (f.actorId !== undefined) add((p) => `actor_id = ${p}`, f.actorId);
-  if (f.action !== undefined) add((p) => (f.action!.endsWith('.') ? `starts_with(action, ${p})` : `action = ${p}`), f.action);
+  if (f.action !== undefined)
+    add((p) => (f.action!.endsWith('.') ? `starts_with(action, ${p})` : `action = ${p}`), f.action);
   if (f.targetType !== undefined) add((p) => `target_type = ${p}`, f.targetType);
   if (f.targetId !== undefined) add((p) => `target_ids @> ARRAY[${p}]::text[]`, String(f.targetId));
   if (f.since !== undefined) add((p) => `at >= ${p}`, f.since);
@@ -117,14 +133,18 @@ function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
 /** One page of the trail, newest first (`limit` 1 to 1000, default 100). Reading is not audited. */
 export async function listAudit(ctx: Pick<ServiceContext, 'db'>, f: AuditFilter = {}): Promise<AuditRow[]> {
   const limit = f.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_PAGE_MAX) throw new ServiceError('invalid', `limit must be 1 to ${AUDIT_PAGE_MAX}`, undefined, 'limit');
+  if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_PAGE_MAX)
+    throw new ServiceError('invalid', `limit must be 1 to ${AUDIT_PAGE_MAX}`, undefined, 'limit');
   const { sql, params } = whereOf(f);
   const rows = await ctx.db.query(`SELECT * FROM audit_events ${sql} ORDER BY id DESC LIMIT ${limit}`, params);
   return rows.map(auditView);
 }
 
 /** Every matching row, oldest first, a page at a time (for `keygate audit export`). */
-export async function* exportAudit(ctx: Pick<ServiceContext, 'db'>, f: Omit<AuditFilter, 'beforeId' | 'limit'> = {}): AsyncGenerator<AuditRow> {
+export async function* exportAudit(
+  ctx: Pick<ServiceContext, 'db'>,
+  f: Omit<AuditFilter, 'beforeId' | 'limit'> = {},
+): AsyncGenerator<AuditRow> {
   let afterId = 0;
   for (;;) {
     const { sql, params } = whereOf(f);
@@ -143,7 +163,8 @@ export async function* exportAudit(ctx: Pick<ServiceContext, 'db'>, f: Omit<Audi
  * count. Not itself audited: it is the trail's own upkeep, and its effect is visible in the oldest row.
  */
 export async function purgeAudit(ctx: Pick<ServiceContext, 'db' | 'clock'>, retentionDays: number): Promise<number> {
-  if (!Number.isInteger(retentionDays) || retentionDays < 1) throw new ServiceError('invalid', 'retention must be a whole number of days, at least 1');
+  if (!Number.isInteger(retentionDays) || retentionDays < 1)
+    throw new ServiceError('invalid', 'retention must be a whole number of days, at least 1');
   const cutoff = new Date(ctx.clock.now() - retentionDays * 86_400_000);
   const rows = await ctx.db.query(`SELECT keygate_purge_audit($1) AS n`, [cutoff]);
   return Number(rows[0].n);

@@ -77,5 +77,14 @@ export type ServiceBase = Omit<ServiceContext, 'actor' | 'requestId'>;
 
 /** A context for one command or request: the program's services, who acts, and the request's id. */
 export function serviceContext(base: ServiceBase, actor: Actor, requestId?: string): ServiceContext {
-  return { db: base.db, clock: base.clock, pepper: base.pepper, scopes: base.scopes, plans: base.plans, accessChanged: base.accessChanged, actor, requestId };
+  return {
+    db: base.db,
+    clock: base.clock,
+    pepper: base.pepper,
+    scopes: base.scopes,
+    plans: base.plans,
+    accessChanged: base.accessChanged,
+    actor,
+    requestId,
+  };
 }

@@ -67,7 +67,9 @@ export function keyView(k: Row, now: Date): KeyView {
     metadata: k.metadata ?? null,
     lastUsedAt: iso(k.last_used_at),
     rotatedAt: iso(k.rotated_at),
-    previousSecret: graceLive ? { hint: k.previous_hint, expiresAt: iso(k.previous_expires_at)!, lastUsedAt: iso(k.previous_last_used_at) } : null,
+    previousSecret: graceLive
+      ? { hint: k.previous_hint, expiresAt: iso(k.previous_expires_at)!, lastUsedAt: iso(k.previous_last_used_at) }
+      : null,
   };
 }
 
@@ -88,7 +90,8 @@ async function keyRow(q: Queryable, id: number, lock = false): Promise<Row | nul
 /** A name: 1 to 100 characters once trimmed. */
 export function checkName(raw: string): string {
   const name = raw.trim();
-  if (name.length < 1 || name.length > KEY_NAME_MAX) throw new ServiceError('invalid', `name must be 1 to ${KEY_NAME_MAX} characters`, 'name', 'name');
+  if (name.length < 1 || name.length > KEY_NAME_MAX)
+    throw new ServiceError('invalid', `name must be 1 to ${KEY_NAME_MAX} characters`, 'name', 'name');
   return name;
 }
 
@@ -98,7 +101,8 @@ export function checkName(raw: string): string {
  */
 export function checkMetadata(raw: unknown): KeyMetadata | null {
   if (raw === null) return null;
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ServiceError('invalid', 'metadata must be a JSON object or null', 'metadata', 'metadata');
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new ServiceError('invalid', 'metadata must be a JSON object or null', 'metadata', 'metadata');
   let text: string;
   try {
     text = JSON.stringify(raw);
@@ -106,24 +110,39 @@ export function checkMetadata(raw: unknown): KeyMetadata | null {
     throw new ServiceError('invalid', 'metadata must be plain JSON', 'metadata', 'metadata');
   }
   const bytes = Buffer.byteLength(text);
-  if (bytes > METADATA_MAX_BYTES) throw new ServiceError('invalid', `metadata is ${bytes} bytes as JSON; at most ${METADATA_MAX_BYTES}`, 'metadata', 'metadata');
+  if (bytes > METADATA_MAX_BYTES)
+    throw new ServiceError(
+      'invalid',
+      `metadata is ${bytes} bytes as JSON; at most ${METADATA_MAX_BYTES}`,
+      'metadata',
+      'metadata',
+    );
   return JSON.parse(text) as KeyMetadata;
 }
 
 /** An expiry instant: a valid date, or null (never). It may lie in the past: the key is then expired at once. */
 export function checkExpiresAt(raw: Date | null): Date | null {
   if (raw === null) return null;
-  if (!(raw instanceof Date) || Number.isNaN(raw.getTime())) throw new ServiceError('invalid', 'expiresAt must be a date and time', 'expiresAt', 'expiresAt');
+  if (!(raw instanceof Date) || Number.isNaN(raw.getTime()))
+    throw new ServiceError('invalid', 'expiresAt must be a date and time', 'expiresAt', 'expiresAt');
   return raw;
 }
 
 function checkScopes(ctx: ServiceContext, scopes: string[]): string[] {
   const bad = scopes.find((s) => !SCOPE.test(s));
-  if (bad !== undefined) throw new ServiceError('invalid', `scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`, 'scopes', 'scopes');
-  if (scopes.length > MAX_SCOPES) throw new ServiceError('invalid', `scopes: at most ${MAX_SCOPES}`, 'scopes', 'scopes');
+  if (bad !== undefined)
+    throw new ServiceError(
+      'invalid',
+      `scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`,
+      'scopes',
+      'scopes',
+    );
+  if (scopes.length > MAX_SCOPES)
+    throw new ServiceError('invalid', `scopes: at most ${MAX_SCOPES}`, 'scopes', 'scopes');
   const known = ctx.scopes();
   const unknown = scopes.find((s) => !(s in known));
-  if (unknown !== undefined) throw new ServiceError('invalid', `scopes: unknown scope ${unknown}`, 'unknown_scope', 'scopes');
+  if (unknown !== undefined)
+    throw new ServiceError('invalid', `scopes: unknown scope ${unknown}`, 'unknown_scope', 'scopes');
   return [...new Set(scopes)];
 }
 
@@ -148,7 +167,11 @@ async function actingUser(q: Queryable, ctx: ServiceContext): Promise<SessionUse
  * members on the keys they made or own (the rule of DELETE /api-keys). Any other key looks absent.
  */
 function assertMayManage(user: SessionUser | null, k: Row | null, id: number): asserts k is Row {
-  const mine = k && user && k.organization_id === user.organizationId && (user.orgRole === 'OWNER' || k.created_by === user.id || k.user_id === user.id);
+  const mine =
+    k &&
+    user &&
+    k.organization_id === user.organizationId &&
+    (user.orgRole === 'OWNER' || k.created_by === user.id || k.user_id === user.id);
   if (!k || (user && !mine)) throw new ServiceError('not_found', `no key ${id}`, 'no_key');
 }
 
@@ -175,8 +198,10 @@ export interface CreateKeyInput {
 export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Promise<{ key: KeyView; secret: string }> {
   const name = checkName(input.name);
   const scopes = input.type === 'partner' ? [] : checkScopes(ctx, input.scopes ?? []);
-  if (input.type === 'partner' && input.scopes?.length) throw new ServiceError('invalid', 'a partner key takes no scopes', 'scopes', 'scopes');
-  if (input.role !== undefined && !ROLES.includes(input.role)) throw new ServiceError('invalid', `role must be one of ${ROLES.join(', ')}`, 'role', 'role');
+  if (input.type === 'partner' && input.scopes?.length)
+    throw new ServiceError('invalid', 'a partner key takes no scopes', 'scopes', 'scopes');
+  if (input.role !== undefined && !ROLES.includes(input.role))
+    throw new ServiceError('invalid', `role must be one of ${ROLES.join(', ')}`, 'role', 'role');
   const expiresAt = input.expiresAt === undefined ? null : checkExpiresAt(input.expiresAt);
   const metadata = input.metadata === undefined ? null : checkMetadata(input.metadata);
   const secret = generateSecret(input.type);
@@ -189,57 +214,126 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
     let role: Role | null = null;
     let createdBy: number | null = user ? user.id : (input.createdBy ?? null);
     if (input.type === 'workspace') {
-      if (input.workspaceId === undefined) throw new ServiceError('invalid', 'A workspace id is required to create a workspace key.', 'workspace_required', 'workspaceId');
-      if (input.userId !== undefined || input.organizationId !== undefined) throw new ServiceError('invalid', 'a workspace key is bound to its workspace only', 'binding');
-      const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [input.workspaceId]);
+      if (input.workspaceId === undefined)
+        throw new ServiceError(
+          'invalid',
+          'A workspace id is required to create a workspace key.',
+          'workspace_required',
+          'workspaceId',
+        );
+      if (input.userId !== undefined || input.organizationId !== undefined)
+        throw new ServiceError('invalid', 'a workspace key is bound to its workspace only', 'binding');
+      const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [
+        input.workspaceId,
+      ]);
       if (!ws.length || (user && ws[0].organization_id !== user.organizationId)) {
-        throw new ServiceError(user ? 'forbidden' : 'not_found', user ? 'No access to the workspace for this key.' : `no workspace ${input.workspaceId}`, 'no_workspace_access', 'workspaceId');
+        throw new ServiceError(
+          user ? 'forbidden' : 'not_found',
+          user ? 'No access to the workspace for this key.' : `no workspace ${input.workspaceId}`,
+          'no_workspace_access',
+          'workspaceId',
+        );
       }
       organizationId = ws[0].organization_id;
       workspaceId = input.workspaceId;
       role = input.role ?? 'ADMIN';
       if (createdBy !== null) {
         // A workspace key's role is capped by its creator's role in that workspace (CONTRACT section 2).
-        const m = await q.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [workspaceId, createdBy]);
+        const m = await q.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [
+          workspaceId,
+          createdBy,
+        ]);
         if (!m.length) {
-          throw new ServiceError('forbidden', user ? 'No access to the workspace for this key.' : `user ${createdBy} is not a member of workspace ${workspaceId}`, 'no_workspace_access', 'createdBy');
+          throw new ServiceError(
+            'forbidden',
+            user
+              ? 'No access to the workspace for this key.'
+              : `user ${createdBy} is not a member of workspace ${workspaceId}`,
+            'no_workspace_access',
+            'createdBy',
+          );
         }
         const creatorRole = m[0].role as Role;
         if (input.role && roleRank(input.role) > roleRank(creatorRole)) {
-          throw new ServiceError('forbidden', user ? "Cannot create a key with a role above the creator's." : `role ${input.role} is above the ${creatorRole} role of user ${createdBy}`, 'role_above_creator', 'role');
+          throw new ServiceError(
+            'forbidden',
+            user
+              ? "Cannot create a key with a role above the creator's."
+              : `role ${input.role} is above the ${creatorRole} role of user ${createdBy}`,
+            'role_above_creator',
+            'role',
+          );
         }
         role = input.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
       }
     } else {
       if (input.workspaceId !== undefined || input.role !== undefined) {
-        throw new ServiceError('forbidden', `A ${input.type} key is not bound to a workspace or a role.`, 'no_workspace_access', input.workspaceId !== undefined ? 'workspaceId' : 'role');
+        throw new ServiceError(
+          'forbidden',
+          `A ${input.type} key is not bound to a workspace or a role.`,
+          'no_workspace_access',
+          input.workspaceId !== undefined ? 'workspaceId' : 'role',
+        );
       }
       if (input.type === 'personal') {
         userId = user ? user.id : (input.userId ?? null);
-        if (userId === null) throw new ServiceError('invalid', 'a personal key needs its user', 'user_required', 'userId');
-        if (user && input.userId !== undefined && input.userId !== user.id) throw new ServiceError('forbidden', 'a personal key is made by its own user', 'not_own_user', 'userId');
+        if (userId === null)
+          throw new ServiceError('invalid', 'a personal key needs its user', 'user_required', 'userId');
+        if (user && input.userId !== undefined && input.userId !== user.id)
+          throw new ServiceError('forbidden', 'a personal key is made by its own user', 'not_own_user', 'userId');
         const u = await q.query(`SELECT organization_id FROM users WHERE id = $1`, [userId]);
         if (!u.length) throw new ServiceError('not_found', `no user ${userId}`, 'no_user', 'userId');
         organizationId = u[0].organization_id;
         createdBy = userId;
       } else {
         // A partner key sees every account of the organization: only its owners may make one.
-        if (user && user.orgRole !== 'OWNER') throw new ServiceError('forbidden', 'Only organization owners can create partner keys.', 'role_above_creator');
+        if (user && user.orgRole !== 'OWNER')
+          throw new ServiceError(
+            'forbidden',
+            'Only organization owners can create partner keys.',
+            'role_above_creator',
+          );
         const orgId = user ? user.organizationId : input.organizationId;
-        if (orgId === undefined) throw new ServiceError('invalid', 'a partner key needs its organization', 'organization_required', 'organizationId');
+        if (orgId === undefined)
+          throw new ServiceError(
+            'invalid',
+            'a partner key needs its organization',
+            'organization_required',
+            'organizationId',
+          );
         const o = await q.query(`SELECT id FROM organizations WHERE id = $1`, [orgId]);
-        if (!o.length) throw new ServiceError('not_found', `no organization ${orgId}`, 'no_organization', 'organizationId');
+        if (!o.length)
+          throw new ServiceError('not_found', `no organization ${orgId}`, 'no_organization', 'organizationId');
         organizationId = orgId;
       }
     }
     const rows = await q.query(
       `INSERT INTO api_keys (organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, created_at, expires_at, metadata)
        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::jsonb) RETURNING id`,
-      [organizationId, input.type, hashSecret(ctx.pepper, secret), hintOf(secret), name, workspaceId, userId, role, scopes, createdBy, now, expiresAt,
-        metadata === null ? null : JSON.stringify(metadata)],
+      [
+        organizationId,
+        input.type,
+        hashSecret(ctx.pepper, secret),
+        hintOf(secret),
+        name,
+        workspaceId,
+        userId,
+        role,
+        scopes,
+        createdBy,
+        now,
+        expiresAt,
+        metadata === null ? null : JSON.stringify(metadata),
+      ],
     );
     const view = keyView((await keyRow(q, rows[0].id))!, now);
-    await recordAudit(q, ctx, { action: 'key.create', targetType: 'key', targetIds: [view.id], organizationId, after: view });
+    await recordAudit(q, ctx, {
+      action: 'key.create',
+      targetType: 'key',
+      targetIds: [view.id],
+      organizationId,
+      after: view,
+    });
     return view;
   });
   // A new key needs no eviction, but an organization whose keys changed is re-read everywhere: cheap, and exact.
@@ -278,8 +372,12 @@ export async function listKeys(ctx: ServiceContext, f: KeyFilter = {}): Promise<
   if (f.status === 'revoked') where.push('k.revoked_at IS NOT NULL');
   if (f.status === 'expired') add((p) => `k.revoked_at IS NULL AND k.expires_at <= ${p}`, now);
   if (f.status === 'active') add((p) => `k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${p})`, now);
-  if (f.limit !== undefined && (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > 1000)) throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
-  const rows = await ctx.db.query(`${SELECT_KEY} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.id${f.limit ? ` LIMIT ${f.limit}` : ''}`, params);
+  if (f.limit !== undefined && (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > 1000))
+    throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
+  const rows = await ctx.db.query(
+    `${SELECT_KEY} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.id${f.limit ? ` LIMIT ${f.limit}` : ''}`,
+    params,
+  );
   return rows.map((r) => keyView(r, now));
 }
 
@@ -309,7 +407,14 @@ async function changeKey(
     const c = change(k, now);
     if (c) await q.query(`UPDATE api_keys SET ${c.set} WHERE id = $1`, [id, ...c.params]);
     const view = keyView((await keyRow(q, id))!, now);
-    await recordAudit(q, ctx, { action, targetType: 'key', targetIds: [id], organizationId: k.organization_id, before, after: view });
+    await recordAudit(q, ctx, {
+      action,
+      targetType: 'key',
+      targetIds: [id],
+      organizationId: k.organization_id,
+      before,
+      after: view,
+    });
     return view;
   });
   await ctx.accessChanged(after.organizationId);
@@ -318,7 +423,10 @@ async function changeKey(
 
 /** Revoke: every secret of the key stops at once; the first revocation time stays. */
 export async function revokeKey(ctx: ServiceContext, id: number): Promise<KeyView> {
-  return changeKey(ctx, id, 'key.revoke', (_k, now) => ({ set: 'revoked_at = coalesce(revoked_at, $2)', params: [now] }));
+  return changeKey(ctx, id, 'key.revoke', (_k, now) => ({
+    set: 'revoked_at = coalesce(revoked_at, $2)',
+    params: [now],
+  }));
 }
 
 export interface UpdateKeyInput {
@@ -354,7 +462,11 @@ export async function updateKey(ctx: ServiceContext, id: number, input: UpdateKe
  * keeps working until `graceMs` has passed (0: stops at once); a secret still in an earlier grace
  * period stops at once, so at most two secrets live per key.
  */
-export async function rotateKey(ctx: ServiceContext, id: number, input: { graceMs?: number } = {}): Promise<{ key: KeyView; secret: string }> {
+export async function rotateKey(
+  ctx: ServiceContext,
+  id: number,
+  input: { graceMs?: number } = {},
+): Promise<{ key: KeyView; secret: string }> {
   const graceMs = input.graceMs ?? DEFAULT_GRACE_MS;
   if (!Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_GRACE_MS) {
     throw new ServiceError('invalid', `grace must be 0 to ${MAX_GRACE_MS / 86_400_000} days`, 'grace', 'grace');
@@ -366,7 +478,14 @@ export async function rotateKey(ctx: ServiceContext, id: number, input: { graceM
     const keep = graceMs > 0;
     return {
       set: `key_hash = $2, hint = $3, rotated_at = $4, previous_key_hash = $5, previous_hint = $6, previous_expires_at = $7`,
-      params: [hashSecret(ctx.pepper, secret), hintOf(secret), now, keep ? k.key_hash : null, keep ? k.hint : null, keep ? new Date(now.getTime() + graceMs) : null],
+      params: [
+        hashSecret(ctx.pepper, secret),
+        hintOf(secret),
+        now,
+        keep ? k.key_hash : null,
+        keep ? k.hint : null,
+        keep ? new Date(now.getTime() + graceMs) : null,
+      ],
     };
   });
   return { key, secret };

@@ -3,7 +3,7 @@
 // only parse and format around these): validate, write with the audit row in one transaction, then
 // bump the organization's access version, so every gateway applies the change on its next request
 // (the principal carries the budgets).
-import type { Queryable } from '../../db/types.js';
+import type { Queryable, Row } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../limits/budgets.js';
 import type { Bucket } from '../../config/routes.js';
@@ -28,18 +28,36 @@ export const MAX_MONTHLY_QUOTA = 1_000_000_000_000;
 export function checkLimitsChange(change: LimitsChange, forKey: boolean): void {
   const known = forKey ? ['read', 'write', 'bulk'] : ['read', 'write', 'bulk', 'monthlyQuota'];
   const unknown = Object.keys(change).find((f) => !known.includes(f));
-  if (unknown === 'monthlyQuota') throw new ServiceError('invalid', 'a monthly quota is set per organization, not per key', 'monthlyQuota', 'monthlyQuota');
-  if (unknown !== undefined) throw new ServiceError('invalid', `unknown limit ${JSON.stringify(unknown)}`, unknown, unknown);
-  if (Object.keys(change).length === 0) throw new ServiceError('invalid', 'nothing to change: give read, write, bulk or monthlyQuota, or clear', 'empty');
+  if (unknown === 'monthlyQuota')
+    throw new ServiceError(
+      'invalid',
+      'a monthly quota is set per organization, not per key',
+      'monthlyQuota',
+      'monthlyQuota',
+    );
+  if (unknown !== undefined)
+    throw new ServiceError('invalid', `unknown limit ${JSON.stringify(unknown)}`, unknown, unknown);
+  if (Object.keys(change).length === 0)
+    throw new ServiceError('invalid', 'nothing to change: give read, write, bulk or monthlyQuota, or clear', 'empty');
   for (const b of BUCKETS) {
     const v = change[b];
     if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= 1 && v <= MAX_BUDGET)) {
-      throw new ServiceError('invalid', `${b} must be an integer from 1 to ${MAX_BUDGET} (requests per minute), or null to use the plan's`, b, b);
+      throw new ServiceError(
+        'invalid',
+        `${b} must be an integer from 1 to ${MAX_BUDGET} (requests per minute), or null to use the plan's`,
+        b,
+        b,
+      );
     }
   }
   const q = change.monthlyQuota;
   if (q !== undefined && q !== null && q !== 'none' && !(Number.isInteger(q) && q >= 1 && q <= MAX_MONTHLY_QUOTA)) {
-    throw new ServiceError('invalid', `monthlyQuota must be an integer from 1 to ${MAX_MONTHLY_QUOTA}, "none", or null to use the plan's`, 'monthlyQuota', 'monthlyQuota');
+    throw new ServiceError(
+      'invalid',
+      `monthlyQuota must be an integer from 1 to ${MAX_MONTHLY_QUOTA}, "none", or null to use the plan's`,
+      'monthlyQuota',
+      'monthlyQuota',
+    );
   }
 }
 
@@ -62,7 +80,7 @@ const KEY_ROW = `SELECT k.id AS key_id, k.organization_id, o.plan, k.limit_read 
                         o.limit_read AS o_read, o.limit_write AS o_write, o.limit_bulk AS o_bulk, o.monthly_quota, o.monthly_quota_off
                    FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.id = $1`;
 
-function view(plans: Plans, row: Record<string, any>, keyId?: number): LimitsView {
+function view(plans: Plans, row: Row, keyId?: number): LimitsView {
   const overrides: LimitOverrides = limitOverridesOf(row);
   const own = (b: string) => (row[`${keyId === undefined ? 'o' : 'k'}_${b}`] ?? null) as number | null;
   const quota = monthlyQuotaOf(plans, row.plan, overrides);
@@ -74,7 +92,11 @@ function view(plans: Plans, row: Record<string, any>, keyId?: number): LimitsVie
       read: own('read'),
       write: own('write'),
       bulk: own('bulk'),
-      ...(keyId === undefined ? { monthlyQuota: row.monthly_quota_off ? 'none' : row.monthly_quota == null ? null : Number(row.monthly_quota) } : {}),
+      ...(keyId === undefined
+        ? {
+            monthlyQuota: row.monthly_quota_off ? 'none' : row.monthly_quota == null ? null : Number(row.monthly_quota),
+          }
+        : {}),
     },
     effective: {
       read: budgetOf(plans, row.plan, overrides, 'read'),
@@ -85,13 +107,17 @@ function view(plans: Plans, row: Record<string, any>, keyId?: number): LimitsVie
   };
 }
 
-async function one(q: Queryable, sql: string, id: number, what: string): Promise<Record<string, any>> {
+async function one(q: Queryable, sql: string, id: number, what: string): Promise<Row> {
   const rows = await q.query(sql, [id]);
-  if (!rows.length) throw new ServiceError('not_found', `no ${what} ${id}`, what === 'key' ? 'no_key' : 'no_organization');
+  if (!rows.length)
+    throw new ServiceError('not_found', `no ${what} ${id}`, what === 'key' ? 'no_key' : 'no_organization');
   return rows[0];
 }
 
-export async function getOrganizationLimits(ctx: Pick<ServiceContext, 'db' | 'plans'>, orgId: number): Promise<LimitsView> {
+export async function getOrganizationLimits(
+  ctx: Pick<ServiceContext, 'db' | 'plans'>,
+  orgId: number,
+): Promise<LimitsView> {
   return view(ctx.plans(), await one(ctx.db, ORG_ROW, orgId, 'organization'));
 }
 
@@ -115,7 +141,11 @@ function assignments(change: LimitsChange, params: unknown[]): string[] {
 }
 
 /** Change an organization's overrides and monthly quota. */
-export async function setOrganizationLimits(ctx: ServiceContext, orgId: number, change: LimitsChange): Promise<LimitsView> {
+export async function setOrganizationLimits(
+  ctx: ServiceContext,
+  orgId: number,
+  change: LimitsChange,
+): Promise<LimitsView> {
   checkLimitsChange(change, false);
   const plans = ctx.plans();
   const after = await ctx.db.tx(async (q) => {
@@ -123,7 +153,14 @@ export async function setOrganizationLimits(ctx: ServiceContext, orgId: number, 
     const params: unknown[] = [orgId];
     await q.query(`UPDATE organizations SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
     const updated = view(plans, await one(q, ORG_ROW, orgId, 'organization'));
-    await recordAudit(q, ctx, { action: 'organization.limits', targetType: 'organization', targetIds: [orgId], organizationId: orgId, before: before.overrides, after: updated.overrides });
+    await recordAudit(q, ctx, {
+      action: 'organization.limits',
+      targetType: 'organization',
+      targetIds: [orgId],
+      organizationId: orgId,
+      before: before.overrides,
+      after: updated.overrides,
+    });
     return updated;
   });
   await ctx.accessChanged(orgId);
@@ -139,7 +176,14 @@ export async function setKeyLimits(ctx: ServiceContext, keyId: number, change: L
     const params: unknown[] = [keyId];
     await q.query(`UPDATE api_keys SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
     const updated = view(plans, await one(q, KEY_ROW, keyId, 'key'), keyId);
-    await recordAudit(q, ctx, { action: 'key.limits', targetType: 'key', targetIds: [keyId], organizationId: updated.organizationId, before: before.overrides, after: updated.overrides });
+    await recordAudit(q, ctx, {
+      action: 'key.limits',
+      targetType: 'key',
+      targetIds: [keyId],
+      organizationId: updated.organizationId,
+      before: before.overrides,
+      after: updated.overrides,
+    });
     return updated;
   });
   await ctx.accessChanged(after.organizationId);

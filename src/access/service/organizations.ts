@@ -25,7 +25,9 @@ export function organizationView(o: Row): OrganizationView {
     apiAccess: o.api_access,
     paused: o.paused,
     warmupCap: o.warmup_cap,
-    partnerCallback: o.partner_callback_url ? { url: o.partner_callback_url, verified: o.partner_callback_verified } : null,
+    partnerCallback: o.partner_callback_url
+      ? { url: o.partner_callback_url, verified: o.partner_callback_verified }
+      : null,
   };
 }
 
@@ -49,13 +51,22 @@ function actionOf(p: OrganizationPatch): string {
  * Change an organization's access fields. A plan change lowers every mailbox above the new plan's
  * per-mailbox cap at once (spec, States), in the same transaction.
  */
-export async function updateOrganization(ctx: ServiceContext, id: number, patch: OrganizationPatch): Promise<OrganizationView & { mailboxesLowered: number }> {
+export async function updateOrganization(
+  ctx: ServiceContext,
+  id: number,
+  patch: OrganizationPatch,
+): Promise<OrganizationView & { mailboxesLowered: number }> {
   if (!Object.keys(patch).length) throw new ServiceError('invalid', 'at least one field is required', 'empty');
-  if (patch.plan != null && !(patch.plan in ctx.plans())) throw new ServiceError('invalid', `unknown plan ${JSON.stringify(patch.plan)}`, 'plan', 'plan');
-  if (patch.warmupCap != null && (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > 2_147_483_647)) {
+  if (patch.plan != null && !(patch.plan in ctx.plans()))
+    throw new ServiceError('invalid', `unknown plan ${JSON.stringify(patch.plan)}`, 'plan', 'plan');
+  if (
+    patch.warmupCap != null &&
+    (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > 2_147_483_647)
+  ) {
     throw new ServiceError('invalid', 'warmupCap must be a whole number from 0, or null', 'warmupCap', 'warmupCap');
   }
-  if (ctx.actor.kind === 'user') throw new ServiceError('forbidden', 'organizations are changed by operators and the billing system', 'forbidden');
+  if (ctx.actor.kind === 'user')
+    throw new ServiceError('forbidden', 'organizations are changed by operators and the billing system', 'forbidden');
   const result = await ctx.db.tx(async (q) => {
     const cur = (await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [id]))[0];
     if (!cur) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
@@ -69,7 +80,9 @@ export async function updateOrganization(ctx: ServiceContext, id: number, patch:
         patch.paused ?? cur.paused,
         patch.warmupCap !== undefined ? patch.warmupCap : cur.warmup_cap,
         patch.partnerCallback !== undefined ? (patch.partnerCallback?.url ?? null) : cur.partner_callback_url,
-        patch.partnerCallback !== undefined ? (patch.partnerCallback?.verified ?? false) : cur.partner_callback_verified,
+        patch.partnerCallback !== undefined
+          ? (patch.partnerCallback?.verified ?? false)
+          : cur.partner_callback_verified,
       ],
     );
     let lowered = 0;
@@ -101,22 +114,42 @@ export async function getOrganization(ctx: ServiceContext, id: number): Promise<
   return organizationView(rows[0]);
 }
 
-export async function listOrganizations(ctx: ServiceContext, f: { afterId?: number; limit?: number } = {}): Promise<OrganizationView[]> {
+export async function listOrganizations(
+  ctx: ServiceContext,
+  f: { afterId?: number; limit?: number } = {},
+): Promise<OrganizationView[]> {
   const limit = f.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
-  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT ${limit}`, [f.afterId ?? 0]);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
+  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT ${limit}`, [
+    f.afterId ?? 0,
+  ]);
   return rows.map(organizationView);
 }
 
 /** Soft-delete a workspace (the first deletion time stays): its keys and memberships stop at once. */
-export async function deleteWorkspace(ctx: ServiceContext, id: number): Promise<{ id: number; organizationId: number; name: string; deletedAt: string }> {
-  if (ctx.actor.kind === 'user') throw new ServiceError('forbidden', 'workspaces are deleted by operators and the billing system', 'forbidden');
+export async function deleteWorkspace(
+  ctx: ServiceContext,
+  id: number,
+): Promise<{ id: number; organizationId: number; name: string; deletedAt: string }> {
+  if (ctx.actor.kind === 'user')
+    throw new ServiceError('forbidden', 'workspaces are deleted by operators and the billing system', 'forbidden');
   const now = nowOf(ctx);
   const result = await ctx.db.tx(async (q) => {
-    const cur = (await q.query(`SELECT id, organization_id, name, deleted_at FROM workspaces WHERE id = $1 FOR UPDATE`, [id]))[0];
+    const cur = (
+      await q.query(`SELECT id, organization_id, name, deleted_at FROM workspaces WHERE id = $1 FOR UPDATE`, [id])
+    )[0];
     if (!cur) throw new ServiceError('not_found', `no workspace ${id}`, 'no_workspace');
-    const rows = await q.query(`UPDATE workspaces SET deleted_at = coalesce(deleted_at, $2) WHERE id = $1 RETURNING id, organization_id, name, deleted_at`, [id, now]);
-    const view = { id, organizationId: rows[0].organization_id as number, name: rows[0].name as string, deletedAt: new Date(rows[0].deleted_at).toISOString() };
+    const rows = await q.query(
+      `UPDATE workspaces SET deleted_at = coalesce(deleted_at, $2) WHERE id = $1 RETURNING id, organization_id, name, deleted_at`,
+      [id, now],
+    );
+    const view = {
+      id,
+      organizationId: rows[0].organization_id as number,
+      name: rows[0].name as string,
+      deletedAt: new Date(rows[0].deleted_at).toISOString(),
+    };
     await recordAudit(q, ctx, {
       action: 'workspace.delete',
       targetType: 'workspace',

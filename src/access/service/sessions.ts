@@ -25,16 +25,34 @@ export async function createSession(
   const session = await ctx.db.tx(async (q) => {
     const u = await q.query(`SELECT organization_id FROM users WHERE id = $1`, [input.userId]);
     if (!u.length) throw new ServiceError('not_found', `no user ${input.userId}`, 'no_user', 'userId');
-    await q.query(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [hashSecret(ctx.pepper, token), input.userId, now, expiresAt]);
-    const view = { userId: input.userId, organizationId: u[0].organization_id as number, expiresAt: expiresAt.toISOString() };
-    await recordAudit(q, ctx, { action: 'session.create', targetType: 'session', targetIds: [input.userId], organizationId: view.organizationId, after: view });
+    await q.query(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [
+      hashSecret(ctx.pepper, token),
+      input.userId,
+      now,
+      expiresAt,
+    ]);
+    const view = {
+      userId: input.userId,
+      organizationId: u[0].organization_id as number,
+      expiresAt: expiresAt.toISOString(),
+    };
+    await recordAudit(q, ctx, {
+      action: 'session.create',
+      targetType: 'session',
+      targetIds: [input.userId],
+      organizationId: view.organizationId,
+      after: view,
+    });
     return view;
   });
   return { ...session, token };
 }
 
 /** The user of an unexpired session token, or null. Reading is not audited. */
-export async function userOfSession(ctx: Pick<ServiceContext, 'db' | 'pepper' | 'clock'>, token: string): Promise<SessionUser | null> {
+export async function userOfSession(
+  ctx: Pick<ServiceContext, 'db' | 'pepper' | 'clock'>,
+  token: string,
+): Promise<SessionUser | null> {
   const rows = await ctx.db.query(
     `SELECT u.id, u.organization_id, u.org_role FROM sessions s JOIN users u ON u.id = s.user_id
       WHERE s.token_hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,

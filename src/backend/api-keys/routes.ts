@@ -4,7 +4,15 @@
 // shape answers. A new key's secret is answered once and stored only hashed.
 import { ApiError } from '../../http/errors.js';
 import { serviceContext, ServiceError, type ServiceContext } from '../../access/service/context.js';
-import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey, type KeyView } from '../../access/service/keys.js';
+import {
+  createKey,
+  getKey,
+  listKeys,
+  revokeKey,
+  rotateKey,
+  updateKey,
+  type KeyView,
+} from '../../access/service/keys.js';
 import { userOfSession, type SessionUser } from '../../access/service/sessions.js';
 import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
@@ -125,7 +133,9 @@ export function register(router: Router, _svc: BackendServices): void {
     const { user, service } = await asUser(ctx);
     const id = keyIdOf(ctx);
     const body = parse(rotateSchema, ctx.body ?? {});
-    const { key, secret } = await mapped(() => rotateKey(service, id, { graceMs: body.graceSeconds === undefined ? undefined : body.graceSeconds * 1000 }));
+    const { key, secret } = await mapped(() =>
+      rotateKey(service, id, { graceMs: body.graceSeconds === undefined ? undefined : body.graceSeconds * 1000 }),
+    );
     ctx.svc.log.info({ keyId: id, by: user.id }, 'api key rotated');
     return { data: { ...view(key), secret } };
   });

@@ -32,12 +32,18 @@ export const updateSchema = z
 
 /** `graceSeconds`: how long the replaced secret keeps working (default 24 h; 0 stops it at once). */
 export const rotateSchema = z
-  .object({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional() })
+  .object({
+    graceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86_400)
+      .optional(),
+  })
   .strict();
 
-export const listQuery = z
-  .object({
-    status: z.enum(['active', 'expired', 'revoked']).optional(),
-    type: z.enum(['workspace', 'personal', 'partner']).optional(),
-    workspaceId: z.coerce.number().int().positive().max(2_147_483_647).optional(),
-  });
+export const listQuery = z.object({
+  status: z.enum(['active', 'expired', 'revoked']).optional(),
+  type: z.enum(['workspace', 'personal', 'partner']).optional(),
+  workspaceId: z.coerce.number().int().positive().max(2_147_483_647).optional(),
+});

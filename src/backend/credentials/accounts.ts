@@ -55,22 +55,37 @@ export interface AccountCredentials {
  * anything (the configuration is at fault, not the mailbox).
  */
 export async function accountCredentials(svc: CredentialServices, accountId: number): Promise<AccountCredentials> {
-  const [row] = await svc.db.query(`SELECT smtp_password_sealed, imap_password_sealed, oauth_access_token_sealed FROM accounts WHERE id = $1`, [accountId]);
+  const [row] = await svc.db.query(
+    `SELECT smtp_password_sealed, imap_password_sealed, oauth_access_token_sealed FROM accounts WHERE id = $1`,
+    [accountId],
+  );
   if (!row) throw new Error(`No account ${accountId}.`);
   const open = (field: CredentialField): string | null => {
     const sealed = row[COLUMN[field]] as string | null;
     return sealed === null ? null : svc.credentials.open(field, sealed);
   };
   try {
-    return { smtpPassword: open('smtp_password'), imapPassword: open('imap_password'), oauthAccessToken: open('oauth_access_token') };
+    return {
+      smtpPassword: open('smtp_password'),
+      imapPassword: open('imap_password'),
+      oauthAccessToken: open('oauth_access_token'),
+    };
   } catch (err) {
     if (err instanceof CredentialError && err.reason === 'integrity') await markAltered(svc, svc.db, accountId, err);
     throw err;
   }
 }
 
-async function markAltered(svc: CredentialServices, db: Queryable, accountId: number, err: CredentialError): Promise<void> {
-  svc.log.warn({ accountId, field: err.field }, 'a stored credential failed its integrity check: the mailbox is marked error');
+async function markAltered(
+  svc: CredentialServices,
+  db: Queryable,
+  accountId: number,
+  err: CredentialError,
+): Promise<void> {
+  svc.log.warn(
+    { accountId, field: err.field },
+    'a stored credential failed its integrity check: the mailbox is marked error',
+  );
   await db.query(
     `UPDATE accounts SET status = CASE WHEN status = 'disconnected' THEN status ELSE 'error' END, connection_error = $2, updated_at = $3 WHERE id = $1`,
     [accountId, `${err.message.replace(/\.$/, '')}; reconnect the mailbox.`, new Date(svc.clock.now())],
@@ -97,7 +112,7 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
   const cipher = svc.credentials;
   const report: ResealReport = { sealed: 0, resealed: 0, altered: [], unknownKeys: {} };
   const stale = FIELDS.map((f) => `split_part(${COLUMN[f]}, '.', 2) <> $2`).join(' OR ');
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const last = await svc.db.tx(async (tx) => {
       const rows = await tx.query(
         `SELECT id, ${FIELDS.map((f) => COLUMN[f]).join(', ')}, credentials_plaintext FROM accounts
@@ -128,14 +143,22 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
     );
   }
   if (report.sealed || report.resealed) {
-    svc.log.info({ credentialKeyId: cipher.currentKeyId, sealed: report.sealed, resealed: report.resealed }, 'stored credentials sealed under the current key');
+    svc.log.info(
+      { credentialKeyId: cipher.currentKeyId, sealed: report.sealed, resealed: report.resealed },
+      'stored credentials sealed under the current key',
+    );
   }
   return report;
 }
 
-
 /** The value `field` of `row` should hold: sealed from plaintext, moved to the current key, or as it is. */
-async function resealed(svc: CredentialServices, db: Queryable, row: Row, field: CredentialField, report: ResealReport): Promise<string | null> {
+async function resealed(
+  svc: CredentialServices,
+  db: Queryable,
+  row: Row,
+  field: CredentialField,
+  report: ResealReport,
+): Promise<string | null> {
   const cipher = svc.credentials;
   const plain = (row.credentials_plaintext as Partial<Record<CredentialField, unknown>> | null)?.[field];
   if (typeof plain === 'string') {
@@ -168,7 +191,13 @@ async function resealed(svc: CredentialServices, db: Queryable, row: Row, field:
  * Then the keys are checked against the database (./key-checks.ts: a key id's bytes never change) and
  * every stored value is brought under the current key before the backend answers a request.
  */
-export async function openCredentials(options: { db: Db; log: Logger; clock: Clock; keys?: string; dataDir: string }): Promise<CredentialCipher> {
+export async function openCredentials(options: {
+  db: Db;
+  log: Logger;
+  clock: Clock;
+  keys?: string;
+  dataDir: string;
+}): Promise<CredentialCipher> {
   let keyring: CredentialKeyring;
   let source: string;
   if (options.keys) {
@@ -181,12 +210,18 @@ export async function openCredentials(options: { db: Db; log: Logger; clock: Clo
   } else {
     const local = localCredentialKeys(options.dataDir);
     keyring = local.keyring;
-    source = local.source === 'memory' ? 'a key of this process (DATA_DIR is memory://)' : `${local.source === 'created' ? 'created ' : ''}key file ${local.file}`;
+    source =
+      local.source === 'memory'
+        ? 'a key of this process (DATA_DIR is memory://)'
+        : `${local.source === 'created' ? 'created ' : ''}key file ${local.file}`;
   }
   const credentials = new CredentialCipher(keyring);
   // Every key is proved against the database before anything is sealed or re-sealed under it.
   await checkCredentialKeys(options.db, credentials);
-  options.log.info({ credentialKeyId: credentials.currentKeyId, keyIds: credentials.keyIds, source }, 'credential keys loaded');
+  options.log.info(
+    { credentialKeyId: credentials.currentKeyId, keyIds: credentials.keyIds, source },
+    'credential keys loaded',
+  );
   await resealCredentials({ db: options.db, log: options.log, clock: options.clock, credentials });
   return credentials;
 }

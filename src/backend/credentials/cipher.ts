@@ -60,16 +60,32 @@ export class CredentialCipher {
     const cipher = createCipheriv('aes-256-gcm', this.#keys.get(id)!, nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(aad(id, field));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return [VERSION, id, nonce.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    return [
+      VERSION,
+      id,
+      nonce.toString('base64url'),
+      ciphertext.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+    ].join('.');
   }
 
   open(field: CredentialField, sealed: string): string {
     const parts = sealed.split('.');
-    const altered = () => new CredentialError('integrity', field, `The stored ${LABEL[field]} failed its integrity check: it was altered, or it is not a sealed value.`);
+    const altered = () =>
+      new CredentialError(
+        'integrity',
+        field,
+        `The stored ${LABEL[field]} failed its integrity check: it was altered, or it is not a sealed value.`,
+      );
     if (parts.length !== 5 || parts[0] !== VERSION || parts.slice(2).some((p) => !B64URL.test(p))) throw altered();
     const [, id, nonceText, ciphertextText, tagText] = parts;
     const key = this.#keys.get(id);
-    if (!key) throw new CredentialError('unknown_key', field, `The stored ${LABEL[field]} is sealed under key "${id}", which CREDENTIAL_KEYS does not hold.`);
+    if (!key)
+      throw new CredentialError(
+        'unknown_key',
+        field,
+        `The stored ${LABEL[field]} is sealed under key "${id}", which CREDENTIAL_KEYS does not hold.`,
+      );
     const nonce = Buffer.from(nonceText, 'base64url');
     const tag = Buffer.from(tagText, 'base64url');
     if (nonce.length !== NONCE_BYTES || tag.length !== TAG_BYTES) throw altered();
@@ -77,7 +93,9 @@ export class CredentialCipher {
       const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
       decipher.setAAD(aad(id, field));
       decipher.setAuthTag(tag);
-      return Buffer.concat([decipher.update(Buffer.from(ciphertextText, 'base64url')), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(Buffer.from(ciphertextText, 'base64url')), decipher.final()]).toString(
+        'utf8',
+      );
     } catch {
       throw altered();
     }

@@ -10,7 +10,7 @@
 // recorded, keeps its values readable because the "corrected" key is refused instead of trusted.
 import type { Db } from '../../db/index.js';
 import { ConfigError } from '../../config/errors.js';
-import { CredentialCipher, CredentialError, type CredentialField } from './cipher.js';
+import { type CredentialCipher, CredentialError, type CredentialField } from './cipher.js';
 
 const FIELDS: [CredentialField, string][] = [
   ['smtp_password', 'smtp_password_sealed'],
@@ -28,7 +28,12 @@ type Evidence = 'opens' | 'fails' | 'none';
  * key of the ring is judged.
  */
 export async function checkCredentialKeys(db: Db, cipher: CredentialCipher): Promise<void> {
-  const recorded = new Map((await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [r.key_id as string, r.check_value as string]));
+  const recorded = new Map(
+    (await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [
+      r.key_id as string,
+      r.check_value as string,
+    ]),
+  );
   const wrong: string[] = [];
   const proved: string[] = [];
   for (const id of cipher.keyIds) {
@@ -45,10 +50,18 @@ export async function checkCredentialKeys(db: Db, cipher: CredentialCipher): Pro
   }
   if (wrong.length) throw mismatch(wrong);
   for (const id of proved) {
-    await db.query(`INSERT INTO credential_key_checks (key_id, check_value) VALUES ($1, $2) ON CONFLICT (key_id) DO NOTHING`, [id, cipher.checkValue(id)]);
+    await db.query(
+      `INSERT INTO credential_key_checks (key_id, check_value) VALUES ($1, $2) ON CONFLICT (key_id) DO NOTHING`,
+      [id, cipher.checkValue(id)],
+    );
   }
   // Two first starts racing with different bytes under one id: the one whose value is not recorded stops.
-  const now = new Map((await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [r.key_id as string, r.check_value as string]));
+  const now = new Map(
+    (await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [
+      r.key_id as string,
+      r.check_value as string,
+    ]),
+  );
   const lost = proved.filter((id) => now.get(id) !== cipher.checkValue(id));
   if (lost.length) throw mismatch(lost);
 }
@@ -64,7 +77,7 @@ function mismatch(ids: string[]): ConfigError {
 /** Walk the values sealed under `id` until one opens; `fails` when some exist and none does. */
 async function evidenceFor(db: Db, cipher: CredentialCipher, id: string): Promise<Evidence> {
   let seen = false;
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const rows = await db.query(
       `SELECT id, ${FIELDS.map(([, c]) => c).join(', ')} FROM accounts
         WHERE id > $1 AND (${FIELDS.map(([, c]) => `split_part(${c}, '.', 2) = $2`).join(' OR ')})

@@ -38,7 +38,9 @@ export function register(router: Router, _svc: BackendServices): void {
     // Per-customer limits (src/access/service/limits.ts) beside the access fields; checked first so a
     // bad limit changes nothing.
     if (limits) await mapped(async () => checkLimitsChange(limits, false));
-    const org = Object.keys(fields).length ? await mapped(() => updateOrganization(service, id, fields)) : await mapped(() => getOrganization(service, id));
+    const org = Object.keys(fields).length
+      ? await mapped(() => updateOrganization(service, id, fields))
+      : await mapped(() => getOrganization(service, id));
     const changed = limits ? await mapped(() => setOrganizationLimits(service, id, limits)) : undefined;
     ctx.svc.log.info({ organizationId: id, fields: Object.keys(patch) }, 'organization updated');
     return { data: changed ? { ...org, limits: { overrides: changed.overrides, effective: changed.effective } } : org };

@@ -13,7 +13,10 @@ export const orgPatch = z
         read: pgInt(1).nullable().optional(),
         write: pgInt(1).nullable().optional(),
         bulk: pgInt(1).nullable().optional(),
-        monthlyQuota: z.union([z.number().int().min(1).max(1e12), z.literal('none')]).nullable().optional(),
+        monthlyQuota: z
+          .union([z.number().int().min(1).max(1e12), z.literal('none')])
+          .nullable()
+          .optional(),
       })
       .strict()
       .refine((l) => Object.keys(l).length > 0, 'at least one limit is required')

@@ -9,7 +9,7 @@ export const workspaceName = z
   .trim()
   .min(1, 'must not be empty')
   .max(100, 'must be at most 100 characters')
-  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+
   .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), 'must not contain control characters');
 
 export const renameBody = z.object({ name: workspaceName }).strict();

@@ -25,17 +25,24 @@ function hostLines(req: IncomingMessage): number {
   return n;
 }
 
-export function canonicalRequest(req: IncomingMessage, path: string, bodyLimitBytes: number, targetMaxBytes = Infinity): Refusal | null {
+export function canonicalRequest(
+  req: IncomingMessage,
+  path: string,
+  bodyLimitBytes: number,
+  targetMaxBytes = Infinity,
+): Refusal | null {
   // The target travels upstream in the request line (and, up to a bound, in the identity JWT): a longer
   // one would be refused by the upstream's header limit after the request spent its tokens.
-  if ((req.url?.length ?? 0) > targetMaxBytes) return { code: 'uri_too_long', message: `The request target exceeds ${targetMaxBytes} bytes.` };
+  if ((req.url?.length ?? 0) > targetMaxBytes)
+    return { code: 'uri_too_long', message: `The request target exceeds ${targetMaxBytes} bytes.` };
   const problem = pathVerdict(path);
   if (problem) return { code: 'invalid_request', message: problem };
   if (hostLines(req) > 1) return { code: 'invalid_request', message: 'A request must carry exactly one Host field.' };
   const cl = req.headers['content-length'];
   if (cl !== undefined) {
     if (!/^\d+$/.test(cl)) return { code: 'invalid_request', message: 'Invalid Content-Length.' };
-    if (Number(cl) > bodyLimitBytes) return { code: 'payload_too_large', message: `The body exceeds ${bodyLimitBytes} bytes.` };
+    if (Number(cl) > bodyLimitBytes)
+      return { code: 'payload_too_large', message: `The body exceeds ${bodyLimitBytes} bytes.` };
   }
   // A body on GET or HEAD has no meaning (RFC 9110 section 9.3.1) and would reach the upstream unsigned.
   if ((req.method === 'GET' || req.method === 'HEAD') && announcesBody(req)) {

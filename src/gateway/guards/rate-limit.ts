@@ -32,9 +32,17 @@ export const partnerCounter = (principal: Principal): CounterRef => ({ id: `v1:$
 const over = (state: LayerState) => state.used > state.limit;
 
 /** /v2: the spent key and address layers; a refusal names the bucket, or the address when only it is over. */
-export function rateLimitGuard(key: LayerState, ip: LayerState, bucket: Bucket, address: string, nowMs: number): Refusal | null {
+export function rateLimitGuard(
+  key: LayerState,
+  ip: LayerState,
+  bucket: Bucket,
+  address: string,
+  nowMs: number,
+): Refusal | null {
   if (!over(key) && !over(ip)) return null;
-  const message = over(key) ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.` : `Rate limit exceeded for IP address ${address}.`;
+  const message = over(key)
+    ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.`
+    : `Rate limit exceeded for IP address ${address}.`;
   return { code: '150005', message, retryAfter: retryAfter(over(key) ? key : ip, nowMs) };
 }
 
@@ -54,5 +62,10 @@ export function monthlyQuotaGuard(month: LayerState | undefined, nowMs: number):
 /** /v1: one layer of 20 per key per minute. */
 export function partnerRateLimitGuard(key: LayerState, nowMs: number): Refusal | null {
   if (!over(key)) return null;
-  return { code: '150005', message: 'Rate limit exceeded: 20 requests per minute per key.', retryAfter: retryAfter(key, nowMs), details: { limit: V1_LIMIT, reset: key.reset } };
+  return {
+    code: '150005',
+    message: 'Rate limit exceeded: 20 requests per minute per key.',
+    retryAfter: retryAfter(key, nowMs),
+    details: { limit: V1_LIMIT, reset: key.reset },
+  };
 }

@@ -86,7 +86,15 @@ describe('CredentialCipher', () => {
   });
 
   it('refuses plaintext and malformed envelopes as integrity failures', () => {
-    for (const bad of [SECRET, '', 'kgc1.k1', 'kgc1.k1.a.b', 'kgc2.k1.AAAAAAAAAAAAAAAA.AA.AAAAAAAAAAAAAAAAAAAAAA', 'kgc1.k1.AAAA.AA.AAAAAAAAAAAAAAAAAAAAAA', 'kgc1.k1.AAAAAAAAAAAAAAAA.A+A.AAAAAAAAAAAAAAAAAAAAAA']) {
+    for (const bad of [
+      SECRET,
+      '',
+      'kgc1.k1',
+      'kgc1.k1.a.b',
+      'kgc2.k1.AAAAAAAAAAAAAAAA.AA.AAAAAAAAAAAAAAAAAAAAAA',
+      'kgc1.k1.AAAA.AA.AAAAAAAAAAAAAAAAAAAAAA',
+      'kgc1.k1.AAAAAAAAAAAAAAAA.A+A.AAAAAAAAAAAAAAAAAAAAAA',
+    ]) {
       expect(failure(() => only1.open('imap_password', bad)).reason, bad).toBe('integrity');
     }
   });
@@ -94,7 +102,14 @@ describe('CredentialCipher', () => {
   it('never puts the value or the key into an error, a log object or a string', () => {
     const sealed = only1.seal('smtp_password', SECRET);
     const e = failure(() => only1.open('smtp_password', alter(sealed, 3)));
-    const shown = [e.message, String(e.stack), JSON.stringify(e), JSON.stringify(only1), String(only1), JSON.stringify({ svc: { credentials: only1 } })].join('\n');
+    const shown = [
+      e.message,
+      String(e.stack),
+      JSON.stringify(e),
+      JSON.stringify(only1),
+      String(only1),
+      JSON.stringify({ svc: { credentials: only1 } }),
+    ].join('\n');
     expect(shown).not.toContain(SECRET);
     expect(shown).not.toContain(K1);
     expect(shown).not.toContain(Buffer.from(K1, 'base64').toString('hex'));

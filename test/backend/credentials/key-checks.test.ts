@@ -48,16 +48,24 @@ describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeo
     return new Promise((resolve) => {
       let stderr = '';
       let done = false;
-      const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backend'], { env, timeout: 90_000 }, (err) => {
-        done = true;
-        clearInterval(poll);
-        resolve({ code: serving ? 'serving' : err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr });
-      });
+      const child = execFile(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli.ts', 'backend'],
+        { env, timeout: 90_000 },
+        (err) => {
+          done = true;
+          clearInterval(poll);
+          resolve({ code: serving ? 'serving' : err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr });
+        },
+      );
       child.stderr?.on('data', (c) => (stderr += c));
       let serving = false;
       const poll = setInterval(async () => {
         if (done || serving) return;
-        const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => true, () => false);
+        const up = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+          () => true,
+          () => false,
+        );
         if (up && !serving) {
           serving = true;
           child.kill('SIGTERM');
@@ -66,7 +74,12 @@ describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeo
     });
   }
 
-  const sealed = async () => (await db.query(`SELECT id, status, smtp_password_sealed AS s, imap_password_sealed AS i FROM accounts WHERE id IN (5000, 5001) ORDER BY id`)).map((r) => ({ ...r }));
+  const sealed = async () =>
+    (
+      await db.query(
+        `SELECT id, status, smtp_password_sealed AS s, imap_password_sealed AS i FROM accounts WHERE id IN (5000, 5001) ORDER BY id`,
+      )
+    ).map((r) => ({ ...r }));
   const open = (keys: string, s: string) => new CredentialCipher(parseCredentialKeys(keys)).open('smtp_password', s);
 
   beforeAll(async () => {
@@ -74,7 +87,10 @@ describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeo
     await applySeed(db, parseSeed(seedWith()));
     // A mailbox whose password was sealed under k1 before any check value was recorded.
     const cipher = new CredentialCipher(parseCredentialKeys(`k1:${REAL}`));
-    await db.query(`UPDATE accounts SET smtp_password_sealed = $1, imap_password_sealed = $2 WHERE id = 5000`, [cipher.seal('smtp_password', 'smtp-secret'), cipher.seal('imap_password', 'imap-secret')]);
+    await db.query(`UPDATE accounts SET smtp_password_sealed = $1, imap_password_sealed = $2 WHERE id = 5000`, [
+      cipher.seal('smtp_password', 'smtp-secret'),
+      cipher.seal('imap_password', 'imap-secret'),
+    ]);
     const u = new URL(PG!);
     u.searchParams.set('options', `-c search_path=${db.schema}`);
     url = u.toString();
@@ -111,7 +127,9 @@ describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeo
 
   it('after a rotation under a mistyped new key, the "fixed" key is refused and the values stay readable', async () => {
     const cipher = new CredentialCipher(parseCredentialKeys(`k1:${REAL}`));
-    await db.query(`UPDATE accounts SET smtp_password_sealed = $1 WHERE id = 5000`, [cipher.seal('smtp_password', 'smtp-secret')]);
+    await db.query(`UPDATE accounts SET smtp_password_sealed = $1 WHERE id = 5000`, [
+      cipher.seal('smtp_password', 'smtp-secret'),
+    ]);
     // The typo is a valid key: the rotation goes through and re-seals under it.
     expect((await backend(`k2:${TYPO},k1:${REAL}`)).code).toBe('serving');
     const [rotated] = await sealed();
