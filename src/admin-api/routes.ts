@@ -9,6 +9,7 @@ import { createAdminToken, listAdminTokens, revokeAdminToken } from '../access/s
 import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
 import { getOrganization, listOrganizations, updateOrganization } from '../access/service/organizations.js';
 import { listAudit } from '../access/service/audit.js';
+import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
 import { ServiceError, type ServiceContext } from '../access/service/context.js';
 import { addressKey } from '../limits/address.js';
 import { ipv4Value } from '../gateway/client-ip.js';
@@ -22,9 +23,12 @@ import {
   CreatedKeySchema,
   CreateKeyBody,
   ExpireKeyBody,
+  KeyLimitsBody,
   KeySchema,
+  LimitsSchema,
   MeSchema,
   OrganizationChangeBody,
+  OrganizationLimitsBody,
   OrganizationSchema,
   page,
   RotateKeyBody,
@@ -35,6 +39,7 @@ import {
   WorkspaceSchema,
 } from './schemas.js';
 import type { Row } from '../db/types.js';
+import type { CounterRef } from '../limits/types.js';
 
 export interface Call {
   deps: AdminApiDeps;
@@ -227,6 +232,28 @@ export const ROUTES: AdminRoute[] = [
   },
   {
     method: 'GET',
+    path: '/api/organizations/{id}/limits',
+    role: 'read',
+    summary:
+      "The organization's per-minute budgets and monthly quota: its own overrides (null: the plan's) and what the gateways apply now.",
+    status: 200,
+    response: LimitsSchema,
+    handle: async ({ ctx, params }) => service(getOrganizationLimits(ctx, params.id)),
+  },
+  {
+    method: 'PATCH',
+    path: '/api/organizations/{id}/limits',
+    role: 'write',
+    summary:
+      'Override the organization\'s per-minute budgets or monthly quota (as `keygate orgs limits`): a number sets, null goes back to the plan\'s, `"monthlyQuota": "none"` drops the plan\'s quota; audited, and every gateway applies it to the next request.',
+    body: OrganizationLimitsBody,
+    status: 200,
+    response: LimitsSchema,
+    handle: async ({ ctx, params, body }) =>
+      service(setOrganizationLimits(ctx, params.id, body as z.infer<typeof OrganizationLimitsBody>)),
+  },
+  {
+    method: 'GET',
     path: '/api/workspaces',
     role: 'read',
     summary: 'Workspaces (not deleted), by id.',
@@ -368,16 +395,23 @@ export const ROUTES: AdminRoute[] = [
       const k = await service(getKey(ctx, params.id));
       const org = await service(getOrganization(ctx, k.organizationId));
       const plan = planOf(deps.plans(), org.plan);
+      // What the gateways apply now (the key's override, else the organization's, else the plan's)
+      // and the organization's monthly quota: the principal's budgets, read by the service layer.
+      const limits = await service(getKeyLimits(ctx, k.id));
       // The gateway's own counter names and budgets (src/gateway/guards/rate-limit.ts).
       const names = k.type === 'partner' ? ['partner'] : ['read', 'write', 'bulk'];
-      const counters =
+      const counters: CounterRef[] =
         k.type === 'partner'
           ? [{ id: `v1:${k.id}`, limit: 20 }]
-          : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: plan.plan[b] }));
+          : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: limits.effective[b] }));
       const ip = query.get('ip');
       if (ip !== null && ip !== '' && !isIp(ip))
         throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
       if (ip) counters.push({ id: `ip:${addressKey(ip)}`, limit: 100 });
+      // The organization's month counter (monthCounter in the guards), last as a month counter must be;
+      // cost 0 reads every counter without spending, as the rate-limit routes do.
+      const quota = limits.effective.monthlyQuota;
+      if (quota !== null) counters.push({ id: `m:${k.organizationId}`, limit: quota, month: true });
       const states = await deps.stores.limiter.spend(counters, 0);
       return {
         keyId: k.id,
@@ -385,11 +419,33 @@ export const ROUTES: AdminRoute[] = [
         plan: plan.id,
         windowReset: states[0].reset,
         buckets: Object.fromEntries(names.map((n, i) => [n, states[i]])),
-        ip: ip ? { ...states[states.length - 1], address: ip } : null,
-        monthlyQuota: null,
+        ip: ip ? { ...states[names.length], address: ip } : null,
+        monthlyQuota: quota === null ? null : states[states.length - 1],
         lastUsedAt: k.lastUsedAt,
       };
     },
+  },
+  {
+    method: 'GET',
+    path: '/api/keys/{id}/limits',
+    role: 'read',
+    summary:
+      "The key's per-minute budgets: its own overrides (null: the organization's or the plan's) and what the gateways apply now, with its organization's monthly quota.",
+    status: 200,
+    response: LimitsSchema,
+    handle: async ({ ctx, params }) => service(getKeyLimits(ctx, params.id)),
+  },
+  {
+    method: 'PATCH',
+    path: '/api/keys/{id}/limits',
+    role: 'write',
+    summary:
+      "Override a key's per-minute budgets (as `keygate keys limits`): a number sets, null goes back to the organization's or the plan's; audited, and every gateway applies it to the key's next request.",
+    body: KeyLimitsBody,
+    status: 200,
+    response: LimitsSchema,
+    handle: async ({ ctx, params, body }) =>
+      service(setKeyLimits(ctx, params.id, body as z.infer<typeof KeyLimitsBody>)),
   },
   {
     method: 'GET',

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { PLAN_IDS } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
+import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
 import { ADMIN_ERRORS } from './errors.js';
 
 const id = z.number().int().positive();
@@ -150,10 +151,11 @@ export const UsageSchema = z.object({
     .extend({ address: z.string() })
     .nullable()
     .describe('The IP layer of the address given as `ip`, when asked.'),
-  monthlyQuota: z
-    .object({ limit: z.number().int().nullable(), used: z.number().int() })
+  monthlyQuota: layer
     .nullable()
-    .describe("This month's quota, where the deployment keeps one."),
+    .describe(
+      "The organization's monthly quota this calendar month (UTC), read without spending: `reset` is the month's end; null when the organization has no quota.",
+    ),
   lastUsedAt: time.nullable(),
 });
 
@@ -202,4 +204,57 @@ export const AuditEntrySchema = z.object({
   before: z.unknown(),
   after: z.unknown(),
   requestId: z.string().nullable(),
+});
+
+const budget = z.number().int().min(1).max(MAX_BUDGET);
+const budgetChange = budget
+  .nullable()
+  .optional()
+  .describe("Requests per minute; null: back to the layer above (the organization's, then the plan's).");
+
+export const KeyLimitsBody = z
+  .object({ read: budgetChange, write: budgetChange, bulk: budgetChange })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, { message: 'give read, write or bulk (a number, or null for the plan)' });
+
+export const OrganizationLimitsBody = z
+  .object({
+    read: budgetChange,
+    write: budgetChange,
+    bulk: budgetChange,
+    monthlyQuota: z
+      .union([z.number().int().min(1).max(MAX_MONTHLY_QUOTA), z.literal('none')])
+      .nullable()
+      .optional()
+      .describe('Requests per calendar month (UTC); "none": no quota even if the plan has one; null: the plan\'s.'),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, {
+    message: 'give read, write, bulk or monthlyQuota (a number, or null for the plan)',
+  });
+
+export const LimitsSchema = z.object({
+  organizationId: id,
+  keyId: id.optional().describe("Present on a key's limits."),
+  plan: z.string(),
+  overrides: z
+    .object({
+      read: budget.nullable(),
+      write: budget.nullable(),
+      bulk: budget.nullable(),
+      monthlyQuota: z
+        .union([z.number().int(), z.literal('none')])
+        .nullable()
+        .optional()
+        .describe('Organizations only.'),
+    })
+    .describe('What this organization or key sets itself; null: the layer above.'),
+  effective: z
+    .object({
+      read: z.number().int(),
+      write: z.number().int(),
+      bulk: z.number().int(),
+      monthlyQuota: z.number().int().nullable().describe('null: no quota'),
+    })
+    .describe("What the gateways apply now: the key's override, else the organization's, else the plan's."),
 });

@@ -73,6 +73,25 @@ describe('every route', () => {
     },
   );
 
+  it('covers the limits routes: each refused without a token; each PATCH refused to a read token, nothing changed', async () => {
+    const limits = ROUTES.filter((r) => r.path.endsWith('/limits')).map((r) => `${r.method} ${r.path}`);
+    expect(limits.sort()).toEqual([
+      'GET /api/keys/{id}/limits',
+      'GET /api/organizations/{id}/limits',
+      'PATCH /api/keys/{id}/limits',
+      'PATCH /api/organizations/{id}/limits',
+    ]);
+    const ip = '198.51.100.250';
+    for (const path of ['/api/organizations/1/limits', '/api/keys/1000/limits']) {
+      expectError(await call('GET', path, { ip }), 401, 'unauthorized');
+      expectError(await call('PATCH', path, { body: { read: 3 }, ip }), 401, 'unauthorized');
+      expectError(await call('PATCH', path, { token: tokens.read, body: { read: 3 } }), 403, 'forbidden');
+      const now = await call('GET', path, { token: tokens.read });
+      expect(now.status, now.text).toBe(200);
+      expect(now.body.overrides.read).toBeNull();
+    }
+  });
+
   it('an unknown path and a wrong method answer only after the token is checked', async () => {
     expectError(await call('GET', '/api/nope'), 401, 'unauthorized');
     expectError(await call('GET', '/api/nope', { token: tokens.read }), 404, 'not_found');

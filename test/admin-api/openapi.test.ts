@@ -98,6 +98,10 @@ describe('against real answers', () => {
       ['GET', '/api/organizations/{id}', '/api/organizations/1'],
       ['PATCH', '/api/organizations/{id}', '/api/organizations/2', { paused: true }],
       ['GET', '/api/organizations/{id}/traffic', '/api/organizations/1/traffic'],
+      ['PATCH', '/api/organizations/{id}/limits', '/api/organizations/1/limits', { read: 50, monthlyQuota: 100000 }],
+      ['GET', '/api/organizations/{id}/limits', '/api/organizations/1/limits'],
+      ['PATCH', '/api/keys/{id}/limits', `/api/keys/${keyId}/limits`, { bulk: 2, write: null }],
+      ['GET', '/api/keys/{id}/limits', `/api/keys/${keyId}/limits`],
       ['GET', '/api/workspaces', '/api/workspaces?organization=1'],
       ['GET', '/api/keys', '/api/keys?organization=1&type=workspace&status=active&limit=2'],
       ['GET', '/api/keys/{id}', `/api/keys/${keyId}`],
@@ -127,5 +131,31 @@ describe('against real answers', () => {
     check('GET', '/api/keys/{id}', await call('GET', '/api/keys/999999'));
     check('GET', '/api/keys', await call('GET', '/api/keys?limit=0'));
     check('POST', '/api/keys/{id}/rotate', await call('POST', `/api/keys/${keyId}/rotate`, {}));
+
+    // The usage with the organization's quota set above: the month's counter, read without spending.
+    const usage = await call('GET', `/api/keys/${keyId}/usage`);
+    check('GET', '/api/keys/{id}/usage', usage);
+    expect(usage.body.monthlyQuota).toMatchObject({ limit: 100000, used: 0, remaining: 100000 });
+    const limitRefusals: [string, string, string, unknown, number][] = [
+      ['PATCH', '/api/organizations/{id}/limits', '/api/organizations/1/limits', {}, 400],
+      ['PATCH', '/api/organizations/{id}/limits', '/api/organizations/1/limits', { read: 0 }, 400],
+      ['PATCH', '/api/organizations/{id}/limits', '/api/organizations/999999/limits', { read: 5 }, 404],
+      ['PATCH', '/api/keys/{id}/limits', `/api/keys/${keyId}/limits`, { monthlyQuota: 5 }, 400],
+      ['PATCH', '/api/keys/{id}/limits', '/api/keys/999999/limits', { read: 5 }, 404],
+    ];
+    for (const [method, path, url, body, status] of limitRefusals) {
+      const r = await call(method, url, body);
+      expect(r.status, `${method} ${url} ${JSON.stringify(body)}: ${r.text}`).toBe(status);
+      check(method, path, r);
+    }
+    for (const [path, url] of [
+      ['/api/organizations/{id}/limits', '/api/organizations/999999/limits'],
+      ['/api/keys/{id}/limits', '/api/keys/999999/limits'],
+    ]) {
+      const r = await call('GET', url);
+      expect(r.status).toBe(404);
+      check('GET', path, r);
+    }
+    check('PATCH', '/api/keys/{id}/limits', await call('PATCH', `/api/keys/${keyId}/limits`, { read: 5 }, readToken));
   });
 });
