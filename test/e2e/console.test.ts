@@ -1,7 +1,8 @@
 // The console end to end in a real browser: headless Chromium (Debian's package) driven by
 // playwright-core against the real program (`keygate start` with ADMIN_API_PORT, PostgreSQL and Redis):
 // sign in with the admin token the start printed, create a key and read its secret once, use the key
-// through the gateway and see its usage and the organization's chart move, revoke it and see the next
+// through the gateway and see its usage (the month's quota too) and the organization's chart move, lower
+// its read budget in the limits editor and see the next request's header follow, revoke it and see the next
 // request refused and the audit row appear. Screenshots of each page go to test-results/console/.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -175,7 +176,20 @@ describe.skipIf(!CAN)('the console in headless Chromium', () => {
       .poll(async () => Number(await page.getByTestId('used-read').textContent()), { timeout: 20_000 })
       .toBe(3);
     expect(await page.content()).not.toContain(secret);
+    // The demo organization has a monthly quota: the month's meter counts the organization's requests.
+    await expect
+      .poll(async () => Number(await page.getByTestId('used-month').textContent()), { timeout: 20_000 })
+      .toBeGreaterThanOrEqual(3);
     await shot('5-key-usage');
+
+    // The key's limits editor, with the keyboard: a read budget of 2, Enter; the next request says so.
+    const limits = page.getByRole('form', { name: 'Key limits' });
+    await limits.getByLabel('Read per minute').focus();
+    await page.keyboard.type('2');
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect((await viaGateway(secret)).headers.get('x-ratelimit-limit')).toBe('2');
+    await shot('5b-key-limits');
 
     await page.getByRole('button', { name: 'Revoke' }).click();
     // The confirmation takes the focus: Enter confirms.
