@@ -1,8 +1,8 @@
 // Per-customer limits: the overrides of the per-minute budgets of one organization or one key, and an
-// organization's monthly quota. The one place they change (the CLI and the backend's internal route
-// only parse and format around these): validate, write with the audit row in one transaction, then
-// bump the organization's access version, so every gateway applies the change on its next request
-// (the principal carries the budgets).
+// organization's monthly quota. The one place they change (the CLI, the backend's internal route and
+// the admin API only parse and format around these): validate, write with the audit row in one
+// transaction, then bump the organization's access version, so every gateway applies the change on its
+// next request (the principal carries the budgets).
 import type { Queryable, Row } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../limits/budgets.js';
