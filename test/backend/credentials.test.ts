@@ -48,7 +48,8 @@ const V17 = 'svc_v1_' + 'CryptOrg7Partner000000000000000000001';
 
 // Every line the program logs during this file.
 const lines: string[] = [];
-const log = createLogger('trace', { write: (s: string) => void lines.push(s) });
+// One entry per line: the access log hands its lines over in batches (src/ops/logger.ts).
+const log = createLogger('trace', { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) });
 
 // A fake Google profile service (token -> mailbox) and a partner callback that hands out a fresh token.
 const profiles = new Map<string, string>();

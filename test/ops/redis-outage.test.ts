@@ -178,9 +178,10 @@ describe.runIf(CAN)('Redis outage', () => {
   // A silent Redis is judged by 650 ms of *free* event-loop time (src/limits/resilient.ts: one TCP
   // retransmission must be waited for): this test's process also runs both stacks and the load, so on
   // a loaded machine that takes longer in wall time than on a quiet one (1.0 to 1.5 s seen at load 10
-  // to 14 with a 250 ms floor, 2.2 s once at load 28 with 650 ms). A killed Redis (the tests above)
-  // closes its connections and switches at once; a stall within three seconds here.
-  it('a stalled Redis (SIGSTOP, connections open and silent): both modes switch within three seconds, and back', async () => {
+  // to 14 with a 250 ms floor, 2.2 s once at load 28 with 650 ms, 3.9 s once beside two other test files
+  // of the suite on 2 cores). A killed Redis (the tests above) closes its connections and switches at
+  // once; a stall within five seconds here (test/ops/redis-breaker.test.ts bounds it alone, unloaded).
+  it('a stalled Redis (SIGSTOP, connections open and silent): both modes switch within five seconds, and back', async () => {
     const loads = [load(open, 4), load(closed, 4)];
     try {
       await until(async () => loads.every((l) => l.results.length > 20), 10_000);
@@ -188,8 +189,8 @@ describe.runIf(CAN)('Redis outage', () => {
       signalRedis('SIGSTOP');
       const stoppedAt = performance.now();
       try {
-        expect(await switchedAfter(open, stoppedAt)).toBeLessThan(3_000);
-        expect(await switchedAfter(closed, stoppedAt)).toBeLessThan(3_000);
+        expect(await switchedAfter(open, stoppedAt)).toBeLessThan(5_000);
+        expect(await switchedAfter(closed, stoppedAt)).toBeLessThan(5_000);
         // Answered without Redis meanwhile: the fallback in open mode, 503 in closed mode.
         await until(async () => loads.every((l, n) => l.results.length > before[n] + 20), 10_000);
       } finally {
