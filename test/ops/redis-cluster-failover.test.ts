@@ -9,7 +9,7 @@ import type { ResilientStores } from '../../src/limits/resilient.js';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../helpers/cluster-replicas.js';
-import { K } from '../fixtures/seed.js';
+import { alternatingLoad } from '../helpers/failover-load.js';
 
 const CAN = hasRedisServer();
 let cluster: ReplicatedCluster;
@@ -42,16 +42,7 @@ const degraded = (s: Stack) => (s.stores as ResilientStores).degraded();
 
 describe.runIf(CAN)('Redis Cluster with replicas', () => {
   it('a primary killed under load: its replica is promoted and every instance is back on the shared counters', async () => {
-    const results: { via: 'open' | 'closed'; status: number; code?: string; at: number }[] = [];
-    let seq = 0;
-    const one = async () => {
-      const via = seq % 2 === 0 ? 'open' : 'closed';
-      const r = await (via === 'open' ? open : closed)
-        .request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `10.46.${seq >> 8}.${seq++ & 255}` })
-        .catch(() => ({ status: -1, body: null }));
-      results.push({ via, status: r.status, code: r.body?.error?.code, at: performance.now() });
-    };
-    const admitted = () => results.filter((r) => r.status === 200).length;
+    const { results, one, admitted } = alternatingLoad(open, closed, '10.46');
     while (admitted() < 10) await one();
 
     const [victim] = await cluster.primaries();

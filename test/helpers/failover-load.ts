@@ -1,0 +1,26 @@
+// Requests alternated between an open-mode and a closed-mode stack, each from a fresh client address, for
+// the failover tests (Sentinel and Cluster): what each answered, and when.
+import type { Stack } from './stack.js';
+import { K } from '../fixtures/seed.js';
+
+export interface FailoverAnswer {
+  via: 'open' | 'closed';
+  status: number;
+  code?: string;
+  at: number;
+}
+
+/** `one()` sends the next request (addresses from `subnet`.x.y); `admitted()` counts the 200s so far. */
+export function alternatingLoad(open: Stack, closed: Stack, subnet: string) {
+  const results: FailoverAnswer[] = [];
+  let seq = 0;
+  const one = async () => {
+    const via = seq % 2 === 0 ? 'open' : 'closed';
+    const r = await (via === 'open' ? open : closed)
+      .request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip: `${subnet}.${seq >> 8}.${seq++ & 255}` })
+      .catch(() => ({ status: -1, body: null }));
+    results.push({ via, status: r.status, code: r.body?.error?.code, at: performance.now() });
+  };
+  const admitted = () => results.filter((r) => r.status === 200).length;
+  return { results, one, admitted };
+}
