@@ -1,7 +1,7 @@
 // What the admin API accepts and answers, as zod schemas: the handlers parse with them and the OpenAPI
 // document (src/admin-api/openapi.ts) is generated from them, so the two cannot drift apart.
 import { z } from 'zod';
-import { PLAN_IDS } from '../config/plans.js';
+import { PLAN_IDS, PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
 import { ADMIN_ERRORS } from './errors.js';
@@ -17,6 +17,13 @@ export const ErrorSchema = z.object({
   }),
 });
 
+// Plans are data: any plan of PLANS_FILE. The pattern is checked here, membership in the plans loaded
+// now by the service layer (an unknown name is a 400 naming `plan`).
+const planName = z
+  .string()
+  .regex(PLAN_NAME)
+  .describe(`A plan of PLANS_FILE; the built-in ones are ${PLAN_IDS.join(', ')}.`);
+
 export const page = <T extends z.ZodType>(item: T) =>
   z.object({
     items: z.array(item),
@@ -26,7 +33,7 @@ export const page = <T extends z.ZodType>(item: T) =>
 export const OrganizationSchema = z.object({
   id,
   name: z.string(),
-  plan: z.enum(PLAN_IDS).nullable(),
+  plan: planName.nullable(),
   apiAccess: z.boolean(),
   paused: z.boolean(),
   warmupCap: z.number().int().nullable(),
@@ -104,7 +111,7 @@ export const OrganizationChangeBody = z
   .object({
     paused: z.boolean().optional(),
     apiAccess: z.boolean().optional(),
-    plan: z.enum(PLAN_IDS).nullable().optional(),
+    plan: planName.nullable().optional(),
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, { message: 'give paused, apiAccess or plan' });
@@ -142,7 +149,7 @@ const layer = z.object({
 export const UsageSchema = z.object({
   keyId: id,
   organizationId: id,
-  plan: z.enum(PLAN_IDS),
+  plan: planName,
   windowReset: z.number().int().describe('Unix seconds when the current minute ends'),
   buckets: z
     .record(z.string(), layer)
