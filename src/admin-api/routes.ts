@@ -40,6 +40,8 @@ import {
 } from './schemas.js';
 import type { Row } from '../db/types.js';
 import type { CounterRef } from '../limits/types.js';
+import { DB_ID_SOURCE, isDbId } from '../config/contract.js';
+import { isoOrNull } from '../db/time.js';
 
 export interface Call {
   deps: AdminApiDeps;
@@ -70,7 +72,7 @@ export interface AdminRoute {
   handle(call: Call): Promise<unknown>;
 }
 
-const ID_QUERY = { type: 'string', pattern: '^[1-9][0-9]{0,9}$' };
+const ID_QUERY = { type: 'string', pattern: DB_ID_SOURCE };
 const PAGE: QueryParam[] = [
   {
     name: 'limit',
@@ -84,15 +86,10 @@ const PAGE: QueryParam[] = [
   },
 ];
 
-function iso(t: unknown): string | null {
-  return t === null || t === undefined ? null : new Date(t as string).toISOString();
-}
-
 function idQuery(q: URLSearchParams, name: string): number | undefined {
   const raw = q.get(name);
   if (raw === null || raw === '') return undefined;
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
-    throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
+  if (!isDbId(raw)) throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
   return Number(raw);
 }
 
@@ -118,7 +115,7 @@ const wsView = (w: Row) => ({
   id: w.id,
   organizationId: w.organization_id,
   name: w.name,
-  createdAt: iso(w.created_at)!,
+  createdAt: isoOrNull(w.created_at)!,
 });
 
 /** The service layer's refusals in this API's shape. */

@@ -9,8 +9,7 @@ import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
 import { registerDomains } from './domains.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+import { REQUEST_ID } from '../config/contract.js';
 
 export function envelopeFor(path: string): Envelope {
   if (path.startsWith('/v1/')) return 'v1';

@@ -3,6 +3,7 @@
 // on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
 import {
+  ERROR_CODES,
   ENVELOPE_A,
   ENVELOPE_B,
   V1_ERRORS,
@@ -36,13 +37,6 @@ const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {
   access_store_unavailable: 'service_unavailable',
 };
 
-const V1_MESSAGE: Partial<Record<CodeV1, string>> = {
-  unauthorized: 'Invalid or revoked API key.',
-  too_many_failed_attempts: 'Too many failed authentication attempts from this address; try again later.',
-  api_access_disabled: 'The plan has no API access.',
-  subscription_paused: 'Subscription paused: the organization is read-only.',
-};
-
 const isCodeA = (code: GatewayCode): code is CodeA => code in ENVELOPE_A;
 
 export function sendJson(
@@ -72,7 +66,7 @@ export function refuse(ctx: RequestContext, refusal: Refusal): void {
     return sendJson(
       ctx,
       V1_ERRORS[code] ?? 500,
-      v1Error(code, refusal.message ?? V1_MESSAGE[code] ?? code, refusal.details),
+      v1Error(code, refusal.message ?? ERROR_CODES[code]?.message ?? code, refusal.details),
       headers,
     );
   }

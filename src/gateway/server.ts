@@ -16,10 +16,9 @@ import { refuse, sendJson } from './refusals.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';
 import { announcesBody, lingerAfterAnswer } from './body.js';
+import { REQUEST_ID } from '../config/contract.js';
 
 export type { GatewayDeps } from './context.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface GatewayServer extends Drainable {
   server: http.Server;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { routesFileSchema, type RoutesFile } from '../config/routes.js';
 import { ENVELOPE_A, ENVELOPE_B, V1_ERRORS } from '../http/errors.js';
 import { SCHEMAS, type OperationSchemas } from '../backend/schemas.js';
+import { CANONICAL_ID_SOURCE, IP_LIMIT, REQUEST_ID_SOURCE, STRING_ID_SOURCE } from '../config/contract.js';
 
 export type Api = 'v1' | 'v2';
 type Json = Record<string, unknown>;
@@ -16,10 +17,10 @@ const GATEWAY_CODES_A = ['150001', '150002', '150003', '150004', '150005', '1500
 /** A canonical id segment (CONTRACT section 3) and a string id of /v1 (src/config/routes.ts). */
 const ID_PARAM = {
   type: 'string',
-  pattern: '^[1-9][0-9]{0,15}$',
+  pattern: CANONICAL_ID_SOURCE,
   description: 'A positive decimal id without leading zeros.',
 };
-const STRING_PARAM = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' };
+const STRING_PARAM = { type: 'string', pattern: STRING_ID_SOURCE };
 
 const REF = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -37,7 +38,7 @@ const header = (description: string, schema: Json = int) => ({ description, sche
 function headers(api: Api): Record<string, Json> {
   const h: Record<string, Json> = {
     'X-Request-Id': header(
-      'The request id (kept from the client when it matches ^[A-Za-z0-9._-]{1,128}$); Envelope B meta.request_id equals it.',
+      `The request id (kept from the client when it matches ${REQUEST_ID_SOURCE}); Envelope B meta.request_id equals it.`,
       { type: 'string' },
     ),
     'X-RateLimit-Limit': header(
@@ -60,7 +61,7 @@ function headers(api: Api): Record<string, Json> {
     'Retry-After': header('On 429: seconds to wait, at least 1.', { type: 'integer', minimum: 1 }),
   };
   if (api === 'v2') {
-    h['X-RateLimit-IP-Limit'] = header('The per-address ceiling (100 per minute).');
+    h['X-RateLimit-IP-Limit'] = header(`The per-address ceiling (${IP_LIMIT} per minute).`);
     h['X-RateLimit-IP-Remaining'] = header('Requests left for the client address this window.');
   }
   return h;

@@ -6,6 +6,7 @@ import { planOf } from '../../config/plans.js';
 import { applyPlanCap } from '../../backend/warmup/limits.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
+import { PG_INT_MAX } from '../../config/contract.js';
 
 export interface OrganizationView {
   id: number;
@@ -61,7 +62,7 @@ export async function updateOrganization(
     throw new ServiceError('invalid', `unknown plan ${JSON.stringify(patch.plan)}`, 'plan', 'plan');
   if (
     patch.warmupCap != null &&
-    (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > 2_147_483_647)
+    (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > PG_INT_MAX)
   ) {
     throw new ServiceError('invalid', 'warmupCap must be a whole number from 0, or null', 'warmupCap', 'warmupCap');
   }
