@@ -2,6 +2,8 @@
 // 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
 // on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
+import { AccessStoreUnavailableError } from '../access/cache.js';
+import { StoreUnavailableError } from '../limits/resilient.js';
 import {
   ERROR_CODES,
   ENVELOPE_A,
@@ -55,6 +57,26 @@ export function sendJson(
   fields.push('content-type', 'application/json; charset=utf-8', 'content-length', Buffer.byteLength(text));
   res.writeHead(status, fields);
   res.end(ctx.method === 'HEAD' ? undefined : text);
+}
+
+/**
+ * A store the gateway cannot do without is down (the limiter's breaker open in closed failure mode, the
+ * access store unreachable): 503 with Retry-After, never a 401 or 403 that would blame the key.
+ */
+export function unavailableRefusal(err: unknown): Refusal | null {
+  if (err instanceof StoreUnavailableError)
+    return {
+      code: 'rate_limiter_unavailable',
+      message: 'The rate limiter is unavailable; retry shortly.',
+      retryAfter: 2,
+    };
+  if (err instanceof AccessStoreUnavailableError)
+    return {
+      code: 'access_store_unavailable',
+      message: 'The access store is unavailable; retry shortly.',
+      retryAfter: 2,
+    };
+  return null;
 }
 
 /** Answer a refusal in the envelope of the request's interface. */
