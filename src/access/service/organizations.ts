@@ -7,6 +7,7 @@ import { applyPlanCap } from '../../backend/warmup/limits.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';
+import { isoOrNull } from '../../db/time.js';
 
 export interface OrganizationView {
   id: number;
@@ -156,7 +157,7 @@ export async function deleteWorkspace(
       targetType: 'workspace',
       targetIds: [id],
       organizationId: view.organizationId,
-      before: { id, name: cur.name, deletedAt: cur.deleted_at ? new Date(cur.deleted_at).toISOString() : null },
+      before: { id, name: cur.name, deletedAt: isoOrNull(cur.deleted_at) },
       after: view,
     });
     return view;
