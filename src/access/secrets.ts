@@ -1,14 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { KEY_SECRET } from '../config/contract.js';
 
 export type KeyType = 'workspace' | 'personal' | 'partner';
 
 export const KEY_PREFIX: Record<KeyType, string> = { workspace: 'svc_ws_', personal: 'svc_pk_', partner: 'svc_v1_' };
 
-/** A secret is a known prefix plus at least 32 characters of [A-Za-z0-9] (CONTRACT section 2). */
-const SECRET = /^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/;
-
 export function keyTypeOf(secret: string): KeyType | null {
-  if (!SECRET.test(secret)) return null;
+  if (!KEY_SECRET.test(secret)) return null;
   return secret.startsWith('svc_ws_') ? 'workspace' : secret.startsWith('svc_pk_') ? 'personal' : 'partner';
 }
 

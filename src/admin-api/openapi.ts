@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { ADMIN_ERRORS, type AdminErrorCode } from './errors.js';
 import { ErrorSchema } from './schemas.js';
 import { ROUTES } from './routes.js';
+import { DB_ID_SOURCE } from '../config/contract.js';
 
 type Json = Record<string, unknown>;
 
@@ -38,7 +39,7 @@ export function adminOpenApi(): Json {
       name: m[1],
       in: 'path',
       required: true,
-      schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' },
+      schema: { type: 'string', pattern: DB_ID_SOURCE },
     }));
     for (const q of r.query ?? [])
       params.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });

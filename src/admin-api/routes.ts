@@ -11,8 +11,8 @@ import { getOrganization, listOrganizations, updateOrganization } from '../acces
 import { listAudit } from '../access/service/audit.js';
 import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
 import { ServiceError, type ServiceContext } from '../access/service/context.js';
-import { addressKey } from '../limits/address.js';
 import { ipv4Value } from '../gateway/client-ip.js';
+import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../gateway/guards/rate-limit.js';
 import { AdminApiError } from './errors.js';
 import type { AdminApiDeps } from './server.js';
 import {
@@ -40,6 +40,8 @@ import {
 } from './schemas.js';
 import type { Row } from '../db/types.js';
 import type { CounterRef } from '../limits/types.js';
+import { DB_ID_SOURCE, isDbId } from '../config/contract.js';
+import { isoOrNull } from '../db/time.js';
 
 export interface Call {
   deps: AdminApiDeps;
@@ -70,7 +72,7 @@ export interface AdminRoute {
   handle(call: Call): Promise<unknown>;
 }
 
-const ID_QUERY = { type: 'string', pattern: '^[1-9][0-9]{0,9}$' };
+const ID_QUERY = { type: 'string', pattern: DB_ID_SOURCE };
 const PAGE: QueryParam[] = [
   {
     name: 'limit',
@@ -84,15 +86,10 @@ const PAGE: QueryParam[] = [
   },
 ];
 
-function iso(t: unknown): string | null {
-  return t === null || t === undefined ? null : new Date(t as string).toISOString();
-}
-
 function idQuery(q: URLSearchParams, name: string): number | undefined {
   const raw = q.get(name);
   if (raw === null || raw === '') return undefined;
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
-    throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
+  if (!isDbId(raw)) throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
   return Number(raw);
 }
 
@@ -118,7 +115,7 @@ const wsView = (w: Row) => ({
   id: w.id,
   organizationId: w.organization_id,
   name: w.name,
-  createdAt: iso(w.created_at)!,
+  createdAt: isoOrNull(w.created_at)!,
 });
 
 /** The service layer's refusals in this API's shape. */
@@ -398,20 +395,18 @@ export const ROUTES: AdminRoute[] = [
       // What the gateways apply now (the key's override, else the organization's, else the plan's)
       // and the organization's monthly quota: the principal's budgets, read by the service layer.
       const limits = await service(getKeyLimits(ctx, k.id));
-      // The gateway's own counter names and budgets (src/gateway/guards/rate-limit.ts).
-      const names = k.type === 'partner' ? ['partner'] : ['read', 'write', 'bulk'];
+      // The gateway's own counters and budgets.
+      const names = k.type === 'partner' ? ['partner'] : BUCKETS;
       const counters: CounterRef[] =
-        k.type === 'partner'
-          ? [{ id: `v1:${k.id}`, limit: 20 }]
-          : (['read', 'write', 'bulk'] as const).map((b) => ({ id: `k:${k.id}:${b}`, limit: limits.effective[b] }));
+        k.type === 'partner' ? [partnerCounter(k.id)] : BUCKETS.map((b) => keyCounter(k.id, b, limits.effective[b]));
       const ip = query.get('ip');
       if (ip !== null && ip !== '' && !isIp(ip))
         throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
-      if (ip) counters.push({ id: `ip:${addressKey(ip)}`, limit: 100 });
-      // The organization's month counter (monthCounter in the guards), last as a month counter must be;
-      // cost 0 reads every counter without spending, as the rate-limit routes do.
-      const quota = limits.effective.monthlyQuota;
-      if (quota !== null) counters.push({ id: `m:${k.organizationId}`, limit: quota, month: true });
+      if (ip) counters.push(ipCounter(ip));
+      // The organization's month counter, last as a month counter must be; cost 0 reads every counter
+      // without spending, as the rate-limit routes do.
+      const month = monthCounter(k.organizationId, limits.effective.monthlyQuota);
+      if (month) counters.push(month);
       const states = await deps.stores.limiter.spend(counters, 0);
       return {
         keyId: k.id,
@@ -420,7 +415,7 @@ export const ROUTES: AdminRoute[] = [
         windowReset: states[0].reset,
         buckets: Object.fromEntries(names.map((n, i) => [n, states[i]])),
         ip: ip ? { ...states[names.length], address: ip } : null,
-        monthlyQuota: quota === null ? null : states[states.length - 1],
+        monthlyQuota: month ? states[states.length - 1] : null,
         lastUsedAt: k.lastUsedAt,
       };
     },

@@ -18,6 +18,7 @@ import { ROUTES, type AdminRoute } from './routes.js';
 import { adminOpenApi } from './openapi.js';
 import { type ConsoleFiles } from './console-files.js';
 import type { OrgTraffic } from './traffic.js';
+import { DB_ID_SOURCE } from '../config/contract.js';
 
 /** Failed token attempts one client address may make per minute before it is refused (429). */
 export const ADMIN_AUTH_FAILURES = 10;
@@ -47,7 +48,7 @@ const compiled: Compiled[] = ROUTES.map((route) => {
   const names: string[] = [];
   const source = route.path.replace(/\{(\w+)\}/g, (_, n: string) => {
     names.push(n);
-    return '([1-9][0-9]{0,9})';
+    return `(${DB_ID_SOURCE.slice(1, -1)})`;
   });
   return { route, pattern: new RegExp(`^${source}$`), names };
 });

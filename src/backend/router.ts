@@ -9,7 +9,8 @@ import type { Identity } from '../http/identity.js';
 import { ApiError } from '../http/errors.js';
 import type { Db } from '../db/index.js';
 import type { BackendServices } from './services.js';
-import { PG_INT_MAX, unstorableTextAt } from './validation.js';
+import { unstorableTextAt } from './validation.js';
+import { CANONICAL_ID_SOURCE, PG_INT_MAX, STRING_ID_SOURCE } from '../config/contract.js';
 
 export type Envelope = 'B' | 'A' | 'v1' | 'raw';
 
@@ -62,14 +63,12 @@ interface RouteEntry {
 
 // The segments the gateway lets through (CONTRACT section 3, step 1): an id is canonical decimal;
 // a `{name:str}` parameter is a short token. A segment that fits neither names no route (404).
-const ID_SEGMENT = '^[1-9][0-9]{0,15}$';
-const TOKEN_SEGMENT = '^[A-Za-z0-9_-]{1,64}$';
 
-/** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(ID_SEGMENT)/b/:name(TOKEN_SEGMENT)`. */
+/** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(CANONICAL_ID_SOURCE)/b/:name(STRING_ID_SOURCE)`. */
 function findMyWayPath(path: string): string {
   return path.replace(
     /\{([A-Za-z]+)(:str)?\}/g,
-    (_whole, name: string, isToken?: string) => `:${name}(${isToken ? TOKEN_SEGMENT : ID_SEGMENT})`,
+    (_whole, name: string, isToken?: string) => `:${name}(${isToken ? STRING_ID_SOURCE : CANONICAL_ID_SOURCE})`,
   );
 }
 
@@ -159,15 +158,13 @@ export function idParam(ctx: Ctx, name: string): number {
     throw new ApiError('invalid_request', `${name} must be a positive integer`, { field: name });
   // Ids are PostgreSQL integers: a canonical id beyond them, however long, names nothing (never a 500
   // from the driver).
-  if (raw.length > 10 || Number(raw) > MAX_ID) {
+  if (raw.length > 10 || Number(raw) > PG_INT_MAX) {
     throw new ApiError('not_found', `No resource with ${name} ${raw}.`, {
       [name]: Number.isSafeInteger(Number(raw)) ? Number(raw) : raw,
     });
   }
   return Number(raw);
 }
-
-export const MAX_ID = PG_INT_MAX;
 
 /** Query parameters as a plain object (repeated keys become arrays), for zod. */
 export function queryObject(query: URLSearchParams, arrays: string[] = []): Record<string, string | string[]> {

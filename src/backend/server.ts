@@ -4,13 +4,17 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { ApiError, envelopeA, envelopeB, isCodeOf, okA, v1Error, type CodeB, type CodeV1 } from '../http/errors.js';
-import { digestMatches, verifyIdentity, type Identity } from '../http/identity.js';
+import {
+  IdentityVerificationError,
+  verifyHmacHeaders,
+  verifySignedBody,
+  type SignedHmacHeaders,
+} from '../verifier/index.js';
 import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
 import { registerDomains } from './domains.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+import { REQUEST_ID } from '../config/contract.js';
 
 export function envelopeFor(path: string): Envelope {
   if (path.startsWith('/v1/')) return 'v1';
@@ -109,21 +113,28 @@ function requestIdOf(req: IncomingMessage): string {
 const isPublicPath = (path: string) =>
   path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
 
-/** The gateway's signed identity of a /v1 or /v2 request, or null when the signature does not hold. */
-function signedIdentity(req: IncomingMessage, svc: BackendServices, rawUrl: string): Identity | null {
-  return verifyIdentity(
-    svc.config.gatewaySecret,
-    {
-      identity: req.headers['x-gateway-identity'] as string | undefined,
-      timestamp: req.headers['x-gateway-timestamp'] as string | undefined,
-      signature: req.headers['x-gateway-signature'] as string | undefined,
-      requestId: req.headers['x-request-id'] as string | undefined,
-      contentDigest: req.headers['content-digest'] as string | undefined,
-    },
-    req.method ?? 'GET',
-    rawUrl,
-    svc.clock.now(),
+/**
+ * The gateway's signed headers of a /v1 or /v2 request, checked by keygate/verifier as any upstream
+ * would; null when the signature does not hold. The body is checked against them once it is read.
+ */
+function signedHeaders(req: IncomingMessage, svc: BackendServices, rawUrl: string): SignedHmacHeaders | null {
+  return unlessRefused(() =>
+    verifyHmacHeaders(
+      svc.config.gatewaySecret,
+      { method: req.method ?? 'GET', target: rawUrl, headers: req.headers },
+      { now: () => svc.clock.now() },
+    ),
   );
+}
+
+/** The verifier's verdict as a value: null for a refusal (answered 401), anything else thrown on. */
+function unlessRefused<T>(check: () => T): T | null {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof IdentityVerificationError) return null;
+    throw err;
+  }
 }
 
 /** The body as JSON (undefined when empty), or the refusal to answer with. */
@@ -187,8 +198,8 @@ async function handle(
   const unauthenticated = () =>
     send(res, 401, envelopeB('unauthenticated', 'Missing, invalid or expired gateway signature.', requestId));
 
-  const identity = isPublicPath(path) ? signedIdentity(req, svc, rawUrl) : null;
-  if (isPublicPath(path) && !identity) return unauthenticated();
+  const signed = isPublicPath(path) ? signedHeaders(req, svc, rawUrl) : null;
+  if (isPublicPath(path) && !signed) return unauthenticated();
 
   const match = router.match(req.method ?? 'GET', path);
   if (!match) {
@@ -203,11 +214,9 @@ async function handle(
   const bodyless = req.method === 'GET' || req.method === 'HEAD';
   const buf = bodyless ? Buffer.alloc(0) : await readBody(req, svc.config.bodyLimitBytes);
   if (buf === 'too_large') return fail(new ApiError('payload_too_large'));
-  if (identity) {
-    // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
-    if (!digestMatches(req.headers['content-digest'] as string | undefined, buf)) return unauthenticated();
-    if (!replays.firstUse(req.headers['x-gateway-signature'] as string, svc.clock.now())) return unauthenticated();
-  }
+  // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
+  const identity = signed && unlessRefused(() => verifySignedBody(signed, buf));
+  if (signed && (!identity || !replays.firstUse(signed.signature, svc.clock.now()))) return unauthenticated();
   const parsed = parseJsonBody(buf);
   if (parsed instanceof ApiError) return fail(parsed);
 

@@ -1,9 +1,7 @@
 // What PostgreSQL can store, checked before any query: a value the database cannot hold must come back
 // as 400 invalid_request naming its field, never reach the driver and come back as a 500 (README, "Ids").
 import { z } from 'zod';
-
-/** The top of PostgreSQL's `integer`: every id column and every stored count or limit is one. */
-export const PG_INT_MAX = 2_147_483_647;
+import { PG_INT_MAX } from '../config/contract.js';
 
 /** An integer a PostgreSQL `integer` column holds, within [min, max]. */
 export const pgInt = (min: number, max = PG_INT_MAX) =>

@@ -2,6 +2,7 @@
 // positionals. Every mistake is a one-line UsageError (exit code 2) that names the command and the
 // option, in our words rather than node:util's.
 import { ConfigError } from '../config/errors.js';
+import { isDbId } from '../config/contract.js';
 
 /** Bad arguments: the CLI prints the message on one line and exits with code 2, like a bad setting. */
 export class UsageError extends ConfigError {
@@ -59,7 +60,7 @@ export function parseArgs(command: string, argv: readonly string[], spec: ArgSpe
 
 /** A database id: a positive integer within PostgreSQL's integer range. */
 export function idArg(command: string, what: string, raw: string): number {
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) {
+  if (!isDbId(raw)) {
     throw new UsageError(`${command}: ${what} must be a positive integer id (got ${JSON.stringify(raw)})`);
   }
   return Number(raw);

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
 import { readJson } from './plans.js';
 import { LRUCache } from 'lru-cache';
+import { CANONICAL_ID, STRING_ID } from './contract.js';
 
 export const ROLES = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'] as const;
 export type Role = (typeof ROLES)[number];
@@ -90,9 +91,6 @@ interface Node {
 }
 const node = (): Node => ({ literal: new Map(), routes: new Map() });
 
-const NUMERIC = /^[1-9][0-9]{0,15}$/;
-const STRING_PARAM = /^[A-Za-z0-9_-]{1,64}$/;
-
 /** A segment trie: literals first, then a numeric id, then a string id. */
 export class RouteTable {
   readonly all: RouteDef[] = [];
@@ -145,14 +143,14 @@ export class RouteTable {
         const r = walk(lit, i + 1);
         if (r) return r;
       }
-      if (n.num && NUMERIC.test(seg)) {
+      if (n.num && CANONICAL_ID.test(seg)) {
         const r = walk(n.num, i + 1);
         if (r) {
           params[n.num.numName!] = seg;
           return r;
         }
       }
-      if (n.str && STRING_PARAM.test(seg)) {
+      if (n.str && STRING_ID.test(seg)) {
         const r = walk(n.str, i + 1);
         if (r) {
           params[n.str.strName!] = seg;

@@ -8,6 +8,7 @@
 // reading and discarding what the client still sends (`lingerAfterAnswer`), so that it reads its answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { refusedInstead, type Decision } from './decisions.js';
 
 export type BodyRefusal =
   | { code: 'payload_too_large'; message: string }
@@ -122,10 +123,17 @@ const NO_ROOM: BodyRefusal = {
  * whose room was taken by others between this check and its reading, can still be refused while it
  * is read, and that refusal keeps its token spent.
  */
-export function bodyRoomRefusal(budget: BodyBudget, owner: BodyOwner, req: IncomingMessage): BodyRefusal | null {
+function bodyRoomRefusal(budget: BodyBudget, owner: BodyOwner, req: IncomingMessage): BodyRefusal | null {
   const n = announcedBytes(req);
   if (n === 0 || budget.fits(owner, n)) return null;
   return NO_ROOM;
+}
+
+/** An admitted request whose body has no room now is refused instead, its counters read, not spent. */
+export function withBodyRoom(budget: BodyBudget, owner: BodyOwner, req: IncomingMessage, decision: Decision): Decision {
+  if (decision.kind !== 'admit') return decision;
+  const noRoom = bodyRoomRefusal(budget, owner, req);
+  return noRoom ? refusedInstead(decision, noRoom) : decision;
 }
 
 export interface BodyLimits {

@@ -8,11 +8,9 @@
 // headers, Retry-After, X-Request-Id) never come from the upstream.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import { connectionOptions, type ResponseFields } from './fields.js';
 
 export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';
-
-/** Response fields as a flat list: name, value, name, value (node:http's writeHead takes it as is). */
-export type ResponseFields = (string | number)[];
 
 export interface UpstreamRequest {
   method: string;
@@ -59,20 +57,6 @@ const RESPONSE_DROPPED = new Set([
   'ratelimit',
   'ratelimit-policy',
 ]);
-
-const PLAIN_CONNECTION = /^(keep-alive|close)$/i;
-
-/** Header names listed in a Connection field: hop-by-hop by declaration (RFC 9110 section 7.6.1). */
-export function connectionOptions(value: string | string[] | undefined): Set<string> | null {
-  // The usual values name no field beyond the ones always dropped (Keep-Alive is one of them).
-  if (value === undefined || (typeof value === 'string' && PLAIN_CONNECTION.test(value))) return null;
-  const out = new Set<string>();
-  for (const token of (Array.isArray(value) ? value.join(',') : value).split(',')) {
-    const name = token.trim().toLowerCase();
-    if (name !== '') out.add(name);
-  }
-  return out;
-}
 
 /** Copy the upstream's response fields the client may see (raw name/value pairs, as undici hands them). */
 function copyResponseHeaders(raw: Buffer[], status: number, head: ResponseFields, ownCors: boolean): void {

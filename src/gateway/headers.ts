@@ -8,7 +8,8 @@
 //   `r` and `t` (seconds until the month turns, UTC).
 import type { Bucket } from '../config/routes.js';
 import { WINDOW_MS, monthStart, windowStart, type LayerState } from '../limits/types.js';
-import type { ResponseFields } from './forward.js';
+import type { ResponseFields } from './fields.js';
+import { V1_LIMIT } from '../config/contract.js';
 
 const WINDOW_SECONDS = WINDOW_MS / 1000;
 
@@ -22,50 +23,59 @@ const monthSeconds = (s: LayerState) => s.reset - monthStart(s.reset * 1000 - 1)
 const monthPolicy = (s: LayerState) => `, "month";q=${s.limit};w=${monthSeconds(s)}`;
 const monthCurrent = (s: LayerState, nowMs: number) => `, ${current('month', s, nowMs)}`;
 
-/** The /v2 headers: the key's bucket (when a key was resolved) and the address layer. */
-export function addV2Headers(
-  head: ResponseFields,
-  key: LayerState | null,
-  ip: LayerState | null,
-  nowMs: number,
-  bucket: Bucket = 'read',
-  month?: LayerState,
-): void {
-  if (key) {
-    head.push('X-RateLimit-Limit', key.limit);
-    head.push('X-RateLimit-Remaining', key.remaining);
-    head.push('X-RateLimit-Reset', key.reset);
-  }
-  if (ip) {
+/**
+ * What the rate-limit fields of one answer report: the layers the request spent or read. A /v2 answer
+ * before a key was resolved (steps 1 to 4) has only the address layer; `month` is the organization's
+ * quota when it has one.
+ */
+export type LimitOutcome =
+  | { api: 'v2'; ip: LayerState; key: null }
+  | { api: 'v2'; ip: LayerState; key: LayerState; bucket: Bucket; month?: LayerState }
+  | { api: 'v1'; key: LayerState | null; month?: LayerState };
+type V2Outcome = Extract<LimitOutcome, { api: 'v2' }>;
+
+/** The rate-limit fields of an answer, whatever it is (admitted, refused, shadowed, the status route). */
+export function addRateLimitFields(head: ResponseFields, outcome: LimitOutcome, nowMs: number): void {
+  if (outcome.api === 'v2') addV2Fields(head, outcome, nowMs);
+  else addV1Fields(head, outcome.key, nowMs, outcome.month);
+}
+
+/** /v2: the key's bucket (when a key was resolved) and the address layer. */
+function addV2Fields(head: ResponseFields, outcome: V2Outcome, nowMs: number): void {
+  const { ip } = outcome;
+  if (outcome.key === null) {
     head.push('X-RateLimit-IP-Limit', ip.limit);
     head.push('X-RateLimit-IP-Remaining', ip.remaining);
-  }
-  if (key && ip) {
-    head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}${month ? monthPolicy(month) : ''}`);
-    head.push(
-      'RateLimit',
-      `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`,
-    );
-  } else if (ip) {
     head.push('RateLimit-Policy', policy('ip', ip));
     head.push('RateLimit', current('ip', ip, nowMs));
+    return;
   }
+  const { key, bucket, month } = outcome;
+  head.push('X-RateLimit-Limit', key.limit);
+  head.push('X-RateLimit-Remaining', key.remaining);
+  head.push('X-RateLimit-Reset', key.reset);
+  head.push('X-RateLimit-IP-Limit', ip.limit);
+  head.push('X-RateLimit-IP-Remaining', ip.remaining);
+  head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}${month ? monthPolicy(month) : ''}`);
+  head.push(
+    'RateLimit',
+    `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`,
+  );
 }
 
 /**
- * The three /v1 headers, on every response (CONTRACT section 4), and the draft's fields for the one
+ * /v1: the three headers, on every response (CONTRACT section 4), and the draft's fields for the one
  * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
  * headers then show an untouched bucket of the current window, since the request spent nothing.
  */
-export function addV1Headers(
-  head: ResponseFields,
-  limit: number,
-  key: LayerState | null,
-  nowMs: number,
-  month?: LayerState,
-): void {
-  const state = key ?? { limit, used: 0, remaining: limit, reset: (windowStart(nowMs) + WINDOW_MS) / 1000 };
-  head.push('X-RateLimit-Limit', limit);
+function addV1Fields(head: ResponseFields, key: LayerState | null, nowMs: number, month: LayerState | undefined): void {
+  const state = key ?? {
+    limit: V1_LIMIT,
+    used: 0,
+    remaining: V1_LIMIT,
+    reset: (windowStart(nowMs) + WINDOW_MS) / 1000,
+  };
+  head.push('X-RateLimit-Limit', V1_LIMIT);
   head.push('X-RateLimit-Remaining', state.remaining);
   head.push('X-RateLimit-Reset', state.reset);
   head.push('RateLimit-Policy', `${policy('partner', state)}${month ? monthPolicy(month) : ''}`);

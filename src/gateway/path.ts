@@ -1,7 +1,7 @@
 // Step 1 of CONTRACT section 3: only canonical paths are authorized, so the path the gateway
 // authorizes is byte for byte the path the upstream routes (no parser differential).
+import { CANONICAL_ID } from '../config/contract.js';
 
-const NUMERIC = /^[1-9][0-9]{0,15}$/;
 const ENCODED_SLASH = /%(2f|5c)/i;
 
 /** Returns null when the path is canonical, else the reason. `path` excludes the query string. */
@@ -24,7 +24,7 @@ export function pathProblem(path: string): string | null {
     const c = seg.charCodeAt(0);
     // A segment that starts like a number must be a canonical id: no 01, 1e3, -1, +1 or 17+ digits.
     if ((c >= 48 && c <= 57) || c === 45 || c === 43) {
-      if (!NUMERIC.test(seg)) return `path segment ${JSON.stringify(seg.slice(0, 40))} is not a canonical id`;
+      if (!CANONICAL_ID.test(seg)) return `path segment ${JSON.stringify(seg.slice(0, 40))} is not a canonical id`;
     }
   }
   return null;

@@ -2,7 +2,10 @@
 // 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
 // on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
+import { AccessStoreUnavailableError } from '../access/cache.js';
+import { StoreUnavailableError } from '../limits/resilient.js';
 import {
+  ERROR_CODES,
   ENVELOPE_A,
   ENVELOPE_B,
   V1_ERRORS,
@@ -36,13 +39,6 @@ const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {
   access_store_unavailable: 'service_unavailable',
 };
 
-const V1_MESSAGE: Partial<Record<CodeV1, string>> = {
-  unauthorized: 'Invalid or revoked API key.',
-  too_many_failed_attempts: 'Too many failed authentication attempts from this address; try again later.',
-  api_access_disabled: 'The plan has no API access.',
-  subscription_paused: 'Subscription paused: the organization is read-only.',
-};
-
 const isCodeA = (code: GatewayCode): code is CodeA => code in ENVELOPE_A;
 
 export function sendJson(
@@ -63,6 +59,26 @@ export function sendJson(
   res.end(ctx.method === 'HEAD' ? undefined : text);
 }
 
+/**
+ * A store the gateway cannot do without is down (the limiter's breaker open in closed failure mode, the
+ * access store unreachable): 503 with Retry-After, never a 401 or 403 that would blame the key.
+ */
+export function unavailableRefusal(err: unknown): Refusal | null {
+  if (err instanceof StoreUnavailableError)
+    return {
+      code: 'rate_limiter_unavailable',
+      message: 'The rate limiter is unavailable; retry shortly.',
+      retryAfter: 2,
+    };
+  if (err instanceof AccessStoreUnavailableError)
+    return {
+      code: 'access_store_unavailable',
+      message: 'The access store is unavailable; retry shortly.',
+      retryAfter: 2,
+    };
+  return null;
+}
+
 /** Answer a refusal in the envelope of the request's interface. */
 export function refuse(ctx: RequestContext, refusal: Refusal): void {
   const headers = refusal.retryAfter !== undefined ? { 'Retry-After': refusal.retryAfter } : undefined;
@@ -72,7 +88,7 @@ export function refuse(ctx: RequestContext, refusal: Refusal): void {
     return sendJson(
       ctx,
       V1_ERRORS[code] ?? 500,
-      v1Error(code, refusal.message ?? V1_MESSAGE[code] ?? code, refusal.details),
+      v1Error(code, refusal.message ?? ERROR_CODES[code]?.message ?? code, refusal.details),
       headers,
     );
   }

@@ -4,22 +4,19 @@
 // request id and client address, metrics and the access log, dependency failures as 503, the drain.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { AccessStoreUnavailableError } from '../access/cache.js';
-import { StoreUnavailableError } from '../limits/resilient.js';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
 import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
 import { clientIp } from './client-ip.js';
-import { refuse, sendJson } from './refusals.js';
+import { refuse, sendJson, unavailableRefusal } from './refusals.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';
 import { announcesBody, lingerAfterAnswer } from './body.js';
+import { REQUEST_ID } from '../config/contract.js';
 
 export type { GatewayDeps } from './context.js';
-
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 export interface GatewayServer extends Drainable {
   server: http.Server;
@@ -168,21 +165,9 @@ async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   try {
     await (ctx.api === 'v2' ? v2(deps, ctx) : v1(deps, ctx));
   } catch (err) {
-    // A store we cannot do without is down: 503 with Retry-After, never a 401 or 403. The outage
-    // itself is logged once per transition by the store's breaker, not once per request.
-    if (ctx.res.headersSent) throw err;
-    if (err instanceof StoreUnavailableError)
-      return refuse(ctx, {
-        code: 'rate_limiter_unavailable',
-        message: 'The rate limiter is unavailable; retry shortly.',
-        retryAfter: 2,
-      });
-    if (err instanceof AccessStoreUnavailableError)
-      return refuse(ctx, {
-        code: 'access_store_unavailable',
-        message: 'The access store is unavailable; retry shortly.',
-        retryAfter: 2,
-      });
+    // The outage itself is logged once per transition by the store's breaker, not once per request.
+    const unavailable = ctx.res.headersSent ? null : unavailableRefusal(err);
+    if (unavailable) return refuse(ctx, unavailable);
     throw err;
   }
 }

@@ -5,10 +5,11 @@
 // id, the client address and, with a body, its RFC 9530 Content-Digest, which the signature covers.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../access/principal.js';
-import { identityOf, type Granted } from '../access/authorize.js';
-import { contentDigest, encodeIdentity, sign } from '../http/identity.js';
+import type { Granted } from './guards/permission.js';
+import { contentDigest, encodeIdentity, sign, type Identity } from '../http/identity.js';
 import type { GatewayDeps, RequestContext } from './context.js';
-import { connectionOptions, type UpstreamFailure } from './forward.js';
+import type { UpstreamFailure } from './forward.js';
+import { connectionOptions } from './fields.js';
 import { announcesBody, readBody, type ReadBody } from './body.js';
 import { refuse } from './refusals.js';
 import { normalizeIp } from './client-ip.js';
@@ -100,6 +101,23 @@ function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingH
     forwarded.push(`host="${host}"`);
   }
   out.forwarded = forwarded.join(';');
+}
+
+/** What the upstream is told of the request's key: the principal, at the role and workspace granted. */
+function identityOf(p: Principal, g: Granted | null): Identity {
+  const id: Identity = {
+    keyId: p.keyId,
+    keyType: p.keyType,
+    organizationId: p.organizationId,
+    userId: p.userId,
+    workspaceId: g?.workspaceId ?? p.workspaceId,
+    role: g?.role ?? p.role,
+    scopes: [...p.scopes],
+    plan: p.plan,
+  };
+  // Only keys that carry metadata add the field: every other identity stays byte for byte as before.
+  if (p.metadata !== null) id.metadata = p.metadata;
+  return id;
 }
 
 // The identity header does not change per request for one principal and grant: encode it once.

@@ -1,38 +1,25 @@
 // The /v1 pipeline (CONTRACT section 4), with the guards it shares with /v2: canonical request, the
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
-import type { Principal } from '../access/principal.js';
-import type { RouteDef } from '../config/routes.js';
 import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
-import type { CounterPlan } from '../access/resolver.js';
 import type { GatewayDeps, RequestContext } from './context.js';
 import { canonicalRequest } from './guards/canonical.js';
 import { partnerSecret } from './guards/credential.js';
-import { organizationGuard } from './guards/organization.js';
-import { routeGuard } from './guards/route.js';
-import {
-  V1_LIMIT,
-  monthCounter,
-  monthlyQuotaGuard,
-  partnerCounter,
-  partnerRateLimitGuard,
-} from './guards/rate-limit.js';
+import { monthlyQuotaGuard, partnerRateLimitGuard } from './guards/rate-limit.js';
+import { limitOutcome } from './decisions.js';
+import { resolverPlan } from './resolver-plan.js';
 import { refuse, sendJson, type Refusal } from './refusals.js';
-import { addV1Headers } from './headers.js';
+import { addRateLimitFields } from './headers.js';
 import { forwardWithBody } from './upstream.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
-import { bodyRoomRefusal } from './body.js';
-
-type Decision =
-  { kind: 'refused'; refusal: Refusal } | { kind: 'rate_limit_status' } | { kind: 'forward'; route: RouteDef };
 
 const V1_KEYS = ['partner'] as const;
 
 export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // Before a key is resolved the headers show an untouched bucket (README, decisions).
   const unkeyed = (refusal: Refusal) => {
-    addV1Headers(ctx.head, V1_LIMIT, null, deps.clock.now());
+    addRateLimitFields(ctx.head, { api: 'v1', key: null }, deps.clock.now());
     refuse(ctx, refusal);
   };
   // 1. canonical path and framing
@@ -41,8 +28,8 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   // 2. a key
   const secret = partnerSecret(ctx.req);
   if (!secret) return unkeyed({ code: '150001', message: 'Missing X-Api-Key header.' });
-  // 3, 4, then the organization and the route, then the key's one counter
-  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V1_KEYS, ctx.ip, (p) => decide(deps, ctx, p));
+  // 3, 4, then the organization and the route (./decisions.ts), then the key's one counter
+  const access = await (ctx.span?.access ?? deps.access).resolve(secret, V1_KEYS, ctx.ip, resolverPlan(deps, ctx));
   if (access.kind === 'cooldown') return unkeyed({ code: '150006', retryAfter: access.seconds });
   if (access.kind === 'invalid') return unkeyed({ code: '150002' });
   const { principal, decision, states } = access;
@@ -50,10 +37,10 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   ctx.trace.keyId = principal.keyId;
   // The key's layer, then the organization's monthly quota when it has one (spent only by a request
   // the key's layer admitted).
+  addRateLimitFields(ctx.head, limitOutcome('v1', decision, states), deps.clock.now());
   const [key, month] = states;
-  addV1Headers(ctx.head, V1_LIMIT, key, deps.clock.now(), month);
-  if (decision.kind === 'refused') return refuse(ctx, decision.refusal);
-  if (decision.kind === 'rate_limit_status') return rateLimitStatus(ctx, key, month);
+  if (decision.kind === 'refuse') return refuse(ctx, decision.refusal);
+  if (decision.kind === 'status') return rateLimitStatus(ctx, key, month);
   deps.metrics.rateLimit('v1', key.used > key.limit, key.remaining === 0);
   const limited = partnerRateLimitGuard(key, deps.clock.now());
   // The partner layer and the quota refuse only where they are enforced (./shadow.ts).
@@ -69,29 +56,6 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     recordShadowRefusal(deps, ctx, exhausted, ['month']);
   }
   return forwardWithBody(deps, ctx, principal, null);
-}
-
-function decide(
-  deps: GatewayDeps,
-  ctx: RequestContext,
-  principal: Principal,
-): { decision: Decision; counters: CounterPlan } {
-  const month = monthCounter(principal, deps.plans());
-  const counters = month ? [partnerCounter(principal), month] : [partnerCounter(principal)];
-  const refused = (refusal: Refusal) => ({
-    decision: { kind: 'refused' as const, refusal },
-    counters: { peek: counters },
-  });
-  const orgRefusal = organizationGuard(principal);
-  if (orgRefusal) return refused(orgRefusal);
-  const match = routeGuard(deps.routes().v1, ctx.method, ctx.path);
-  if (!match) return refused({ code: 'not_found', message: `No route ${ctx.method} ${ctx.path}.` });
-  ctx.trace.route = match.route.path;
-  if (match.route.gateway) return { decision: { kind: 'rate_limit_status' }, counters: { peek: counters } };
-  // A body there is no room for now is refused before the token is spent (./body.ts).
-  const noRoom = bodyRoomRefusal(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req);
-  if (noRoom) return refused(noRoom);
-  return { decision: { kind: 'forward', route: match.route }, counters: { spend: counters } };
 }
 
 /** GET /v1/rate-limit: the key's one layer, and the organization's monthly quota when it has one, read without spending. */

@@ -1,9 +1,9 @@
 // The backend's replay guard: a gateway signature is accepted once within its validity window
-// (MAX_SIGNATURE_AGE_MS either side of now), so a captured signed request cannot be sent again. The
+// (MAX_AGE_MS either side of now), so a captured signed request cannot be sent again. The
 // signature rather than the request id is the nonce: a client may legitimately reuse its
 // X-Request-Id, but every forwarded request carries a new timestamp and so a new signature.
 import { LRUCache } from 'lru-cache';
-import { MAX_SIGNATURE_AGE_MS } from './identity.js';
+import { MAX_AGE_MS } from '../verifier/index.js';
 
 export interface ReplayGuard {
   /** True the first time `signature` is seen within the window; false for a replay. */
@@ -18,7 +18,7 @@ export function createReplayGuard(opts: { max?: number } = {}): ReplayGuard {
     firstUse(signature, nowMs) {
       const until = seen.get(signature);
       if (until !== undefined && until > nowMs) return false;
-      seen.set(signature, nowMs + 2 * MAX_SIGNATURE_AGE_MS);
+      seen.set(signature, nowMs + 2 * MAX_AGE_MS);
       return true;
     },
   };

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { createSchema, listQuery, rotateSchema, updateSchema } from '../backend/api-keys/schemas.js';
 import { METADATA_MAX_BYTES } from '../access/service/keys.js';
+import { DB_ID_SOURCE } from '../config/contract.js';
 
 type Json = Record<string, unknown>;
 
@@ -116,7 +117,7 @@ const body = (schema: z.ZodType): Json => ({
   required: true,
   content: { 'application/json': { schema: jsonSchema(schema, 'input') } },
 });
-const KEY_ID = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', pattern: '^[1-9][0-9]{0,9}$' } };
+const KEY_ID = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', pattern: DB_ID_SOURCE } };
 const AUTH = ['401:150001 no session, 150002 unknown or expired session'];
 
 export function generateApiKeysOpenApi(): Json {

@@ -25,7 +25,7 @@ import {
   type JWTPayload,
 } from 'jose';
 
-/** What the gateway resolved for the request's key (CONTRACT section 5; mirrors keygate's own type). */
+/** What the gateway resolved for the request's key (CONTRACT section 5); keygate's own type, which its gateway signs. */
 export interface Identity {
   keyId: number;
   keyType: 'workspace' | 'personal' | 'partner';
@@ -113,6 +113,34 @@ export async function verifyHmacIdentity(
   request: ForwardedRequest & { headers: HeaderSource },
   opts: { now?: () => number; maxAgeMs?: number; replay?: ReplayCache } = {},
 ): Promise<Identity> {
+  const signed = verifyHmacHeaders(secret, request, opts);
+  const identity = verifySignedBody(signed, request.body);
+  if (opts.replay && !(await opts.replay.firstSeen(`hmac:${signed.signature}`, signed.expiresAtMs))) {
+    throw new IdentityVerificationError('replayed', 'this signature was already used');
+  }
+  return identity;
+}
+
+/** What verifyHmacHeaders vouches for: the identity, and what the body and replay checks need. */
+export interface SignedHmacHeaders {
+  identity: Identity;
+  signature: string;
+  /** The signed Content-Digest value, when the request carries one. */
+  contentDigest: string | undefined;
+  /** When the signature stops being valid (its timestamp plus the maximum age). */
+  expiresAtMs: number;
+}
+
+/**
+ * The first half of verifyHmacIdentity, for a service that decides on the headers before it reads the
+ * body (routing, size limits): presence and form, age, signature and identity. The identity is to be
+ * trusted only once verifySignedBody has checked the body against it (and a replay check after that).
+ */
+export function verifyHmacHeaders(
+  secret: string,
+  request: { method: string; target: string; headers: HeaderSource },
+  opts: { now?: () => number; maxAgeMs?: number } = {},
+): SignedHmacHeaders {
   const h = request.headers;
   const identity = header(h, 'x-gateway-identity');
   const timestamp = header(h, 'x-gateway-timestamp');
@@ -143,12 +171,18 @@ export async function verifyHmacIdentity(
     .digest();
   if (!timingSafeEqual(expected, Buffer.from(signature, 'hex')))
     throw new IdentityVerificationError('bad_signature', 'the identity signature does not match');
-  checkBody(digest, request.body);
-  const parsed = decodeIdentity(() => JSON.parse(Buffer.from(identity, 'base64url').toString('utf8')));
-  if (opts.replay && !(await opts.replay.firstSeen(`hmac:${signature}`, Number(timestamp) + maxAge))) {
-    throw new IdentityVerificationError('replayed', 'this signature was already used');
-  }
-  return parsed;
+  return {
+    identity: decodeIdentity(() => JSON.parse(Buffer.from(identity, 'base64url').toString('utf8'))),
+    signature,
+    contentDigest: digest,
+    expiresAtMs: Number(timestamp) + maxAge,
+  };
+}
+
+/** The second half: the body is the one the headers signed (no digest, no body); then the identity holds. */
+export function verifySignedBody(signed: SignedHmacHeaders, body: ForwardedRequest['body']): Identity {
+  checkBody(signed.contentDigest, body);
+  return signed.identity;
 }
 
 export interface JwtVerifierOptions {

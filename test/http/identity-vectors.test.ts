@@ -10,7 +10,9 @@ import {
   createMemoryReplayCache,
   hmacSigningString,
   IdentityVerificationError,
+  verifyHmacHeaders,
   verifyHmacIdentity,
+  verifySignedBody,
   type Identity,
 } from '../../src/verifier/index.js';
 
@@ -100,6 +102,17 @@ describe('HMAC vectors: verifyHmacIdentity reaches each expected verdict', () =>
     ]);
     expect(hmac.cases.some((c) => c.expected.valid && c.request.body === null)).toBe(true);
     expect(hmac.cases.some((c) => c.expected.valid && c.request.body !== null)).toBe(true);
+  });
+});
+
+// keygate's backend checks the headers before routing and the body once read (src/backend/server.ts).
+describe('HMAC vectors: verifyHmacHeaders then verifySignedBody reach the same verdicts', () => {
+  it.each(hmac.cases.filter((c) => !c.seenBefore).map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+    const verify = async () => {
+      const signed = verifyHmacHeaders(hmac.secret, c.request, { now: () => hmac.now, maxAgeMs: hmac.maxAgeMs });
+      return verifySignedBody(signed, c.request.body ?? undefined);
+    };
+    expect(await outcome(verify)).toEqual(c.expected);
   });
 });
 

@@ -7,6 +7,7 @@ import type { Db, Queryable, Row } from '../../db/types.js';
 import { randomAlphanumeric } from '../secrets.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type Actor, type ServiceContext } from './context.js';
+import { isoOrNull } from '../../db/time.js';
 
 export const ADMIN_TOKEN_ROLES = ['read', 'write'] as const;
 export type AdminTokenRole = (typeof ADMIN_TOKEN_ROLES)[number];
@@ -31,16 +32,15 @@ export interface AdminTokenView {
 
 /** What a list or an answer shows of a token: never its hash, never the token. */
 export function adminTokenView(r: Row): AdminTokenView {
-  const iso = (t: unknown) => (t === null || t === undefined ? null : new Date(t as string).toISOString());
   return {
     id: r.id,
     name: r.name,
     role: r.role,
     hint: r.hint,
     createdBy: r.created_by,
-    createdAt: iso(r.created_at)!,
-    lastUsedAt: iso(r.last_used_at),
-    revokedAt: iso(r.revoked_at),
+    createdAt: isoOrNull(r.created_at)!,
+    lastUsedAt: isoOrNull(r.last_used_at),
+    revokedAt: isoOrNull(r.revoked_at),
   };
 }
 

@@ -8,6 +8,7 @@ import { generateSecret, hashSecret, hintOf, type KeyType } from '../secrets.js'
 import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
+import { isoOrNull } from '../../db/time.js';
 
 export const KEY_NAME_MAX = 100;
 export const MAX_SCOPES = 32;
@@ -44,8 +45,6 @@ export interface KeyView {
   previousSecret: { hint: string; expiresAt: string; lastUsedAt: string | null } | null;
 }
 
-const iso = (t: Date | string | null | undefined): string | null => (t == null ? null : new Date(t).toISOString());
-
 export function keyView(k: Row, now: Date): KeyView {
   const expired = k.expires_at != null && new Date(k.expires_at).getTime() <= now.getTime();
   const graceLive = k.previous_key_hash != null && new Date(k.previous_expires_at).getTime() > now.getTime();
@@ -60,15 +59,19 @@ export function keyView(k: Row, now: Date): KeyView {
     role: k.role,
     scopes: k.scopes,
     createdBy: k.created_by,
-    createdAt: iso(k.created_at)!,
-    revokedAt: iso(k.revoked_at),
-    expiresAt: iso(k.expires_at),
+    createdAt: isoOrNull(k.created_at)!,
+    revokedAt: isoOrNull(k.revoked_at),
+    expiresAt: isoOrNull(k.expires_at),
     status: k.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
     metadata: k.metadata ?? null,
-    lastUsedAt: iso(k.last_used_at),
-    rotatedAt: iso(k.rotated_at),
+    lastUsedAt: isoOrNull(k.last_used_at),
+    rotatedAt: isoOrNull(k.rotated_at),
     previousSecret: graceLive
-      ? { hint: k.previous_hint, expiresAt: iso(k.previous_expires_at)!, lastUsedAt: iso(k.previous_last_used_at) }
+      ? {
+          hint: k.previous_hint,
+          expiresAt: isoOrNull(k.previous_expires_at)!,
+          lastUsedAt: isoOrNull(k.previous_last_used_at),
+        }
       : null,
   };
 }

@@ -6,6 +6,8 @@ import { planOf } from '../../config/plans.js';
 import { applyPlanCap } from '../../backend/warmup/limits.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
+import { PG_INT_MAX } from '../../config/contract.js';
+import { isoOrNull } from '../../db/time.js';
 
 export interface OrganizationView {
   id: number;
@@ -61,7 +63,7 @@ export async function updateOrganization(
     throw new ServiceError('invalid', `unknown plan ${JSON.stringify(patch.plan)}`, 'plan', 'plan');
   if (
     patch.warmupCap != null &&
-    (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > 2_147_483_647)
+    (!Number.isInteger(patch.warmupCap) || patch.warmupCap < 0 || patch.warmupCap > PG_INT_MAX)
   ) {
     throw new ServiceError('invalid', 'warmupCap must be a whole number from 0, or null', 'warmupCap', 'warmupCap');
   }
@@ -155,7 +157,7 @@ export async function deleteWorkspace(
       targetType: 'workspace',
       targetIds: [id],
       organizationId: view.organizationId,
-      before: { id, name: cur.name, deletedAt: cur.deleted_at ? new Date(cur.deleted_at).toISOString() : null },
+      before: { id, name: cur.name, deletedAt: isoOrNull(cur.deleted_at) },
       after: view,
     });
     return view;

@@ -27,6 +27,7 @@ import {
 } from './queries.js';
 import { bulkStatusSchema, bulkTagsSchema, connectSchema, listQuerySchema } from './schemas.js';
 import { sealMailbox } from '../credentials/accounts.js';
+import { isoOrNull } from '../../db/time.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
 /** The default warmupMaxLimit of a new mailbox, lowered to the plan's maxWarmupPerAccount. */
@@ -50,7 +51,7 @@ function statusItem(svc: BackendServices, account: Row) {
     pendingWarmupMaxLimit: account.pending_max_limit ?? null,
     replyRate: replyRateView(svc, account).replyRate,
     connectionError: account.connection_error ?? null,
-    lastConnectedAt: account.last_connected_at ? new Date(account.last_connected_at).toISOString() : null,
+    lastConnectedAt: isoOrNull(account.last_connected_at),
   };
 }
 

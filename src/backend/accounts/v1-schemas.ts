@@ -4,9 +4,9 @@
 import { z } from 'zod';
 import type { SchemaRegistry } from '../domain.js';
 import { connection } from './schemas.js';
-import { PG_INT_MAX } from '../validation.js';
 import { emptyBody, idList, notFoundItem } from '../mailbox/v1-schemas.js';
 import { isDate, isTimeZone } from '../time.js';
+import { DB_ID, isDbId } from '../../config/contract.js';
 
 /** Page size bounds of the account list (the spec does not show them). */
 export const LIST_LIMIT_DEFAULT = 20;
@@ -44,8 +44,8 @@ export const connectBody = z
     /** A provider workspace of the organization (registered through /v1/workspaces), or null. */
     workspaceId: z
       .string()
-      .regex(/^[1-9][0-9]{0,9}$/, 'must be a provider workspace id')
-      .refine((s) => Number(s) <= PG_INT_MAX, 'must be a provider workspace id')
+      .regex(DB_ID, 'must be a provider workspace id')
+      .refine(isDbId, 'must be a provider workspace id')
       .nullable()
       .default(null),
   })

@@ -6,6 +6,7 @@ import { idParam, parse, queryObject, type Ctx, type Router } from '../router.js
 import type { BackendServices } from '../services.js';
 import { accountStats, deliverability, leaderboard, overview, trends, windowAt, windowJson } from './queries.js';
 import { leaderboardQuery, noQuery } from './schemas.js';
+import { PG_INT_MAX } from '../../config/contract.js';
 
 // An account of another workspace is not found here, whoever owns it: every query is scoped by the
 // path workspace, so an empty result is the 404 (an account with no sends still has its zero row).
@@ -14,7 +15,7 @@ const notFound = (accountId: number) => new ApiError('not_found', `No account ${
 /** Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast). */
 function accountIdOf(ctx: Ctx): number {
   const id = idParam(ctx, 'accountId');
-  if (id > 2_147_483_647) throw notFound(id);
+  if (id > PG_INT_MAX) throw notFound(id);
   return id;
 }
 

@@ -14,9 +14,10 @@ import {
   type KeyView,
 } from '../../access/service/keys.js';
 import { userOfSession, type SessionUser } from '../../access/service/sessions.js';
-import { parse, MAX_ID, type Ctx, type Router } from '../router.js';
+import { parse, type Ctx, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { createSchema, listQuery, rotateSchema, updateSchema } from './schemas.js';
+import { isDbId } from '../../config/contract.js';
 
 export type { SessionUser };
 
@@ -76,7 +77,7 @@ function view(key: KeyView) {
 /** A key id in the path: only a decimal within PostgreSQL's integer (abc, 1.5 or 1e3 never reach a query). */
 function keyIdOf(ctx: Ctx): number {
   const raw = ctx.params.keyId;
-  if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > MAX_ID) throw new ApiError('150104');
+  if (!isDbId(raw)) throw new ApiError('150104');
   return Number(raw);
 }
 

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
 import { pgId } from '../validation.js';
+import { PG_INT_MAX } from '../../config/contract.js';
 
 const SCOPE = z.string().regex(/^[a-z]+:[a-z]+$/);
 /** An instant with its zone (RFC 3339), or null for never. */
@@ -45,5 +46,5 @@ export const rotateSchema = z
 export const listQuery = z.object({
   status: z.enum(['active', 'expired', 'revoked']).optional(),
   type: z.enum(['workspace', 'personal', 'partner']).optional(),
-  workspaceId: z.coerce.number().int().positive().max(2_147_483_647).optional(),
+  workspaceId: z.coerce.number().int().positive().max(PG_INT_MAX).optional(),
 });

@@ -7,9 +7,7 @@ import { idParam, type Ctx, type Router } from '../router.js';
 import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
 import { resolveCapabilities } from './capabilities.js';
 import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
-
-/** The per-IP layer is flat for every plan (spec, Limits, layer 2). */
-const IP_LIMIT_PER_MINUTE = 100;
+import { IP_LIMIT } from '../../config/contract.js';
 
 async function organization(ctx: Ctx) {
   const orgId = ctx.identity!.organizationId;
@@ -31,7 +29,7 @@ function planView(ctx: Ctx, organization: Row) {
       write: plan.write,
       bulk: plan.bulk,
       windowSeconds: 60,
-      ipPerMinute: IP_LIMIT_PER_MINUTE,
+      ipPerMinute: IP_LIMIT,
     },
     maxWarmupPerAccount: plan.maxWarmupPerAccount,
     warmingMailboxCap: plan.warmingMailboxCap,

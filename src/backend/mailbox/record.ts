@@ -4,11 +4,10 @@ import { ApiError } from '../../http/errors.js';
 import type { Queryable, Row } from '../../db/types.js';
 import type { BackendServices } from '../services.js';
 import { accountOfWorkspace } from './queries.js';
+import { isoOrNull } from '../../db/time.js';
 
 /** warmupMinLimit: fixed at 5 for every mailbox (spec, Warmup settings). */
 export const WARMUP_MIN_LIMIT = 5;
-
-const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 export interface ReplyRateView {
   replyRate: number;
@@ -61,7 +60,7 @@ export function accountRecord(svc: BackendServices, row: Row) {
     warmupCurrentLimit: row.warmup_current_limit,
     warmupMinLimit: WARMUP_MIN_LIMIT,
     pendingWarmupMaxLimit: row.pending_max_limit ?? null,
-    pendingEffectiveAt: iso(row.pending_effective_at),
+    pendingEffectiveAt: isoOrNull(row.pending_effective_at),
     replyRate: rr.replyRate,
     replyRateMode: rr.replyRateMode,
     timeZone: row.time_zone,
@@ -69,11 +68,11 @@ export function accountRecord(svc: BackendServices, row: Row) {
     smtp: connection(row.smtp),
     imap: connection(row.imap),
     connectionError: row.connection_error ?? null,
-    lastConnectedAt: iso(row.last_connected_at),
-    verificationCheckedAt: iso(row.verification_checked_at),
-    warmupStartedAt: iso(row.warmup_started_at),
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
+    lastConnectedAt: isoOrNull(row.last_connected_at),
+    verificationCheckedAt: isoOrNull(row.verification_checked_at),
+    warmupStartedAt: isoOrNull(row.warmup_started_at),
+    createdAt: isoOrNull(row.created_at),
+    updatedAt: isoOrNull(row.updated_at),
   };
 }
 

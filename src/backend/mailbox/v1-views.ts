@@ -8,6 +8,7 @@ import type { Queryable, Row } from '../../db/types.js';
 import { idParam, type Ctx } from '../router.js';
 import { daysBetween } from '../time.js';
 import { cachedSetupScores, orgAccountRows, settleDueLimits, tagNamesOf, warmupSendCounts } from './queries.js';
+import { isoOrNull } from '../../db/time.js';
 
 /** Warmup score window: the inbox rate of the last 14 days of warmup sends. */
 export const SCORE_WINDOW_DAYS = 14;
@@ -137,7 +138,6 @@ export async function scoresOf(db: Queryable, accounts: Row[], now: number): Pro
   return out;
 }
 
-const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 const wsId = (a: Row) => (a.provider_workspace_id == null ? null : String(a.provider_workspace_id));
 
 /** Account items (list, tag assign and unassign), in the order of `accounts`. */
@@ -153,7 +153,7 @@ export async function accountItems(db: Queryable, accounts: Row[], now: number) 
     fromName: account.from_name,
     type: typeOf(account.provider),
     status: v1Status(account.status),
-    createdAt: iso(account.created_at),
+    createdAt: isoOrNull(account.created_at),
     warmupScore: scores.get(account.id)!.warmupScore,
     outreachReadinessStatus: scores.get(account.id)!.outreachReadinessStatus,
     workspaceId: wsId(account),
@@ -182,7 +182,7 @@ export async function accountStatuses(db: Queryable, accounts: Row[], now: numbe
     warmupScore: scores.get(account.id)!.warmupScore,
     outreachReadinessStatus: scores.get(account.id)!.outreachReadinessStatus,
     connectionError: account.connection_error ?? null,
-    lastConnectedAt: iso(account.last_connected_at),
+    lastConnectedAt: isoOrNull(account.last_connected_at),
     workspaceId: wsId(account),
   }));
 }

@@ -1,6 +1,7 @@
 // Notifications of a workspace: list (keyset by id descending), mark one read, mark all read, and
 // `notify()` for other domains that raise one.
 import type { Queryable } from '../../db/index.js';
+import { isoOrNull } from '../../db/time.js';
 
 export interface NotificationRow {
   id: number;
@@ -26,7 +27,7 @@ export function toNotification(row: NotificationRow) {
     title: row.title,
     body: row.body,
     emailAccountId: row.email_account_id,
-    readAt: row.read_at ? new Date(row.read_at).toISOString() : null,
+    readAt: isoOrNull(row.read_at),
     createdAt: new Date(row.created_at).toISOString(),
     isRead: row.read_at !== null,
   };

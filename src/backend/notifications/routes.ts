@@ -11,6 +11,7 @@ import type { BackendServices } from '../services.js';
 import { CursorCodec } from './cursor.js';
 import { counts, listPage, markAllRead, markRead, toNotification } from './queries.js';
 import { emptyBody, listQuery } from './schemas.js';
+import { PG_INT_MAX } from '../../config/contract.js';
 
 export function register(router: Router, svc: BackendServices): void {
   const base = '/v2/workspaces/{workspaceId}/notifications';
@@ -56,7 +57,7 @@ export function register(router: Router, svc: BackendServices): void {
     parse(emptyBody, ctx.body);
     const id = idParam(ctx, 'notificationId');
     // Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast).
-    if (id > 2_147_483_647) throw new ApiError('not_found', `No notification ${id} in this workspace.`);
+    if (id > PG_INT_MAX) throw new ApiError('not_found', `No notification ${id} in this workspace.`);
     const row = await markRead(ctx.db, idParam(ctx, 'workspaceId'), id, new Date(svc.clock.now()));
     if (!row) throw new ApiError('not_found', `No notification ${id} in this workspace.`);
     return { data: toNotification(row) };

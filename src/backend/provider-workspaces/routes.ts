@@ -16,6 +16,7 @@ import {
   type PwRow,
 } from './service.js';
 import { emptyBody, noQuery, previewQuery, registerBody } from './schemas.js';
+import { PG_INT_MAX, isDbId } from '../../config/contract.js';
 
 function previewFilters(ctx: Ctx) {
   const query = parse(previewQuery, queryObject(ctx.query));
@@ -70,7 +71,7 @@ export function register(router: Router, svc: BackendServices): void {
   const v2Pw = (ctx: Ctx) => {
     const id = idParam(ctx, 'providerWorkspaceId');
     // Ids are int4 in the database: a larger canonical id names nothing (not a 500 from the cast).
-    if (id > 2_147_483_647) throw new ApiError('not_found', `No provider workspace ${id}.`);
+    if (id > PG_INT_MAX) throw new ApiError('not_found', `No provider workspace ${id}.`);
     return pws.get(id, { workspaceId: idParam(ctx, 'workspaceId') });
   };
 
@@ -115,8 +116,7 @@ export function register(router: Router, svc: BackendServices): void {
   const v1Pw = (ctx: Ctx) => {
     const raw = ctx.params.workspaceId;
     // Our ids are canonical decimals; any other string names no registration.
-    if (!/^[1-9][0-9]{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
-      throw new ApiError('not_found', `No workspace ${raw}.`);
+    if (!isDbId(raw)) throw new ApiError('not_found', `No workspace ${raw}.`);
     return pws.get(Number(raw), { organizationId: orgOf(ctx) }).catch((err) => {
       if (err instanceof ApiError && err.code === 'not_found') throw new ApiError('not_found', `No workspace ${raw}.`);
       throw err;

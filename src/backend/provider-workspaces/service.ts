@@ -56,11 +56,10 @@ import {
   type PwRow,
   type SyncRow,
 } from './queries.js';
+import { isoOrNull } from '../../db/time.js';
 
 // The routes import these from here, with the rest of the domain's service.
 export { defaultWorkspace, organizationOfWorkspace, type PwRow, type SyncRow } from './queries.js';
-
-const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
 /** The Provider workspace resource of the spec (plus workspaceId, where its mailboxes are imported). */
 export function toRecord(row: PwRow) {
@@ -72,9 +71,9 @@ export function toRecord(row: PwRow) {
     tenantId: row.tenant_id,
     status: row.status,
     workspaceId: row.workspace_id,
-    lastSyncedAt: iso(row.last_synced_at),
+    lastSyncedAt: isoOrNull(row.last_synced_at),
     domains: domains as { domain: string; mailboxCount: number }[],
-    createdAt: iso(row.created_at)!,
+    createdAt: isoOrNull(row.created_at)!,
   };
 }
 
@@ -88,8 +87,8 @@ export function toSync(sync: SyncRow) {
     imported: sync.imported,
     skipped: sync.skipped,
     error: sync.error,
-    startedAt: iso(sync.started_at),
-    finishedAt: iso(sync.finished_at),
+    startedAt: isoOrNull(sync.started_at),
+    finishedAt: isoOrNull(sync.finished_at),
   };
 }
 

@@ -7,8 +7,7 @@ import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '..
 import { orgOfWorkspace } from './org.js';
 import { nextLocalMidnight } from './limits.js';
 import { pgInt } from '../validation.js';
-
-const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+import { isoOrNull } from '../../db/time.js';
 
 /** The GET view. `warmupLevel` no longer exists and is never returned (spec, rule 4). */
 export function settingsView(svc: BackendServices, row: Row, maxWarmupPerAccount: number | null) {
@@ -22,7 +21,7 @@ export function settingsView(svc: BackendServices, row: Row, maxWarmupPerAccount
     maxWarmupPerAccount,
     // A lowered max waits for the mailbox's next local midnight; until then warmupMaxLimit is in force.
     pendingWarmupMaxLimit: row.pending_max_limit ?? null,
-    pendingEffectiveAt: iso(row.pending_effective_at),
+    pendingEffectiveAt: isoOrNull(row.pending_effective_at),
     replyRateMode: rr.replyRateMode,
     replyRateCustom: rr.replyRateCustom,
     replyRate: rr.replyRate,

@@ -2,32 +2,27 @@
 // counters are named here; the access resolver spends them (or reads them for a refusal) in the same
 // round trip as steps 3 and 4.
 import type { Bucket } from '../../config/routes.js';
-import type { Plans } from '../../config/plans.js';
-import { budgetOf, monthlyQuotaOf } from '../../limits/budgets.js';
-import type { Principal } from '../../access/principal.js';
+import { IP_LIMIT, V1_LIMIT } from '../../config/contract.js';
 import type { CounterRef, LayerState } from '../../limits/types.js';
 import { addressKey } from '../../limits/address.js';
 import { retryAfter } from '../headers.js';
 import type { Refusal } from '../refusals.js';
 
-export const IP_LIMIT = 100;
-export const V1_LIMIT = 20;
 export const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
 const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
 
-/** The key's counter of one bucket, at the key's budget: its override, its organization's, or the plan's. */
-export function keyCounter(principal: Principal, bucket: Bucket, plans: Plans): CounterRef {
-  return { id: `k:${principal.keyId}:${bucket}`, limit: budgetOf(plans, principal.plan, principal.limits, bucket) };
-}
-
-/** The organization's monthly quota counter, or undefined when it has no quota (nothing changes then). */
-export function monthCounter(principal: Principal, plans: Plans): CounterRef | undefined {
-  const quota = monthlyQuotaOf(plans, principal.plan, principal.limits);
-  return quota === null ? undefined : { id: `m:${principal.organizationId}`, limit: quota, month: true };
-}
+// The counters' names are the gateway's and the admin API's (which reads them), nobody else's.
+/** A key's counter of one bucket, at its budget (the key's override, its organization's, or the plan's). */
+export const keyCounter = (keyId: number, bucket: Bucket, budget: number): CounterRef => ({
+  id: `k:${keyId}:${bucket}`,
+  limit: budget,
+});
+/** An organization's monthly quota counter, or undefined when it has no quota (nothing changes then). */
+export const monthCounter = (organizationId: number, quota: number | null): CounterRef | undefined =>
+  quota === null ? undefined : { id: `m:${organizationId}`, limit: quota, month: true };
 // Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
 export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
-export const partnerCounter = (principal: Principal): CounterRef => ({ id: `v1:${principal.keyId}`, limit: V1_LIMIT });
+export const partnerCounter = (keyId: number): CounterRef => ({ id: `v1:${keyId}`, limit: V1_LIMIT });
 
 const over = (state: LayerState) => state.used > state.limit;
 
@@ -64,7 +59,7 @@ export function partnerRateLimitGuard(key: LayerState, nowMs: number): Refusal |
   if (!over(key)) return null;
   return {
     code: '150005',
-    message: 'Rate limit exceeded: 20 requests per minute per key.',
+    message: `Rate limit exceeded: ${V1_LIMIT} requests per minute per key.`,
     retryAfter: retryAfter(key, nowMs),
     details: { limit: V1_LIMIT, reset: key.reset },
   };

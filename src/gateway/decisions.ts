@@ -1,0 +1,121 @@
+// What the gateway decides about a resolved key without any I/O (docs/decisions.md sections 3 and 4):
+// from the principal, the request's method and path, the route table and the plans, either the refusal
+// that answers (steps 5 to 10) or the route admitted, with the counters step 11 spends. The rules are the
+// guards' (./guards/); this file is their order, for each interface. Pure: no clock, no store, no
+// context written, so a table of rows can prove every outcome (test/gateway/decisions.test.ts).
+//
+// Counters always travel key first, then the address, then the organization's monthly quota when it
+// has one: [key bucket, ip, month?] spent or read, or for the /v2 status route [read, write, bulk, ip,
+// month?] read; /v1: [partner, month?]. `limitOutcome` reads the states back in the same order.
+import type { Principal } from '../access/principal.js';
+import type { Bucket, RouteDef, RouteTable } from '../config/routes.js';
+import type { Plans } from '../config/plans.js';
+import { budgetOf, monthlyQuotaOf } from '../limits/budgets.js';
+import type { CounterRef, LayerState } from '../limits/types.js';
+import type { LimitOutcome } from './headers.js';
+import type { Refusal } from './refusals.js';
+import { organizationGuard } from './guards/organization.js';
+import { routeGuard } from './guards/route.js';
+import { permissionGuard, type Granted } from './guards/permission.js';
+import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from './guards/rate-limit.js';
+
+/** The facts of a request the decisions read. */
+export interface RequestFacts {
+  method: string;
+  /** The path of the target, without its query (canonical by step 1). */
+  path: string;
+  /** The client address (its layer's counter). */
+  ip: string;
+}
+
+/** The route table and plans in force for this request. */
+export interface Policy {
+  routes: RouteTable;
+  plans: Plans;
+}
+
+/**
+ * `route` is the matched route when the decision got that far (the metrics' and access log's label);
+ * `bucket` the key's bucket whose headers the answer carries (/v1 has one layer and ignores it).
+ */
+export type Decision =
+  | { kind: 'refuse'; refusal: Refusal; route: RouteDef | null; bucket: Bucket; counters: { peek: CounterRef[] } }
+  /** The rate-limit status route, answered by the gateway itself from counters read, not spent. */
+  | { kind: 'status'; route: RouteDef; bucket: Bucket; counters: { peek: CounterRef[] } }
+  | { kind: 'admit'; route: RouteDef; bucket: Bucket; grant: Granted | null; counters: { spend: CounterRef[] } };
+
+export type Admit = Extract<Decision, { kind: 'admit' }>;
+
+/** Without a matched route, the bucket of the method (read for GET and HEAD, write for the others). */
+const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
+
+/** Steps 5 to 10 of /v2 for a principal, and the counters of step 11. */
+export function decideV2(principal: Principal, request: RequestFacts, { routes, plans }: Policy): Decision {
+  const ip = ipCounter(request.ip);
+  const month = monthCounter(principal.organizationId, monthlyQuotaOf(plans, principal.plan, principal.limits));
+  const withMonth = (refs: CounterRef[]) => (month ? [...refs, month] : refs);
+  const keyOf = (bucket: Bucket) =>
+    keyCounter(principal.keyId, bucket, budgetOf(plans, principal.plan, principal.limits, bucket));
+  // Step 7 comes after 5 and 6, but the headers of a 5 or 6 refusal name the route's bucket.
+  const match = routeGuard(routes, request.method, request.path);
+  const route = 'code' in match ? null : match.route;
+  const bucket = route?.bucket ?? bucketOf(request.method);
+  const refuse = (refusal: Refusal): Decision => ({
+    kind: 'refuse',
+    refusal,
+    route,
+    bucket,
+    counters: { peek: withMonth([keyOf(bucket), ip]) },
+  });
+  // 5, 6
+  const orgRefusal = organizationGuard(principal);
+  if (orgRefusal) return refuse(orgRefusal);
+  // 7
+  if ('code' in match) return refuse(match);
+  // 8, 9, 10
+  const grant = permissionGuard(principal, match);
+  if ('code' in grant) return refuse(grant);
+  // The rate-limit route is answered by the gateway itself, spending nothing.
+  if (match.route.gateway)
+    return {
+      kind: 'status',
+      route: match.route,
+      bucket: 'read',
+      counters: { peek: withMonth([...BUCKETS.map(keyOf), ip]) },
+    };
+  return { kind: 'admit', route: match.route, bucket, grant, counters: { spend: withMonth([keyOf(bucket), ip]) } };
+}
+
+/** /v1 (section 4): the organization, the route, then the partner key's one counter. */
+export function decideV1(principal: Principal, request: RequestFacts, { routes, plans }: Policy): Decision {
+  const month = monthCounter(principal.organizationId, monthlyQuotaOf(plans, principal.plan, principal.limits));
+  const counters = month ? [partnerCounter(principal.keyId), month] : [partnerCounter(principal.keyId)];
+  const bucket = bucketOf(request.method);
+  const orgRefusal = organizationGuard(principal);
+  if (orgRefusal) return { kind: 'refuse', refusal: orgRefusal, route: null, bucket, counters: { peek: counters } };
+  const match = routeGuard(routes, request.method, request.path);
+  if ('code' in match) return { kind: 'refuse', refusal: match, route: null, bucket, counters: { peek: counters } };
+  if (match.route.gateway) return { kind: 'status', route: match.route, bucket, counters: { peek: counters } };
+  return { kind: 'admit', route: match.route, bucket, grant: null, counters: { spend: counters } };
+}
+
+/** An admitted request refused after all (no room for its body now): its counters are read, not spent. */
+export function refusedInstead(admit: Admit, refusal: Refusal): Decision {
+  return {
+    kind: 'refuse',
+    refusal,
+    route: admit.route,
+    bucket: admit.bucket,
+    counters: { peek: admit.counters.spend },
+  };
+}
+
+/** The layers a decision's counters came back as, for the answer's rate-limit fields (./headers.ts). */
+export function limitOutcome(api: 'v1' | 'v2', decision: Decision, states: LayerState[]): LimitOutcome {
+  if (api === 'v1') return { api, key: states[0], month: states[1] };
+  if (decision.kind === 'status') {
+    // The status route's fields report the read bucket, the first of its counters.
+    return { api, key: states[0], bucket: 'read', ip: states[BUCKETS.length], month: states[BUCKETS.length + 1] };
+  }
+  return { api, key: states[0], bucket: decision.bucket, ip: states[1], month: states[2] };
+}

@@ -1,0 +1,20 @@
+// What the access resolver calls once it knows the principal: the pure decision of steps 5 to 10
+// (./decisions.ts), with the two things it cannot know. Whether the body has room now (./body.ts), and
+// the request's route, noted for the metrics and the access log as soon as it is known: also when the
+// limiter then fails and the answer is a 503.
+import type { Principal } from '../access/principal.js';
+import type { CounterPlan } from '../access/resolver.js';
+import type { GatewayDeps, RequestContext } from './context.js';
+import { decideV1, decideV2, type Decision } from './decisions.js';
+import { withBodyRoom } from './body.js';
+
+export function resolverPlan(deps: GatewayDeps, ctx: RequestContext) {
+  const decideFor = ctx.api === 'v2' ? decideV2 : decideV1;
+  return (principal: Principal): { decision: Decision; counters: CounterPlan } => {
+    const decided = decideFor(principal, ctx, { routes: deps.routes()[ctx.api], plans: deps.plans() });
+    // A body there is no room for now is refused before any token is spent.
+    const decision = withBodyRoom(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req, decided);
+    if (decision.route) ctx.trace.route = decision.route.path;
+    return { decision, counters: decision.counters };
+  };
+}
