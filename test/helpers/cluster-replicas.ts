@@ -13,6 +13,8 @@ export interface ReplicatedCluster {
   nodes: string[];
   /** The ports of the current primaries. */
   primaries(): Promise<number[]>;
+  /** The port of the primary that owns each slot now (0 for a slot no primary owns). */
+  slotOwners(): Promise<(slot: number) => number>;
   kill(port: number): void;
   stop(): void;
 }
@@ -83,6 +85,25 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
           .map((l) => Number(/:(\d+)@/.exec(l)?.[1]));
       }
       return [];
+    },
+    async slotOwners() {
+      const owners = new Uint16Array(16384);
+      for (const p of procs.keys()) {
+        const out = await cli(p, 'cluster', 'nodes');
+        if (!out) continue;
+        for (const line of out.split('\n')) {
+          if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue;
+          const port = Number(/:(\d+)@/.exec(line)?.[1]);
+          // Fields 9 and on: slot ranges `a-b` or single slots (importing/migrating entries in brackets).
+          for (const range of line.trim().split(' ').slice(8)) {
+            const m = /^(\d+)(?:-(\d+))?$/.exec(range);
+            if (!m) continue;
+            for (let slot = Number(m[1]); slot <= Number(m[2] ?? m[1]); slot++) owners[slot] = port;
+          }
+        }
+        break;
+      }
+      return (slot) => owners[slot];
     },
     kill(port) {
       procs.get(port)?.kill('SIGKILL');
