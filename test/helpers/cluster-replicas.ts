@@ -27,7 +27,7 @@ async function cli(port: number, ...args: string[]): Promise<string> {
   }
 }
 
-export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<ReplicatedCluster> {
+export async function startReplicatedCluster(nodeTimeoutMs = 3_000, fullCoverage = false): Promise<ReplicatedCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'kg-cluster-r-'));
   const procs = new Map<number, ChildProcess>();
   const ports: number[] = [];
@@ -50,6 +50,10 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
           join(d, 'nodes.conf'),
           '--cluster-node-timeout',
           String(nodeTimeoutMs),
+          // The healthy primaries keep answering while one is lost (the default refuses every command,
+          // CLUSTERDOWN, until its replica is promoted); deploy/README.md recommends the same.
+          '--cluster-require-full-coverage',
+          fullCoverage ? 'yes' : 'no',
           '--save',
           '',
           '--appendonly',
