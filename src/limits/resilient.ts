@@ -75,7 +75,7 @@ export interface ResilientOptions {
    * `probeIntervalMs` while Redis answers, and without Redis admits its share (./fleet.ts).
    */
   fleet?: FleetRegistry;
-  /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe. */
+  /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe (not used with `topology`). */
   connection?: ConnectionEvents;
   /** A Cluster's nodes (RedisStores.topology): one breaker per primary, fed by its own connection's events. */
   topology?: ClusterTopology;
