@@ -16,6 +16,9 @@ export interface ReplicatedCluster {
   /** The port of the primary that owns each slot now (0 for a slot no primary owns). */
   slotOwners(): Promise<(slot: number) => number>;
   kill(port: number): void;
+  /** SIGSTOP / SIGCONT: a node whose connections stay open and silent. */
+  pause(port: number): void;
+  resume(port: number): void;
   stop(): void;
 }
 
@@ -108,6 +111,12 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000, fullCoverage
         break;
       }
       return (slot) => owners[slot];
+    },
+    pause(port) {
+      procs.get(port)?.kill('SIGSTOP');
+    },
+    resume(port) {
+      procs.get(port)?.kill('SIGCONT');
     },
     kill(port) {
       procs.get(port)?.kill('SIGKILL');

@@ -10,6 +10,8 @@ export interface FailoverAnswer {
   /** The client address it was sent from. */
   ip: string;
   at: number;
+  /** How long it took to answer. */
+  ms: number;
 }
 
 /** `one()` sends the next request (addresses from `subnet`.x.y); `admitted()` counts the 200s so far. */
@@ -19,10 +21,12 @@ export function alternatingLoad(open: Stack, closed: Stack, subnet: string) {
   const one = async () => {
     const via = seq % 2 === 0 ? 'open' : 'closed';
     const ip = `${subnet}.${seq >> 8}.${seq++ & 255}`;
+    const sent = performance.now();
     const r = await (via === 'open' ? open : closed)
       .request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip })
       .catch(() => ({ status: -1, body: null }));
-    results.push({ via, status: r.status, code: r.body?.error?.code, ip, at: performance.now() });
+    const at = performance.now();
+    results.push({ via, status: r.status, code: r.body?.error?.code, ip, at, ms: Math.round(at - sent) });
   };
   const admitted = () => results.filter((r) => r.status === 200).length;
   return { results, one, admitted };

@@ -117,4 +117,46 @@ describe.runIf(CAN)('Redis Cluster with replicas', () => {
     expect(last503 - promotedAt).toBeLessThan(1_500);
     expect(results.slice(-4).map((r) => r.status)).toEqual([429, 429, 429, 429]);
   }, 120_000);
+
+  it('a primary stalled (SIGSTOP: connections open and silent): only requests on it are refused, and it is used again once it answers', async () => {
+    const { results, one } = alternatingLoad(open, closed, '10.47');
+    for (let n = 0; n < 4; n++) await one();
+    const owner = await cluster.slotOwners();
+    const fixed = new Set([owner(keySlot(KEY_TAG)), owner(keySlot(ORG_TAG))]);
+    const victim = (await cluster.primaries()).find((port) => !fixed.has(port))!;
+    const onVictim = (ip: string) =>
+      owner(keySlot(`ip:${addressKey(ip)}`)) === victim || owner(keySlot(addressKey(ip))) === victim;
+    const stoppedAt = performance.now();
+    // Shorter than cluster-node-timeout: no failover, the node itself comes back.
+    cluster.pause(victim);
+    while (performance.now() - stoppedAt < 2_500) await one();
+    cluster.resume(victim);
+    const resumedAt = performance.now();
+    let backAt = 0;
+    while (!backAt) {
+      if (performance.now() - resumedAt > 10_000) throw new Error('the stalled primary was not used again within 10 s');
+      await one();
+      const last = results[results.length - 1];
+      if (last.via === 'closed' && onVictim(last.ip) && last.status !== 503) backAt = performance.now();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const during = results.filter((r) => r.at > stoppedAt && r.at < resumedAt);
+    const closedOn = (dead: boolean) => during.filter((r) => r.via === 'closed' && onVictim(r.ip) === dead);
+    const refused = (rs: typeof during) => rs.filter((r) => r.status === 503);
+    const figures = {
+      requestsWhileStalled: during.length,
+      closedHealthyNodes: closedOn(false).length,
+      closed503HealthyNodes: refused(closedOn(false)).length,
+      closedStalledNode: closedOn(true).length,
+      closed503StalledNode: refused(closedOn(true)).length,
+      usedAgainAfterResumeMs: Math.round(backAt - resumedAt),
+      slowestMs: Math.max(...during.map((r) => r.ms)),
+    };
+    console.log(`cluster stall: ${JSON.stringify(figures)}`);
+    expect(during.filter((r) => r.via === 'open' && (r.status >= 500 || r.status < 0))).toEqual([]);
+    expect(refused(closedOn(false))).toEqual([]);
+    expect(refused(closedOn(true)).length).toBeGreaterThan(0);
+    // A probe a second while open, and at once when a late reply arrives.
+    expect(backAt - resumedAt).toBeLessThan(3_000);
+  }, 60_000);
 });
