@@ -111,6 +111,11 @@ export function createBreaker(o: BreakerOptions): Breaker {
     o.onClose?.();
   }
 
+  function probeNow() {
+    nextProbe = 0;
+    void probe();
+  }
+
   return {
     get state() {
       return state;
@@ -123,7 +128,7 @@ export function createBreaker(o: BreakerOptions): Breaker {
       if (!waiting.delete(entry)) {
         // Answered without Redis already; but the server did answer, so probe now rather than on the
         // next tick of the timer: a false trip lasts until the late reply.
-        if (ok) this.probeNow();
+        if (ok) probeNow();
         return false;
       }
       lastAnswer = o.loop.now();
@@ -147,10 +152,7 @@ export function createBreaker(o: BreakerOptions): Breaker {
     poke() {
       void probe();
     },
-    probeNow() {
-      nextProbe = 0;
-      void probe();
-    },
+    probeNow,
     stop() {
       stopped = true;
       clearInterval(probeTimer);
