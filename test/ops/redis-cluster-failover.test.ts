@@ -3,7 +3,9 @@
 // neither the key's counter nor the organization's access version, so only requests whose client
 // address lives on it (the IP counter, the cooldown) depend on it: those fall back (open mode) or
 // are refused (closed mode) until the replica is promoted; every other request keeps the shared
-// counters, and the key's budget holds exactly. Figures in docs/redis.md and deploy/README.md.
+// counters, and the key's budget holds exactly. Then a primary stalled (SIGSTOP) rather than killed:
+// judged by its own silence, not the others'. The nodes run with cluster-require-full-coverage no
+// (test/helpers/cluster-replicas.ts). Figures in docs/redis.md and deploy/README.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResilientStores } from '../../src/limits/resilient.js';
 import { keySlot } from '../../src/limits/slot.js';
