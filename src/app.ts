@@ -120,6 +120,8 @@ export async function startApp(o: AppOptions): Promise<App> {
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
           // by a timer on a loop that may be busy (src/limits/resilient.ts).
           connection: redis ?? undefined,
+          // A Cluster: one breaker per primary (src/limits/resilient.ts).
+          topology: shared.topology,
           replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),
           events: {

@@ -1,6 +1,7 @@
-// Redis failures: a circuit breaker in front of the shared stores. While Redis can be reached, it rules,
-// however slowly it answers: a late reply is awaited, never replaced by a guess. CONTRACT section 1
-// allows the per-instance fallback only when Redis cannot be reached, and Redis is judged so when
+// Redis failures: circuit breakers in front of the shared stores (./breaker.ts: its states and
+// transitions). While a Redis server can be reached, it rules, however slowly it answers: a late reply
+// is awaited, never replaced by a guess. CONTRACT section 1 allows the per-instance fallback only when
+// Redis cannot be reached, and a server is judged so when
 //   - its connection closes (the client's `close` event: Redis killed, restarted, refused), or
 //   - it has answered nothing while asked for `replyTimeoutMs` (at least MIN_SILENCE_MS) of time during
 //     which the event loop was free to read a reply (./loop-clock.ts): a stalled or blackholed
@@ -8,17 +9,34 @@
 //     is no outage; or
 //   - every call has failed for `failureSpanMs` (at least `failuresToOpen` of them, none succeeding):
 //     a Redis that answers only errors.
-// Then the breaker opens: calls waiting on Redis and calls to come either fall back to in-memory
-// stores per instance (RATE_LIMIT_FAILURE_MODE=open: each instance admits its share of what was left of
-// each budget, so the fleet stays near one budget; ./fleet.ts) or fail fast with
-// StoreUnavailableError (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and
-// at once when the client reconnects, closes the breaker again; the shared counters then rule again.
+// Then its breaker opens: calls waiting on it and calls to come either fall back to in-memory stores
+// per instance (RATE_LIMIT_FAILURE_MODE=open: each instance admits its share of what was left of each
+// budget, so the fleet stays near one budget; ./fleet.ts) or fail fast with StoreUnavailableError
+// (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and at once when the
+// client reconnects, closes the breaker again; the shared counters then rule again.
+//
+// One breaker for a standalone or Sentinel Redis. A Cluster has one per primary (issue 20, defect 2):
+// each call is split by the node that owns its keys (the counters of a spend, the cooldown and the
+// version of a preflight), so only what lives on an unreachable primary falls back or is refused, and
+// a call stalled on one node never makes another look silent. While a node is down the slot map is
+// read again every CLUSTER_REFRESH_MS, so its promoted replica is used as soon as it is promoted.
+// `degraded()` (keygate_degraded, /readyz's `"redis":"degraded"`) says whether any primary is down.
+// The healthy primaries go on answering only with `cluster-require-full-coverage no`: by default every
+// node refuses (CLUSTERDOWN) from the moment the failure is agreed until the replica is promoted.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { createFleetShare, FLEET_TTL_MS, type FleetRegistry } from './fleet.js';
+import { createBreaker, type Breaker, type Waiting } from './breaker.js';
 import { createLoopClock, type LoopClock } from './loop-clock.js';
-import { LiveList } from '../ops/live-list.js';
-import type { LimitStores } from './types.js';
+import type { ClusterTopology } from './redis.js';
+import {
+  hitOf,
+  type CounterRef,
+  type GateResult,
+  type LayerState,
+  type LimitStores,
+  type RateLimiter,
+} from './types.js';
 
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
@@ -57,8 +75,10 @@ export interface ResilientOptions {
    * `probeIntervalMs` while Redis answers, and without Redis admits its share (./fleet.ts).
    */
   fleet?: FleetRegistry;
-  /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe. */
+  /** The primary's client: its `close` opens the breaker at once, its `ready` starts a probe (not used with `topology`). */
   connection?: ConnectionEvents;
+  /** A Cluster's nodes (RedisStores.topology): one breaker per primary, fed by its own connection's events. */
+  topology?: ClusterTopology;
   probeIntervalMs?: number;
   /** Free event-loop time Redis may go without answering anything while asked (REDIS_COMMAND_TIMEOUT_MS; at least MIN_SILENCE_MS). */
   replyTimeoutMs?: number;
@@ -71,8 +91,6 @@ export interface ResilientOptions {
   /** Injected by tests; by default a watchdog on the real event loop. */
   loopClock?: LoopClock;
 }
-
-type AsyncMethod = (...args: never[]) => Promise<unknown>;
 
 /**
  * The least silence that counts. Two things make a reachable Redis silent for a while:
@@ -88,35 +106,26 @@ type AsyncMethod = (...args: never[]) => Promise<unknown>;
  */
 export const MIN_SILENCE_MS = 650;
 
-/** A call sent to Redis and not answered yet; `divert` answers it without Redis instead. */
-interface Waiting {
-  divert(): void;
-}
+/** How often the Cluster's slot map is read again while one of its primaries is down. */
+export const CLUSTER_REFRESH_MS = 200;
 
 export function createResilientStores(o: ResilientOptions): ResilientStores {
-  const { primary, fallback, mode, log, events = {} } = o;
+  const { primary, fallback, mode, log, events = {}, topology } = o;
   const probeEvery = o.probeIntervalMs ?? 1000;
-  const silenceLimitMs = Math.max(o.replyTimeoutMs ?? 0, MIN_SILENCE_MS);
-  const failureSpanMs = o.failureSpanMs ?? 500;
-  const failuresToOpen = o.failuresToOpen ?? 3;
   const now = o.now ?? (() => performance.now());
   const loop = o.loopClock ?? createLoopClock();
-  let open = false;
+  const settings = {
+    probeIntervalMs: probeEvery,
+    silenceLimitMs: Math.max(o.replyTimeoutMs ?? 0, MIN_SILENCE_MS),
+    failureSpanMs: o.failureSpanMs ?? 500,
+    failuresToOpen: o.failuresToOpen ?? 3,
+    now,
+    loop,
+  };
   let closing = false;
-  let nextProbe = 0;
-  let probing = false;
-  // While open, a timer probes every probeEvery: an idle gateway must find Redis back by itself, or
-  // /readyz, keygate_degraded and the first request (503 in closed mode) go on saying it is down.
-  let probeTimer: NodeJS.Timeout | undefined;
-  // Failed calls since the last success, and when the first of them failed.
-  let failures = 0;
-  let firstFailureAt = 0;
-  // Calls waiting on Redis: a LiveList, not a Set (one add and one delete per request; see there).
-  const waiting = new LiveList<Waiting>();
-  // Free loop time of Redis's last answer, or of the moment a call started waiting after none did.
-  let lastAnswer = loop.now();
-  // Versions whose bump could not reach Redis: bumped again before the breaker closes, so a change
-  // made during the outage is never hidden by an old cached principal.
+  // Versions whose bump could not reach Redis: bumped again before their node's breaker closes (and
+  // before any call reads them), so a change made during the outage is never hidden by an old cached
+  // principal.
   const pendingBumps = new Set<number>();
 
   // The fleet: how many instances share the budgets, and the counts this one last saw (./fleet.ts).
@@ -126,7 +135,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   const instanceId = randomUUID();
   let beating = false;
   function beat() {
-    if (fleet === undefined || open || closing || beating) return;
+    if (fleet === undefined || closing || beating || degraded()) return;
     beating = true;
     fleet.beat(instanceId, FLEET_TTL_MS).then(
       (live) => {
@@ -138,204 +147,371 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       },
     );
   }
+
+  // One breaker per Redis server: '' for a standalone or Sentinel Redis, `host:port` in a Cluster.
+  const breakers = new Map<string, Breaker>();
+  function breakerOf(node: string): Breaker {
+    let breaker = breakers.get(node);
+    if (breaker === undefined) {
+      breaker = createBreaker({
+        ...settings,
+        probe: () => probe(node),
+        onOpen(reason) {
+          log.warn(
+            { reason, mode, liveInstances: share.live(), ...(topology ? { node } : {}) },
+            'redis unavailable: rate limiting degraded',
+          );
+          if (topology) refreshWhileDown();
+          changed();
+        },
+        onClose() {
+          log.info({ mode, ...(topology ? { node } : {}) }, 'redis recovered: shared counters rule again');
+          events.onRecovered?.();
+          changed();
+        },
+      });
+      if (closing) breaker.stop();
+      breakers.set(node, breaker);
+    }
+    return breaker;
+  }
+  const single = topology ? undefined : breakerOf('');
+  const at = {
+    counter: (id: string) => single ?? breakerOf(topology!.counter(id)),
+    address: (ip: string) => single ?? breakerOf(topology!.address(ip)),
+    org: (orgId: number) => single ?? breakerOf(topology!.org(orgId)),
+  };
+
+  async function probe(node: string): Promise<boolean> {
+    if (!(await (topology ? topology.ping(node, 250) : primary.ready()))) return false;
+    for (const org of [...pendingBumps]) {
+      if (topology && topology.org(org) !== node) continue;
+      await primary.versions.bump(org);
+      pendingBumps.delete(org);
+    }
+    return true;
+  }
+
+  function degraded(): boolean {
+    if (single) return single.state !== 'closed';
+    let primaries: Set<string> | undefined;
+    for (const [node, breaker] of breakers) {
+      if (breaker.state === 'closed') continue;
+      primaries ??= topology!.primaries();
+      // '' holds the calls made before the client knew the slot map.
+      if (node === '' || primaries.has(node)) return true;
+    }
+    return false;
+  }
+
+  // onDegraded is called once per change of degraded().
+  let wasDegraded = false;
+  function changed() {
+    const now = degraded();
+    if (now === wasDegraded) return;
+    wasDegraded = now;
+    events.onDegraded?.(now);
+  }
+
+  // A Cluster node down: read the slot map until no breaker is open on a node that owns slots. A node
+  // that no longer owns any (its replica was promoted) is forgotten with its breaker.
+  let refreshTimer: NodeJS.Timeout | undefined;
+  let refreshing = false;
+  function refreshWhileDown() {
+    if (refreshTimer !== undefined || closing) return;
+    const refresh = async () => {
+      if (refreshing) return;
+      refreshing = true;
+      try {
+        await topology!.refresh();
+      } finally {
+        refreshing = false;
+      }
+      const primaries = topology!.primaries();
+      for (const [node, breaker] of breakers) {
+        if (!primaries.has(node)) {
+          breaker.stop();
+          breakers.delete(node);
+        }
+      }
+      void replayBumps();
+      changed();
+      if ([...breakers.values()].every((b) => b.state === 'closed')) {
+        clearInterval(refreshTimer);
+        refreshTimer = undefined;
+      }
+    };
+    refreshTimer = setInterval(() => void refresh(), CLUSTER_REFRESH_MS);
+    refreshTimer.unref();
+    void refresh();
+  }
+
+  // Bumps still pending whose node answers now (in a Cluster, a promoted replica never probed).
+  let replaying: Promise<void> | undefined;
+  function replayBumps(): Promise<void> {
+    replaying ??= (async () => {
+      for (const org of [...pendingBumps]) {
+        if (at.org(org).state !== 'closed') continue;
+        await primary.versions.bump(org);
+        pendingBumps.delete(org);
+      }
+    })()
+      .catch(() => {}) // still pending
+      .finally(() => (replaying = undefined));
+    return replaying;
+  }
+
+  /** Closed mode refuses a request when any of its nodes is down, before any of them spends. */
+  function anyDown(breakers: Iterable<Breaker>): boolean {
+    for (const breaker of breakers) if (breaker.state !== 'closed') return true;
+    return false;
+  }
+
+  loop.onTick(() => {
+    for (const breaker of breakers.values()) breaker.tick();
+  });
+  if (topology) {
+    // Only a primary's connection counts: a replica's, or a seed's the client drops once it has the
+    // slot map, routes no call.
+    topology.onNode('close', (node) => {
+      if (!closing && topology.primaries().has(node)) breakerOf(node).trip('connection closed');
+    });
+    topology.onNode('ready', (node) => breakers.get(node)?.probeNow());
+  } else {
+    o.connection?.on('close', () => single!.trip('connection closed'));
+    o.connection?.on('ready', () => single!.probeNow());
+  }
+
   const beatTimer = fleet === undefined ? undefined : setInterval(beat, probeEvery);
   beatTimer?.unref();
   beat();
 
-  function unreachable(reason: string) {
-    if (open || closing) return;
-    open = true;
-    failures = 0;
-    nextProbe = now() + probeEvery;
-    log.warn({ reason, mode, liveInstances: share.live() }, 'redis unavailable: rate limiting degraded');
-    probeTimer = setInterval(() => {
-      nextProbe = 0; // the timer is the spacing
-      void probe();
-    }, probeEvery);
-    // Probing must never keep the process (or a test run) alive.
-    probeTimer.unref();
-    events.onDegraded?.(true);
-    // The calls still waiting are answered now, as the ones to come will be.
-    for (const call of waiting.take()) call.divert();
-  }
-
-  loop.onTick(() => {
-    if (open || waiting.size === 0) return;
-    const silentMs = loop.now() - lastAnswer;
-    if (silentMs > silenceLimitMs) unreachable(`no reply for ${Math.round(silentMs)} ms of free event-loop time`);
-  });
-  o.connection?.on('close', () => unreachable('connection closed'));
-  o.connection?.on('ready', () => {
-    nextProbe = 0;
-    if (open) void probe();
-  });
-
-  function answered(ok: boolean, err?: unknown) {
-    lastAnswer = loop.now();
-    if (ok) {
-      failures = 0;
-      return;
-    }
-    const t = now();
-    if (failures++ === 0) firstFailureAt = t;
-    if (failures >= failuresToOpen && t - firstFailureAt >= failureSpanMs) {
-      unreachable(`calls failing for ${Math.round(t - firstFailureAt)} ms: ${(err as Error)?.message}`);
-    }
-  }
-
-  async function probe() {
-    if (probing || closing || now() < nextProbe) return;
-    probing = true;
-    try {
-      if (await primary.ready()) {
-        for (const org of [...pendingBumps]) {
-          await primary.versions.bump(org);
-          pendingBumps.delete(org);
-        }
-        open = false;
-        clearInterval(probeTimer);
-        failures = 0;
-        lastAnswer = loop.now();
-        log.info({ mode }, 'redis recovered: shared counters rule again');
-        events.onRecovered?.();
-        events.onDegraded?.(false);
-      }
-    } catch {
-      // still down
-    } finally {
-      nextProbe = now() + probeEvery;
-      probing = false;
-    }
-  }
+  const withoutRedis = <R>(viaFallback: () => Promise<R>): Promise<R> => {
+    events.degradedCall?.(mode);
+    if (mode === 'closed') return Promise.reject(new StoreUnavailableError('rate-limit store unavailable'));
+    return viaFallback();
+  };
 
   /**
-   * The one wrapper of every store method: `viaPrimary` while Redis can be reached, however long it
+   * The one wrapper of every call: `viaPrimary` while its Redis server can be reached, however long it
    * takes; otherwise `viaFallback` (open mode) or StoreUnavailableError (closed mode).
    */
-  function guard<F extends AsyncMethod>(op: string, viaPrimary: F, viaFallback: F): F {
-    type Result = Awaited<ReturnType<F>>;
-    const withoutRedis = (args: Parameters<F>): Promise<Result> => {
-      events.degradedCall?.(mode);
-      if (mode === 'closed') return Promise.reject(new StoreUnavailableError('rate-limit store unavailable'));
-      return viaFallback(...args) as Promise<Result>;
-    };
-    const guarded = (...args: Parameters<F>): Promise<Result> => {
-      if (open) {
-        void probe();
-        if (open) return withoutRedis(args);
-      }
-      return new Promise<Result>((resolve, reject) => {
-        const started = now();
-        const call: Waiting = { divert: () => withoutRedis(args).then(resolve, reject) };
-        if (waiting.size === 0) lastAnswer = loop.now();
-        const entry = waiting.add(call);
-        let reply: Promise<Result>;
-        try {
-          reply = viaPrimary(...args) as Promise<Result>;
-        } catch (err) {
-          reply = Promise.reject(err);
-        }
-        reply.then(
-          (value) => {
-            if (!waiting.delete(entry)) {
-              // Already answered without Redis; but Redis did answer, so probe now rather than on
-              // the next tick of the probe's timer: a false trip lasts until the late reply.
-              if (open) {
-                nextProbe = 0;
-                void probe();
-              }
-              return;
-            }
-            answered(true);
-            events.observe?.(op, (now() - started) / 1000, true);
-            resolve(value);
-          },
-          (err: unknown) => {
-            if (!waiting.delete(entry)) return;
-            events.observe?.(op, (now() - started) / 1000, false);
-            answered(false, err);
-            // This call has no answer from Redis: it is answered as in an outage, whether or not
-            // the breaker opened.
-            call.divert();
-          },
-        );
-      });
-    };
-    return guarded as unknown as F;
-  }
-
-  /** Every method of a group of the primary, guarded, with the same method of the fallback. */
-  function guardAll<T extends object>(group: string, viaPrimary: T, viaFallback: T): T {
-    const guarded: Record<string, AsyncMethod> = {};
-    for (const [name, method] of Object.entries(viaPrimary) as [string, AsyncMethod][]) {
-      const spare = (viaFallback as Record<string, AsyncMethod>)[name];
-      guarded[name] = guard(`${group}.${name}`, method.bind(viaPrimary), spare.bind(viaFallback));
+  function run<R>(
+    breaker: Breaker,
+    op: string,
+    viaPrimary: () => Promise<R>,
+    viaFallback: () => Promise<R>,
+  ): Promise<R> {
+    if (breaker.state !== 'closed') {
+      breaker.poke();
+      return withoutRedis(viaFallback);
     }
-    return guarded as T;
+    return new Promise<R>((resolve, reject) => {
+      const started = now();
+      const call: Waiting = { divert: () => withoutRedis(viaFallback).then(resolve, reject) };
+      const entry = breaker.send(call);
+      let reply: Promise<R>;
+      try {
+        reply = viaPrimary();
+      } catch (err) {
+        reply = Promise.reject(err);
+      }
+      reply.then(
+        (value) => {
+          if (!breaker.settle(entry, true)) return;
+          events.observe?.(op, (now() - started) / 1000, true);
+          resolve(value);
+        },
+        (err: unknown) => {
+          if (!breaker.settle(entry, false, err)) return;
+          events.observe?.(op, (now() - started) / 1000, false);
+          // This call has no answer from Redis: it is answered as in an outage, whether or not the
+          // breaker opened.
+          call.divert();
+        },
+      );
+    });
   }
 
   // What Redis answered for each counter, kept for the fallback's starting point (open mode only).
-  const watched: Pick<LimitStores, 'gate' | 'limiter'> =
+  const watchedSpend: RateLimiter['spend'] =
     fleet === undefined
-      ? primary
-      : {
-          gate: (req) =>
-            primary.gate(req).then((result) => {
-              if (result.kind === 'spent' && req.spend) share.saw(req.spend, [result.hit.key, result.hit.ip]);
-              else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
-              return result;
-            }),
-          limiter: {
-            spend: (refs, cost) =>
-              primary.limiter.spend(refs, cost).then((states) => {
-                share.saw(refs, states);
-                return states;
-              }),
-          },
-        };
+      ? (refs, cost) => primary.limiter.spend(refs, cost)
+      : (refs, cost) =>
+          primary.limiter.spend(refs, cost).then((states) => {
+            share.saw(refs, states);
+            return states;
+          });
+  const watchedGate: LimitStores['gate'] =
+    fleet === undefined
+      ? (req) => primary.gate(req)
+      : (req) =>
+          primary.gate(req).then((result) => {
+            if (result.kind === 'spent' && req.spend) share.saw(req.spend, [result.hit.key, result.hit.ip]);
+            else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
+            return result;
+          });
   const fallbackLimiter = fleet === undefined ? fallback.limiter : share.limiter(fallback.limiter);
+
+  const spendOn = (breaker: Breaker, refs: CounterRef[], cost: 0 | 1) =>
+    run(
+      breaker,
+      'limiter.spend',
+      () => watchedSpend(refs, cost),
+      () => fallbackLimiter.spend(refs, cost),
+    );
+
+  /**
+   * A Cluster's spend, one call per node: counters on a healthy node are spent in Redis, the others
+   * fall back. The monthly quota's counter (last) is spent once the others admitted the request, as the
+   * stores do (CounterRef).
+   */
+  async function spendByNode(refs: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
+    const month = refs.length > 0 && refs[refs.length - 1].month ? refs[refs.length - 1] : undefined;
+    const minute = month ? refs.slice(0, -1) : refs;
+    const groups = new Map<Breaker, number[]>();
+    minute.forEach((ref, n) => {
+      const breaker = at.counter(ref.id);
+      const group = groups.get(breaker);
+      if (group) group.push(n);
+      else groups.set(breaker, [n]);
+    });
+    if (mode === 'closed' && anyDown([...groups.keys(), ...(month ? [at.counter(month.id)] : [])]))
+      return withoutRedis(() => fallbackLimiter.spend(refs, cost));
+    const states: LayerState[] = new Array<LayerState>(minute.length);
+    await Promise.all(
+      [...groups].map(async ([breaker, indexes]) => {
+        const got = await spendOn(
+          breaker,
+          indexes.map((n) => minute[n]),
+          cost,
+        );
+        indexes.forEach((n, k) => (states[n] = got[k]));
+      }),
+    );
+    if (month) {
+      const within = cost === 1 && states.every((state) => state.used <= state.limit);
+      const [quota] = await spendOn(at.counter(month.id), [month], within ? 1 : 0);
+      states.push(quota);
+    }
+    return states;
+  }
+
+  /** An organization's version for the gate and the preflight; null when it cannot be proven. */
+  async function versionOf(orgId: number): Promise<number | null> {
+    if (pendingBumps.size > 0 && pendingBumps.has(orgId)) {
+      await replayBumps();
+      if (pendingBumps.has(orgId)) return withoutRedis(async () => null);
+    }
+    return run(
+      at.org(orgId),
+      'versions.get',
+      () => primary.versions.get(orgId),
+      async () => null,
+    );
+  }
+
+  const cooldownCheck = (ip: string) =>
+    run(
+      at.address(ip),
+      'cooldown.check',
+      () => primary.cooldown.check(ip),
+      () => fallback.cooldown.check(ip),
+    );
+
+  /** A Cluster's preflight: the cooldown and the version each from its own node. */
+  async function preflightByNode(ip: string, orgId: number | null) {
+    if (mode === 'closed' && anyDown(orgId === null ? [at.address(ip)] : [at.address(ip), at.org(orgId)]))
+      return withoutRedis(() => fallback.preflight(ip, orgId));
+    const [cooldown, version] = await Promise.all([cooldownCheck(ip), orgId === null ? null : versionOf(orgId)]);
+    return { cooldown, version };
+  }
 
   const versionsUnavailable = async (): Promise<never> => {
     throw new StoreUnavailableError('access versions unavailable');
   };
-  const versions = guardAll('versions', primary.versions, { get: versionsUnavailable, bump: versionsUnavailable });
 
   return {
-    degraded: () => open,
+    degraded,
     liveInstances: () => share.live(),
-    // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
-    gate: guard('gate', watched.gate, async (req) => {
-      const seconds = await fallback.cooldown.check(req.ip);
-      return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
-    }),
-    limiter: guardAll('limiter', watched.limiter, fallbackLimiter),
-    cooldown: guardAll('cooldown', primary.cooldown, fallback.cooldown),
+    gate: single
+      ? (req) => {
+          // Degraded, no version can be proven: 'stale' sends the gateway to its database path.
+          const withoutVersion = async (): Promise<GateResult> => {
+            const seconds = await fallback.cooldown.check(req.ip);
+            return seconds > 0 ? { kind: 'cooldown', seconds } : { kind: 'stale' };
+          };
+          if (pendingBumps.size > 0 && pendingBumps.has(req.orgId))
+            return replayBumps().then(() =>
+              pendingBumps.has(req.orgId)
+                ? withoutRedis(withoutVersion)
+                : run(single, 'gate', () => watchedGate(req), withoutVersion),
+            );
+          return run(single, 'gate', () => watchedGate(req), withoutVersion);
+        }
+      : async (req) => {
+          // The Cluster's gate is the preflight and then the spend (or the reads), as the stores do it.
+          const pre = await preflightByNode(req.ip, req.orgId);
+          if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
+          if (pre.version !== req.version) return { kind: 'stale' };
+          if (req.spend) {
+            const [key, ip, month] = await spendByNode(req.spend, 1);
+            return { kind: 'spent', hit: hitOf(key, ip, month) };
+          }
+          return { kind: 'peeked', states: await spendByNode(req.peek ?? [], 0) };
+        },
+    limiter: {
+      spend: single ? (refs, cost) => spendOn(single, refs, cost) : spendByNode,
+    },
+    cooldown: {
+      check: cooldownCheck,
+      recordFailure: (ip) =>
+        run(
+          at.address(ip),
+          'cooldown.recordFailure',
+          () => primary.cooldown.recordFailure(ip),
+          () => fallback.cooldown.recordFailure(ip),
+        ),
+    },
     versions: {
-      get: versions.get,
-      async bump(org) {
+      get: (orgId) => run(at.org(orgId), 'versions.get', () => primary.versions.get(orgId), versionsUnavailable),
+      async bump(orgId) {
         try {
-          return await versions.bump(org);
+          const version = await run(
+            at.org(orgId),
+            'versions.bump',
+            () => primary.versions.bump(orgId),
+            versionsUnavailable,
+          );
+          pendingBumps.delete(orgId);
+          return version;
         } catch (err) {
-          pendingBumps.add(org);
-          await fallback.versions.bump(org);
+          pendingBumps.add(orgId);
+          await fallback.versions.bump(orgId);
           throw err;
         }
       },
     },
-    // Degraded, no version can be proven: null makes the gateway resolve from the database.
-    preflight: guard('preflight', primary.preflight, async (ip) => ({
-      cooldown: await fallback.cooldown.check(ip),
-      version: null,
-    })),
+    preflight: single
+      ? (ip, orgId) =>
+          run(
+            single,
+            'preflight',
+            () => primary.preflight(ip, orgId),
+            // Degraded, no version can be proven: null makes the gateway resolve from the database.
+            async () => ({ cooldown: await fallback.cooldown.check(ip), version: null }),
+          )
+      : preflightByNode,
     async ready() {
-      if (!open) return primary.ready();
-      void probe();
+      if (!degraded()) return primary.ready();
+      for (const breaker of breakers.values()) breaker.poke();
       return mode === 'open';
     },
     async close() {
-      const leaving = fleet !== undefined && !open;
+      const leaving = fleet !== undefined && !degraded();
       closing = true;
-      clearInterval(probeTimer);
+      for (const breaker of breakers.values()) breaker.stop();
+      clearInterval(refreshTimer);
       clearInterval(beatTimer);
       loop.stop();
       // Leave the live set so the others' shares grow at once (else in FLEET_TTL_MS); never wait long on it.

@@ -13,7 +13,12 @@ export interface ReplicatedCluster {
   nodes: string[];
   /** The ports of the current primaries. */
   primaries(): Promise<number[]>;
+  /** The port of the primary that owns each slot now (0 for a slot no primary owns). */
+  slotOwners(): Promise<(slot: number) => number>;
   kill(port: number): void;
+  /** SIGSTOP / SIGCONT: a node whose connections stay open and silent. */
+  pause(port: number): void;
+  resume(port: number): void;
   stop(): void;
 }
 
@@ -25,7 +30,7 @@ async function cli(port: number, ...args: string[]): Promise<string> {
   }
 }
 
-export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<ReplicatedCluster> {
+export async function startReplicatedCluster(nodeTimeoutMs = 3_000, fullCoverage = false): Promise<ReplicatedCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'kg-cluster-r-'));
   const procs = new Map<number, ChildProcess>();
   const ports: number[] = [];
@@ -48,6 +53,10 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
           join(d, 'nodes.conf'),
           '--cluster-node-timeout',
           String(nodeTimeoutMs),
+          // The healthy primaries keep answering while one is lost (the default refuses every command,
+          // CLUSTERDOWN, until its replica is promoted); deploy/README.md recommends the same.
+          '--cluster-require-full-coverage',
+          fullCoverage ? 'yes' : 'no',
           '--save',
           '',
           '--appendonly',
@@ -83,6 +92,31 @@ export async function startReplicatedCluster(nodeTimeoutMs = 3_000): Promise<Rep
           .map((l) => Number(/:(\d+)@/.exec(l)?.[1]));
       }
       return [];
+    },
+    async slotOwners() {
+      const owners = new Uint16Array(16384);
+      for (const p of procs.keys()) {
+        const out = await cli(p, 'cluster', 'nodes');
+        if (!out) continue;
+        for (const line of out.split('\n')) {
+          if (!/\bmaster\b/.test(line) || /\bfail\b/.test(line)) continue;
+          const port = Number(/:(\d+)@/.exec(line)?.[1]);
+          // Fields 9 and on: slot ranges `a-b` or single slots (importing/migrating entries in brackets).
+          for (const range of line.trim().split(' ').slice(8)) {
+            const m = /^(\d+)(?:-(\d+))?$/.exec(range);
+            if (!m) continue;
+            for (let slot = Number(m[1]); slot <= Number(m[2] ?? m[1]); slot++) owners[slot] = port;
+          }
+        }
+        break;
+      }
+      return (slot) => owners[slot];
+    },
+    pause(port) {
+      procs.get(port)?.kill('SIGSTOP');
+    },
+    resume(port) {
+      procs.get(port)?.kill('SIGCONT');
     },
     kill(port) {
       procs.get(port)?.kill('SIGKILL');

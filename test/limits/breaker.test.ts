@@ -1,267 +1,314 @@
-// The breaker in front of the shared stores (src/limits/resilient.ts), on a fake wall clock and a
-// loop clock driven by hand: when Redis counts as unreachable (CONTRACT section 1) and when it does not.
-import { EventEmitter } from 'node:events';
-import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
-import { createLogger } from '../../src/ops/logger.js';
-import { createMemoryStores } from '../../src/limits/memory.js';
+// The generic circuit breaker (src/limits/breaker.ts): its named states and every transition, on a fake
+// wall clock and a loop clock driven by hand.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createBreaker, type Breaker, type BreakerState } from '../../src/limits/breaker.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
-import {
-  createResilientStores,
-  MIN_SILENCE_MS,
-  StoreUnavailableError,
-  type ResilientStores,
-} from '../../src/limits/resilient.js';
-import { spendOne, spendPair, type CounterRef, type LayerState, type LimitStores } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
-// The breaker's silence limit in these tests (REDIS_COMMAND_TIMEOUT_MS above the floor).
-const LIMIT = MIN_SILENCE_MS + 50;
-const key: CounterRef = { id: 'k:1:read', limit: 20 };
-const ip: CounterRef = { id: 'ip:192.0.2.1', limit: 100 };
-
-/** A promise the test settles by hand: a Redis reply on its way. */
-function pendingReply<T>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
-}
-
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+const SILENCE_MS = 650;
+const PROBE_MS = 1_000;
 
 let wall: number;
 let loop: ReturnType<typeof createLoopClock>;
-let primary: LimitStores;
-let fallback: LimitStores;
-let connection: EventEmitter;
-let events: {
-  onDegraded: Mock<(degraded: boolean) => void>;
-  onRecovered: Mock<() => void>;
-  degradedCall: Mock<(mode: 'open' | 'closed') => void>;
-};
+let probeAnswer: { resolve(ok: boolean): void; reject(err: unknown): void } | undefined;
+let probes: number;
+let opened: string[];
+let closed: number;
+let diverted: number;
 
-function breaker(mode: 'open' | 'closed'): ResilientStores {
-  return createResilientStores({
-    primary,
-    fallback,
-    mode,
-    events,
-    connection,
-    log: createLogger('silent'),
-    replyTimeoutMs: LIMIT,
+function make(): Breaker {
+  return createBreaker({
+    probe: () => {
+      probes++;
+      return new Promise<boolean>((resolve, reject) => (probeAnswer = { resolve, reject }));
+    },
+    probeIntervalMs: PROBE_MS,
+    silenceLimitMs: SILENCE_MS,
+    failureSpanMs: 500,
+    failuresToOpen: 3,
     now: () => wall,
-    loopClock: loop,
+    loop,
+    onOpen: (reason) => opened.push(reason),
+    onClose: () => closed++,
   });
 }
 
-/** `ms` of wall time during which the loop ran freely (the watchdog on time). */
-function freeTime(ms: number) {
+const call = () => ({ divert: () => void diverted++ });
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/** `ms` of wall time during which the loop ran freely, the breaker checking on each tick. */
+function freeTime(b: Breaker, ms: number) {
   for (let t = 0; t < ms; t += TICK_MS) {
     wall += TICK_MS;
     loop.tick();
+    b.tick();
   }
 }
 
-/** `ms` of wall time during which the loop was blocked (the watchdog ran that much late). */
-function blocked(ms: number) {
+/** `ms` of wall time during which the loop was blocked. */
+function blocked(b: Breaker, ms: number) {
   wall += ms;
   loop.tick();
+  b.tick();
+}
+
+async function toOpen(b: Breaker) {
+  b.trip('connection closed');
+}
+async function toHalfOpen(b: Breaker) {
+  b.trip('connection closed');
+  b.probeNow();
 }
 
 beforeEach(() => {
   wall = 1_000_000;
   loop = createLoopClock({ tickMs: TICK_MS, wallNow: () => wall, timer: false });
-  primary = createMemoryStores({ sweepIntervalMs: 0 });
-  fallback = createMemoryStores({ sweepIntervalMs: 0 });
-  connection = new EventEmitter();
-  events = { onDegraded: vi.fn(), onRecovered: vi.fn(), degradedCall: vi.fn() };
+  probeAnswer = undefined;
+  probes = 0;
+  opened = [];
+  closed = 0;
+  diverted = 0;
 });
 
-describe('a busy event loop is not a Redis outage', () => {
-  it('a reply late only because the loop was blocked is awaited, and answers', async () => {
-    const reply = pendingReply<LayerState[]>();
-    primary.limiter.spend = () => reply.promise;
-    const stores = breaker('closed');
-    const call = stores.limiter.spend([key, ip], 1);
-    // Two seconds of stalls, and just under the limit of free time in all: the reply may not have been read yet.
-    for (let n = 0; n < 20; n++) blocked(100);
-    freeTime(LIMIT - 10);
-    const answer = [
-      { limit: 20, used: 3, remaining: 17, reset: 60 },
-      { limit: 100, used: 3, remaining: 97, reset: 60 },
-    ];
-    reply.resolve(answer);
-    expect(await call).toBe(answer);
-    expect(stores.degraded()).toBe(false);
-    expect(events.degradedCall).not.toHaveBeenCalled();
-    expect(events.onDegraded).not.toHaveBeenCalled();
-  });
+interface Row {
+  from: BreakerState;
+  event: string;
+  to: BreakerState;
+  /** Puts the breaker in `from`. */
+  setup(b: Breaker): Promise<void> | void;
+  /** The event. */
+  act(b: Breaker): Promise<void> | void;
+}
 
-  it('a stream of replies keeps Redis reachable however long each one waits', async () => {
-    const replies = Array.from({ length: 10 }, () => pendingReply<number>());
-    let n = 0;
-    primary.versions.get = () => replies[n++].promise;
-    const stores = breaker('open');
-    const calls = replies.map(() => stores.versions.get(1));
-    for (const reply of replies) {
-      freeTime(250); // each reply takes 250 ms of free time; all of them together 2.5 s
-      reply.resolve(7);
+const transitions: Row[] = [
+  {
+    from: 'closed',
+    event: 'a call unanswered for the silence limit of free loop time',
+    to: 'open',
+    setup: () => {},
+    act: (b) => {
+      b.send(call());
+      freeTime(b, SILENCE_MS + TICK_MS);
+    },
+  },
+  {
+    from: 'closed',
+    event: 'a call unanswered just under the silence limit',
+    to: 'closed',
+    setup: () => {},
+    act: (b) => {
+      b.send(call());
+      freeTime(b, SILENCE_MS - TICK_MS);
+    },
+  },
+  {
+    from: 'closed',
+    event: 'a call unanswered for seconds of a blocked loop',
+    to: 'closed',
+    setup: () => {},
+    act: (b) => {
+      b.send(call());
+      for (let n = 0; n < 30; n++) blocked(b, 100);
+    },
+  },
+  {
+    from: 'closed',
+    event: 'silence with no call waiting',
+    to: 'closed',
+    setup: () => {},
+    act: (b) => freeTime(b, 3 * SILENCE_MS),
+  },
+  {
+    from: 'closed',
+    event: 'the connection closed',
+    to: 'open',
+    setup: () => {},
+    act: (b) => b.trip('connection closed'),
+  },
+  {
+    from: 'closed',
+    event: 'three failures over the failure span',
+    to: 'open',
+    setup: () => {},
+    act: (b) => {
+      for (let n = 0; n < 3; n++) {
+        b.settle(b.send(call()), false, new Error('ERR'));
+        wall += 250;
+      }
+    },
+  },
+  {
+    from: 'closed',
+    event: 'many failures within less than the span',
+    to: 'closed',
+    setup: () => {},
+    act: (b) => {
+      for (let n = 0; n < 10; n++) b.settle(b.send(call()), false, new Error('ERR'));
+      wall += 499;
+      b.settle(b.send(call()), false, new Error('ERR'));
+    },
+  },
+  {
+    from: 'closed',
+    event: 'failures over the span with a success between',
+    to: 'closed',
+    setup: () => {},
+    act: (b) => {
+      b.settle(b.send(call()), false, new Error('ERR'));
+      b.settle(b.send(call()), false, new Error('ERR'));
+      wall += 300;
+      b.settle(b.send(call()), true);
+      wall += 300;
+      b.settle(b.send(call()), false, new Error('ERR'));
+    },
+  },
+  { from: 'open', event: 'a call before the probe is due', to: 'open', setup: toOpen, act: (b) => b.poke() },
+  {
+    from: 'open',
+    event: 'a call once the probe is due',
+    to: 'half-open',
+    setup: toOpen,
+    act: (b) => {
+      wall += PROBE_MS;
+      b.poke();
+    },
+  },
+  { from: 'open', event: 'a reconnect', to: 'half-open', setup: toOpen, act: (b) => b.probeNow() },
+  { from: 'open', event: 'the connection closed again', to: 'open', setup: toOpen, act: (b) => b.trip('again') },
+  {
+    from: 'half-open',
+    event: 'the probe answers',
+    to: 'closed',
+    setup: toHalfOpen,
+    act: async () => {
+      probeAnswer!.resolve(true);
       await settle();
-    }
-    expect(await Promise.all(calls)).toEqual(Array(10).fill(7));
-    expect(events.degradedCall).not.toHaveBeenCalled();
+    },
+  },
+  {
+    from: 'half-open',
+    event: 'the probe does not answer',
+    to: 'open',
+    setup: toHalfOpen,
+    act: async () => {
+      probeAnswer!.resolve(false);
+      await settle();
+    },
+  },
+  {
+    from: 'half-open',
+    event: 'the probe fails',
+    to: 'open',
+    setup: toHalfOpen,
+    act: async () => {
+      probeAnswer!.reject(new Error('ECONNREFUSED'));
+      await settle();
+    },
+  },
+  {
+    from: 'half-open',
+    event: 'the connection closed',
+    to: 'half-open',
+    setup: toHalfOpen,
+    act: (b) => b.trip('connection closed'),
+  },
+  {
+    from: 'half-open',
+    event: 'another reconnect (one probe at a time)',
+    to: 'half-open',
+    setup: toHalfOpen,
+    act: (b) => b.probeNow(),
+  },
+];
+
+describe('transitions', () => {
+  it.each(transitions)('$from, $event: $to', async (row) => {
+    const b = make();
+    await row.setup(b);
+    expect(b.state).toBe(row.from);
+    const before = { opened: opened.length, closed, probes };
+    await row.act(b);
+    expect(b.state).toBe(row.to);
+    // onOpen once per entry into open from closed, onClose once per return to closed, one probe per half-open.
+    expect(opened.length - before.opened).toBe(row.from === 'closed' && row.to === 'open' ? 1 : 0);
+    expect(closed - before.closed).toBe(row.to === 'closed' && row.from !== 'closed' ? 1 : 0);
+    expect(probes - before.probes).toBe(row.from === 'open' && row.to === 'half-open' ? 1 : 0);
+    b.stop();
   });
 });
 
-describe('an unreachable Redis', () => {
-  it('no reply for the timeout in free loop time: waiting calls and later ones fall back (open mode)', async () => {
-    const reply = pendingReply<number>();
-    primary.cooldown.check = () => reply.promise;
-    const stores = breaker('open');
-    await fallback.cooldown.recordFailure('192.0.2.9');
-    const waiting = stores.cooldown.check('192.0.2.9');
-    freeTime(LIMIT - 10);
-    expect(stores.degraded()).toBe(false);
-    freeTime(20);
-    expect(stores.degraded()).toBe(true);
-    expect(await waiting).toBe(0); // the fallback's answer: its failure does not start a cooldown
-    expect(await stores.cooldown.recordFailure('192.0.2.9')).toBe(0);
-    expect(await fallback.cooldown.check('192.0.2.9')).toBe(0);
-    expect(events.onDegraded.mock.calls).toEqual([[true]]);
-    expect(events.degradedCall).toHaveBeenCalledTimes(2);
-    reply.resolve(5); // the late reply is not used (its call was answered), but proves Redis answers:
-    await settle(); // the breaker probes at once and closes
-    expect(events.degradedCall).toHaveBeenCalledTimes(2);
-    expect(events.onDegraded.mock.calls).toEqual([[true], [false]]);
+describe('around the transitions', () => {
+  it('opening diverts every call still waiting; their late replies are not counted but start a probe', async () => {
+    const b = make();
+    const first = b.send(call());
+    b.send(call());
+    b.trip('connection closed');
+    expect(diverted).toBe(2);
+    expect(opened).toEqual(['connection closed']);
+    expect(b.settle(first, true)).toBe(false);
+    expect(b.state).toBe('half-open');
+    b.stop();
   });
 
-  it('closed mode refuses instead, waiting calls included', async () => {
-    primary.limiter.spend = () => new Promise(() => {});
-    const stores = breaker('closed');
-    const waiting = stores.limiter.spend([key], 0);
-    freeTime(LIMIT + 10);
-    await expect(waiting).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, peek: [] })).rejects.toBeInstanceOf(
-      StoreUnavailableError,
-    );
-    expect(events.degradedCall.mock.calls).toEqual([['closed'], ['closed']]);
+  it('a late error of a diverted call starts no probe', () => {
+    const b = make();
+    const first = b.send(call());
+    b.trip('connection closed');
+    expect(b.settle(first, false, new Error('ECONNRESET'))).toBe(false);
+    expect(b.state).toBe('open');
+    b.stop();
   });
 
-  it('a closed connection opens the breaker at once; a reconnect probes at once and replays version bumps', async () => {
-    const stores = breaker('open');
-    connection.emit('close');
-    expect(stores.degraded()).toBe(true);
-    // Degraded: no version can be proven, so the gate sends the gateway to its database path.
-    expect(await stores.gate({ ip: '192.0.2.1', orgId: 1, version: 0, spend: [key, ip] })).toEqual({ kind: 'stale' });
-    expect(await stores.preflight('192.0.2.1', 4)).toEqual({ cooldown: 0, version: null });
-    await expect(stores.versions.bump(4)).rejects.toBeInstanceOf(StoreUnavailableError);
-    expect(await primary.versions.get(4)).toBe(0);
-    connection.emit('ready');
-    await settle();
-    expect(stores.degraded()).toBe(false);
-    expect(await primary.versions.get(4)).toBe(1); // the bump made during the outage
-    expect(events.onRecovered).toHaveBeenCalledTimes(1);
-    expect(events.onDegraded.mock.calls).toEqual([[true], [false]]);
-    expect(await stores.versions.get(4)).toBe(1);
+  it('names the silence in free loop time', () => {
+    const b = make();
+    b.send(call());
+    freeTime(b, SILENCE_MS + TICK_MS);
+    expect(opened).toEqual([`no reply for ${SILENCE_MS + TICK_MS} ms of free event-loop time`]);
+    b.stop();
   });
 
-  it('probes once a second while open, and stays open while the probe fails', async () => {
-    let answers = false;
-    primary.ready = async () => answers;
-    const stores = breaker('open');
-    connection.emit('close');
-    await spendOne(stores.limiter, key);
+  it('a failed probe spaces the next one by the probe interval', async () => {
+    const b = make();
+    await toHalfOpen(b);
+    probeAnswer!.resolve(false);
     await settle();
-    expect(stores.degraded()).toBe(true);
-    wall += 1_000;
-    await spendOne(stores.limiter, key); // starts a probe that fails
-    await settle();
-    expect(stores.degraded()).toBe(true);
-    answers = true;
-    await spendOne(stores.limiter, key); // too soon for the next probe
-    await settle();
-    expect(stores.degraded()).toBe(true);
-    wall += 1_000;
-    await spendOne(stores.limiter, key);
-    await settle();
-    expect(stores.degraded()).toBe(false);
-    expect((await spendOne(stores.limiter, key)).used).toBe(1); // Redis's counter again, not the fallback's 4
+    b.poke();
+    expect(b.state).toBe('open');
+    wall += PROBE_MS;
+    b.poke();
+    expect(b.state).toBe('half-open');
+    b.stop();
   });
 
-  it('calls that keep failing open it after the failure span, not after a few quick errors', async () => {
-    primary.limiter.spend = async () => {
-      throw new Error('ERR something');
-    };
-    const stores = breaker('open');
-    // Each failed call is answered by the fallback, whatever the breaker decides.
-    for (let n = 0; n < 5; n++) expect((await spendOne(stores.limiter, key)).used).toBe(n + 1);
-    expect(stores.degraded()).toBe(false);
-    wall += 499;
-    await spendOne(stores.limiter, key);
-    expect(stores.degraded()).toBe(false);
-    wall += 1;
-    await spendOne(stores.limiter, key);
-    expect(stores.degraded()).toBe(true);
-  });
-
-  it('a success between failures starts the span again', async () => {
-    let fail = true;
-    primary.limiter.spend = async (counters, cost) => {
-      if (fail) throw new Error('ERR something');
-      return fallback.limiter.spend(counters, cost);
-    };
-    const stores = breaker('open');
-    await spendOne(stores.limiter, key);
-    await spendOne(stores.limiter, key);
-    wall += 400;
-    fail = false;
-    await spendOne(stores.limiter, key);
-    fail = true;
-    wall += 400;
-    await spendOne(stores.limiter, key);
-    await spendOne(stores.limiter, key);
-    await spendOne(stores.limiter, key);
-    expect(stores.degraded()).toBe(false);
+  it('a stopped breaker makes no transition', () => {
+    const b = make();
+    b.stop();
+    b.trip('connection closed');
+    expect(b.state).toBe('closed');
+    expect(opened).toEqual([]);
   });
 });
 
-describe('the silence that counts', () => {
-  it('is never under MIN_SILENCE_MS, whatever REDIS_COMMAND_TIMEOUT_MS says', async () => {
-    primary.limiter.spend = () => new Promise(() => {});
-    const stores = createResilientStores({
-      primary,
-      fallback,
-      mode: 'open',
-      events,
-      connection,
-      log: createLogger('silent'),
-      replyTimeoutMs: 50,
-      now: () => wall,
-      loopClock: loop,
-    });
-    void stores.limiter.spend([key], 0);
-    freeTime(MIN_SILENCE_MS - 10);
-    expect(stores.degraded()).toBe(false);
-    freeTime(20);
-    expect(stores.degraded()).toBe(true);
-  });
-});
+describe('the probe timer', () => {
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] }));
+  afterEach(() => void vi.useRealTimers());
 
-describe('one generic wrapper', () => {
-  it('guards every method of the limiter and the cooldown, passing arguments and results through', async () => {
-    const stores = breaker('closed');
-    expect(await spendPair(stores.limiter, key, ip)).toMatchObject({
-      allowed: true,
-      key: { used: 1 },
-      ip: { used: 1 },
-    });
-    expect(await spendOne(stores.limiter, key)).toMatchObject({ used: 2 });
-    expect((await stores.limiter.spend([key, ip], 0)).map((s) => s.used)).toEqual([2, 1]);
-    for (let n = 0; n < 5; n++) expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(0);
-    expect(await stores.cooldown.recordFailure('192.0.2.5')).toBe(900);
-    expect(await stores.cooldown.check('192.0.2.5')).toBe(900);
-    expect(await stores.versions.bump(3)).toBe(1);
-    expect(await stores.preflight('192.0.2.5', 3)).toEqual({ cooldown: 900, version: 1 });
-    expect(events.degradedCall).not.toHaveBeenCalled();
+  it('probes every probe interval while open, and stops once closed', async () => {
+    const b = make();
+    b.trip('connection closed');
+    vi.advanceTimersByTime(PROBE_MS - 1);
+    expect(probes).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(probes).toBe(1);
+    probeAnswer!.resolve(false);
+    await settle();
+    vi.advanceTimersByTime(PROBE_MS);
+    expect(probes).toBe(2);
+    probeAnswer!.resolve(true);
+    await settle();
+    expect(b.state).toBe('closed');
+    vi.advanceTimersByTime(5 * PROBE_MS);
+    expect(probes).toBe(2);
+    b.stop();
   });
 });
