@@ -381,6 +381,16 @@ describe('a Redis Cluster: one breaker per primary', () => {
     expect(await stores.preflight('192.0.2.1', 1)).toEqual({ cooldown: 0, version: 1 });
   });
 
+  it("one request's layers on two nodes land in one window, though the clock turns the minute between the calls", async () => {
+    // Each reading of this clock is 1 ms later: the first node's call reads 12:00:59.999, the second's 12:01:00.000.
+    let t = Date.UTC(2026, 10, 26, 12, 0, 59, 999);
+    primary = createMemoryStores({ sweepIntervalMs: 0, clock: { now: () => t++ } });
+    const { topology } = cluster();
+    const stores = clusterBreaker('closed', topology);
+    const [keyState, ipState] = await stores.limiter.spend([key, ip], 1);
+    expect(keyState.reset).toBe(ipState.reset);
+  });
+
   it('a replica closing its connection is no outage', () => {
     const { topology, state } = cluster();
     const stores = clusterBreaker('closed', topology);
