@@ -116,6 +116,7 @@ export async function startApp(o: AppOptions): Promise<App> {
           // The live set of gateway instances: open mode falls back to this instance's share.
           fleet: shared.fleet,
           fallback: createMemoryStores({ clock }),
+          clock,
           mode: s.RATE_LIMIT_FAILURE_MODE,
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
           // by a timer on a loop that may be busy (src/limits/resilient.ts).

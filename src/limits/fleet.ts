@@ -76,8 +76,8 @@ export function createFleetShare(): FleetShare {
     },
     saw,
     limiter: (inner) => ({
-      async spend(refs, cost) {
-        const states = await inner.spend(refs, cost);
+      async spend(refs, cost, at) {
+        const states = await inner.spend(refs, cost, at);
         return states.map((state, n) => {
           const start = state.reset * 1000 - WINDOW_MS;
           return layerState(state.limit, state.used + offset(refs[n], start), start);

@@ -129,9 +129,9 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     return monthState(ref.limit, c.used, now);
   }
 
-  function spendAll(refs: CounterRef[], cost: 0 | 1): LayerState[] {
+  function spendAll(refs: CounterRef[], cost: 0 | 1, at?: number): LayerState[] {
     // One clock reading for every layer, so they can never land in different windows.
-    const now = clock.now();
+    const now = at ?? clock.now();
     const start = windowStart(now);
     const month = refs.length > 0 && refs[refs.length - 1].month ? refs[refs.length - 1] : undefined;
     const minute = month ? refs.slice(0, -1) : refs;
@@ -165,8 +165,8 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       return { kind: 'peeked', states: spendAll(req.peek ?? [], 0) };
     },
     limiter: {
-      async spend(refs, cost) {
-        return spendAll(refs, cost);
+      async spend(refs, cost, at) {
+        return spendAll(refs, cost, at);
       },
     },
 

@@ -390,10 +390,10 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     },
 
     limiter: {
-      async spend(all: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
+      async spend(all: CounterRef[], cost: 0 | 1, at?: number): Promise<LayerState[]> {
         if (all.length === 0) return [];
         // One clock reading for every layer, so they can never land in different windows.
-        const now = clock.now();
+        const now = at ?? clock.now();
         const start = windowStart(now);
         // A monthly quota's counter (last, see CounterRef) is spent after the others admitted the request.
         const month = all[all.length - 1].month ? all[all.length - 1] : undefined;

@@ -31,6 +31,8 @@ import { createLoopClock, type LoopClock } from './loop-clock.js';
 import type { ClusterTopology } from './redis.js';
 import {
   hitOf,
+  systemClock,
+  type Clock,
   type CounterRef,
   type GateResult,
   type LayerState,
@@ -88,6 +90,8 @@ export interface ResilientOptions {
   failuresToOpen?: number;
   /** Wall clock in ms (probe spacing, failure span, latency); injected by tests. */
   now?: () => number;
+  /** The stores' clock, which places counters in windows: one reading for a spend split across a Cluster's nodes. */
+  clock?: Clock;
   /** Injected by tests; by default a watchdog on the real event loop. */
   loopClock?: LoopClock;
 }
@@ -113,6 +117,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   const { primary, fallback, mode, log, events = {}, topology } = o;
   const probeEvery = o.probeIntervalMs ?? 1000;
   const now = o.now ?? (() => performance.now());
+  const clock = o.clock ?? systemClock;
   const loop = o.loopClock ?? createLoopClock();
   const settings = {
     probeIntervalMs: probeEvery,
@@ -336,9 +341,9 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   // What Redis answered for each counter, kept for the fallback's starting point (open mode only).
   const watchedSpend: RateLimiter['spend'] =
     fleet === undefined
-      ? (refs, cost) => primary.limiter.spend(refs, cost)
-      : (refs, cost) =>
-          primary.limiter.spend(refs, cost).then((states) => {
+      ? (refs, cost, at) => primary.limiter.spend(refs, cost, at)
+      : (refs, cost, at) =>
+          primary.limiter.spend(refs, cost, at).then((states) => {
             share.saw(refs, states);
             return states;
           });
@@ -353,12 +358,12 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
           });
   const fallbackLimiter = fleet === undefined ? fallback.limiter : share.limiter(fallback.limiter);
 
-  const spendOn = (breaker: Breaker, refs: CounterRef[], cost: 0 | 1) =>
+  const spendOn = (breaker: Breaker, refs: CounterRef[], cost: 0 | 1, at?: number) =>
     run(
       breaker,
       'limiter.spend',
-      () => watchedSpend(refs, cost),
-      () => fallbackLimiter.spend(refs, cost),
+      () => watchedSpend(refs, cost, at),
+      () => fallbackLimiter.spend(refs, cost, at),
     );
 
   /**
@@ -367,6 +372,8 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
    * stores do (CounterRef).
    */
   async function spendByNode(refs: CounterRef[], cost: 0 | 1): Promise<LayerState[]> {
+    // One clock reading for every node's part, so the layers of one request never land in different windows.
+    const when = clock.now();
     const month = refs.length > 0 && refs[refs.length - 1].month ? refs[refs.length - 1] : undefined;
     const minute = month ? refs.slice(0, -1) : refs;
     const groups = new Map<Breaker, number[]>();
@@ -377,7 +384,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       else groups.set(breaker, [n]);
     });
     if (mode === 'closed' && anyDown([...groups.keys(), ...(month ? [at.counter(month.id)] : [])]))
-      return withoutRedis(() => fallbackLimiter.spend(refs, cost));
+      return withoutRedis(() => fallbackLimiter.spend(refs, cost, when));
     const states: LayerState[] = new Array<LayerState>(minute.length);
     await Promise.all(
       [...groups].map(async ([breaker, indexes]) => {
@@ -385,13 +392,14 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
           breaker,
           indexes.map((n) => minute[n]),
           cost,
+          when,
         );
         indexes.forEach((n, k) => (states[n] = got[k]));
       }),
     );
     if (month) {
       const within = cost === 1 && states.every((state) => state.used <= state.limit);
-      const [quota] = await spendOn(at.counter(month.id), [month], within ? 1 : 0);
+      const [quota] = await spendOn(at.counter(month.id), [month], within ? 1 : 0, when);
       states.push(quota);
     }
     return states;

@@ -73,10 +73,11 @@ export function hitOf(key: LayerState, ip: LayerState, month?: LayerState): HitR
  * Fixed-window counters. `spend` spends `cost` tokens in each counter, atomically per counter (no
  * read-then-write: each state is the count this spend made), whether or not the request is then
  * accepted; cost 0 reads the counters without spending. States come back in the counters' order, all
- * from one clock reading, so the layers of one request never land in different windows.
+ * from one clock reading, so the layers of one request never land in different windows. A caller that
+ * splits one request's counters over several calls (a Cluster's nodes) passes that reading as `at` (ms).
  */
 export interface RateLimiter {
-  spend(counters: CounterRef[], cost: 0 | 1): Promise<LayerState[]>;
+  spend(counters: CounterRef[], cost: 0 | 1, at?: number): Promise<LayerState[]>;
 }
 
 /** Spend one token in the key's bucket counter and one in the IP counter (the /v2 interface's two layers). */

@@ -13,7 +13,14 @@ import {
   StoreUnavailableError,
   type ResilientStores,
 } from '../../src/limits/resilient.js';
-import { spendOne, spendPair, type CounterRef, type LayerState, type LimitStores } from '../../src/limits/types.js';
+import {
+  spendOne,
+  spendPair,
+  type Clock,
+  type CounterRef,
+  type LayerState,
+  type LimitStores,
+} from '../../src/limits/types.js';
 
 const TICK_MS = 10;
 // The breaker's silence limit in these tests (REDIS_COMMAND_TIMEOUT_MS above the floor).
@@ -293,10 +300,11 @@ describe('a Redis Cluster: one breaker per primary', () => {
   // Key 1's counter and org 1's version on node a; the IP's counter and cooldown on node b.
   const nodeOf = (tag: string) => (tag === 'k:1:read' || tag === '1' ? 'a' : 'b');
   const cluster = () => fakeCluster(nodeOf, ['a', 'b']);
-  function clusterBreaker(mode: 'open' | 'closed', topology: ClusterTopology): ResilientStores {
+  function clusterBreaker(mode: 'open' | 'closed', topology: ClusterTopology, clock?: Clock): ResilientStores {
     return createResilientStores({
       primary,
       fallback,
+      clock,
       mode,
       events,
       topology,
@@ -384,9 +392,10 @@ describe('a Redis Cluster: one breaker per primary', () => {
   it("one request's layers on two nodes land in one window, though the clock turns the minute between the calls", async () => {
     // Each reading of this clock is 1 ms later: the first node's call reads 12:00:59.999, the second's 12:01:00.000.
     let t = Date.UTC(2026, 10, 26, 12, 0, 59, 999);
-    primary = createMemoryStores({ sweepIntervalMs: 0, clock: { now: () => t++ } });
+    const clock = { now: () => t++ };
+    primary = createMemoryStores({ sweepIntervalMs: 0, clock });
     const { topology } = cluster();
-    const stores = clusterBreaker('closed', topology);
+    const stores = clusterBreaker('closed', topology, clock);
     const [keyState, ipState] = await stores.limiter.spend([key, ip], 1);
     expect(keyState.reset).toBe(ipState.reset);
   });
