@@ -174,6 +174,24 @@ describe('an unreachable Redis', () => {
     expect(await stores.versions.get(4)).toBe(1);
   });
 
+  it('what the fallback counted while Redis was away reaches Redis before the breaker closes (open mode)', async () => {
+    const stores = breaker('open');
+    for (let n = 0; n < 3; n++) await spendPair(stores.limiter, key, ip);
+    connection.emit('close');
+    for (let n = 0; n < 2; n++) await spendPair(stores.limiter, key, ip);
+    connection.emit('ready');
+    await settle();
+    expect(stores.degraded()).toBe(false);
+    // Redis now holds every request of the window: 3 it counted, 2 the fallback did.
+    expect((await primary.limiter.spend([key, ip], 0)).map((s) => s.used)).toEqual([5, 5]);
+    expect((await spendPair(stores.limiter, key, ip)).key.used).toBe(6);
+    // Handed over once: a second outage starts from what Redis holds, not from the old counts again.
+    connection.emit('close');
+    connection.emit('ready');
+    await settle();
+    expect((await primary.limiter.spend([key], 0))[0].used).toBe(6);
+  });
+
   it('probes once a second while open, and stays open while the probe fails', async () => {
     let answers = false;
     primary.ready = async () => answers;
