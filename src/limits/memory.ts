@@ -16,6 +16,8 @@ import {
   monthState,
   type Clock,
   type CounterRef,
+  type CountHandover,
+  type CountTaken,
   type LayerState,
   type LimitStores,
 } from './types.js';
@@ -40,7 +42,7 @@ interface Failures {
 }
 
 /** The memory stores, plus how many entries they hold (for metrics, and to test that sweeping works). */
-export interface MemoryStores extends LimitStores {
+export interface MemoryStores extends LimitStores, CountHandover {
   entries(): number;
 }
 
@@ -220,6 +222,33 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
     },
 
     entries,
+
+    takeCounts(which) {
+      const now = clock.now();
+      const taken: CountTaken[] = [];
+      const take = (from: Map<string, Counter>, current: number, month: boolean) => {
+        for (const [id, c] of from) {
+          if (which !== undefined && !which(id)) continue;
+          from.delete(id);
+          if (c.windowStart !== current || c.used === 0) continue;
+          taken.push(month ? { id, windowStart: c.windowStart, used: c.used, month } : { id, ...c });
+        }
+      };
+      take(counters, windowStart(now), false);
+      take(months, monthStart(now), true);
+      return taken;
+    },
+
+    async addCounts(counts) {
+      const now = clock.now();
+      for (const { id, windowStart: start, used, month } of counts) {
+        const into = month ? months : counters;
+        if (start !== (month ? monthStart(now) : windowStart(now))) continue;
+        const c = into.get(id);
+        if (c !== undefined && c.windowStart === start) c.used += used;
+        else into.set(id, { windowStart: start, used });
+      }
+    },
 
     async close() {
       if (timer !== undefined) clearInterval(timer);

@@ -31,6 +31,7 @@ import {
   monthState,
   type Clock,
   type CounterRef,
+  type CountHandover,
   type LayerState,
   type LimitStores,
   type GateRequest,
@@ -204,15 +205,25 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return redis.call('ZCARD', KEYS[1])
 `;
 
+// KEYS[1]: a counter; ARGV[1]: what the fallback counted in its window, ARGV[2]: the counter's TTL (ms).
+// Created with its TTL in the same step when the fallback's count is its first, as HIT_LUA does.
+const ADD_LUA = `
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if n == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return n
+`;
+
 // ioredis adds methods named after the definitions; these names are unlikely to clash with
 // commands another module defines on the same connection.
 const HIT_CMD = 'keygateLimitHit';
 const FAILURE_CMD = 'keygateRecordFailure';
 const MONTH_CMD = 'keygateMonthSpend';
 const FLEET_BEAT_CMD = 'keygateFleetBeat';
+const ADD_CMD = 'keygateLimitAdd';
 
 interface ScriptCommands {
   keygateMonthSpend(key: string, quota: number, ttlMs: number): Promise<number>;
+  keygateLimitAdd(key: string, count: number, ttlMs: number): Promise<number>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   keygateRecordFailure(
     failuresKey: string,
@@ -246,7 +257,8 @@ export interface ClusterTopology {
 }
 
 /** The Redis stores, and the live set of gateway instances that shares their Redis (./fleet.ts). */
-export type RedisStores = LimitStores & { fleet: FleetRegistry; topology?: ClusterTopology };
+export type RedisStores = LimitStores &
+  Pick<CountHandover, 'addCounts'> & { fleet: FleetRegistry; topology?: ClusterTopology };
 
 /** PING, answered within `timeoutMs` (false when not, or on an error). */
 async function pingWithin(client: RedisConnection, timeoutMs: number): Promise<boolean> {
@@ -333,6 +345,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
   redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
   redis.defineCommand(MONTH_CMD, { lua: MONTH_LUA, numberOfKeys: 1 });
+  redis.defineCommand(ADD_CMD, { lua: ADD_LUA, numberOfKeys: 1 });
   redis.defineCommand(FLEET_BEAT_CMD, { lua: FLEET_BEAT_LUA, numberOfKeys: 1 });
   const scripts = redis as unknown as ScriptCommands;
   const cluster = redis.isCluster;
@@ -382,6 +395,23 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
 
   const stores: RedisStores = {
     ...(cluster ? { topology: clusterTopology(redis as Cluster) } : {}),
+    // One call per counter: on a Cluster each lives in its own slot.
+    async addCounts(counts) {
+      const now = clock.now();
+      const sent: Promise<number>[] = [];
+      for (const { id, windowStart: start, used, month } of counts) {
+        const ttl = month
+          ? start === monthStart(now)
+            ? monthEnd(now) - now + MONTH_TTL_SLACK_MS
+            : 0
+          : start === windowStart(now)
+            ? start + WINDOW_MS - now + TTL_SLACK_MS
+            : 0;
+        if (ttl > 0 && used > 0) sent.push(scripts.keygateLimitAdd(counterKey(id, start), used, ttl));
+      }
+      await Promise.all(sent);
+    },
+
     fleet: {
       beat: (id, ttlMs) => scripts.keygateFleetBeat(fleetKey, id, ttlMs),
       async leave(id) {

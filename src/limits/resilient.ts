@@ -34,6 +34,7 @@ import {
   systemClock,
   type Clock,
   type CounterRef,
+  type CountHandover,
   type GateResult,
   type LayerState,
   type LimitStores,
@@ -67,8 +68,9 @@ export interface ResilientStores extends LimitStores {
 }
 
 export interface ResilientOptions {
-  primary: LimitStores;
-  fallback: LimitStores;
+  /** With `addCounts`, what the fallback counted during an outage is added to it when it answers again. */
+  primary: LimitStores & Partial<Pick<CountHandover, 'addCounts'>>;
+  fallback: LimitStores & Partial<CountHandover>;
   mode: 'open' | 'closed';
   log: Logger;
   events?: BreakerEvents;
@@ -194,7 +196,26 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       await primary.versions.bump(org);
       pendingBumps.delete(org);
     }
+    if (mode === 'open') await handOverCounts(node);
     return true;
+  }
+
+  /**
+   * What the fallback admitted while this node was away is added to its counters before the breaker
+   * closes: without it the shared counter would let the rest of each budget through a second time
+   * (31 of 20 in a Sentinel failover). A call Redis counted after all and the fallback counted too is
+   * counted twice: the error is on the side of refusing.
+   */
+  async function handOverCounts(node: string): Promise<void> {
+    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
+    const counts = fallback.takeCounts(topology ? (id) => topology.counter(id) === node : undefined);
+    if (counts.length === 0) return;
+    try {
+      await primary.addCounts(counts);
+    } catch (err) {
+      await fallback.addCounts?.(counts); // kept for the next probe
+      throw err;
+    }
   }
 
   function degraded(): boolean {

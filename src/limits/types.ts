@@ -147,6 +147,26 @@ export interface LimitStores {
   close(): Promise<void>;
 }
 
+/**
+ * What one store counted alone (the open-mode fallback while Redis was away), handed to the shared
+ * store when it answers again, so the requests admitted meanwhile still count against the window.
+ */
+export interface CountTaken {
+  id: string;
+  /** The counter's window start (ms); the month's start for a monthly quota's counter. */
+  windowStart: number;
+  used: number;
+  month?: true;
+}
+
+/** A store that hands over what it counted (the fallback) or takes it in (the shared store). */
+export interface CountHandover {
+  /** Removes and returns the current windows' counts of the counters `which` selects (all by default). */
+  takeCounts(which?: (id: string) => boolean): CountTaken[];
+  /** Adds counts to the counters of their windows; a window already over is skipped. */
+  addCounts(counts: CountTaken[]): Promise<void>;
+}
+
 export const WINDOW_MS = 60_000;
 export const FAILURE_LIMIT = 5;
 export const FAILURE_WINDOW_MS = 15 * 60_000;
