@@ -30,6 +30,9 @@ export const REQUEST_ID = new RegExp(REQUEST_ID_SOURCE);
 /** A key secret: its type's prefix, then 32 to 128 characters of [A-Za-z0-9] (docs/decisions.md section 2). */
 export const KEY_SECRET = /^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/;
 
+/** Every rate-limit window: a fixed wall-clock minute (docs/decisions.md section 3, "Windows and headers"). */
+export const WINDOW_SECONDS = 60;
+
 /** The address layer of /v2: requests per window per client address, across keys and buckets (section 3). */
 export const IP_LIMIT = 100;
 /** The one layer of /v1: requests per window per partner key (section 4). */

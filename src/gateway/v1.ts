@@ -1,6 +1,7 @@
 // The /v1 pipeline (CONTRACT section 4), with the guards it shares with /v2: canonical request, the
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
+import { WINDOW_SECONDS } from '../config/contract.js';
 import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -65,7 +66,7 @@ function rateLimitStatus(ctx: RequestContext, state: LayerState, month: LayerSta
     used: state.used,
     remaining: state.remaining,
     reset: state.reset,
-    windowSeconds: 60,
+    windowSeconds: WINDOW_SECONDS,
   };
   sendJson(
     ctx,

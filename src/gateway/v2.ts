@@ -5,6 +5,7 @@
 // read. Every answer's rate-limit fields are written once, from the layers it spent or read.
 import type { Principal } from '../access/principal.js';
 import type { Bucket } from '../config/routes.js';
+import { WINDOW_SECONDS } from '../config/contract.js';
 import { planOf } from '../config/plans.js';
 import { budgetSource } from '../limits/budgets.js';
 import type { LayerState } from '../limits/types.js';
@@ -86,7 +87,7 @@ function rateLimitStatus(deps: GatewayDeps, ctx: RequestContext, principal: Prin
   sendJson(ctx, 200, {
     data: {
       plan: planOf(deps.plans(), principal.plan).id,
-      windowSeconds: 60,
+      windowSeconds: WINDOW_SECONDS,
       buckets: Object.fromEntries(BUCKETS.map((b, i) => [b, bucketLayer(b, states[i])])),
       ip: layer(ip),
       ...(month ? { month: layer(month) } : {}),

@@ -2,6 +2,7 @@
 // of interfaces.
 // Implementations: memory (single instance) and Redis (shared by every gateway instance).
 // See docs/decisions.md section 3.
+import { WINDOW_SECONDS } from '../config/contract.js';
 
 /** Milliseconds since the epoch; injected so windows can be tested without sleeping. */
 export interface Clock {
@@ -167,7 +168,7 @@ export interface CountHandover {
   addCounts(counts: CountTaken[]): Promise<void>;
 }
 
-export const WINDOW_MS = 60_000;
+export const WINDOW_MS = WINDOW_SECONDS * 1000;
 export const FAILURE_LIMIT = 5;
 export const FAILURE_WINDOW_MS = 15 * 60_000;
 export const COOLDOWN_MS = 15 * 60_000;

@@ -7,7 +7,7 @@ import { idParam, type Ctx, type Router } from '../router.js';
 import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
 import { resolveCapabilities } from './capabilities.js';
 import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
-import { IP_LIMIT } from '../../config/contract.js';
+import { IP_LIMIT, WINDOW_SECONDS } from '../../config/contract.js';
 
 async function organization(ctx: Ctx) {
   const orgId = ctx.identity!.organizationId;
@@ -28,7 +28,7 @@ function planView(ctx: Ctx, organization: Row) {
       read: plan.read,
       write: plan.write,
       bulk: plan.bulk,
-      windowSeconds: 60,
+      windowSeconds: WINDOW_SECONDS,
       ipPerMinute: IP_LIMIT,
     },
     maxWarmupPerAccount: plan.maxWarmupPerAccount,
