@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
+import { cliArgs } from '../helpers/cli-program.js';
 import { requestWhole, status, untilReady, type WholeAnswer } from '../helpers/program.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
@@ -72,7 +73,7 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
     const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-    const p = await startProgram([process.execPath, '--import', 'tsx', 'src/cli.ts', 'start'], {
+    const p = await startProgram([process.execPath, ...(await cliArgs()), 'start'], {
       UPSTREAM_URL: upstreamUrl,
       PLANS_FILE: roomyPlans(),
       TRUST_PROXY: '127.0.0.1',

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
 import { requestWhole } from '../helpers/program.js';
+import { cliArgs } from '../helpers/cli-program.js';
 import { seedWith, K } from '../fixtures/seed.js';
 import { applySeed, parseSeed } from '../../src/access/seed.js';
 import { mergeMetrics } from '../../src/ops/cluster.js';
@@ -22,7 +23,7 @@ const REDIS = process.env.REDIS_URL;
 const READ_BUDGET = 20;
 
 describe('WORKERS settings', () => {
-  it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', () => {
+  it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', async () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       WORKERS: '2',
@@ -31,7 +32,7 @@ describe('WORKERS settings', () => {
     };
     delete env.REDIS_URL;
     delete env.REDIS_CLUSTER_NODES;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+    const r = spawnSync(process.execPath, [...(await cliArgs()), 'gateway'], {
       env,
       encoding: 'utf8',
       timeout: 30_000,
@@ -80,7 +81,7 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     const url = new URL(PG!);
     url.searchParams.set('options', `-c search_path=${db.schema}`);
     [port, admin] = [await freePort(), await freePort()];
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+    child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
       env: {
         ...process.env,
         WORKERS: '2',
