@@ -2,9 +2,10 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { LimitStores } from '../limits/types.js';
-import { applySeed, parseSeed } from '../access/seed.js';
 
 export async function applyStartSeed(db: Db, stores: LimitStores, raw: unknown, log: Logger): Promise<void> {
+  // The domains write their own sections: loaded here even by a gateway alone, when it is given a seed.
+  const { applySeed, parseSeed } = await import('../backend/seed.js');
   const orgs = await applySeed(db, parseSeed(raw));
   // Cached principals of these organizations (other instances) must not outlive the seed.
   for (const org of orgs)

@@ -14,7 +14,7 @@ import { loadSettings } from '../../src/config/settings.js';
 import { ConfigError } from '../../src/config/errors.js';
 import { readJson } from '../../src/config/plans.js';
 import { loadRoutes } from '../../src/config/routes.js';
-import { parseSeed } from '../../src/access/seed.js';
+import { parseSeed } from '../../src/backend/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { openTestDb } from '../helpers/db.js';
 

@@ -9,7 +9,7 @@ import { freePort } from './redis-server.js';
 import { untilReady } from './program.js';
 import { cliArgs } from './cli-program.js';
 import { seedWith } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 
 export interface GatewayProgram {
   child: ChildProcess;

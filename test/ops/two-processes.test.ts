@@ -9,7 +9,7 @@ import { cliArgs } from '../helpers/cli-program.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import type { Db } from '../../src/db/index.js';
 
 // Separate processes can share only real servers: PostgreSQL and Redis (CI sets both).

@@ -12,7 +12,7 @@ import { freePort } from '../helpers/redis-server.js';
 import { requestWhole } from '../helpers/program.js';
 import { cliArgs } from '../helpers/cli-program.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { mergeMetrics } from '../../src/ops/cluster.js';
 import type { Db } from '../../src/db/index.js';
 

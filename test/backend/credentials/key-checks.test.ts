@@ -9,7 +9,7 @@ import { openTestDb } from '../../helpers/db.js';
 import { freePort } from '../../helpers/redis-server.js';
 import { cliArgs } from '../../helpers/cli-program.js';
 import { seedWith } from '../../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../../src/backend/seed.js';
 import { parseCredentialKeys } from '../../../src/config/credential-keys.js';
 import { CredentialCipher } from '../../../src/backend/credentials/cipher.js';
 import type { Db } from '../../../src/db/index.js';
