@@ -17,6 +17,7 @@ import { loadRoutes } from '../../src/config/routes.js';
 import { parseSeed } from '../../src/backend/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { openTestDb } from '../helpers/db.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const RAW_WORDING =
   /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
@@ -103,8 +104,7 @@ describe.concurrent('a listener that cannot open names its setting', () => {
   let port = 0;
   beforeAll(async () => {
     taken = net.createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    port = (taken.address() as net.AddressInfo).port;
+    ({ port } = await listenLocal(taken));
   });
   afterAll(() => new Promise<void>((r) => taken.close(() => r())));
 

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
 import { cliArgs } from '../helpers/cli-program.js';
 import { requestWhole, status, untilReady, type WholeAnswer } from '../helpers/program.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 
@@ -71,8 +72,7 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
         res.end(JSON.stringify({ data: { n, pad: 'x'.repeat(2000) } }));
       }, 150);
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-    const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+    const { url: upstreamUrl } = await listenLocal(upstream);
     const p = await startProgram([process.execPath, ...(await cliArgs()), 'start'], {
       UPSTREAM_URL: upstreamUrl,
       PLANS_FILE: roomyPlans(),
