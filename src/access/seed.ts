@@ -276,37 +276,14 @@ async function applyAccessSeed(q: Queryable, seed: AccessSeed, step: SeedStep, p
         `${source} memberships.${i}: user ${m.userId} is not in workspace ${m.workspaceId}'s organization`,
       );
   }
+  await writeKeys(q, seed, step, pepper, source);
+}
+
+/** The keys (only a keyed hash of each secret is stored) and the sessions of the seed. */
+async function writeKeys(q: Queryable, seed: AccessSeed, step: SeedStep, pepper: string, source: string) {
   for (const [i, k] of seed.apiKeys.entries()) {
     const type = keyTypeOf(k.secret)!;
-    const at = `apiKeys.${i}`;
-    let org: number;
-    let keyRole: string | null = null;
-    if (type === 'workspace') {
-      const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id=$1`, [k.workspaceId]);
-      if (!ws.length) throw new ConfigError(`${source} ${at}.workspaceId: no workspace ${k.workspaceId}`);
-      org = ws[0].organization_id;
-      keyRole = k.role ?? 'ADMIN';
-      if (k.createdBy !== undefined) {
-        // A workspace key's role is capped by its creator's role in that workspace at creation.
-        const m = await q.query(`SELECT role FROM memberships WHERE workspace_id=$1 AND user_id=$2`, [
-          k.workspaceId,
-          k.createdBy,
-        ]);
-        if (!m.length)
-          throw new ConfigError(
-            `${source} ${at}.createdBy: user ${k.createdBy} is not a member of workspace ${k.workspaceId}`,
-          );
-        if (ROLES.indexOf(m[0].role) < ROLES.indexOf(keyRole as (typeof ROLES)[number])) keyRole = m[0].role;
-      }
-    } else if (type === 'personal') {
-      const u = await q.query(`SELECT organization_id FROM users WHERE id=$1`, [k.userId]);
-      if (!u.length) throw new ConfigError(`${source} ${at}.userId: no user ${k.userId}`);
-      org = u[0].organization_id;
-    } else {
-      const o = await q.query(`SELECT id FROM organizations WHERE id=$1`, [k.organizationId]);
-      if (!o.length) throw new ConfigError(`${source} ${at}.organizationId: no organization ${k.organizationId}`);
-      org = k.organizationId!;
-    }
+    const { org, keyRole } = await keyOwner(q, k, type, `${source} apiKeys.${i}`);
     await step(
       'apiKeys',
       i,
@@ -346,6 +323,42 @@ async function applyAccessSeed(q: Queryable, seed: AccessSeed, step: SeedStep, p
       [hashSecret(pepper, s.token), s.userId],
     );
   }
+}
+
+/** The organization a seeded key belongs to, and a workspace key's role (capped by its creator's). */
+async function keyOwner(
+  q: Queryable,
+  k: AccessSeed['apiKeys'][number],
+  type: ReturnType<typeof keyTypeOf>,
+  at: string,
+): Promise<{ org: number; keyRole: string | null }> {
+  let org: number;
+  let keyRole: string | null = null;
+  if (type === 'workspace') {
+    const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id=$1`, [k.workspaceId]);
+    if (!ws.length) throw new ConfigError(`${at}.workspaceId: no workspace ${k.workspaceId}`);
+    org = ws[0].organization_id;
+    keyRole = k.role ?? 'ADMIN';
+    if (k.createdBy !== undefined) {
+      // A workspace key's role is capped by its creator's role in that workspace at creation.
+      const m = await q.query(`SELECT role FROM memberships WHERE workspace_id=$1 AND user_id=$2`, [
+        k.workspaceId,
+        k.createdBy,
+      ]);
+      if (!m.length)
+        throw new ConfigError(`${at}.createdBy: user ${k.createdBy} is not a member of workspace ${k.workspaceId}`);
+      if (ROLES.indexOf(m[0].role) < ROLES.indexOf(keyRole as (typeof ROLES)[number])) keyRole = m[0].role;
+    }
+  } else if (type === 'personal') {
+    const u = await q.query(`SELECT organization_id FROM users WHERE id=$1`, [k.userId]);
+    if (!u.length) throw new ConfigError(`${at}.userId: no user ${k.userId}`);
+    org = u[0].organization_id;
+  } else {
+    const o = await q.query(`SELECT id FROM organizations WHERE id=$1`, [k.organizationId]);
+    if (!o.length) throw new ConfigError(`${at}.organizationId: no organization ${k.organizationId}`);
+    org = k.organizationId!;
+  }
+  return { org, keyRole };
 }
 
 /** One audit row per application (never a secret: key ids only); the actor is the seed. */
