@@ -18,7 +18,7 @@ import { announceWorkerReady, runPrimary, servePrimaryHandoffs, workerCount, wor
 
 const DEMO_SEED = dataFile('config/demo-seed.json');
 
-/** A seed file, parsed. Its sections are the access tables' and the backend domains': the domains are loaded to read one. */
+/** A seed file, parsed. It has the backend domains' sections too: their modules are loaded to read one. */
 async function readSeed(file: string): Promise<Seed> {
   const { parseSeed } = await import('./backend/seed.js');
   return parseSeed(readJson(file, 'SEED_FILE'), file);

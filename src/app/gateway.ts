@@ -120,7 +120,7 @@ function evictOnNotify(db: Db, cache: PrincipalCache, metrics: GatewayMetrics): 
   });
 }
 
-/** The identity sent upstream (IDENTITY_FORMAT): the HMAC headers, a JWT whose keys the admin port publishes, or both. */
+/** The identity sent upstream (IDENTITY_FORMAT): HMAC headers, a JWT (keys on the admin port), or both. */
 function identitySigner(s: AppSettings, mode: AppOptions['mode'], log: Logger) {
   const jwt = jwtSignerFromSettings(s, mode);
   // Without an audience a token for one service is good at every other behind this gateway.

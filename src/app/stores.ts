@@ -61,7 +61,8 @@ export async function openStores(o: {
           },
         })
       : createMemoryStores({ clock: o.clock }));
-  // A Redis that is down is an outage (start degraded); a host that does not resolve or refused credentials a bad setting.
+  // A Redis that is down is an outage (start degraded); a host that does not resolve or refused
+  // credentials a bad setting.
   const setting = redisSettingName(s);
   const state = redis ? await waitForRedis(redis, 5_000) : true;
   if (state instanceof Error) {
@@ -72,7 +73,7 @@ export async function openStores(o: {
   return { redis, stores };
 }
 
-/** Wait until the Redis client is connected: true; false after `ms`; at once the error of a bad setting (isMisconfigured). */
+/** Until the Redis client is connected: true; false after `ms`; at once a bad setting's error (isMisconfigured). */
 function waitForRedis(
   redis: {
     status: string;

@@ -1,5 +1,6 @@
 // What a resource domain of the backend is: its routes, its background jobs, the schemas of its
-// operations and its sections of the seed file, exported together from the domain's index.ts and listed once, in domains.ts. Types only:
+// operations and its sections of the seed file, exported together from the domain's index.ts and
+// listed once, in domains.ts. Types only:
 // the registries (jobs.ts, schemas.ts) and every domain import this module, never each other.
 import type { z } from 'zod';
 import type { SeedSections } from '../access/seed.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { sharedColumnsOf, v1ColumnsOf } from '../../src/backend/warmup/v1-routes.js';
 
 describe('sharedColumnsOf', () => {
-  it('a max of 5 or more is the shared max; the current limit stays under it; a lowered max waiting for midnight is dropped', () => {
+  it('a max of 5 or more is the shared max, the current limit stays under it, a pending lower max is dropped', () => {
     expect(sharedColumnsOf({ maxSendingLimit: 30 }, 40)).toEqual({
       warmup_max_limit: 30,
       warmup_current_limit: 30,

@@ -1,6 +1,6 @@
-// The real gateway program (`keygate gateway`, test/helpers/cli-program.ts, one process or WORKERS of them) on the test's own
-// PostgreSQL schema, seeded with test/fixtures/seed.ts, and optionally the test's Redis under a prefix
-// of its own. Starting the gateway alone skips the all-in-one's PGlite and backend, the slow part of a
+// The real gateway program (`keygate gateway`, test/helpers/cli-program.ts; one process or WORKERS of
+// them) on the test's own PostgreSQL schema, seeded with test/fixtures/seed.ts, and optionally the
+// test's Redis under a prefix of its own. Starting the gateway alone skips the all-in-one's PGlite and backend, the slow part of a
 // start on a busy machine. Needs DATABASE_URL (a real PostgreSQL: the program is another process).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -62,8 +62,8 @@ export interface Program {
 }
 
 /**
- * `node [nodeArgs] <the program> start` (test/helpers/cli-program.ts) on in-memory stores (DATABASE_URL and REDIS_URL of the
- * test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
+ * `node [nodeArgs] <the program> start` (test/helpers/cli-program.ts) on in-memory stores (DATABASE_URL
+ * and REDIS_URL of the test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
  */
 export async function startProgram(
   env: Record<string, string>,
