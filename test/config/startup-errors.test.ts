@@ -18,6 +18,7 @@ import { parseSeed } from '../../src/backend/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { openTestDb } from '../helpers/db.js';
 import { listenLocal } from '../helpers/listen.js';
+import { cliArgs } from '../helpers/cli-program.js';
 
 const RAW_WORDING =
   /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
@@ -38,14 +39,12 @@ const BASE_SETTINGS = {
 };
 
 /** `keygate start` (or another mode) with only the given settings: PGlite in memory, ephemeral ports. */
-function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
+async function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...BASE_SETTINGS, ...settings };
+  const argv = [...(await cliArgs()), mode];
   return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', mode],
-      { env, timeout: 60_000 },
-      (err, _stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
+    const child = execFile(process.execPath, argv, { env, timeout: 60_000 }, (err, _stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
     );
     child.stdin?.end();
   });
