@@ -133,7 +133,9 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
   }, 90_000);
 
   it('`npm start` passes SIGTERM to the program: the port is free again and npm exits', async () => {
-    const p = await startProgram(['npm', 'start', '--silent'], {});
+    // npm start opens the admin API on 8090 unless told otherwise: a port of its own, not one another
+    // keygate on this machine may hold.
+    const p = await startProgram(['npm', 'start', '--silent'], { ADMIN_API_PORT: String(await freePort()) });
     children.push(p.child);
     const exited = new Promise<number | null>((r) =>
       p.child.once('exit', (code, signal) => r(code ?? (signal ? -1 : null))),
