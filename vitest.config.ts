@@ -5,9 +5,15 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // machine, CI included) and is left out elsewhere, so a bare laptop stays green.
 const redisServer = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-// Checks that measure the machine (load, CPU per request, V8's feedback) rather than behaviour: they
-// load both cores for a while, so they run apart, in `npm run test:perf`.
-const PERF_FILES = ['test/bench/bench.test.ts', 'test/ops/tick-shape.test.ts'];
+// Checks that measure the machine or V8 (load, CPU per request, V8's feedback, what the young
+// generation promotes, what a list's node keeps) rather than behaviour: they run apart, in
+// `npm run test:perf`, and the load ones keep both cores busy for a while.
+const PERF_FILES = [
+  'test/bench/bench.test.ts',
+  'test/ops/tick-shape.test.ts',
+  'test/gateway/young-garbage.test.ts',
+  'test/ops/live-list-fields.test.ts',
+];
 
 // Files of `npm test` run at a time: most files wait on sockets and child processes, so 3 share the two
 // cores (KEYGATE_TEST_WORKERS overrides). A worker runs its files one after another in one module graph
@@ -44,7 +50,7 @@ export default defineConfig({
           isolate: MAIN_ISOLATE,
         },
       },
-      // `npm run test:perf`: the short bench run and the V8 feedback check.
+      // `npm run test:perf`: the short bench run and the checks of what V8 keeps.
       { test: { ...common, name: 'perf', include: PERF_FILES, testTimeout: 180_000 } },
       // `npm run test:cluster` (CI runs it after `npm test`): the gateway and limiter suites again,
       // against a three-primary Redis Cluster that test/helpers/cluster-setup.ts starts on loopback ports.
@@ -55,6 +61,7 @@ export default defineConfig({
                 ...common,
                 name: 'cluster',
                 include: ['test/gateway/**/*.test.ts', 'test/limits/**/*.test.ts'],
+                exclude: [...configDefaults.exclude, ...PERF_FILES],
                 globalSetup: [...common.globalSetup, 'test/helpers/cluster-setup.ts'],
               },
             },

@@ -7,7 +7,7 @@ import { readJson } from './config/plans.js';
 import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
 import { migrate } from './db/index.js';
-import { applySeed, parseSeed } from './access/seed.js';
+import type { Seed } from './access/seed.js';
 import { ADMIN_COMMANDS } from './cli/commands.js';
 import { openDatabase } from './cli/context.js';
 import { getPepper } from './access/pepper.js';
@@ -17,6 +17,12 @@ import { fileURLToPath } from 'node:url';
 import { announceWorkerReady, runPrimary, servePrimaryHandoffs, workerCount, workerId } from './ops/cluster.js';
 
 const DEMO_SEED = dataFile('config/demo-seed.json');
+
+/** A seed file, parsed. It has the backend domains' sections too: their modules are loaded to read one. */
+async function readSeed(file: string): Promise<Seed> {
+  const { parseSeed } = await import('./backend/seed.js');
+  return parseSeed(readJson(file, 'SEED_FILE'), file);
+}
 
 /** Relative data-file paths are found from any working directory (src/cli/paths.ts). */
 function withDataFiles(s: Settings): Settings {
@@ -55,7 +61,8 @@ async function main() {
     log.info({ applied }, 'migrations applied');
     if (mode === 'seed') {
       const file = settings.SEED_FILE ?? DEMO_SEED;
-      await applySeed(db, parseSeed(readJson(file, 'SEED_FILE'), file), file);
+      const { applySeed } = await import('./backend/seed.js');
+      await applySeed(db, await readSeed(file), file);
       log.info({ file }, 'seed applied');
     }
     await db.close();
@@ -84,7 +91,7 @@ async function main() {
   const full = withGeneratedSecrets(settings);
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
   const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
-  const seed = seedFile ? parseSeed(readJson(seedFile, 'SEED_FILE'), seedFile) : undefined;
+  const seed = seedFile ? await readSeed(seedFile) : undefined;
   // All-in-one forwards to its own backend, unless UPSTREAM_URL names another upstream explicitly.
   const upstreamOverride = mode === 'start' && process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : undefined;
   const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
@@ -109,7 +116,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   let backend: App | null = null;
   let workerEnv: Record<string, string> = {};
   const seedFile = mode === 'start' ? (settings.SEED_FILE ?? DEMO_SEED) : undefined;
-  const seed = seedFile ? parseSeed(readJson(seedFile, 'SEED_FILE'), seedFile) : undefined;
+  const seed = seedFile ? await readSeed(seedFile) : undefined;
   if (mode === 'start') {
     backend = await startApp({ mode: 'backend', settings: { ...full, HOST: '127.0.0.1' }, log, seed });
     const upstream = process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : backend.backendUrl!;
@@ -149,7 +156,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
 function printBanner(
   app: App,
   internalToken: string,
-  seed: ReturnType<typeof parseSeed> | undefined,
+  seed: Seed | undefined,
   seedFile: string,
   adminToken: string | null = null,
 ) {

@@ -1,8 +1,11 @@
 // The seed loader of CONTRACT section 2: strict (an unknown field is an error that names it), applied
-// in one transaction (a bad seed changes nothing), idempotent by id.
+// in one transaction (a bad seed changes nothing), idempotent by id. This module writes the access
+// tables (organizations, users, workspaces, memberships, keys, sessions); each backend domain writes
+// its own tables from its own sections (SeedSections, listed with the domain: src/backend/seed.ts).
 import { z } from 'zod';
 import type { Db, Queryable } from '../db/types.js';
 import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
+import { KEY_SECRET } from '../config/contract.js';
 import { PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
@@ -15,10 +18,7 @@ const id = z.number().int().positive();
 const role = z.enum(ROLES);
 const secret = z
   .string()
-  .regex(
-    /^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/,
-    'must be svc_ws_, svc_pk_ or svc_v1_ plus 32 to 128 characters of [A-Za-z0-9]',
-  );
+  .regex(KEY_SECRET, 'must be svc_ws_, svc_pk_ or svc_v1_ plus 32 to 128 characters of [A-Za-z0-9]');
 
 // Per-customer limits (src/access/service/limits.ts): budgets per minute, and an organization's quota.
 const perMinute = z.number().int().min(1).max(1_000_000_000).nullable().optional();
@@ -47,154 +47,114 @@ function limitsUpdate(
   return [`${sql} WHERE id=$1`, params];
 }
 
-export const seedSchema = z
-  .object({
-    organizations: z
-      .array(
-        z
-          .object({
-            id,
-            name: z.string().min(1),
-            plan: z
-              .string()
-              .regex(PLAN_NAME, 'must be a plan name (a plan of PLANS_FILE; an unknown one gets the Free limits)')
-              .nullable(),
-            limits: orgLimits.optional(),
-            apiAccess: z.boolean().default(true),
-            paused: z.boolean().default(false),
-            warmupCap: z.number().int().min(0).nullable().default(null),
-            partnerCallback: z.object({ url: z.string().url(), verified: z.boolean() }).strict().optional(),
-          })
-          .strict(),
-      )
-      .default([]),
-    users: z
-      .array(
-        z.object({ id, organizationId: id, email: z.string().email(), orgRole: z.enum(['OWNER', 'MEMBER']) }).strict(),
-      )
-      .default([]),
-    workspaces: z
-      .array(
-        z
-          .object({
-            id,
-            organizationId: id,
-            name: z.string().min(1),
-            dailyWarmupBudget: z.number().int().min(0).default(0),
-            deleted: z.boolean().default(false),
-          })
-          .strict(),
-      )
-      .default([]),
-    memberships: z.array(z.object({ workspaceId: id, userId: id, role }).strict()).default([]),
-    apiKeys: z
-      .array(
-        z
-          .object({
-            id,
-            secret,
-            name: z.string().min(1),
-            workspaceId: id.optional(),
-            userId: id.optional(),
-            organizationId: id.optional(),
-            role: role.optional(),
-            scopes: z.array(z.string().regex(/^[a-z]+:[a-z]+$/)).default([]),
-            createdBy: id.optional(),
-            revoked: z.boolean().default(false),
-            limits: keyLimits.optional(),
-            /** RFC 3339 with a zone; absent: never expires. */
-            expiresAt: z.string().datetime({ offset: true }).optional(),
-            /** Sent to the upstream in the signed identity; at most 1 KiB as JSON. */
-            metadata: z
-              .record(z.string(), z.unknown())
-              .refine(
-                (m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES,
-                `must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
-              )
-              .optional(),
-          })
-          .strict(),
-      )
-      .default([]),
-    sessions: z.array(z.object({ token: z.string().min(16), userId: id }).strict()).default([]),
-    accounts: z
-      .array(
-        z
-          .object({
-            id,
-            workspaceId: id,
-            emailAddress: z.string().email(),
-            fromName: z.string().default(''),
-            provider: z.string().regex(/^[a-z0-9-]+$/),
-            status: z.enum(['active', 'warming', 'paused', 'error', 'auth-expired', 'disconnected']),
-            verification: z.enum(['pending', 'passed', 'failed']),
-            warmupMaxLimit: z.number().int().min(5),
-            warmupCurrentLimit: z.number().int().min(5).optional(),
-            replyRateCustom: z.number().min(0).max(100).nullable().default(null),
-            timeZone: z.string().min(1).default('UTC'),
-            tagIds: z.array(id).default([]),
-          })
-          .strict(),
-      )
-      .default([]),
-    tags: z.array(z.object({ id, workspaceId: id, name: z.string().min(1).max(64) }).strict()).default([]),
-    notifications: z
-      .array(
-        z
-          .object({
-            id,
-            workspaceId: id,
-            type: z.string().min(1),
-            severity: z.string().min(1),
-            category: z.string().min(1),
-            title: z.string().min(1),
-            body: z.string(),
-            emailAccountId: id.optional(),
-            read: z.boolean().default(false),
-            minutesAgo: z.number().int().min(0).default(0),
-          })
-          .strict(),
-      )
-      .default([]),
-    providerWorkspaces: z
-      .array(
-        z
-          .object({
-            id,
-            organizationId: id,
-            workspaceId: id.optional(),
-            provider: z.enum(['google', 'microsoft']),
-            adminEmail: z.string().email().optional(),
-            tenantId: z.string().min(1).optional(),
-            status: z.string().default('active'),
-          })
-          .strict(),
-      )
-      .default([]),
-    /** Deterministic warmup history: `perDay` messages a day for `days` days up to today. */
-    warmupActivity: z
-      .array(
-        z
-          .object({
-            accountId: id,
-            days: z.number().int().min(1).max(90),
-            perDay: z.number().int().min(1).max(200),
-            spamPercent: z.number().int().min(0).max(100).default(5),
-            bouncePercent: z.number().int().min(0).max(100).default(2),
-            replyPercent: z.number().int().min(0).max(100).default(30),
-          })
-          .strict(),
-      )
-      .default([]),
-  })
-  .strict();
+/** The access sections of the seed, each an array of rows (absent: none). */
+export const accessSeedSections = {
+  organizations: z
+    .array(
+      z
+        .object({
+          id,
+          name: z.string().min(1),
+          plan: z
+            .string()
+            .regex(PLAN_NAME, 'must be a plan name (a plan of PLANS_FILE; an unknown one gets the Free limits)')
+            .nullable(),
+          limits: orgLimits.optional(),
+          apiAccess: z.boolean().default(true),
+          paused: z.boolean().default(false),
+          warmupCap: z.number().int().min(0).nullable().default(null),
+          partnerCallback: z.object({ url: z.string().url(), verified: z.boolean() }).strict().optional(),
+        })
+        .strict(),
+    )
+    .default([]),
+  users: z
+    .array(
+      z.object({ id, organizationId: id, email: z.string().email(), orgRole: z.enum(['OWNER', 'MEMBER']) }).strict(),
+    )
+    .default([]),
+  workspaces: z
+    .array(
+      z
+        .object({
+          id,
+          organizationId: id,
+          name: z.string().min(1),
+          dailyWarmupBudget: z.number().int().min(0).default(0),
+          deleted: z.boolean().default(false),
+        })
+        .strict(),
+    )
+    .default([]),
+  memberships: z.array(z.object({ workspaceId: id, userId: id, role }).strict()).default([]),
+  apiKeys: z
+    .array(
+      z
+        .object({
+          id,
+          secret,
+          name: z.string().min(1),
+          workspaceId: id.optional(),
+          userId: id.optional(),
+          organizationId: id.optional(),
+          role: role.optional(),
+          scopes: z.array(z.string().regex(/^[a-z]+:[a-z]+$/)).default([]),
+          createdBy: id.optional(),
+          revoked: z.boolean().default(false),
+          limits: keyLimits.optional(),
+          /** RFC 3339 with a zone; absent: never expires. */
+          expiresAt: z.string().datetime({ offset: true }).optional(),
+          /** Sent to the upstream in the signed identity; at most 1 KiB as JSON. */
+          metadata: z
+            .record(z.string(), z.unknown())
+            .refine(
+              (m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES,
+              `must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
+            )
+            .optional(),
+        })
+        .strict(),
+    )
+    .default([]),
+  sessions: z.array(z.object({ token: z.string().min(16), userId: id }).strict()).default([]),
+};
 
-export type Seed = z.infer<typeof seedSchema>;
+/** A positive integer id of a seeded row. */
+export const seedId = id;
 
-export function parseSeed(raw: unknown, source = 'seed'): Seed {
-  const r = seedSchema.safeParse(raw);
-  if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
-  const seed = r.data;
+/** A section of the seed: rows of these fields (an unknown field is refused), none when absent. */
+export function seedRows<T extends z.ZodRawShape>(fields: T) {
+  return z.array(z.object(fields).strict()).default([]);
+}
+
+/** A statement of the seed: its failure names the section and row (`seed apiKeys.3: ...`), not the constraint. */
+export type SeedStep = (section: string, i: number, sql: string, params: unknown[]) => Promise<unknown[]>;
+
+/** Sections of the seed file that a backend domain owns: their rows' schemas and how they are written. */
+export interface SeedSections<S extends z.ZodRawShape = z.ZodRawShape> {
+  /** Each section's schema by its name in the seed file (an array with its default). */
+  shape: S;
+  /**
+   * Write the rows, inside the seed's transaction, after the access tables and the domains listed
+   * before. `seed` is the whole seed: a domain may read another's rows that concern it.
+   */
+  apply(q: Queryable, seed: z.infer<z.ZodObject<S>> & Record<string, unknown>, step: SeedStep): Promise<void>;
+  /** The tables whose ids the seed gives: their identities are moved past the largest id after it. */
+  identityTables: string[];
+}
+
+/** A domain's SeedSections, its rows typed from its shape. */
+export function seedSections<S extends z.ZodRawShape>(sections: SeedSections<S>): SeedSections {
+  return sections as unknown as SeedSections;
+}
+
+type AccessSeed = z.infer<z.ZodObject<typeof accessSeedSections>>;
+
+/** A parsed seed: the access sections, and the domains' by name. */
+export type Seed = AccessSeed & Record<string, unknown>;
+
+/** What the schema cannot say of a key: the owner its type needs. */
+function checkKeyOwners(seed: AccessSeed, source: string): void {
   seed.apiKeys.forEach((k, i) => {
     const type = keyTypeOf(k.secret)!;
     const at = `${source} apiKeys.${i}`;
@@ -211,122 +171,121 @@ export function parseSeed(raw: unknown, source = 'seed'): Seed {
       throw new ConfigError(`${at}.organizationId: a svc_v1_ key needs organizationId and no workspaceId or userId`);
     }
   });
-  return seed;
 }
 
-const TABLES_WITH_IDENTITY = [
-  'organizations',
-  'users',
-  'workspaces',
-  'api_keys',
-  'accounts',
-  'tags',
-  'notifications',
-  'provider_workspaces',
-];
+const ACCESS_TABLES_WITH_IDENTITY = ['organizations', 'users', 'workspaces', 'api_keys'];
 
-/** Apply a seed in one transaction. Returns the organization ids it touched. */
-export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<number[]> {
-  const pepper = await getPepper(db);
-  return db.tx(async (q) => {
-    const step = async (section: string, i: number, sql: string, params: unknown[]) => {
-      try {
-        return await q.query(sql, params);
-      } catch (err) {
-        throw new ConfigError(`${source} ${section}.${i}${rowRefusal(err)}`);
-      }
-    };
-    for (const [i, o] of seed.organizations.entries()) {
-      await step(
-        'organizations',
-        i,
-        `INSERT INTO organizations (id, name, plan, api_access, paused, warmup_cap, partner_callback_url, partner_callback_verified)
+export interface SeedLoader {
+  /** The whole seed file's schema: the access sections and every domain's. */
+  schema: z.ZodType;
+  /** Parse and check a seed; a ConfigError names the first bad field (`seed apiKeys.0.secret: ...`). */
+  parse(raw: unknown, source?: string): Seed;
+  /** Apply a parsed seed in one transaction. Returns the organization ids it touched. */
+  apply(db: Db, seed: Seed, source?: string): Promise<number[]>;
+}
+
+/** The loader of a seed file whose sections are the access ones and the domains' (in writing order). */
+export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
+  const shape = Object.assign({}, accessSeedSections, ...domains.map((d) => d.shape)) as z.ZodRawShape;
+  const schema = z.object(shape).strict();
+  const identityTables = [...ACCESS_TABLES_WITH_IDENTITY, ...domains.flatMap((d) => d.identityTables)];
+  return {
+    schema,
+    parse(raw, source = 'seed') {
+      const r = schema.safeParse(raw);
+      if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
+      const seed = r.data as Seed;
+      checkKeyOwners(seed, source);
+      return seed;
+    },
+    async apply(db, seed, source = 'seed') {
+      const pepper = await getPepper(db);
+      return db.tx(async (q) => {
+        const step: SeedStep = async (section, i, sql, params) => {
+          try {
+            return await q.query(sql, params);
+          } catch (err) {
+            throw new ConfigError(`${source} ${section}.${i}${rowRefusal(err)}`);
+          }
+        };
+        await applyAccessSeed(q, seed, step, pepper, source);
+        for (const d of domains) await d.apply(q, seed, step);
+        await syncIdentities(q, identityTables);
+        return recordSeed(q, seed, source);
+      });
+    },
+  };
+}
+
+async function applyAccessSeed(q: Queryable, seed: AccessSeed, step: SeedStep, pepper: string, source: string) {
+  for (const [i, o] of seed.organizations.entries()) {
+    await step(
+      'organizations',
+      i,
+      `INSERT INTO organizations (id, name, plan, api_access, paused, warmup_cap, partner_callback_url, partner_callback_verified)
         VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (id) DO UPDATE SET name=$2, plan=$3, api_access=$4, paused=$5, warmup_cap=$6,
         partner_callback_url=$7, partner_callback_verified=$8`,
-        [
-          o.id,
-          o.name,
-          o.plan,
-          o.apiAccess,
-          o.paused,
-          o.warmupCap,
-          o.partnerCallback?.url ?? null,
-          o.partnerCallback?.verified ?? false,
-        ],
-      );
-      if (o.limits) await step('organizations', i, ...limitsUpdate('organizations', o.id, o.limits));
-    }
-    for (const [i, u] of seed.users.entries()) {
-      await step(
-        'users',
-        i,
-        `INSERT INTO users (id, organization_id, email, org_role) VALUES ($1,$2,$3,$4)
+      [
+        o.id,
+        o.name,
+        o.plan,
+        o.apiAccess,
+        o.paused,
+        o.warmupCap,
+        o.partnerCallback?.url ?? null,
+        o.partnerCallback?.verified ?? false,
+      ],
+    );
+    if (o.limits) await step('organizations', i, ...limitsUpdate('organizations', o.id, o.limits));
+  }
+  for (const [i, u] of seed.users.entries()) {
+    await step(
+      'users',
+      i,
+      `INSERT INTO users (id, organization_id, email, org_role) VALUES ($1,$2,$3,$4)
         ON CONFLICT (id) DO UPDATE SET organization_id=$2, email=$3, org_role=$4`,
-        [u.id, u.organizationId, u.email, u.orgRole],
-      );
-    }
-    for (const [i, w] of seed.workspaces.entries()) {
-      await step(
-        'workspaces',
-        i,
-        `INSERT INTO workspaces (id, organization_id, name, daily_warmup_budget, deleted_at) VALUES ($1,$2,$3,$4, CASE WHEN $5::boolean THEN now() END)
+      [u.id, u.organizationId, u.email, u.orgRole],
+    );
+  }
+  for (const [i, w] of seed.workspaces.entries()) {
+    await step(
+      'workspaces',
+      i,
+      `INSERT INTO workspaces (id, organization_id, name, daily_warmup_budget, deleted_at) VALUES ($1,$2,$3,$4, CASE WHEN $5::boolean THEN now() END)
         ON CONFLICT (id) DO UPDATE SET organization_id=$2, name=$3, daily_warmup_budget=$4,
         deleted_at = CASE WHEN $5::boolean THEN coalesce(workspaces.deleted_at, now()) END`,
-        [w.id, w.organizationId, w.name, w.dailyWarmupBudget, w.deleted],
-      );
-    }
-    for (const [i, m] of seed.memberships.entries()) {
-      await step(
-        'memberships',
-        i,
-        `INSERT INTO memberships (workspace_id, user_id, role) VALUES ($1,$2,$3)
+      [w.id, w.organizationId, w.name, w.dailyWarmupBudget, w.deleted],
+    );
+  }
+  for (const [i, m] of seed.memberships.entries()) {
+    await step(
+      'memberships',
+      i,
+      `INSERT INTO memberships (workspace_id, user_id, role) VALUES ($1,$2,$3)
         ON CONFLICT (workspace_id, user_id) DO UPDATE SET role=$3`,
-        [m.workspaceId, m.userId, m.role],
+      [m.workspaceId, m.userId, m.role],
+    );
+    const same = await q.query(
+      `SELECT 1 FROM workspaces w JOIN users u ON u.organization_id = w.organization_id WHERE w.id=$1 AND u.id=$2`,
+      [m.workspaceId, m.userId],
+    );
+    if (!same.length)
+      throw new ConfigError(
+        `${source} memberships.${i}: user ${m.userId} is not in workspace ${m.workspaceId}'s organization`,
       );
-      const same = await q.query(
-        `SELECT 1 FROM workspaces w JOIN users u ON u.organization_id = w.organization_id WHERE w.id=$1 AND u.id=$2`,
-        [m.workspaceId, m.userId],
-      );
-      if (!same.length)
-        throw new ConfigError(
-          `${source} memberships.${i}: user ${m.userId} is not in workspace ${m.workspaceId}'s organization`,
-        );
-    }
-    for (const [i, k] of seed.apiKeys.entries()) {
-      const type = keyTypeOf(k.secret)!;
-      const at = `apiKeys.${i}`;
-      let org: number;
-      let keyRole: string | null = null;
-      if (type === 'workspace') {
-        const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id=$1`, [k.workspaceId]);
-        if (!ws.length) throw new ConfigError(`${source} ${at}.workspaceId: no workspace ${k.workspaceId}`);
-        org = ws[0].organization_id;
-        keyRole = k.role ?? 'ADMIN';
-        if (k.createdBy !== undefined) {
-          // A workspace key's role is capped by its creator's role in that workspace at creation.
-          const m = await q.query(`SELECT role FROM memberships WHERE workspace_id=$1 AND user_id=$2`, [
-            k.workspaceId,
-            k.createdBy,
-          ]);
-          if (!m.length)
-            throw new ConfigError(
-              `${source} ${at}.createdBy: user ${k.createdBy} is not a member of workspace ${k.workspaceId}`,
-            );
-          if (ROLES.indexOf(m[0].role) < ROLES.indexOf(keyRole as (typeof ROLES)[number])) keyRole = m[0].role;
-        }
-      } else if (type === 'personal') {
-        const u = await q.query(`SELECT organization_id FROM users WHERE id=$1`, [k.userId]);
-        if (!u.length) throw new ConfigError(`${source} ${at}.userId: no user ${k.userId}`);
-        org = u[0].organization_id;
-      } else {
-        const o = await q.query(`SELECT id FROM organizations WHERE id=$1`, [k.organizationId]);
-        if (!o.length) throw new ConfigError(`${source} ${at}.organizationId: no organization ${k.organizationId}`);
-        org = k.organizationId!;
-      }
-      await step(
-        'apiKeys',
-        i,
-        `INSERT INTO api_keys (id, organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, revoked_at,
+  }
+  await writeKeys(q, seed, step, pepper, source);
+}
+
+/** The keys (only a keyed hash of each secret is stored) and the sessions of the seed. */
+async function writeKeys(q: Queryable, seed: AccessSeed, step: SeedStep, pepper: string, source: string) {
+  for (const [i, k] of seed.apiKeys.entries()) {
+    const type = keyTypeOf(k.secret)!;
+    const { org, keyRole } = await keyOwner(q, k, type, `${source} apiKeys.${i}`);
+    await step(
+      'apiKeys',
+      i,
+      `INSERT INTO api_keys (id, organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, revoked_at,
           expires_at, metadata)
         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, CASE WHEN $12::boolean THEN now() END, $13, $14::jsonb)
         ON CONFLICT (id) DO UPDATE SET organization_id=$2, type=$3, key_hash=$4, hint=$5, name=$6, workspace_id=$7, user_id=$8, role=$9,
@@ -335,148 +294,97 @@ export async function applySeed(db: Db, seed: Seed, source = 'seed'): Promise<nu
         previous_key_hash = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_key_hash END,
         previous_hint = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_hint END,
         previous_expires_at = CASE WHEN api_keys.key_hash = $4 THEN api_keys.previous_expires_at END`,
-        [
-          k.id,
-          org,
-          type,
-          hashSecret(pepper, k.secret),
-          hintOf(k.secret),
-          k.name,
-          k.workspaceId ?? null,
-          k.userId ?? null,
-          keyRole,
-          k.scopes,
-          k.createdBy ?? null,
-          k.revoked,
-          k.expiresAt ?? null,
-          k.metadata ? JSON.stringify(k.metadata) : null,
-        ],
-      );
-      if (k.limits) await step('apiKeys', i, ...limitsUpdate('api_keys', k.id, k.limits));
-    }
-    for (const [i, s] of seed.sessions.entries()) {
-      await step(
-        'sessions',
-        i,
-        `INSERT INTO sessions (token_hash, user_id) VALUES ($1,$2) ON CONFLICT (token_hash) DO UPDATE SET user_id=$2`,
-        [hashSecret(pepper, s.token), s.userId],
-      );
-    }
-    for (const [i, t] of seed.tags.entries()) {
-      await step(
-        'tags',
-        i,
-        `INSERT INTO tags (id, workspace_id, name) VALUES ($1,$2,$3) ON CONFLICT (id) DO UPDATE SET workspace_id=$2, name=$3`,
-        [t.id, t.workspaceId, t.name],
-      );
-    }
-    for (const [i, p] of seed.providerWorkspaces.entries()) {
-      await step(
-        'providerWorkspaces',
-        i,
-        `INSERT INTO provider_workspaces (id, organization_id, workspace_id, provider, admin_email, tenant_id, status, last_synced_at)
-        VALUES ($1,$2,$3,$4,$5,$6,$7, now()) ON CONFLICT (id) DO UPDATE SET organization_id=$2, workspace_id=$3, provider=$4, admin_email=$5, tenant_id=$6, status=$7`,
-        [p.id, p.organizationId, p.workspaceId ?? null, p.provider, p.adminEmail ?? null, p.tenantId ?? null, p.status],
-      );
-    }
-    for (const [i, a] of seed.accounts.entries()) {
-      await step(
-        'accounts',
-        i,
-        `INSERT INTO accounts (id, workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit,
-          warmup_current_limit, reply_rate_custom, time_zone, last_connected_at)
-        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, now())
-        ON CONFLICT (id) DO UPDATE SET workspace_id=$2, email_address=$3, from_name=$4, provider=$5, status=$6, verification=$7,
-          warmup_max_limit=$8, warmup_current_limit=$9, reply_rate_custom=$10, time_zone=$11, updated_at=now()`,
-        [
-          a.id,
-          a.workspaceId,
-          a.emailAddress,
-          a.fromName,
-          a.provider,
-          a.status,
-          a.verification,
-          a.warmupMaxLimit,
-          Math.min(a.warmupCurrentLimit ?? Math.min(20, a.warmupMaxLimit), a.warmupMaxLimit),
-          a.replyRateCustom,
-          a.timeZone,
-        ],
-      );
-      await q.query(`DELETE FROM account_tags WHERE account_id=$1`, [a.id]);
-      for (const tagId of a.tagIds) {
-        await step(
-          'accounts',
-          i,
-          `INSERT INTO account_tags (account_id, tag_id) SELECT $1, t.id FROM tags t WHERE t.id=$2 AND t.workspace_id=$3`,
-          [a.id, tagId, a.workspaceId],
-        );
-      }
-    }
-    for (const [i, n] of seed.notifications.entries()) {
-      await step(
-        'notifications',
-        i,
-        `INSERT INTO notifications (id, workspace_id, type, severity, category, title, body, email_account_id, read_at, created_at)
-        VALUES ($1,$2,$3,$4,$5,$6,$7,$8, CASE WHEN $9::boolean THEN now() END, now() - make_interval(mins => $10::int))
-        ON CONFLICT (id) DO UPDATE SET workspace_id=$2, type=$3, severity=$4, category=$5, title=$6, body=$7, email_account_id=$8,
-          read_at = CASE WHEN $9::boolean THEN coalesce(notifications.read_at, now()) END`,
-        [
-          n.id,
-          n.workspaceId,
-          n.type,
-          n.severity,
-          n.category,
-          n.title,
-          n.body,
-          n.emailAccountId ?? null,
-          n.read,
-          n.minutesAgo,
-        ],
-      );
-    }
-    for (const [i, w] of seed.warmupActivity.entries()) {
-      await q.query(`DELETE FROM warmup_messages WHERE account_id=$1`, [w.accountId]);
-      // Deterministic: the same seed gives the same history relative to today.
-      await step(
-        'warmupActivity',
-        i,
-        `INSERT INTO warmup_messages (account_id, sent_at, recipient_esp, outcome, replied)
-        SELECT $1::int, date_trunc('day', now()) - make_interval(days => d) + make_interval(mins => 30 + n * 7),
-          (ARRAY['google','microsoft','other','yahoo'])[1 + ((d * 7 + n * 3 + $1::int) % 4)],
-          CASE WHEN ((d * 13 + n * 7 + $1::int) % 100) < $4::int THEN 'spam'
-               WHEN ((d * 13 + n * 7 + $1::int) % 100) < $4::int + $5::int THEN 'bounced' ELSE 'inbox' END,
-          ((d * 11 + n * 5 + $1::int) % 100) < $6::int
-        FROM generate_series(0, $2::int - 1) AS d, generate_series(0, $3::int - 1) AS n`,
-        [w.accountId, w.days, w.perDay, w.spamPercent, w.bouncePercent, w.replyPercent],
-      );
-    }
-    await syncIdentities(q);
-    const orgs = new Set<number>(seed.organizations.map((o) => o.id));
-    // One audit row per application (never a secret: key ids only); the actor is the seed.
-    await recordAudit(
-      q,
-      { actor: { kind: 'seed' }, clock: systemClock },
-      {
-        action: 'seed.apply',
-        targetType: 'seed',
-        targetIds: [...orgs],
-        organizationId: orgs.size === 1 ? [...orgs][0] : null,
-        after: {
-          source,
-          organizations: seed.organizations.map((o) => o.id),
-          users: seed.users.map((u) => u.id),
-          workspaces: seed.workspaces.map((w) => w.id),
-          apiKeys: seed.apiKeys.map((k) => k.id),
-          sessions: seed.sessions.length,
-        },
-      },
+      [
+        k.id,
+        org,
+        type,
+        hashSecret(pepper, k.secret),
+        hintOf(k.secret),
+        k.name,
+        k.workspaceId ?? null,
+        k.userId ?? null,
+        keyRole,
+        k.scopes,
+        k.createdBy ?? null,
+        k.revoked,
+        k.expiresAt ?? null,
+        k.metadata ? JSON.stringify(k.metadata) : null,
+      ],
     );
-    return [...orgs];
-  });
+    if (k.limits) await step('apiKeys', i, ...limitsUpdate('api_keys', k.id, k.limits));
+  }
+  for (const [i, s] of seed.sessions.entries()) {
+    await step(
+      'sessions',
+      i,
+      `INSERT INTO sessions (token_hash, user_id) VALUES ($1,$2) ON CONFLICT (token_hash) DO UPDATE SET user_id=$2`,
+      [hashSecret(pepper, s.token), s.userId],
+    );
+  }
+}
+
+/** The organization a seeded key belongs to, and a workspace key's role (capped by its creator's). */
+async function keyOwner(
+  q: Queryable,
+  k: AccessSeed['apiKeys'][number],
+  type: ReturnType<typeof keyTypeOf>,
+  at: string,
+): Promise<{ org: number; keyRole: string | null }> {
+  let org: number;
+  let keyRole: string | null = null;
+  if (type === 'workspace') {
+    const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id=$1`, [k.workspaceId]);
+    if (!ws.length) throw new ConfigError(`${at}.workspaceId: no workspace ${k.workspaceId}`);
+    org = ws[0].organization_id;
+    keyRole = k.role ?? 'ADMIN';
+    if (k.createdBy !== undefined) {
+      // A workspace key's role is capped by its creator's role in that workspace at creation.
+      const m = await q.query(`SELECT role FROM memberships WHERE workspace_id=$1 AND user_id=$2`, [
+        k.workspaceId,
+        k.createdBy,
+      ]);
+      if (!m.length)
+        throw new ConfigError(`${at}.createdBy: user ${k.createdBy} is not a member of workspace ${k.workspaceId}`);
+      if (ROLES.indexOf(m[0].role) < ROLES.indexOf(keyRole as (typeof ROLES)[number])) keyRole = m[0].role;
+    }
+  } else if (type === 'personal') {
+    const u = await q.query(`SELECT organization_id FROM users WHERE id=$1`, [k.userId]);
+    if (!u.length) throw new ConfigError(`${at}.userId: no user ${k.userId}`);
+    org = u[0].organization_id;
+  } else {
+    const o = await q.query(`SELECT id FROM organizations WHERE id=$1`, [k.organizationId]);
+    if (!o.length) throw new ConfigError(`${at}.organizationId: no organization ${k.organizationId}`);
+    org = k.organizationId!;
+  }
+  return { org, keyRole };
+}
+
+/** One audit row per application (never a secret: key ids only); the actor is the seed. */
+async function recordSeed(q: Queryable, seed: AccessSeed, source: string): Promise<number[]> {
+  const orgs = new Set<number>(seed.organizations.map((o) => o.id));
+  await recordAudit(
+    q,
+    { actor: { kind: 'seed' }, clock: systemClock },
+    {
+      action: 'seed.apply',
+      targetType: 'seed',
+      targetIds: [...orgs],
+      organizationId: orgs.size === 1 ? [...orgs][0] : null,
+      after: {
+        source,
+        organizations: seed.organizations.map((o) => o.id),
+        users: seed.users.map((u) => u.id),
+        workspaces: seed.workspaces.map((w) => w.id),
+        apiKeys: seed.apiKeys.map((k) => k.id),
+        sessions: seed.sessions.length,
+      },
+    },
+  );
+  return [...orgs];
 }
 
 /** After explicit ids, move each identity past the largest id so later inserts never collide. */
-export async function syncIdentities(q: Queryable, tables = TABLES_WITH_IDENTITY): Promise<void> {
+export async function syncIdentities(q: Queryable, tables: readonly string[]): Promise<void> {
   for (const t of tables) {
     await q.query(
       `SELECT setval(pg_get_serial_sequence('${t}', 'id'), GREATEST((SELECT max(id) FROM ${t}), 0) + 1, false)`,

@@ -1,7 +1,9 @@
-// What a resource domain of the backend is: its routes, its background jobs and the schemas of its
-// operations, exported together from the domain's index.ts and listed once, in domains.ts. Types only:
+// What a resource domain of the backend is: its routes, its background jobs, the schemas of its
+// operations and its sections of the seed file, exported together from the domain's index.ts and
+// listed once, in domains.ts. Types only:
 // the registries (jobs.ts, schemas.ts) and every domain import this module, never each other.
 import type { z } from 'zod';
+import type { SeedSections } from '../access/seed.js';
 import type { Router } from './router.js';
 import type { BackendServices } from './services.js';
 
@@ -37,4 +39,6 @@ export interface BackendDomain {
   jobs?: (svc: BackendServices) => Job[];
   /** The request and response schemas of the domain's operations (what the OpenAPI document is built from). */
   schemas?: SchemaRegistry;
+  /** The seed file's sections of the domain's tables, written in the order of DOMAINS (src/backend/seed.ts). */
+  seed?: SeedSections;
 }

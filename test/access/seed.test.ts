@@ -1,7 +1,7 @@
 // The seed loader: strict, one transaction, idempotent; on both drivers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { baseSeed } from '../fixtures/seed.js';
 import { readFileSync } from 'node:fs';
 import type { Db } from '../../src/db/index.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { FakeClock } from '../helpers/stack.js';
 import { baseSeed, ALL_SCOPES } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { getPepper } from '../../src/access/pepper.js';
 import { loadPlans } from '../../src/config/plans.js';
 import { serviceContext, ServiceError, type Actor, type ServiceContext } from '../../src/access/service/context.js';

@@ -7,6 +7,7 @@ import { ROUTES } from '../../src/admin-api/routes.js';
 import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/server.js';
 import { createAdminToken, revokeAdminToken, hashAdminToken } from '../../src/access/service/admin-tokens.js';
 import { getPepper } from '../../src/access/pepper.js';
+import { concretePath } from '../helpers/routes.js';
 
 let stack: Stack;
 let base: string;
@@ -15,7 +16,7 @@ const clock = new FakeClock();
 const tokens: Record<'read' | 'write' | 'revoked', string> = { read: '', write: '', revoked: '' };
 
 /** A concrete path of a route (ids 1, an existing organization/key/token where it matters). */
-const concrete = (path: string) => path.replace('{id}', '1');
+const concrete = (path: string) => concretePath(path, () => '1');
 
 function call(method: string, path: string, o: { token?: string; body?: unknown; ip?: string } = {}): Promise<Res> {
   const headers: Record<string, string> = { 'x-forwarded-for': o.ip ?? '198.51.100.1' };

@@ -5,13 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { concretePath } from '../helpers/routes.js';
 
 const file = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 const concrete = (p: string) =>
-  p
-    .replace('{workspaceId}', '100')
-    .replace('{workspaceId:str}', '1')
-    .replace(/\{[A-Za-z]+(:str)?\}/g, (m) => (m === '{accountId}' || m === '{emailAccountId}' ? '5000' : '1'));
+  concretePath(p, (name) =>
+    name === 'workspaceId' ? '100' : name === 'accountId' || name === 'emailAccountId' ? '5000' : '1',
+  );
 const BODIES: [string, string][] = [
   ['invalid JSON', '{"a":'],
   ['null', 'null'],

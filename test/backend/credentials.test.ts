@@ -4,7 +4,6 @@
 // them at start; an altered value is detected and reported, not served as a 500; a database written
 // before the sealing migration is sealed at the first start.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +20,7 @@ import { openDb, migrate, type Db } from '../../src/db/index.js';
 import { jobsOf } from '../../src/backend/jobs.js';
 import { accountCredentials, resealCredentials } from '../../src/backend/credentials/accounts.js';
 import { CredentialError } from '../../src/backend/credentials/cipher.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const clock = new FakeClock();
 const hex = () => randomBytes(6).toString('hex');
@@ -67,10 +67,7 @@ const callbackServer = http.createServer((req, res) => {
     );
   });
 });
-const listen = (srv: http.Server) =>
-  new Promise<string>((r) =>
-    srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)),
-  );
+const listen = async (srv: http.Server) => (await listenLocal(srv)).url;
 
 let db: Db & { drop(): Promise<void> };
 let dns: DnsServer;

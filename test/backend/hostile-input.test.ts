@@ -4,7 +4,6 @@
 // lone surrogates) and numbers beyond its integer range are refused with 400 invalid_request naming
 // the field (README, "Ids"; an id in the path beyond that range names nothing: 404).
 import type http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Res, type Stack } from '../helpers/stack.js';
@@ -14,6 +13,8 @@ import { fetchRes } from '../helpers/stack.js';
 import { encodeIdentity, sign } from '../../src/http/identity.js';
 import { Router } from '../../src/backend/router.js';
 import { createBackendServer, envelopeFor } from '../../src/backend/server.js';
+import { listenLocal } from '../helpers/listen.js';
+import { concretePath } from '../helpers/routes.js';
 
 interface RouteRow {
   method: string;
@@ -295,7 +296,7 @@ interface Case {
 }
 
 const routeKey = (r: RouteRow) => `${r.method} ${r.path}`;
-const concrete = (path: string) => path.replace(/\{[A-Za-z]+(:str)?\}/g, (m) => VALID_PARAM[m]);
+const concrete = (path: string) => concretePath(path, (name) => VALID_PARAM[`{${name}}`]);
 const validQuery = (shape: Shape, except?: string) =>
   (shape.query ?? []).filter((p) => p !== except && VALID_QUERY[p]).map((p) => `${p}=${VALID_QUERY[p]}`);
 const withQuery = (path: string, parts: string[]) => (parts.length ? `${path}?${parts.join('&')}` : path);
@@ -618,8 +619,7 @@ describe('the backend behind the validators', () => {
       });
     }
     backend = createBackendServer(s.app.backend!, router);
-    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
+    ({ url } = await listenLocal(backend));
   });
   afterAll(async () => {
     await new Promise((r) => backend?.close(r));

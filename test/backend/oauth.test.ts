@@ -2,7 +2,6 @@
 // tokens (profile lookup, conflicts, strict body), autostart of warming under the plan's cap, token
 // refresh through the partner callback (a job run by hand on a fake clock), and consent links.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
@@ -11,6 +10,7 @@ import { ALL_SCOPES, K } from '../fixtures/seed.js';
 import { jobsOf } from '../../src/backend/jobs.js';
 import { tryAutoStart } from '../../src/backend/warmup/lifecycle.js';
 import { codeVerifierFor, verifyState } from '../../src/backend/oauth/consent.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const clock = new FakeClock();
 let s: Stack;
@@ -55,10 +55,7 @@ const callbackServer = http.createServer((req, res) => {
   });
 });
 
-const listen = (srv: http.Server) =>
-  new Promise<string>((r) =>
-    srv.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)),
-  );
+const listen = async (srv: http.Server) => (await listenLocal(srv)).url;
 
 const GOOD_DNS = {
   'good.test': { txt: ['v=spf1 include:_spf.google.com ~all'], mx: [{ exchange: 'mx.good.test', priority: 10 }] },

@@ -3,16 +3,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, type Stack, type Res } from '../helpers/stack.js';
 import { ALL_SCOPES, K } from '../fixtures/seed.js';
+import { testSecret } from '../helpers/keys.js';
 
 const clock = new FakeClock();
 let s: Stack;
 let n = 0;
 const ip = () => `10.31.${Math.floor(++n / 250)}.${n % 250}`;
 
-const secret = (tag: string, i = 0) => 'svc_pk_' + `${tag}${i}`.padEnd(36, '0');
+const secret = (tag: string, i = 0) => testSecret('svc_pk_', `${tag}${i}`);
 const OWNER2_PK = secret('SecondOwner');
 const PROVISION_ONLY_PK = secret('ProvisionOnly');
-const DOOMED_WS = 'svc_ws_' + 'Doomed'.padEnd(36, '0');
+const DOOMED_WS = testSecret('svc_ws_', 'Doomed');
 /** Ten organization owners each of orgs 4 (PATCH race) and 5 (POST race), one personal key each. */
 const RACERS = 10;
 const org4Keys = Array.from({ length: RACERS }, (_, i) => secret('Org4Owner', i));

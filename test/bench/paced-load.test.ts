@@ -5,8 +5,9 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import type { AddressInfo, Server as NetServer } from 'node:net';
+import type { Server as NetServer } from 'node:net';
 import { runPaced } from '../../bench/load.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const servers: (Server | NetServer)[] = [];
 afterEach(async () => {
@@ -18,8 +19,7 @@ afterEach(async () => {
 
 async function listen(s: Server | NetServer): Promise<string> {
   servers.push(s);
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+  return (await listenLocal(s)).url;
 }
 const http = (handler: (req: IncomingMessage, res: ServerResponse) => void) => listen(createServer(handler));
 const headers = () => ({ authorization: 'Bearer test', 'x-forwarded-for': '10.0.0.1' });

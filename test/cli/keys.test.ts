@@ -2,7 +2,6 @@
 // database and Redis of a running gateway. A key minted here works through the gateway; a revocation,
 // a pause or a plan change made here applies to the gateway's very next request (its cached principal
 // is dropped by the access-version bump, as after the backend's own routes).
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/config/errors.js';
@@ -12,28 +11,10 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith } from '../fixtures/seed.js';
 import { freePort } from '../helpers/redis-server.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI as a child process: `node --import tsx src/cli.ts ...args`. */
-export function keygate(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', ...args],
-      { env, timeout: 60_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+import { runCli, type CliRun } from '../helpers/cli-program.js';
 
 /** An environment holding none of the machine's keygate settings. */
-export function bareEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+function bareEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...extra };
   return env;
 }
@@ -44,7 +25,7 @@ export function bareEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
  * otherwise. Whatever the command writes itself is captured. The child-process cases below prove that
  * wiring for the real program.
  */
-async function keygateInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+async function keygateInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
   const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
@@ -111,7 +92,7 @@ describe('arguments: one line naming the command and the option, exit code 2, be
     [['orgs', 'pause'], /^keygate: orgs pause: missing <orgId>$/],
     [['sessions', 'create', '--user', '10', '--ttl', 'forever'], /^keygate: sessions create: --ttl must be/],
   ];
-  const expectRefused = (r: Run, line: RegExp) => {
+  const expectRefused = (r: CliRun, line: RegExp) => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -129,7 +110,7 @@ describe('arguments: one line naming the command and the option, exit code 2, be
   ])(
     '%j (the program)',
     async (args, line) => {
-      expectRefused(await keygate(args, env), line);
+      expectRefused(await runCli(args, env), line);
     },
     60_000,
   );
@@ -137,7 +118,7 @@ describe('arguments: one line naming the command and the option, exit code 2, be
   it.concurrent(
     '--help prints the usage and exits 0',
     async () => {
-      const r = await keygate(['keys', '--help'], env);
+      const r = await runCli(['keys', '--help'], env);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('keys create --type workspace --workspace <id> --name <name>');
     },
@@ -182,7 +163,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
     });
 
     it('mints a workspace key that works at once, then revokes it: the very next request is refused', async () => {
-      const created = await keygate(
+      const created = await runCli(
         [
           'keys',
           'create',
@@ -219,7 +200,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
       expect((await get(key.secret)).status).toBe(200); // now served from the gateway's principal cache
       const before = await s.stores.versions.get(1);
 
-      const revoked = await keygate(['keys', 'revoke', String(key.id)], env);
+      const revoked = await runCli(['keys', 'revoke', String(key.id)], env);
       expect(revoked.code, revoked.stderr).toBe(0);
       expect(revoked.stdout).toMatch(new RegExp(`^Revoked workspace key ${key.id} "ci"`));
       expect(await s.stores.versions.get(1)).toBe(before + 1);
@@ -227,14 +208,14 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
       expect(next.status).toBe(401);
       expect(next.body.errorCode).toBe('150002');
 
-      const list = await keygate(['keys', 'list', '--org', '1', '--json'], env);
+      const list = await runCli(['keys', 'list', '--org', '1', '--json'], env);
       const listed = JSON.parse(list.stdout).find((k: { id: number }) => k.id === key.id);
       expect(listed.revokedAt).not.toBeNull();
       expect(list.stdout).not.toMatch(/secret|key_hash|keyHash/);
     }, 120_000);
 
     it('prints a new secret once in the human form, nowhere on stderr, and the list never shows it', async () => {
-      const created = await keygate(
+      const created = await runCli(
         ['keys', 'create', '--type', 'personal', '--user', '10', '--name', 'mine', '--scopes', 'tags:read'],
         env,
       );
@@ -243,7 +224,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
       expect(created.stdout.split(secret)).toHaveLength(2);
       expect(created.stderr).not.toContain(secret);
       expect((await get(secret)).status).toBe(200);
-      const list = await keygate(['keys', 'list', '--user', '10', '--active'], env);
+      const list = await runCli(['keys', 'list', '--user', '10', '--active'], env);
       expect(list.code).toBe(0);
       expect(list.stdout).toMatch(/\bmine\b/);
       expect(list.stdout).not.toContain(secret.slice(11));
@@ -252,8 +233,8 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
     it("a partner key works on /v1; a workspace key made for a member is capped by that member's role", async () => {
       // Three independent commands: run side by side.
       const [partnerRun, cappedRun, above] = await Promise.all([
-        keygate(['keys', 'create', '--type', 'partner', '--org', '1', '--name', 'p', '--json'], env),
-        keygate(
+        runCli(['keys', 'create', '--type', 'partner', '--org', '1', '--name', 'p', '--json'], env),
+        runCli(
           [
             'keys',
             'create',
@@ -269,7 +250,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
           ],
           env,
         ),
-        keygate(
+        runCli(
           [
             'keys',
             'create',
@@ -311,7 +292,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
         [['orgs', 'pause', '999'], 'keygate: orgs pause: no organization 999'],
       ] as const;
       // Refusals change nothing: run side by side.
-      const runs = await Promise.all(cases.map(([args]) => keygate([...args], env)));
+      const runs = await Promise.all(cases.map(([args]) => runCli([...args], env)));
       cases.forEach(([args, line], n) => {
         expect(runs[n].stderr.trimEnd(), args.join(' ')).toBe(line);
         expect(runs[n].code).toBe(line.includes('unknown scope') ? 2 : 1);
@@ -321,7 +302,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
     it('orgs pause, resume and plan apply to the very next request', async () => {
       const key = JSON.parse(
         (
-          await keygate(
+          await runCli(
             [
               'keys',
               'create',
@@ -341,29 +322,29 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
       );
       expect((await get(key.secret)).status).toBe(200);
 
-      const paused = await keygate(['orgs', 'pause', '1', '--json'], env);
+      const paused = await runCli(['orgs', 'pause', '1', '--json'], env);
       expect(JSON.parse(paused.stdout)).toMatchObject({ id: 1, paused: true });
       const refused = await get(key.secret);
       expect(refused.status).toBe(403);
       expect(refused.body.errorCode).toBe('040006');
 
-      await keygate(['orgs', 'resume', '1'], env);
+      await runCli(['orgs', 'resume', '1'], env);
       expect((await get(key.secret)).status).toBe(200);
 
-      const plan = await keygate(['orgs', 'plan', '1', 'free', '--json'], env);
+      const plan = await runCli(['orgs', 'plan', '1', 'free', '--json'], env);
       expect(JSON.parse(plan.stdout)).toMatchObject({ id: 1, plan: 'free' });
       expect((await get(key.secret)).headers.get('x-ratelimit-limit')).toBe('5'); // Free: 5 reads a minute
-      await keygate(['orgs', 'plan', '1', 'growth'], env);
+      await runCli(['orgs', 'plan', '1', 'growth'], env);
       expect((await get(key.secret)).headers.get('x-ratelimit-limit')).toBe('20');
     }, 120_000);
 
     it('with Redis away the revocation still commits: one warning line, exit code 0', async () => {
       const key = JSON.parse(
-        (await keygate(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'r', '--json'], env))
+        (await runCli(['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'r', '--json'], env))
           .stdout,
       );
       const deadPort = await freePort();
-      const r = await keygate(['keys', 'revoke', String(key.id)], {
+      const r = await runCli(['keys', 'revoke', String(key.id)], {
         ...env,
         REDIS_URL: `redis://127.0.0.1:${deadPort}`,
       });
@@ -376,7 +357,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
     }, 120_000);
 
     it("sessions create: a token for the backend's /api-keys, shown once", async () => {
-      const r = await keygate(['sessions', 'create', '--user', '11', '--ttl', '30m', '--json'], env);
+      const r = await runCli(['sessions', 'create', '--user', '11', '--ttl', '30m', '--json'], env);
       expect(r.code, r.stderr).toBe(0);
       const session = JSON.parse(r.stdout);
       expect(session).toMatchObject({ userId: 11, organizationId: 1 });

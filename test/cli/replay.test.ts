@@ -10,6 +10,7 @@ import { createLogger, flushAccessLines } from '../../src/ops/logger.js';
 import { loadSettings } from '../../src/config/settings.js';
 import { runAdminCommand } from '../../src/cli/index.js';
 import type { ReplayReport } from '../../src/limits/replay.js';
+import { testSecret } from '../helpers/keys.js';
 
 // The CLI reaches the test's schema through PGOPTIONS, on the real PostgreSQL only.
 describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
@@ -40,7 +41,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL))('limits replay', () => {
     expect(
       (
         await s.request('GET', '/v2/workspaces/100/tags', {
-          key: 'svc_ws_' + 'Nobody'.padEnd(36, '0'),
+          key: testSecret('svc_ws_', 'Nobody'),
           ip: '10.50.0.3',
         })
       ).status,

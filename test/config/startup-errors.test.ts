@@ -14,9 +14,11 @@ import { loadSettings } from '../../src/config/settings.js';
 import { ConfigError } from '../../src/config/errors.js';
 import { readJson } from '../../src/config/plans.js';
 import { loadRoutes } from '../../src/config/routes.js';
-import { parseSeed } from '../../src/access/seed.js';
+import { parseSeed } from '../../src/backend/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { openTestDb } from '../helpers/db.js';
+import { listenLocal } from '../helpers/listen.js';
+import { cliArgs } from '../helpers/cli-program.js';
 
 const RAW_WORDING =
   /Invalid input|Invalid option|Too (big|small)|expected .* received|EADDRINUSE|EADDRNOTAVAIL|ECONNREFUSED|ENOTFOUND|ENOENT|getaddrinfo|errno|at position|\bat .*\.(js|ts):\d+/;
@@ -37,14 +39,12 @@ const BASE_SETTINGS = {
 };
 
 /** `keygate start` (or another mode) with only the given settings: PGlite in memory, ephemeral ports. */
-function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
+async function start(settings: Record<string, string>, mode = 'start'): Promise<Run> {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...BASE_SETTINGS, ...settings };
+  const argv = [...(await cliArgs()), mode];
   return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', mode],
-      { env, timeout: 60_000 },
-      (err, _stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
+    const child = execFile(process.execPath, argv, { env, timeout: 60_000 }, (err, _stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr }),
     );
     child.stdin?.end();
   });
@@ -103,8 +103,7 @@ describe.concurrent('a listener that cannot open names its setting', () => {
   let port = 0;
   beforeAll(async () => {
     taken = net.createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-    port = (taken.address() as net.AddressInfo).port;
+    ({ port } = await listenLocal(taken));
   });
   afterAll(() => new Promise<void>((r) => taken.close(() => r())));
 

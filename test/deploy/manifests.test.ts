@@ -8,11 +8,11 @@ import { join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFile, execFileSync } from 'node:child_process';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { loadSettings, settingsSchema } from '../../src/config/settings.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEPLOY = join(ROOT, 'deploy');
@@ -969,8 +969,7 @@ describe('deploy/healthcheck.mjs', () => {
   /** A port nothing listens on. */
   let closedPort = 0;
 
-  const listen = (srv: http.Server) =>
-    new Promise<number>((r) => srv.listen(0, '127.0.0.1', () => r((srv.address() as AddressInfo).port)));
+  const listen = async (srv: http.Server) => (await listenLocal(srv)).port;
   beforeAll(async () => {
     admin = http.createServer((req, res) => {
       res.writeHead(req.url === '/healthz' ? status : 404).end();

@@ -6,6 +6,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProgram, type GatewayProgram } from '../helpers/gateway-program.js';
 import { K } from '../fixtures/seed.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const HOG = K.wsAdmin;
 const VICTIM = K.ownerPk;
@@ -24,9 +25,9 @@ beforeAll(async () => {
       res.end('{"data":{"id":1}}');
     });
   });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  const { url: upstreamUrl } = await listenLocal(upstream);
   gateway = await startGatewayProgram({
-    UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`,
+    UPSTREAM_URL: upstreamUrl,
     BODY_LIMIT_BYTES: String(MiB),
     BODY_BUFFER_MAX_BYTES: String(16 * MiB),
     BODY_TIMEOUT_MS: '20000',

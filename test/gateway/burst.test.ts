@@ -10,6 +10,7 @@ import { haveRedis } from '../helpers/redis.js';
 import { appRedisEnv, callsWithoutRedis } from '../helpers/app-redis.js';
 import { stallEveryPhase } from '../helpers/busy-loop.js';
 import { K } from '../fixtures/seed.js';
+import { testSecret } from '../helpers/keys.js';
 
 const BURSTS = 20;
 const BURST_SIZE = 150;
@@ -21,10 +22,7 @@ const BURSTS_TIMEOUT_MS = 120_000;
 
 // Sixteen more keys of workspace 100 (org 1, growth): a burst spread over them spends at most 16 per key,
 // so only the address's layer can refuse.
-const spreadKeys = Array.from(
-  { length: 16 },
-  (_, n) => 'svc_ws_' + `Burst${String(n).padStart(2, '0')}`.padEnd(36, '0'),
-);
+const spreadKeys = Array.from({ length: 16 }, (_, n) => testSecret('svc_ws_', `Burst${String(n).padStart(2, '0')}`));
 const extraKeys = spreadKeys.map((secret, n) => ({
   id: 5000 + n,
   secret,

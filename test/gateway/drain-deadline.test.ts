@@ -1,10 +1,10 @@
 // The drain's deadline (CONTRACT section 8, DRAIN_TIMEOUT_MS): a request still waiting for its upstream
 // is answered 504, not reset, and an upstream answer that arrives after that is dropped without harm.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
+import { listenLocal } from '../helpers/listen.js';
 
 let slow: http.Server;
 let s: Stack;
@@ -17,8 +17,7 @@ beforeAll(async () => {
       res.end('{"data":{"late":true}}');
     }, 600);
   });
-  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
-  s = await startStack({ mode: 'gateway', upstreamUrl: `http://127.0.0.1:${(slow.address() as AddressInfo).port}` });
+  s = await startStack({ mode: 'gateway', upstreamUrl: (await listenLocal(slow)).url });
 });
 afterAll(async () => {
   await s?.close();

@@ -3,16 +3,14 @@
 // a large body to a slow reader (backpressure), a status text, HEAD, and the failures before a head.
 import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createForwarder, type Forwarder, type UpstreamFailure } from '../../src/gateway/forward.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const BIG = Buffer.alloc(8 * 1024 * 1024, 'x');
 
-function listen(server: http.Server | net.Server): Promise<string> {
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
-  );
+async function listen(server: http.Server | net.Server): Promise<string> {
+  return (await listenLocal(server)).url;
 }
 
 describe('forwarder', () => {

@@ -4,10 +4,10 @@
 // gateway's rate-limit headers.
 import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
+import { listenLocal } from '../helpers/listen.js';
 
 /** Raw bytes on a fresh socket; resolves with the whole answer text once the server closes or after `ms`. */
 function rawExchange(
@@ -90,9 +90,9 @@ async function startUpstream() {
     });
   });
   // Requests stalled on purpose must not keep the test's close waiting.
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { url } = await listenLocal(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     seen,
     set: (b: typeof behaviour) => (behaviour = b),
     close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),

@@ -4,7 +4,6 @@
 // failed authentication), rotation with a grace period, two instances seeing both on the very next
 // request, and metadata inside the signed identity (HMAC headers and the JWT's kg claim alike).
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
@@ -14,6 +13,7 @@ import { createMemoryStores } from '../../src/limits/memory.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
 import type { LimitStores } from '../../src/limits/types.js';
 import { createJwtVerifier, verifyHmacIdentity } from '../../src/verifier/index.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const clock = new FakeClock();
 let a: Stack;
@@ -182,10 +182,10 @@ describe('metadata in the signed identity', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers });
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":{}}');
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const { url: upstreamUrl } = await listenLocal(upstream);
     c = await startStack({
       clock,
-      upstreamOverride: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      upstreamOverride: upstreamUrl,
       env: { IDENTITY_FORMAT: 'both', IDENTITY_JWT_AUDIENCE: 'lifecycle-svc' },
     });
   });

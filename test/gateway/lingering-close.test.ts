@@ -8,6 +8,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProgram, type GatewayProgram } from '../helpers/gateway-program.js';
 import { K } from '../fixtures/seed.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const MiB = 1024 * 1024;
 const TRIES = 40;
@@ -21,9 +22,9 @@ beforeAll(async () => {
     req.resume();
     req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"data":{}}'));
   });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  const { url: upstreamUrl } = await listenLocal(upstream);
   gateway = await startGatewayProgram({
-    UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as net.AddressInfo).port}`,
+    UPSTREAM_URL: upstreamUrl,
     BODY_LIMIT_BYTES: String(MiB),
   });
 }, 180_000);

@@ -14,6 +14,7 @@ import type { LimitStores } from '../../src/limits/types.js';
 import { loadPlans } from '../../src/config/plans.js';
 import { setKeyLimits, setOrganizationLimits } from '../../src/access/service/limits.js';
 import type { ServiceContext } from '../../src/access/service/context.js';
+import { testSecret } from '../helpers/keys.js';
 
 // 2026-11-22T12:00Z: the month (30 days) turns at 2026-12-01T00:00Z.
 const clock = new FakeClock(Date.UTC(2026, 10, 22, 12, 0, 0));
@@ -21,10 +22,10 @@ const DECEMBER = Date.UTC(2026, 11, 1);
 const NOVEMBER_SECONDS = 30 * 86_400;
 
 const Q = {
-  ws: 'svc_ws_' + 'QuotaWs'.padEnd(36, '0'),
-  ws2: 'svc_ws_' + 'QuotaWsTwo'.padEnd(36, '0'),
-  noScope: 'svc_ws_' + 'QuotaNoScope'.padEnd(36, '0'),
-  partner: 'svc_v1_' + 'QuotaPartner'.padEnd(36, '0'),
+  ws: testSecret('svc_ws_', 'QuotaWs'),
+  ws2: testSecret('svc_ws_', 'QuotaWsTwo'),
+  noScope: testSecret('svc_ws_', 'QuotaNoScope'),
+  partner: testSecret('svc_v1_', 'QuotaPartner'),
 };
 
 let a: Stack;

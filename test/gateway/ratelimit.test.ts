@@ -3,8 +3,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { K, ALL_SCOPES } from '../fixtures/seed.js';
+import { testSecret } from '../helpers/keys.js';
 
-const big = (n: number) => 'svc_ws_' + `Big${n}`.padEnd(36, '0');
+const big = (n: number) => testSecret('svc_ws_', `Big${n}`);
 const clock = new FakeClock();
 let s: Stack;
 let rec: Recorder;

@@ -5,13 +5,13 @@ import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { K } from '../fixtures/seed.js';
 import { verifyHmacIdentity } from '../../src/verifier/index.js';
+import { concretePath } from '../helpers/routes.js';
 
 const file = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 const scopes: Record<string, string> = file.scopes;
 const routes: { method: string; path: string; scope: string | null; bucket: string; gateway?: boolean }[] = file.v2;
 
-const concrete = (p: string, wid = '100') =>
-  p.replace('{workspaceId}', wid).replace(/\{[A-Za-z]+\}/g, (m) => (m === '{workspaceId}' ? wid : '7'));
+const concrete = (p: string, wid = '100') => concretePath(p, (name) => (name === 'workspaceId' ? wid : '7'));
 const rank = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'];
 
 let s: Stack;

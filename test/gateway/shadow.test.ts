@@ -12,6 +12,7 @@ import { startStack, FakeClock, type Stack, type Res } from '../helpers/stack.js
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { K } from '../fixtures/seed.js';
 import { createLogger } from '../../src/ops/logger.js';
+import { testSecret } from '../helpers/keys.js';
 
 const clock = new FakeClock();
 let enforce: Stack;
@@ -156,7 +157,7 @@ describe('shadow limits', () => {
     const ip = freshIp();
     expect((await shadow.request('GET', '/v2/workspaces/100/accounts', { ip })).status).toBe(401);
     expect(
-      (await shadow.request('GET', '/v2/workspaces/100/accounts', { key: 'svc_ws_' + 'Nope'.padEnd(36, '0'), ip })).body
+      (await shadow.request('GET', '/v2/workspaces/100/accounts', { key: testSecret('svc_ws_', 'Nope'), ip })).body
         .errorCode,
     ).toBe('150002');
     const other = await shadow.request('GET', '/v2/workspaces/200/accounts', { key: K.wsAdmin, ip });

@@ -9,6 +9,7 @@ import { createRedisStores } from '../../src/limits/redis.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import type { LimitStores } from '../../src/limits/types.js';
+import { testSecret } from '../helpers/keys.js';
 
 const clock = new FakeClock();
 let a: Stack;
@@ -27,8 +28,8 @@ function sharedStores(prefix: string): () => LimitStores {
   };
 }
 
-const victimPk = 'svc_pk_' + 'Victim'.padEnd(36, '0');
-const revokable = 'svc_ws_' + 'Revokable'.padEnd(36, '0');
+const victimPk = testSecret('svc_pk_', 'Victim');
+const revokable = testSecret('svc_ws_', 'Revokable');
 
 beforeAll(async () => {
   const stores = sharedStores(`t${randomBytes(4).toString('hex')}:`);

@@ -10,6 +10,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
 import { startProgram } from '../helpers/program.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 let child: ChildProcess;
@@ -22,7 +23,7 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"data":[{"id":1,"name":"tag"}]}');
   });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  const { url: upstreamUrl } = await listenLocal(upstream);
   port = await freePort();
   const admin = await freePort();
   ({ child, output } = await startProgram(
@@ -35,7 +36,7 @@ beforeAll(async () => {
       // Limits far above this test's load (bench/plans.json), and the client address from X-Forwarded-For.
       PLANS_FILE: 'bench/plans.json',
       TRUST_PROXY: '127.0.0.1',
-      UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as { port: number }).port}`,
+      UPSTREAM_URL: upstreamUrl,
       ACCESS_LOG: 'off',
       LOG_LEVEL: 'warn',
     },

@@ -6,7 +6,7 @@
 // tenant id; each has a mailbox list and switches for missing delegation/consent, failing credentials
 // and provider outages, changeable at any time during a test.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from './listen.js';
 
 export interface FakeMailbox {
   email: string;
@@ -121,10 +121,9 @@ export async function startFakeProviders(): Promise<FakeProviders> {
     }
     send(res, 404, { error: { message: 'no such route' } });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { url } = await listenLocal(server);
   return Object.assign(fp, {
-    url: `http://127.0.0.1:${port}`,
+    url,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

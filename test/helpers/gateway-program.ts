@@ -1,14 +1,15 @@
-// The real gateway program (`src/cli.ts gateway`, one process or WORKERS of them) on the test's own
-// PostgreSQL schema, seeded with test/fixtures/seed.ts, and optionally the test's Redis under a prefix
-// of its own. Starting the gateway alone skips the all-in-one's PGlite and backend, the slow part of a
+// The real gateway program (`keygate gateway`, test/helpers/cli-program.ts; one process or WORKERS of
+// them) on the test's own PostgreSQL schema, seeded with test/fixtures/seed.ts, and optionally the
+// test's Redis under a prefix of its own. Starting the gateway alone skips the all-in-one's PGlite and backend, the slow part of a
 // start on a busy machine. Needs DATABASE_URL (a real PostgreSQL: the program is another process).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { openTestDb } from './db.js';
 import { freePort } from './redis-server.js';
 import { untilReady } from './program.js';
+import { cliArgs } from './cli-program.js';
 import { seedWith } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 
 export interface GatewayProgram {
   child: ChildProcess;
@@ -32,7 +33,7 @@ export async function startGatewayProgram(
   const [port, admin] = [await freePort(), await freePort()];
   const base = { ...process.env };
   delete base.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+  const child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
     env: {
       ...base,
       DATABASE_URL: url.toString(),

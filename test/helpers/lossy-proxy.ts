@@ -4,6 +4,7 @@
 // waits behind it. So "loss" here holds a chunk, and every later chunk in the same direction, for a
 // retransmission delay; a partition holds everything, connections open, until healed.
 import net from 'node:net';
+import { listenLocal } from './listen.js';
 
 export interface LossyLinkOptions {
   /** Share of chunks (each direction) that are "lost" once and arrive after `delayMs`. */
@@ -70,9 +71,9 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
     pipe(client, upstream);
     pipe(upstream, client);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = await listenLocal(server);
   return {
-    port: (server.address() as net.AddressInfo).port,
+    port,
     get delayed() {
       return delayed;
     },

@@ -1,9 +1,9 @@
 // Everything the backend talks to besides its database, faked on 127.0.0.1 port 0: DNS, the Google and
 // Microsoft directories, and the token profile lookup. `env` points a stack at them (startStack's env).
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startDnsServer, type DnsServer } from './dns-server.js';
 import { startFakeProviders, type FakeProviders } from './fake-providers.js';
+import { listenLocal } from './listen.js';
 
 export interface OutsideWorld {
   dns: DnsServer;
@@ -20,8 +20,7 @@ export async function startOutsideWorld(profile: { emailAddress: string } | numb
     const [status, body] = typeof profile === 'number' ? [profile, {}] : [200, profile];
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   });
-  await new Promise<void>((r) => lookup.listen(0, '127.0.0.1', r));
-  const profileUrl = `http://127.0.0.1:${(lookup.address() as AddressInfo).port}`;
+  const { url: profileUrl } = await listenLocal(lookup);
   return {
     dns,
     providers,

@@ -1,6 +1,7 @@
 // The real program as a child process, seen from outside: its readiness, and whole answers.
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import { cliArgs } from './cli-program.js';
 
 /** The HTTP status of `url`, or 0 when nothing answers. */
 export async function status(url: string): Promise<number> {
@@ -61,8 +62,8 @@ export interface Program {
 }
 
 /**
- * `node [nodeArgs] --import tsx src/cli.ts start` on in-memory stores (DATABASE_URL and REDIS_URL of the
- * test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
+ * `node [nodeArgs] <the program> start` (test/helpers/cli-program.ts) on in-memory stores (DATABASE_URL
+ * and REDIS_URL of the test's own environment removed), with `env` on top; resolves once its admin port's /readyz says 200.
  */
 export async function startProgram(
   env: Record<string, string>,
@@ -72,7 +73,7 @@ export async function startProgram(
   const base = { ...process.env };
   delete base.DATABASE_URL;
   delete base.REDIS_URL;
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/cli.ts', 'start'], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(await cliArgs()), 'start'], {
     env: { ...base, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,7 +1,7 @@
 // A stand-in upstream that records what reached it, to prove what the gateway forwards (and what
 // it never forwards). Behaviours: answer (default), stall (never answer), reset (destroy the socket).
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from './listen.js';
 
 export interface Recorded {
   method: string;
@@ -46,8 +46,7 @@ export async function startRecorder(): Promise<Recorder> {
       res.end(JSON.stringify({ data: { upstream: true }, meta: { request_id: req.headers['x-request-id'] } }));
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  rec.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  rec.url = (await listenLocal(server)).url;
   rec.close = () =>
     new Promise((r) => {
       server.closeAllConnections();

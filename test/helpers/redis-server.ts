@@ -5,6 +5,7 @@ import net from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { listenLocal } from './listen.js';
 
 // Ports handed out by freePort are drawn below Linux's ephemeral range (32768-60999), where a client
 // connection's own local port can never take one between the pick and the bind, and from a band of
@@ -31,14 +32,10 @@ export async function freePort(): Promise<number> {
     return port;
   }
   // The band is crowded (other programs on this machine): whatever port the system gives.
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
+  const srv = net.createServer();
+  const { port } = await listenLocal(srv);
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
 }
 
 async function waitForPort(port: number, up: boolean, timeoutMs = 10_000): Promise<void> {

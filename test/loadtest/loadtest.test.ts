@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit, type AuditAnswer } from '../../src/loadtest/audit.js';
 import { parseOptions, parseRoute, UsageError } from '../../src/loadtest/options.js';
@@ -21,6 +20,7 @@ import { createRedisStores } from '../../src/limits/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
 import type { LimitStores } from '../../src/limits/types.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const RESET = 1_795_000_020;
 const base = (over: Partial<AuditAnswer>): AuditAnswer => ({
@@ -222,8 +222,7 @@ describe('against a server that grants more than it announces', () => {
       });
       res.end('{}');
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ url } = await listenLocal(server));
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 

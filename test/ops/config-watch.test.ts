@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { createLogger } from '../../src/ops/logger.js';
-import { watchConfigFiles } from '../../src/app.js';
+import { watchConfigFiles } from '../../src/app/config-watch.js';
 
 const CONFIG = fileURLToPath(new URL('../../config/', import.meta.url));
 const plansText = readFileSync(join(CONFIG, 'plans.json'), 'utf8');

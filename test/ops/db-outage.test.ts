@@ -34,7 +34,7 @@ describe.runIf(Boolean(PG))('database outage', () => {
 
   it('serves cached principals whose version still holds, refuses the rest with 503, recovers', async () => {
     const { seedWith } = await import('../fixtures/seed.js');
-    const { applySeed, parseSeed } = await import('../../src/access/seed.js');
+    const { applySeed, parseSeed } = await import('../../src/backend/seed.js');
     await applySeed(db, parseSeed(seedWith()));
     await s.stores.versions.bump(1);
     const get = (key: string) => s.request('GET', '/v2/workspaces/100/tags', { key, ip: '10.6.0.1' });

@@ -5,10 +5,10 @@
 // real gateway program. A refused connection (the listener is gone) is not a reset: the client knows
 // nothing was sent.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProgram } from '../helpers/gateway-program.js';
 import { K } from '../fixtures/seed.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const RUNS = 5;
 const CONNECTIONS = 40;
@@ -24,8 +24,7 @@ beforeAll(async () => {
       res.end(JSON.stringify({ data: { path: req.url } }));
     }, Math.random() * 5);
   });
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  ({ url: upstreamUrl } = await listenLocal(upstream));
 });
 
 afterAll(async () => {

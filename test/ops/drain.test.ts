@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
+import { cliArgs } from '../helpers/cli-program.js';
 import { requestWhole, status, untilReady, type WholeAnswer } from '../helpers/program.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 
@@ -70,9 +72,8 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
         res.end(JSON.stringify({ data: { n, pad: 'x'.repeat(2000) } }));
       }, 150);
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-    const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-    const p = await startProgram([process.execPath, '--import', 'tsx', 'src/cli.ts', 'start'], {
+    const { url: upstreamUrl } = await listenLocal(upstream);
+    const p = await startProgram([process.execPath, ...(await cliArgs()), 'start'], {
       UPSTREAM_URL: upstreamUrl,
       PLANS_FILE: roomyPlans(),
       TRUST_PROXY: '127.0.0.1',
@@ -132,7 +133,9 @@ describe.concurrent('SIGTERM under keep-alive load', () => {
   }, 90_000);
 
   it('`npm start` passes SIGTERM to the program: the port is free again and npm exits', async () => {
-    const p = await startProgram(['npm', 'start', '--silent'], {});
+    // npm start opens the admin API on 8090 unless told otherwise: a port of its own, not one another
+    // keygate on this machine may hold.
+    const p = await startProgram(['npm', 'start', '--silent'], { ADMIN_API_PORT: String(await freePort()) });
     children.push(p.child);
     const exited = new Promise<number | null>((r) =>
       p.child.once('exit', (code, signal) => r(code ?? (signal ? -1 : null))),

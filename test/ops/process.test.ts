@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
 import { requestWhole, startProgram, status } from '../helpers/program.js';
+import { listenLocal } from '../helpers/listen.js';
 
 const KEYS = [
   'svc_ws_DemoWorkspaceAdminKey0000000000000001',
@@ -48,7 +49,7 @@ beforeAll(async () => {
       res.end(JSON.stringify({ data: { path: req.url } }));
     }, 1000);
   });
-  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', () => r()));
+  const { url: slowUrl } = await listenLocal(slow);
   [port, admin] = [await freePort(), await freePort()];
   ({ child, output } = await startProgram({
     PORT: String(port),
@@ -57,7 +58,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     DATA_DIR: 'memory://',
     PLANS_FILE: plansFile,
-    UPSTREAM_URL: `http://127.0.0.1:${(slow.address() as { port: number }).port}`,
+    UPSTREAM_URL: slowUrl,
     DRAIN_TIMEOUT_MS: '5000',
     LOG_LEVEL: 'info',
   }));

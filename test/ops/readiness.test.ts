@@ -37,7 +37,7 @@ describe.runIf(Boolean(PG))('readiness while PostgreSQL is away', () => {
     cuttable = await openCuttableTestDb(PG!, 300);
     ({ db, proxy } = cuttable);
     const { seedWith } = await import('../fixtures/seed.js');
-    const { applySeed, parseSeed } = await import('../../src/access/seed.js');
+    const { applySeed, parseSeed } = await import('../../src/backend/seed.js');
     await applySeed(db, parseSeed(seedWith()));
     rec = await startRecorder();
     s = await startStack({ db, mode: 'gateway', upstreamUrl: rec.url, seed: undefined });

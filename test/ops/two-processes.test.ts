@@ -5,10 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
+import { cliArgs } from '../helpers/cli-program.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import type { Db } from '../../src/db/index.js';
 
 // Separate processes can share only real servers: PostgreSQL and Redis (CI sets both).
@@ -39,7 +40,7 @@ describe.runIf(Boolean(PG && REDIS))('two gateway processes', () => {
     for (let i = 0; i < 2; i++) {
       const port = await freePort();
       const g = { proc: null as unknown as ChildProcess, url: `http://127.0.0.1:${port}`, out: '' };
-      g.proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+      g.proc = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
         env: {
           ...process.env,
           DATABASE_URL: url.toString(),

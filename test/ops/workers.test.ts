@@ -5,15 +5,16 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
 import { requestWhole } from '../helpers/program.js';
+import { cliArgs } from '../helpers/cli-program.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { mergeMetrics } from '../../src/ops/cluster.js';
 import type { Db } from '../../src/db/index.js';
+import { listenLocal } from '../helpers/listen.js';
 
 // Separate processes can share only real servers: PostgreSQL and Redis.
 const PG = process.env.DATABASE_URL;
@@ -22,7 +23,7 @@ const REDIS = process.env.REDIS_URL;
 const READ_BUDGET = 20;
 
 describe('WORKERS settings', () => {
-  it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', () => {
+  it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', async () => {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       WORKERS: '2',
@@ -31,7 +32,7 @@ describe('WORKERS settings', () => {
     };
     delete env.REDIS_URL;
     delete env.REDIS_CLUSTER_NODES;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+    const r = spawnSync(process.execPath, [...(await cliArgs()), 'gateway'], {
       env,
       encoding: 'utf8',
       timeout: 30_000,
@@ -76,11 +77,11 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
         res.end(JSON.stringify({ data: { path: req.url } }));
       }, upstreamDelayMs);
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    const { url: upstreamUrl } = await listenLocal(upstream);
     const url = new URL(PG!);
     url.searchParams.set('options', `-c search_path=${db.schema}`);
     [port, admin] = [await freePort(), await freePort()];
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'gateway'], {
+    child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
       env: {
         ...process.env,
         WORKERS: '2',
@@ -88,7 +89,7 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
         REDIS_URL: REDIS,
         REDIS_KEY_PREFIX: prefix,
         GATEWAY_SECRET: 'test-gateway-secret-0123456789',
-        UPSTREAM_URL: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+        UPSTREAM_URL: upstreamUrl,
         PORT: String(port),
         ADMIN_PORT: String(admin),
         HOST: '127.0.0.1',

@@ -8,6 +8,7 @@ import { schemas as schemasV2 } from './schemas.js';
 import { register as registerDeliverability } from './v1-deliverability.js';
 import { register as registerV1 } from './v1-routes.js';
 import { schemas as schemasV1 } from './v1-schemas.js';
+import { seed } from './seed.js';
 
 export const accounts: BackendDomain = {
   name: 'accounts',
@@ -18,4 +19,5 @@ export const accounts: BackendDomain = {
   },
   jobs,
   schemas: { ...schemasV2, ...schemasV1 },
+  seed,
 };

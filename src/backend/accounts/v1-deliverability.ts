@@ -3,7 +3,7 @@
 import { isIP } from 'node:net';
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/types.js';
-import { parse, type Router } from '../router.js';
+import { parse, type Ctx, type Reply, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
 import { accountIdParam, checkRange, emptyBody, loadAccount, orgOf, rate } from '../mailbox/index.js';
@@ -128,89 +128,97 @@ const dayAfter = (d: string) => new Date(Date.parse(`${d}T00:00:00Z`) + 86_400_0
 
 /** The /v1 routes of an account's setup score, DNS health and deliverability score (v1 spec). */
 export function register(router: Router): void {
-  router.get('/v1/setup-score/{emailAccountId}', async (ctx) => {
-    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const cached = await cachedSetupScore(ctx.db, account.id);
-    if (cached) return { data: setupView(cached) };
-    // Read-through on the first read: the cache is filled once, later GETs serve it.
-    const checks = await computeSetupScore(ctx.svc, account);
-    return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), false)) };
-  });
+  router.get('/v1/setup-score/{emailAccountId}', getSetupScore);
+  router.post('/v1/setup-score/{emailAccountId}/refresh', refreshSetupScore);
+  router.get('/v1/dns-health/{emailAccountId}', getDnsHealth);
+  router.post('/v1/deliverability-score/{emailAccountId}', deliverabilityScore);
+}
 
-  router.post('/v1/setup-score/{emailAccountId}/refresh', async (ctx) => {
-    if (ctx.body !== undefined) parse(emptyBody, ctx.body);
-    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const checks = await computeSetupScore(ctx.svc, account);
-    return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), true)) };
-  });
+async function getSetupScore(ctx: Ctx): Promise<Reply> {
+  const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+  const cached = await cachedSetupScore(ctx.db, account.id);
+  if (cached) return { data: setupView(cached) };
+  // Read-through on the first read: the cache is filled once, later GETs serve it.
+  const checks = await computeSetupScore(ctx.svc, account);
+  return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), false)) };
+}
 
-  router.get('/v1/dns-health/{emailAccountId}', async (ctx) => {
-    const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
-    const domain = domainOf(account.email_address);
-    let checks: DomainChecks;
-    try {
-      checks = await checkDomain(domain, ctx.svc.config.dnsResolver);
-    } catch (err) {
-      throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, {
-        domain,
-        reason: (err as NodeJS.ErrnoException).code ?? 'error',
-      });
-    }
-    // A live lookup: cachedAt is when it ran.
-    return {
-      data: {
-        emailAccountId: account.id,
-        domain,
-        spf: checks.spf,
-        dkim: checks.dkim,
-        dmarc: checks.dmarc,
-        mx: checks.mx,
-        cachedAt: new Date(ctx.svc.clock.now()).toISOString(),
-      },
+async function refreshSetupScore(ctx: Ctx): Promise<Reply> {
+  if (ctx.body !== undefined) parse(emptyBody, ctx.body);
+  const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+  const checks = await computeSetupScore(ctx.svc, account);
+  return { data: setupView(await storeSetupScore(ctx.db, account.id, checks, ctx.svc.clock.now(), true)) };
+}
+
+async function getDnsHealth(ctx: Ctx): Promise<Reply> {
+  const account = await loadAccount(ctx.db, orgOf(ctx), accountIdParam(ctx));
+  const domain = domainOf(account.email_address);
+  let checks: DomainChecks;
+  try {
+    checks = await checkDomain(domain, ctx.svc.config.dnsResolver);
+  } catch (err) {
+    throw new ApiError('service_unavailable', `The DNS lookup of ${domain} failed; try again.`, {
+      domain,
+      reason: (err as NodeJS.ErrnoException).code ?? 'error',
+    });
+  }
+  // A live lookup: cachedAt is when it ran.
+  return {
+    data: {
+      emailAccountId: account.id,
+      domain,
+      spf: checks.spf,
+      dkim: checks.dkim,
+      dmarc: checks.dmarc,
+      mx: checks.mx,
+      cachedAt: new Date(ctx.svc.clock.now()).toISOString(),
+    },
+  };
+}
+
+async function deliverabilityScore(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const id = accountIdParam(ctx);
+  const body = parse(deliverabilityBody, ctx.body ?? {});
+  checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
+  await loadAccount(ctx.db, org, id);
+  const rows = await deliverabilityByEsp(
+    ctx.db,
+    id,
+    dayStart(body.startDate),
+    dayAfter(body.endDate),
+    new Date(ctx.svc.clock.now()),
+  );
+  return { data: { emailAccountId: id, ...deliverabilityOf(rows, body.esps) } };
+}
+
+/** The totals over the ESPs asked for, then each ESP's own counts (zeros for one with no message). */
+export function deliverabilityOf(
+  rows: readonly { esp: string; sent: number; inbox: number; spam: number }[],
+  esps: readonly string[],
+): Record<string, unknown> {
+  const by = new Map(rows.map((r) => [r.esp, r]));
+  let sent = 0,
+    inbox = 0,
+    spam = 0;
+  const per: Record<string, unknown> = {};
+  for (const esp of esps) {
+    const counts = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
+    sent += counts.sent;
+    inbox += counts.inbox;
+    spam += counts.spam;
+    per[esp] = {
+      deliverabilityRate: rate(counts.inbox, counts.sent),
+      sentCount: counts.sent,
+      inboxCount: counts.inbox,
+      spamCount: counts.spam,
     };
-  });
-
-  router.post('/v1/deliverability-score/{emailAccountId}', async (ctx) => {
-    const org = orgOf(ctx);
-    const id = accountIdParam(ctx);
-    const body = parse(deliverabilityBody, ctx.body ?? {});
-    checkRange(body.startDate, body.endDate, ['startDate', 'endDate']);
-    await loadAccount(ctx.db, org, id);
-    const rows = await deliverabilityByEsp(
-      ctx.db,
-      id,
-      dayStart(body.startDate),
-      dayAfter(body.endDate),
-      new Date(ctx.svc.clock.now()),
-    );
-    const by = new Map(rows.map((r) => [r.esp as string, r]));
-    const out: Record<string, unknown> = { emailAccountId: id };
-    let sent = 0,
-      inbox = 0,
-      spam = 0;
-    const per: Record<string, unknown> = {};
-    for (const esp of body.esps) {
-      const counts = by.get(esp) ?? { sent: 0, inbox: 0, spam: 0 };
-      sent += counts.sent;
-      inbox += counts.inbox;
-      spam += counts.spam;
-      per[esp] = {
-        deliverabilityRate: rate(counts.inbox, counts.sent),
-        sentCount: counts.sent,
-        inboxCount: counts.inbox,
-        spamCount: counts.spam,
-      };
-    }
-    Object.assign(
-      out,
-      {
-        totalDeliverabilityRate: rate(inbox, sent),
-        totalSentCount: sent,
-        totalInboxCount: inbox,
-        totalSpamInboxCount: spam,
-      },
-      per,
-    );
-    return { data: out };
-  });
+  }
+  return {
+    totalDeliverabilityRate: rate(inbox, sent),
+    totalSentCount: sent,
+    totalInboxCount: inbox,
+    totalSpamInboxCount: spam,
+    ...per,
+  };
 }

@@ -2,7 +2,7 @@
 // Report days are UTC calendar days; from and to are inclusive.
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
-import { parse, queryObject, type Router } from '../router.js';
+import { parse, queryObject, type Ctx, type Reply, type Router } from '../router.js';
 import { accountIdParam, checkRange, loadAccount, loadAccounts, orgOf, rate } from '../mailbox/index.js';
 import { dateRange } from '../time.js';
 import { bulkReportBody, rangeQuery } from './v1-schemas.js';
@@ -63,103 +63,118 @@ const csvField = (value: unknown) => {
 };
 
 export function register(router: Router): void {
-  router.get('/v1/reports/{emailAccountId}', async (ctx) => {
-    const org = orgOf(ctx);
-    const id = accountIdParam(ctx);
-    const range = parse(rangeQuery, queryObject(ctx.query));
-    checkRange(range.from, range.to, ['from', 'to']);
-    await loadAccount(ctx.db, org, id);
-    const days = await reportDays(ctx.db, [id], range.from, range.to, ctx.svc.clock.now());
-    return { data: { emailAccountId: id, from: range.from, to: range.to, days: days.get(id) } };
-  });
+  router.get('/v1/reports/{emailAccountId}', getReport);
+  router.post('/v1/reports/bulk', bulkReports);
+  router.get('/v1/reports/export', exportReports);
+  router.get('/v1/dashboard', getDashboard);
+  router.get('/v1/health', getHealth);
+}
 
-  router.post('/v1/reports/bulk', async (ctx) => {
-    const org = orgOf(ctx);
-    const body = parse(bulkReportBody, ctx.body ?? {});
-    checkRange(body.from, body.to, ['from', 'to']);
-    const found = await loadAccounts(ctx.db, org, body.emailAccountIds);
-    const days = await reportDays(ctx.db, [...found.keys()], body.from, body.to, ctx.svc.clock.now());
-    // In input order; an id that is not the organization's gets errorCode not_found.
-    const reports = body.emailAccountIds.map((id) =>
-      found.has(id)
-        ? { emailAccountId: id, from: body.from, to: body.to, days: days.get(id) }
-        : { emailAccountId: id, errorCode: 'not_found' },
-    );
-    return { data: { reports } };
-  });
+async function getReport(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const id = accountIdParam(ctx);
+  const range = parse(rangeQuery, queryObject(ctx.query));
+  checkRange(range.from, range.to, ['from', 'to']);
+  await loadAccount(ctx.db, org, id);
+  const days = await reportDays(ctx.db, [id], range.from, range.to, ctx.svc.clock.now());
+  return { data: { emailAccountId: id, from: range.from, to: range.to, days: days.get(id) } };
+}
 
-  router.get('/v1/reports/export', async (ctx) => {
-    const org = orgOf(ctx);
-    const range = parse(rangeQuery, queryObject(ctx.query));
-    checkRange(range.from, range.to, ['from', 'to']);
-    const accounts = await organizationAccounts(ctx.db, org);
-    const days = await reportDays(
-      ctx.db,
-      accounts.map((account) => account.id),
-      range.from,
-      range.to,
-      ctx.svc.clock.now(),
-    );
-    const columns = [
-      'emailAccountId',
-      'fromEmail',
-      'date',
-      'sent',
-      'inbox',
-      'received',
-      'spam',
-      'other',
-      'undelivered',
-      'replied',
-      'deliverabilityRate',
-    ];
-    const lines = [columns.join(',')];
-    for (const account of accounts) {
-      for (const day of days.get(account.id)!) {
-        lines.push(
-          [
-            account.id,
-            account.email_address,
-            day.date,
-            day.sent,
-            day.inbox,
-            day.received,
-            day.spam,
-            day.other,
-            day.undelivered,
-            day.replied,
-            day.deliverabilityRate,
-          ]
-            .map(csvField)
-            .join(','),
-        );
-      }
+async function bulkReports(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const body = parse(bulkReportBody, ctx.body ?? {});
+  checkRange(body.from, body.to, ['from', 'to']);
+  const found = await loadAccounts(ctx.db, org, body.emailAccountIds);
+  const days = await reportDays(ctx.db, [...found.keys()], body.from, body.to, ctx.svc.clock.now());
+  // In input order; an id that is not the organization's gets errorCode not_found.
+  const reports = body.emailAccountIds.map((id) =>
+    found.has(id)
+      ? { emailAccountId: id, from: body.from, to: body.to, days: days.get(id) }
+      : { emailAccountId: id, errorCode: 'not_found' },
+  );
+  return { data: { reports } };
+}
+
+async function exportReports(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const range = parse(rangeQuery, queryObject(ctx.query));
+  checkRange(range.from, range.to, ['from', 'to']);
+  const accounts = await organizationAccounts(ctx.db, org);
+  const days = await reportDays(
+    ctx.db,
+    accounts.map((account) => account.id),
+    range.from,
+    range.to,
+    ctx.svc.clock.now(),
+  );
+  return {
+    raw: { contentType: 'text/csv; charset=utf-8', body: reportCsv(accounts, days) },
+    headers: { 'content-disposition': `attachment; filename="warmup-report-${range.from}-to-${range.to}.csv"` },
+  };
+}
+
+const CSV_COLUMNS = [
+  'emailAccountId',
+  'fromEmail',
+  'date',
+  'sent',
+  'inbox',
+  'received',
+  'spam',
+  'other',
+  'undelivered',
+  'replied',
+  'deliverabilityRate',
+];
+
+/** The export's CSV: a header line, then one line per account and day, each line ended by CRLF. */
+export function reportCsv(
+  accounts: readonly { id: number; email_address: string }[],
+  days: ReadonlyMap<number, ReportDay[]>,
+): string {
+  const lines = [CSV_COLUMNS.join(',')];
+  for (const account of accounts) {
+    for (const day of days.get(account.id)!) {
+      lines.push(
+        [
+          account.id,
+          account.email_address,
+          day.date,
+          day.sent,
+          day.inbox,
+          day.received,
+          day.spam,
+          day.other,
+          day.undelivered,
+          day.replied,
+          day.deliverabilityRate,
+        ]
+          .map(csvField)
+          .join(','),
+      );
     }
-    return {
-      raw: { contentType: 'text/csv; charset=utf-8', body: lines.join('\r\n') + '\r\n' },
-      headers: { 'content-disposition': `attachment; filename="warmup-report-${range.from}-to-${range.to}.csv"` },
-    };
-  });
+  }
+  return lines.join('\r\n') + '\r\n';
+}
 
-  router.get('/v1/dashboard', async (ctx) => {
-    const org = orgOf(ctx);
-    const counts = await dashboardCounts(ctx.db, org);
-    return {
-      data: {
-        totalAccounts: counts.total,
-        activeWarmups: counts.warming,
-        pausedWarmups: counts.paused,
-        accountsWithErrors: counts.errors,
-        // The mean cached setup score of the accounts that have one; 0 when none has.
-        avgSetupScore: counts.avg_score == null ? 0 : Math.round(counts.avg_score * 10) / 10,
-      },
-    };
-  });
+async function getDashboard(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const counts = await dashboardCounts(ctx.db, org);
+  return {
+    data: {
+      totalAccounts: counts.total,
+      activeWarmups: counts.warming,
+      pausedWarmups: counts.paused,
+      accountsWithErrors: counts.errors,
+      // The mean cached setup score of the accounts that have one; 0 when none has.
+      avgSetupScore: counts.avg_score == null ? 0 : Math.round(counts.avg_score * 10) / 10,
+    },
+  };
+}
 
-  router.get('/v1/health', async (ctx) => {
-    orgOf(ctx);
-    if (!(await ctx.db.ping()))
-      throw new ApiError('service_unavailable', 'The database does not answer.', { database: 'down' });
-    return { data: { status: 'ok', database: 'ok', time: new Date(ctx.svc.clock.now()).toISOString() } };
-  });
+async function getHealth(ctx: Ctx): Promise<Reply> {
+  orgOf(ctx);
+  if (!(await ctx.db.ping()))
+    throw new ApiError('service_unavailable', 'The database does not answer.', { database: 'down' });
+  return { data: { status: 'ok', database: 'ok', time: new Date(ctx.svc.clock.now()).toISOString() } };
 }

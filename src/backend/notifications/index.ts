@@ -2,5 +2,6 @@
 import type { BackendDomain } from '../domain.js';
 import { register } from './routes.js';
 import { schemas } from './schemas.js';
+import { seed } from './seed.js';
 
-export const notifications: BackendDomain = { name: 'notifications', register, schemas };
+export const notifications: BackendDomain = { name: 'notifications', register, schemas, seed };

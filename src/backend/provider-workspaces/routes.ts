@@ -65,8 +65,12 @@ export function register(router: Router, svc: BackendServices): void {
     new ProviderClient({ googleAdminUrl: svc.config.googleAdminUrl, microsoftGraphUrl: svc.config.microsoftGraphUrl }),
     svc.plans,
   );
+  registerV2(router, pws, svc);
+  registerV1(router, pws, svc);
+}
 
-  // ---- /v2 ----
+/** The workspace's provider workspaces under /v2. */
+function registerV2(router: Router, pws: ProviderWorkspaces, svc: BackendServices): void {
   const base = '/v2/workspaces/{workspaceId}/provider-workspaces';
   const v2Pw = (ctx: Ctx) => {
     const id = idParam(ctx, 'providerWorkspaceId');
@@ -106,8 +110,10 @@ export function register(router: Router, svc: BackendServices): void {
     parse(noQuery, queryObject(ctx.query));
     return { data: await pws.latestSync(await v2Pw(ctx)) };
   });
+}
 
-  // ---- /v1 (a partner key: its organization, every provider workspace of it) ----
+/** /v1: a partner key's organization, every provider workspace of it. */
+function registerV1(router: Router, pws: ProviderWorkspaces, svc: BackendServices): void {
   const orgOf = (ctx: Ctx) => {
     const org = ctx.identity?.organizationId;
     if (!org) throw new ApiError('unauthorized', 'No organization for this key.');

@@ -9,6 +9,7 @@ import { register as registerV2 } from './routes.js';
 import { schemas as schemasV2 } from './schemas.js';
 import { register as registerV1 } from './v1-routes.js';
 import { schemas as schemasV1 } from './v1-schemas.js';
+import { seed } from './seed.js';
 
 export const warmup: BackendDomain = {
   name: 'warmup',
@@ -18,6 +19,7 @@ export const warmup: BackendDomain = {
   },
   jobs,
   schemas: { ...schemasV2, ...schemasV1 },
+  seed,
 };
 
 export { applyPlanCap, applyDueLimits, nextLocalMidnight } from './limits.js';

@@ -1,5 +1,6 @@
 // /v1 warmup: settings (GET and PATCH with every rule of the spec's table), today's activity,
 // start, stop and bulk start/stop.
+import type { z } from 'zod';
 import { ApiError } from '../../http/errors.js';
 import * as lifecycle from './lifecycle.js';
 import { planOf } from '../../config/plans.js';
@@ -171,12 +172,10 @@ async function readWarmupSettings(ctx: Ctx): Promise<Reply> {
   return { data: await settingsView(ctx.svc, ctx.db, account) };
 }
 
-// The spec does not show the PATCH response: it is the updated settings, as GET returns them.
-// Validation (every rule of the table), entitlements and the plan cap all pass before anything is written.
-async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
-  const org = orgOf(ctx);
-  const id = accountIdParam(ctx);
-  const body = parse(patchBody, ctx.body ?? {});
+type PatchBody = z.infer<typeof patchBody>;
+
+/** Entitlements and the plan's per-mailbox cap: checked before anything is written. */
+function refuseBeyondPlan(ctx: Ctx, body: PatchBody): void {
   const ent = entitlementsOf(ctx);
   if (body.warmupLanguage !== undefined && !ent.includes('warmup_language')) {
     throw new ApiError(
@@ -200,43 +199,60 @@ async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
       maxWarmupPerAccount: cap,
     });
   }
+}
+
+/** The columns of accounts a PATCH changes, shared with /v2. */
+// v2 keeps warmup_max_limit >= 5 (CHECK, warmupMinLimit fixed at 5) while v1 accepts 0..100: a v1 max
+// of 0..4 sets the shared column to the floor of 5 and is kept in v1_warmup_settings.max_below_floor,
+// which caps the daily limit in force (see dailyLimitOf). A v1 change applies at once and replaces a
+// lowered max still waiting for local midnight.
+export function sharedColumnsOf(body: PatchBody, currentLimit: number): Record<string, unknown> {
+  const accountColumns: Record<string, unknown> = {};
+  if (body.maxSendingLimit !== undefined) {
+    const shared = Math.max(V2_FLOOR, body.maxSendingLimit);
+    accountColumns.warmup_max_limit = shared;
+    accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(currentLimit, shared));
+    accountColumns.pending_max_limit = null;
+    accountColumns.pending_effective_at = null;
+  }
+  if (body.replyRate !== undefined) accountColumns.reply_rate_custom = body.replyRate;
+  if (body.timeZone !== undefined) accountColumns.time_zone = body.timeZone;
+  return accountColumns;
+}
+
+/** The columns of v1_warmup_settings (the /v1-only settings) a PATCH changes. */
+export function v1ColumnsOf(body: PatchBody): Record<string, unknown> {
+  const v1Columns: Record<string, unknown> = {};
+  if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
+  if (body.maxSendingLimit !== undefined)
+    v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
+  if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
+  if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
+  if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
+  if (body.upcomingContentConfig !== undefined) {
+    v1Columns.content_industry = body.upcomingContentConfig.industry;
+    v1Columns.content_topics = body.upcomingContentConfig.topics;
+  }
+  if (body.googleVolume !== undefined) {
+    v1Columns.google_volume = body.googleVolume;
+    v1Columns.microsoft_volume = body.microsoftVolume;
+    v1Columns.others_volume = body.othersVolume;
+  }
+  return v1Columns;
+}
+
+// The spec does not show the PATCH response: it is the updated settings, as GET returns them.
+// Validation (every rule of the table), entitlements and the plan cap all pass before anything is written.
+async function patchWarmupSettings(ctx: Ctx): Promise<Reply> {
+  const org = orgOf(ctx);
+  const id = accountIdParam(ctx);
+  const body = parse(patchBody, ctx.body ?? {});
+  refuseBeyondPlan(ctx, body);
   const now = ctx.svc.clock.now();
   await ctx.db.tx(async (tx) => {
     const account = await loadAccount(tx, org, id, true);
-    // Shared columns. v2 keeps warmup_max_limit >= 5 (CHECK, warmupMinLimit fixed at 5) while v1
-    // accepts 0..100: a v1 max of 0..4 sets the shared column to the floor of 5 and is kept in
-    // v1_warmup_settings.max_below_floor, which caps the daily limit in force (see dailyLimitOf).
-    // A v1 change applies at once and replaces a lowered max still waiting for local midnight.
-    const accountColumns: Record<string, unknown> = {};
-    if (body.maxSendingLimit !== undefined) {
-      const shared = Math.max(V2_FLOOR, body.maxSendingLimit);
-      accountColumns.warmup_max_limit = shared;
-      accountColumns.warmup_current_limit = Math.max(V2_FLOOR, Math.min(account.warmup_current_limit, shared));
-      accountColumns.pending_max_limit = null;
-      accountColumns.pending_effective_at = null;
-    }
-    if (body.replyRate !== undefined) accountColumns.reply_rate_custom = body.replyRate;
-    if (body.timeZone !== undefined) accountColumns.time_zone = body.timeZone;
-    await updateAccountColumns(tx, id, accountColumns);
-
-    // v1-only columns.
-    const v1Columns: Record<string, unknown> = {};
-    if (body.strategy !== undefined) v1Columns.strategy = body.strategy;
-    if (body.maxSendingLimit !== undefined)
-      v1Columns.max_below_floor = body.maxSendingLimit < V2_FLOOR ? body.maxSendingLimit : null;
-    if (body.warmUpInitialSendingLimit !== undefined) v1Columns.initial_limit = body.warmUpInitialSendingLimit;
-    if (body.increaseEmailsByNumber !== undefined) v1Columns.increase_by = body.increaseEmailsByNumber;
-    if (body.warmupLanguage !== undefined) v1Columns.language = body.warmupLanguage;
-    if (body.upcomingContentConfig !== undefined) {
-      v1Columns.content_industry = body.upcomingContentConfig.industry;
-      v1Columns.content_topics = body.upcomingContentConfig.topics;
-    }
-    if (body.googleVolume !== undefined) {
-      v1Columns.google_volume = body.googleVolume;
-      v1Columns.microsoft_volume = body.microsoftVolume;
-      v1Columns.others_volume = body.othersVolume;
-    }
-    await updateV1Settings(tx, id, v1Columns);
+    await updateAccountColumns(tx, id, sharedColumnsOf(body, account.warmup_current_limit));
+    await updateV1Settings(tx, id, v1ColumnsOf(body));
 
     // Windows: only the days sent change; the others keep theirs.
     for (const slot of body.timeSlots ?? []) {

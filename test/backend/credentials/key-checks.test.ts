@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../../helpers/db.js';
 import { freePort } from '../../helpers/redis-server.js';
+import { cliArgs } from '../../helpers/cli-program.js';
 import { seedWith } from '../../fixtures/seed.js';
-import { applySeed, parseSeed } from '../../../src/access/seed.js';
+import { applySeed, parseSeed } from '../../../src/backend/seed.js';
 import { parseCredentialKeys } from '../../../src/config/credential-keys.js';
 import { CredentialCipher } from '../../../src/backend/credentials/cipher.js';
 import type { Db } from '../../../src/db/index.js';
@@ -45,19 +46,15 @@ describe.runIf(Boolean(PG))('CREDENTIAL_KEYS against the stored values', { timeo
       BACKEND_PORT: String(port),
       LOG_LEVEL: 'warn',
     };
+    const argv = [...(await cliArgs()), 'backend'];
     return new Promise((resolve) => {
       let stderr = '';
       let done = false;
-      const child = execFile(
-        process.execPath,
-        ['--import', 'tsx', 'src/cli.ts', 'backend'],
-        { env, timeout: 90_000 },
-        (err) => {
-          done = true;
-          clearInterval(poll);
-          resolve({ code: serving ? 'serving' : err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr });
-        },
-      );
+      const child = execFile(process.execPath, argv, { env, timeout: 90_000 }, (err) => {
+        done = true;
+        clearInterval(poll);
+        resolve({ code: serving ? 'serving' : err ? Number((err as { code?: unknown }).code ?? 1) : 0, stderr });
+      });
       child.stderr?.on('data', (c) => (stderr += c));
       let serving = false;
       const poll = setInterval(async () => {

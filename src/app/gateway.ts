@@ -1,0 +1,133 @@
+// The gateway of startApp (modes `start` and `gateway`): the principal cache and what keeps it true,
+// the forwarder, the identity sent upstream, tracing, and the gateway's server.
+import type { Logger } from 'pino';
+import type { Db } from '../db/index.js';
+import { PrincipalCache } from '../access/cache.js';
+import { createAccessResolver, type ResolverEvents } from '../access/resolver.js';
+import { LastUseRecorder } from '../access/last-use.js';
+import { createGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { createForwarder } from '../gateway/forward.js';
+import { BodyBudget, bodySharesOf } from '../gateway/body.js';
+import { createCors } from '../gateway/cors.js';
+import { openApiRoute } from '../gateway/openapi.js';
+import { TrustedProxies } from '../gateway/client-ip.js';
+import { jwtSignerFromSettings } from '../http/identity-jwt.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+import { OrgTraffic } from '../admin-api/traffic.js';
+import { createTracingFromEnv } from '../ops/tracing.js';
+import type { AppOptions, AppParts, AppSettings, Closer } from './types.js';
+
+export interface StartedGateway {
+  gateway: GatewayServer;
+  cache: PrincipalCache;
+  traffic: OrgTraffic;
+  jwt: ReturnType<typeof jwtSignerFromSettings>;
+  /** Run first at close, in this order: the drain, the last uses, the upstream's sockets. */
+  first: Closer[];
+  /** Run after the backend's: the NOTIFY listener, the traffic counts, the tracer. */
+  last: Closer[];
+}
+
+export async function startGateway(
+  o: AppParts & {
+    /** The in-process backend's URL in all-in-one. */
+    backendUrl: string | null;
+  },
+): Promise<StartedGateway> {
+  const { app, db, clock, stores, metrics } = o;
+  const s = app.settings;
+  const cache = new PrincipalCache({ db, pepper: o.pepper, preflight: stores.preflight, versions: stores.versions });
+  const unlisten = await evictOnNotify(db, cache, metrics);
+  // Each key's last use, written once a minute and on close (after the drain, before the database).
+  const lastUse = new LastUseRecorder(db, clock, (err) =>
+    app.log.warn({ err: err.message }, 'last-use write failed; kept for the next'),
+  );
+  lastUse.start();
+  const upstream = app.upstreamOverride ?? (app.mode === 'start' && o.backendUrl ? o.backendUrl : s.UPSTREAM_URL);
+  const forwarder = createForwarder({
+    upstream,
+    timeoutMs: s.UPSTREAM_TIMEOUT_MS,
+    maxSockets: s.UPSTREAM_MAX_SOCKETS,
+    ownCors: s.CORS_ORIGINS.length > 0,
+    observe: (sec) => metrics.upstreamLatency(sec),
+  });
+  const jwt = identitySigner(s, app.mode, app.log);
+  // Per-organization accepted/refused counts per minute for the admin console's chart: in memory, and
+  // flushed to Redis in batches (when there is one) so any admin API instance reads the whole fleet.
+  const traffic = new OrgTraffic({
+    clock,
+    redis: o.redis,
+    prefix: app.redisPrefix ?? s.REDIS_KEY_PREFIX,
+    log: app.log.child({ c: 'traffic' }),
+  });
+  // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
+  const tracing = app.tracing !== undefined ? app.tracing : createTracingFromEnv(process.env);
+  const resolverEvents: ResolverEvents = {
+    cache: (hit) => metrics.cache(hit),
+    authFailure: (kind) => metrics.authFailure(kind),
+    used: (p, now) => lastUse.record(p, now),
+  };
+  const access = createAccessResolver(cache, stores, resolverEvents, clock);
+  // A sampled request gets a resolver of its own, whose store calls open spans under its span.
+  tracing?.resolvers((st, ev) => createAccessResolver(cache, st, ev, clock), stores, resolverEvents);
+  const gateway = createGatewayServer({
+    identityHmac: s.IDENTITY_FORMAT !== 'jwt',
+    identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt,
+    routes: o.tables.routes,
+    plans: o.tables.plans,
+    access,
+    stores,
+    forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+    tracing,
+    limitMode: s.RATE_LIMIT_MODE,
+    trusted: new TrustedProxies(s.TRUST_PROXY),
+    clock,
+    log: app.log.child({ c: 'gateway' }),
+    metrics,
+    gatewaySecret: s.GATEWAY_SECRET,
+    bodyLimitBytes: s.BODY_LIMIT_BYTES,
+    targetMaxBytes: s.REQUEST_TARGET_MAX_BYTES,
+    bodyTimeoutMs: s.BODY_TIMEOUT_MS,
+    bodyBudget: new BodyBudget(bodySharesOf(s)),
+    linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
+    accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
+    cors: createCors(s.CORS_ORIGINS),
+    openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
+    traffic: (org, refused) => traffic.record(org, refused),
+  });
+  const last: Closer[] = [unlisten, () => traffic.close()];
+  if (tracing) last.push(() => tracing.close());
+  return {
+    gateway,
+    cache,
+    traffic,
+    jwt,
+    first: [() => gateway.drain(o.drainMs()), () => lastUse.stop(), async () => forwarder.close()],
+    last,
+  };
+}
+
+/** Changes made outside the backend (or by another instance without Redis) evict on NOTIFY. */
+function evictOnNotify(db: Db, cache: PrincipalCache, metrics: GatewayMetrics): Promise<Closer> {
+  return db.listen(`keygate_access_${db.schema}`, (payload) => {
+    if (payload === '*') return cache.clear(); // the notification channel reconnected: events may be lost
+    const org = Number(payload);
+    if (Number.isInteger(org)) {
+      const before = cache.size;
+      cache.evictOrganization(org);
+      metrics.invalidation(before - cache.size);
+    }
+  });
+}
+
+/** The identity sent upstream (IDENTITY_FORMAT): HMAC headers, a JWT (keys on the admin port), or both. */
+function identitySigner(s: AppSettings, mode: AppOptions['mode'], log: Logger) {
+  const jwt = jwtSignerFromSettings(s, mode);
+  // Without an audience a token for one service is good at every other behind this gateway.
+  if (jwt && !s.IDENTITY_JWT_AUDIENCE)
+    log.warn(
+      { setting: 'IDENTITY_JWT_AUDIENCE' },
+      'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service',
+    );
+  return jwt;
+}
