@@ -15,7 +15,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { createTracing, type Tracing } from '../../src/ops/tracing.js';
 import type { AccessResolver } from '../../src/access/resolver.js';
-import type { LimitStores } from '../../src/limits/types.js';
+import type { SharedStores } from '../../src/limits/types.js';
 import type { Forwarder } from '../../src/gateway/forward.js';
 
 const BURST = Number(process.env.BURST ?? 20);
@@ -26,7 +26,7 @@ const state = { limit: 20, used: 1, remaining: 19, reset: 0 };
 const stores = {
   gate: async () => ({ kind: 'spent', hit: { key: state, ip: state } }),
   limiter: { spend: async () => [state, state] },
-} as unknown as LimitStores;
+} as unknown as SharedStores;
 const events = { cache: () => {}, authFailure: () => {} };
 const resolved = {
   kind: 'resolved',
@@ -35,7 +35,7 @@ const resolved = {
   states: [state, state],
   spent: true,
 };
-const makeResolver = (st: LimitStores): AccessResolver => ({
+const makeResolver = (st: SharedStores): AccessResolver => ({
   resolve: async () => (await st.gate({} as never), resolved) as never,
 });
 const base = makeResolver(stores);

@@ -13,7 +13,7 @@
 import { keyTypeOf, type KeyType } from './secrets.js';
 import type { PrincipalCache } from './cache.js';
 import { isExpired, type Principal } from './principal.js';
-import { systemClock, type Clock, type LimitStores, type CounterRef, type LayerState } from '../limits/types.js';
+import { systemClock, type Clock, type SharedStores, type CounterRef, type LayerState } from '../limits/types.js';
 
 /** What step 11 does with its counters: spend one token in each, or only read them. */
 export type CounterPlan = { spend: CounterRef[] } | { peek: CounterRef[] };
@@ -48,7 +48,7 @@ export interface AccessResolver {
 
 export function createAccessResolver(
   cache: PrincipalCache,
-  stores: LimitStores,
+  stores: SharedStores,
   events: ResolverEvents,
   clock: Clock = systemClock,
 ): AccessResolver {

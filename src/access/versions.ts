@@ -3,10 +3,10 @@
 // The interfaces are named here, in access/, because the meaning is access's. Their implementations
 // live in limits/ (src/limits/memory.ts and src/limits/redis.ts), beside the Redis connection and
 // the memory maps they share with the counters and the cooldown, and are reached as
-// `LimitStores.versions` and `LimitStores.preflight`. limits/ does not import these names: layers only
-// look down, and access/ sits above limits/. The stores' members are declared with the same shapes
-// and TypeScript's structural typing checks the fit where app.ts and the CLI hand them to the
-// principal cache and the backend.
+// `SharedStores.versions` and `SharedStores.preflight` (src/limits/types.ts; limits/ keeps its own
+// LimitStores to the counters). limits/ does not import these names: layers only look down, and access/
+// sits above limits/. The stores' members are declared with the same shapes and TypeScript's structural
+// typing checks the fit where src/app/ and the CLI hand them to the principal cache and the backend.
 
 /**
  * A per-organization access version. Every writer of access data bumps it after its commit; the gateway
@@ -22,3 +22,9 @@ export interface AccessVersions {
  * principal is cached, its organization's access version. Redis answers both in one round trip.
  */
 export type Preflight = (ip: string, orgId: number | null) => Promise<{ cooldown: number; version: number | null }>;
+
+/** The access part of the shared stores: what the principal cache, the seed and every writer of access data use. */
+export interface AccessStores {
+  versions: AccessVersions;
+  preflight: Preflight;
+}

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { MinRole } from '../config/routes.js';
-import { systemClock, type Clock, type LimitStores } from '../limits/types.js';
+import { systemClock, type Clock, type SharedStores } from '../limits/types.js';
 import type { TrustedProxies } from '../gateway/client-ip.js';
 import { accessChangedVia } from '../backend/services.js';
 import { createAdminApiServer } from './server.js';
@@ -16,7 +16,7 @@ export interface AdminApiServices {
   pepper: string;
   clock: Clock;
   log: Logger;
-  stores: LimitStores;
+  stores: SharedStores;
   traffic: OrgTraffic;
   trusted: TrustedProxies;
   plans(): Plans;

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
-import type { Clock, LimitStores } from '../limits/types.js';
+import type { Clock, SharedStores } from '../limits/types.js';
 import { addressKey } from '../limits/address.js';
 import { clientIp, type TrustedProxies } from '../gateway/client-ip.js';
 import { authenticateAdminToken, type AuthenticatedToken } from '../access/service/admin-tokens.js';
@@ -29,7 +29,7 @@ export interface AdminApiDeps {
   pepper: string;
   clock: Clock;
   log: Logger;
-  stores: LimitStores;
+  stores: SharedStores;
   traffic: OrgTraffic;
   trusted: TrustedProxies;
   plans(): Plans;

@@ -1,9 +1,14 @@
 // The seed applied at start (SEED_FILE, the demo seed of `start`).
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
-import type { LimitStores } from '../limits/types.js';
+import type { AccessStores } from '../access/versions.js';
 
-export async function applyStartSeed(db: Db, stores: LimitStores, raw: unknown, log: Logger): Promise<void> {
+export async function applyStartSeed(
+  db: Db,
+  stores: Pick<AccessStores, 'versions'>,
+  raw: unknown,
+  log: Logger,
+): Promise<void> {
   // The domains write their own sections: loaded here even by a gateway alone, when it is given a seed.
   const { applySeed, parseSeed } = await import('../backend/seed.js');
   const orgs = await applySeed(db, parseSeed(raw));

@@ -11,14 +11,14 @@ import {
   type RedisConnection,
 } from '../limits/redis.js';
 import { createResilientStores } from '../limits/resilient.js';
-import type { Clock, LimitStores } from '../limits/types.js';
+import type { Clock, SharedStores } from '../limits/types.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { AppSettings } from './types.js';
 
 export interface AppStores {
   /** The Redis connection, when the stores are this process's own and Redis is configured. */
   redis: RedisConnection | null;
-  stores: LimitStores;
+  stores: SharedStores;
 }
 
 export async function openStores(o: {
@@ -26,7 +26,7 @@ export async function openStores(o: {
   log: Logger;
   clock: Clock;
   metrics: GatewayMetrics;
-  injected?: LimitStores;
+  injected?: SharedStores;
   redisPrefix?: string;
   /** Redis came back after an outage: versions bumped meanwhile never reached this process. */
   onRecovered(): void;
@@ -39,7 +39,7 @@ export async function openStores(o: {
   const shared = redis
     ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock: o.clock })
     : null;
-  const stores: LimitStores =
+  const stores: SharedStores =
     o.injected ??
     (shared
       ? createResilientStores({

@@ -6,7 +6,7 @@ import type { Plans } from '../config/plans.js';
 import type { Routes } from '../config/routes.js';
 import type { Db } from '../db/index.js';
 import type { PrincipalCache } from '../access/cache.js';
-import type { Clock, LimitStores } from '../limits/types.js';
+import type { Clock, SharedStores } from '../limits/types.js';
 import type { BackendServices } from '../backend/services.js';
 import type { Tracing } from '../ops/tracing.js';
 import type { RedisConnection } from '../limits/redis.js';
@@ -22,7 +22,7 @@ export interface AppOptions {
   log: Logger;
   clock?: Clock;
   /** Injected by tests; otherwise built from REDIS_URL / REDIS_CLUSTER_NODES or in memory. */
-  stores?: LimitStores;
+  stores?: SharedStores;
   db?: Db;
   redisPrefix?: string;
   /** A parsed-or-raw seed to apply at start. */
@@ -49,7 +49,7 @@ export interface App {
   /** The admin HTTP API and console (ADMIN_API_PORT), when enabled. */
   adminApiUrl: string | null;
   db: Db;
-  stores: LimitStores;
+  stores: SharedStores;
   cache: PrincipalCache | null;
   backend: BackendServices | null;
   setReady(v: boolean): void;
@@ -71,7 +71,7 @@ export interface AppParts {
   app: AppOptions;
   db: Db;
   clock: Clock;
-  stores: LimitStores;
+  stores: SharedStores;
   /** The stores' Redis connection, when they are this process's own and Redis is configured. */
   redis: RedisConnection | null;
   metrics: GatewayMetrics;

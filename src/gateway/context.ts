@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Routes } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
 import type { AccessResolver } from '../access/resolver.js';
-import type { LimitStores, Clock } from '../limits/types.js';
+import type { SharedStores, Clock } from '../limits/types.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { Forwarder } from './forward.js';
 import type { ResponseFields } from './fields.js';
@@ -23,7 +23,7 @@ export interface GatewayDeps {
   routes: () => Routes;
   plans: () => Plans;
   access: AccessResolver;
-  stores: LimitStores;
+  stores: SharedStores;
   forwarder: Forwarder;
   trusted: TrustedProxies;
   clock: Clock;

@@ -19,7 +19,7 @@ import {
   type CountHandover,
   type CountTaken,
   type LayerState,
-  type LimitStores,
+  type SharedStores,
 } from './types.js';
 
 export interface MemoryStoreOptions {
@@ -42,7 +42,7 @@ interface Failures {
 }
 
 /** The memory stores, plus how many entries they hold (for metrics, and to test that sweeping works). */
-export interface MemoryStores extends LimitStores, CountHandover {
+export interface MemoryStores extends SharedStores, CountHandover {
   entries(): number;
 }
 

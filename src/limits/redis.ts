@@ -33,7 +33,7 @@ import {
   type CounterRef,
   type CountHandover,
   type LayerState,
-  type LimitStores,
+  type SharedStores,
   type GateRequest,
   type GateResult,
 } from './types.js';
@@ -257,7 +257,7 @@ export interface ClusterTopology {
 }
 
 /** The Redis stores, and the live set of gateway instances that shares their Redis (./fleet.ts). */
-export type RedisStores = LimitStores &
+export type RedisStores = SharedStores &
   Pick<CountHandover, 'addCounts'> & { fleet: FleetRegistry; topology?: ClusterTopology };
 
 /** PING, answered within `timeoutMs` (false when not, or on an error). */

@@ -37,7 +37,7 @@ import {
   type CountHandover,
   type GateResult,
   type LayerState,
-  type LimitStores,
+  type SharedStores,
   type RateLimiter,
 } from './types.js';
 
@@ -61,7 +61,7 @@ export interface ConnectionEvents {
   on(event: 'close' | 'ready', listener: () => void): unknown;
 }
 
-export interface ResilientStores extends LimitStores {
+export interface ResilientStores extends SharedStores {
   degraded(): boolean;
   /** Gateway instances live when Redis last answered (open mode with a fleet registry; else 1). */
   liveInstances(): number;
@@ -69,8 +69,8 @@ export interface ResilientStores extends LimitStores {
 
 export interface ResilientOptions {
   /** With `addCounts`, what the fallback counted during an outage is added to it when it answers again. */
-  primary: LimitStores & Partial<Pick<CountHandover, 'addCounts'>>;
-  fallback: LimitStores & Partial<CountHandover>;
+  primary: SharedStores & Partial<Pick<CountHandover, 'addCounts'>>;
+  fallback: SharedStores & Partial<CountHandover>;
   mode: 'open' | 'closed';
   log: Logger;
   events?: BreakerEvents;
@@ -368,7 +368,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
             share.saw(refs, states);
             return states;
           });
-  const watchedGate: LimitStores['gate'] =
+  const watchedGate: SharedStores['gate'] =
     fleet === undefined
       ? (req) => primary.gate(req)
       : (req) =>

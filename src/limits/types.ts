@@ -131,21 +131,32 @@ export type GateResult =
   | { kind: 'spent'; hit: HitResult }
   | { kind: 'peeked'; states: LayerState[] };
 
+/**
+ * The counters: every rate-limit layer's windows and the failed-authentication cooldown. What a limiter
+ * is, whatever holds the counts (memory, Redis).
+ */
 export interface LimitStores {
-  /** Cooldown, version check and spend-or-peek in one round trip where the store allows it. */
-  gate(req: GateRequest): Promise<GateResult>;
   limiter: RateLimiter;
   cooldown: FailureCooldown;
-  // The access versions and the preflight are access/'s interfaces (AccessVersions and Preflight in
-  // src/access/versions.ts), declared here by shape only: limits/ sits below access/ and does not
-  // import it; structural typing checks the fit where the stores are handed to the principal cache.
+  /** Resolves once the store answers (Redis PING); used by /readyz. */
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/**
+ * The counters with the access versions' storage beside them, as the stores implement them: one Redis
+ * (or one process's memory) holds both, so the gate reads the cooldown and the version and spends the
+ * counters in one round trip. The versions and the preflight are access/'s interfaces (AccessStores in
+ * src/access/versions.ts), declared here by shape only: limits/ sits below access/ and does not import
+ * it; structural typing checks the fit where the stores are handed to the principal cache.
+ */
+export interface SharedStores extends LimitStores {
+  /** Cooldown, version check and spend-or-peek in one round trip where the store allows it. */
+  gate(req: GateRequest): Promise<GateResult>;
   /** A per-organization version that only grows (no TTL, never swept: it must never reset to 0). */
   versions: { get(orgId: number): Promise<number>; bump(orgId: number): Promise<number> };
   /** The IP's cooldown and, when `orgId` is given, its organization's version, in one round trip. */
   preflight(ip: string, orgId: number | null): Promise<{ cooldown: number; version: number | null }>;
-  /** Resolves once the store answers (Redis PING); used by /readyz. */
-  ready(): Promise<boolean>;
-  close(): Promise<void>;
 }
 
 /**

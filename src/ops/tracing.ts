@@ -36,7 +36,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { Forwarder, UpstreamRequest } from '../gateway/forward.js';
 import type { AccessResolver, ResolverEvents } from '../access/resolver.js';
-import type { LimitStores } from '../limits/types.js';
+import type { SharedStores } from '../limits/types.js';
 
 /** What the request span says once the request is answered (the pipeline's notes, see gateway/context.ts). */
 export interface RequestOutcome {
@@ -63,8 +63,8 @@ export interface Tracing {
    * and events; until this is called no request gets one.
    */
   resolvers(
-    make: (stores: LimitStores, events: ResolverEvents) => AccessResolver,
-    stores: LimitStores,
+    make: (stores: SharedStores, events: ResolverEvents) => AccessResolver,
+    stores: SharedStores,
     events: ResolverEvents,
   ): void;
   /** The forwarder whose exchanges appear as child spans and carry `traceparent` upstream. */
@@ -105,8 +105,8 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
   // The request context of each response, for the upstream span (sampled or not).
   const contexts = new WeakMap<ServerResponse, Context>();
   let factory: {
-    make: (stores: LimitStores, events: ResolverEvents) => AccessResolver;
-    stores: LimitStores;
+    make: (stores: SharedStores, events: ResolverEvents) => AccessResolver;
+    stores: SharedStores;
     events: ResolverEvents;
   } | null = null;
 
@@ -135,7 +135,7 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
   }
 
   /** The limit stores with each round trip a `keygate.rate_limit` span under `parent`. */
-  function tracedStores(stores: LimitStores, parent: Context): LimitStores {
+  function tracedStores(stores: SharedStores, parent: Context): SharedStores {
     const limiter = stores.limiter;
     const tracedLimiter: typeof limiter = Object.create(limiter, {
       spend: {
@@ -151,7 +151,7 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
     // Own properties over the store's (defined, not assigned: a getter on the store's side cannot refuse them).
     return Object.create(stores, {
       gate: {
-        value: (r: Parameters<LimitStores['gate']>[0]) =>
+        value: (r: Parameters<SharedStores['gate']>[0]) =>
           within(
             parent,
             'keygate.rate_limit',
@@ -160,7 +160,7 @@ export function createTracing(tracer: Tracer, shutdown: () => Promise<void>): Tr
           ),
       },
       limiter: { value: tracedLimiter },
-    }) as LimitStores;
+    }) as SharedStores;
   }
 
   /** A sampled request's resolver: one `keygate.access` span around the gateway's own resolver. */

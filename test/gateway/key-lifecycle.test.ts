@@ -11,18 +11,18 @@ import { K } from '../fixtures/seed.js';
 import { createRedisStores } from '../../src/limits/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
-import type { LimitStores } from '../../src/limits/types.js';
+import type { SharedStores } from '../../src/limits/types.js';
 import { createJwtVerifier, verifyHmacIdentity } from '../../src/verifier/index.js';
 import { listenLocal } from '../helpers/listen.js';
 
 const clock = new FakeClock();
 let a: Stack;
 let b: Stack;
-const extra: LimitStores[] = [];
+const extra: SharedStores[] = [];
 let ipN = 0;
 const ip = () => `10.88.${Math.floor(++ipN / 250)}.${ipN % 250}`;
 
-function sharedStores(prefix: string): () => LimitStores {
+function sharedStores(prefix: string): () => SharedStores {
   if (!haveRedis()) {
     const one = createMemoryStores({ clock });
     return () => one;

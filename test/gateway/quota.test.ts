@@ -10,7 +10,7 @@ import { ALL_SCOPES } from '../fixtures/seed.js';
 import { createRedisStores, type RedisConnection } from '../../src/limits/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { clusterNodes, haveRedis, testRedisClient } from '../helpers/redis.js';
-import type { LimitStores } from '../../src/limits/types.js';
+import type { SharedStores } from '../../src/limits/types.js';
 import { loadPlans } from '../../src/config/plans.js';
 import { setKeyLimits, setOrganizationLimits } from '../../src/access/service/limits.js';
 import type { ServiceContext } from '../../src/access/service/context.js';
@@ -32,10 +32,10 @@ let a: Stack;
 let b: Stack;
 let redis: RedisConnection | undefined;
 let sent = 0;
-const extraStores: LimitStores[] = [];
+const extraStores: SharedStores[] = [];
 
 /** Both instances on one Redis prefix; a's connection counts the commands it sends. */
-function sharedStores(prefix: string): { a: LimitStores; b: LimitStores } {
+function sharedStores(prefix: string): { a: SharedStores; b: SharedStores } {
   if (!haveRedis()) {
     const one = createMemoryStores({ clock });
     return { a: one, b: one };

@@ -8,15 +8,15 @@ import { K, ALL_SCOPES } from '../fixtures/seed.js';
 import { createRedisStores } from '../../src/limits/redis.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
-import type { LimitStores } from '../../src/limits/types.js';
+import type { SharedStores } from '../../src/limits/types.js';
 import { testSecret } from '../helpers/keys.js';
 
 const clock = new FakeClock();
 let a: Stack;
 let b: Stack;
-const extraStores: LimitStores[] = [];
+const extraStores: SharedStores[] = [];
 
-function sharedStores(prefix: string): () => LimitStores {
+function sharedStores(prefix: string): () => SharedStores {
   if (!haveRedis()) {
     const one = createMemoryStores({ clock });
     return () => one;

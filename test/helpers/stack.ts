@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisStores } from '../../src/limits/redis.js';
 import { haveRedis, testRedisClient } from './redis.js';
-import type { Clock, LimitStores } from '../../src/limits/types.js';
+import type { Clock, SharedStores } from '../../src/limits/types.js';
 import { openTestDb } from './db.js';
 import { seedWith } from '../fixtures/seed.js';
 import type { Db } from '../../src/db/index.js';
@@ -49,7 +49,7 @@ export interface ReqOpts {
 export interface Stack {
   app: App;
   db: Db;
-  stores: LimitStores;
+  stores: SharedStores;
   gatewaySecret: string;
   internalToken: string;
   gatewayUrl: string;
@@ -70,7 +70,7 @@ export interface StackOptions {
   extra?: Record<string, unknown[]>;
   clock?: Clock;
   /** Share stores and database between stacks (two gateway instances). */
-  stores?: LimitStores;
+  stores?: SharedStores;
   db?: Db;
   mode?: AppMode;
   upstreamUrl?: string;
@@ -100,7 +100,7 @@ export async function fetchRes(url: string, init: RequestInit): Promise<Res> {
 }
 
 /** Stores for a test: Redis (Cluster in the `cluster` project) with a fresh prefix when available, else memory. */
-export function testStores(clock?: Clock, memory = false): LimitStores {
+export function testStores(clock?: Clock, memory = false): SharedStores {
   if (haveRedis() && !memory) {
     return createRedisStores({ redis: testRedisClient(), prefix: `t${randomBytes(5).toString('hex')}:`, clock });
   }

@@ -19,7 +19,7 @@ import {
   type Clock,
   type CounterRef,
   type LayerState,
-  type LimitStores,
+  type SharedStores,
 } from '../../src/limits/types.js';
 
 const TICK_MS = 10;
@@ -40,8 +40,8 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 let wall: number;
 let loop: ReturnType<typeof createLoopClock>;
-let primary: LimitStores;
-let fallback: LimitStores;
+let primary: SharedStores;
+let fallback: SharedStores;
 let connection: EventEmitter;
 let events: {
   onDegraded: Mock<(degraded: boolean) => void>;

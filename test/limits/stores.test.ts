@@ -1,4 +1,4 @@
-// One suite for every LimitStores implementation (STYLE.md habit 3): memory always, Redis when
+// One suite for every SharedStores implementation (STYLE.md habit 3): memory always, Redis when
 // REDIS_URL is set. Windows and cooldowns are driven by a fake clock (habit 4), never by sleeping.
 
 import { randomBytes } from 'node:crypto';
@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'v
 import { Redis, type Cluster } from 'ioredis';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
-import { spendPair, type Clock, type CounterRef, type LimitStores } from '../../src/limits/types.js';
+import { spendPair, type Clock, type CounterRef, type SharedStores } from '../../src/limits/types.js';
 
 /** A clock the test moves by hand. */
 interface FakeClock extends Clock {
@@ -31,12 +31,12 @@ function fakeClock(start: number): FakeClock {
 const MINUTE = 1_893_456_000_000;
 const T0 = MINUTE + 12_345;
 
-type Factory = (clock: Clock) => LimitStores;
+type Factory = (clock: Clock) => SharedStores;
 
 function storeSuite(name: string, factory: Factory): void {
-  describe(`LimitStores: ${name}`, () => {
+  describe(`SharedStores: ${name}`, () => {
     let clock: FakeClock;
-    let stores: LimitStores;
+    let stores: SharedStores;
 
     beforeEach(() => {
       clock = fakeClock(T0);

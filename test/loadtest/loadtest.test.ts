@@ -19,7 +19,7 @@ import { K } from '../fixtures/seed.js';
 import { createRedisStores } from '../../src/limits/redis.js';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
-import type { LimitStores } from '../../src/limits/types.js';
+import type { SharedStores } from '../../src/limits/types.js';
 import { listenLocal } from '../helpers/listen.js';
 
 const RESET = 1_795_000_020;
@@ -138,7 +138,7 @@ describe('options', () => {
 
 describe('against two gateway instances', () => {
   const clock = new FakeClock();
-  const extra: LimitStores[] = [];
+  const extra: SharedStores[] = [];
   let a: Stack;
   let b: Stack;
   beforeAll(async () => {
