@@ -270,8 +270,8 @@ export async function startApp(o: AppOptions): Promise<App> {
       identityHmac: s.IDENTITY_FORMAT !== 'jwt',
       identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt,
     };
-    // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
-    const tracing = o.tracing !== undefined ? o.tracing : createTracingFromEnv(process.env);
+    // Off (no OTEL_* endpoint), the SDK is never loaded and the gateway's objects are its own.
+    const tracing = o.tracing !== undefined ? o.tracing : await createTracingFromEnv(process.env);
     if (tracing) closers.push(() => tracing.close());
     const resolverEvents: ResolverEvents = {
       cache: (hit) => metrics.cache(hit),
@@ -288,7 +288,7 @@ export async function startApp(o: AppOptions): Promise<App> {
       plans: () => plans,
       access,
       stores,
-      forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+      forwarder,
       tracing,
       limitMode: s.RATE_LIMIT_MODE,
       trusted: new TrustedProxies(s.TRUST_PROXY),
