@@ -66,7 +66,7 @@ async function request(t: Tracing | null): Promise<void> {
   const headers: OutgoingHttpHeaders = { 'x-request-id': 'rid' };
   span?.upstream(headers);
   forward(headers);
-  span?.end({ route: '/v2/workspaces/{workspaceId}/tags', status: 200, code: null, organizationId: 1, keyId: 1 });
+  span?.end({ route: '/v2/workspaces/{workspaceId}/tags', code: null, organizationId: 1, keyId: 1 }, 200);
 }
 
 async function measure(t: Tracing | null): Promise<number> {

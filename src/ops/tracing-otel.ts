@@ -181,7 +181,7 @@ class SampledTrace implements RequestTrace {
     setTraceState(headers, this.traceState);
   }
 
-  end(o: RequestOutcome): void {
+  end(o: RequestOutcome, status: number): void {
     // The upstream span covers the whole exchange, to the end of the answer (or its failure).
     const up = this.upstreamSpan;
     if (up !== null) {
@@ -194,11 +194,11 @@ class SampledTrace implements RequestTrace {
     const span = this.span;
     span.updateName(`${this.method} ${o.route}`);
     span.setAttribute('http.route', o.route);
-    span.setAttribute('http.response.status_code', o.status);
+    span.setAttribute('http.response.status_code', status);
     if (o.code !== null) span.setAttribute('keygate.refusal_code', o.code);
     if (o.organizationId !== null) span.setAttribute('keygate.organization_id', o.organizationId);
     if (o.keyId !== null) span.setAttribute('keygate.key_id', o.keyId);
-    if (o.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
   }
 }

@@ -11,7 +11,6 @@ import type { LimitStores } from '../limits/types.js';
 /** What the request span says once the request is answered (the pipeline's notes, see gateway/context.ts). */
 export interface RequestOutcome {
   route: string;
-  status: number;
   code: string | null;
   organizationId: number | null;
   keyId: number | null;
@@ -27,7 +26,8 @@ export interface RequestTrace {
    * came with a valid trace) in the upstream request's fields; a sampled request's upstream span starts.
    */
   upstream(headers: OutgoingHttpHeaders): void;
-  end(outcome: RequestOutcome): void;
+  /** The outcome is the pipeline's own object, read here: no copy per request. */
+  end(outcome: RequestOutcome, status: number): void;
 }
 
 export interface Tracing {

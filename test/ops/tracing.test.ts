@@ -152,7 +152,7 @@ describe('sampling decided at the request head', () => {
   };
   const head = (headers: http.IncomingHttpHeaders) => ({ headers }) as http.IncomingMessage;
   const answered = { headersSent: true, statusCode: 200 } as http.ServerResponse;
-  const outcome = { route: '/v2/x', status: 200, code: null, organizationId: 1, keyId: 2 };
+  const outcome = { route: '/v2/x', code: null, organizationId: 1, keyId: 2 };
   /** The fields the upstream would get (the client's own trace fields copied first, as the gateway does). */
   const upstreamFields = (t: RequestTrace, copied: http.OutgoingHttpHeaders = {}) => {
     const out = { ...copied };
@@ -176,7 +176,7 @@ describe('sampling decided at the request head', () => {
     expect([tp![1], tp![3]]).toEqual(['0af7651916cd43dd8448eb211c80319c', '00']);
     expect(tp![2]).not.toBe('0000000000000000');
     expect(out.tracestate).toBe('vendor=abc');
-    t.end(outcome);
+    t.end(outcome, 200);
     await tracing.close();
     expect(spans).toEqual([]);
   });
@@ -192,7 +192,7 @@ describe('sampling decided at the request head', () => {
       expect(tp![3]).toBe('00');
       expect(t.traceId).not.toBe('0'.repeat(32));
       ids.add(t.traceId);
-      t.end(outcome);
+      t.end(outcome, 200);
     }
     expect(ids.size).toBe(50);
     // An incoming sampled trace is honoured whatever the root ratio (parent-based).
@@ -204,7 +204,7 @@ describe('sampling decided at the request head', () => {
     );
     const tp = TRACEPARENT.exec(String(upstreamFields(t).traceparent))!;
     expect([tp[1], tp[3]]).toEqual(['4bf92f3577b34da6a3ce929d0e0e4736', '01']);
-    t.end(outcome);
+    t.end(outcome, 200);
     await tracing.close();
     expect(spans.map((s) => s.spanContext().traceId)).toEqual([
       '4bf92f3577b34da6a3ce929d0e0e4736',
@@ -222,7 +222,7 @@ describe('sampling decided at the request head', () => {
       const t = tracing.request(head({}), answered, 'GET', `rid${i}`);
       const flags = TRACEPARENT.exec(String(upstreamFields(t).traceparent))![3];
       decided.push([t.traceId, flags === '01']);
-      t.end(outcome);
+      t.end(outcome, 200);
     }
     await tracing.close();
     const exported = new Set(spans.map((s) => s.spanContext().traceId));
