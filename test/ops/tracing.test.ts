@@ -19,6 +19,8 @@ import { freePort } from '../helpers/redis-server.js';
 import { startProgram, type Program } from '../helpers/program.js';
 import { createTracingFromEnv, tracingConfigured, type RequestTrace } from '../../src/ops/tracing.js';
 import { createTracing, samplerFromEnv } from '../../src/ops/tracing-otel.js';
+import type { Principal } from '../../src/access/principal.js';
+import type { GateRequest, LimitStores } from '../../src/limits/types.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/;
@@ -232,6 +234,36 @@ describe('sampling decided at the request head', () => {
     }
     expect(decided.filter(([, s]) => s).length).toBeGreaterThan(50);
     expect(decided.filter(([, s]) => !s).length).toBeGreaterThan(50);
+  });
+
+  it("a sampled request's own resolver hands the gateway's events on, the key's last use included", async () => {
+    const { tracing, spans } = tracingWith(ratio(1));
+    const seen: string[] = [];
+    const principal = { organizationId: 1, keyId: 2 } as Principal;
+    const stores = { gate: async () => ({ kind: 'stale' }) } as unknown as LimitStores;
+    tracing.resolvers(
+      (st, ev) => ({
+        resolve: async () => {
+          await st.gate({} as GateRequest);
+          ev.cache(true);
+          ev.used?.(principal, 1_000);
+          return { kind: 'invalid' };
+        },
+      }),
+      stores,
+      {
+        cache: (hit) => seen.push(`cache ${hit}`),
+        authFailure: (kind) => seen.push(`failure ${kind}`),
+        used: (p, now) => seen.push(`used ${p.keyId} ${now}`),
+      },
+    );
+    const t = tracing.request(head({}), answered, 'GET', 'rid');
+    expect(t.access).not.toBeNull();
+    await t.access!.resolve('secret', ['workspace'], '10.0.0.1', () => ({ decision: null, counters: { spend: [] } }));
+    t.end(outcome, 200);
+    await tracing.close();
+    expect(seen).toEqual(['cache true', 'used 2 1000']);
+    expect(spans.map((s) => s.name).sort()).toEqual(['GET /v2/x', 'keygate.access', 'keygate.rate_limit']);
   });
 
   it('an invalid traceparent starts a new trace and the client tracestate does not travel', async () => {
