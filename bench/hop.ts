@@ -26,8 +26,6 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { once } from 'node:events';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHmac, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +38,14 @@ import { machine, nginxConf } from './suite.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEERS = join(ROOT, 'bench', 'peers');
+/** The OTLP/HTTP sink keygate-traced exports to: it reads each export and answers an empty success. */
+const OTLP_SINK = `require('node:http')
+  .createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  })
+  .listen(Number(process.env.PORT), '127.0.0.1');`;
+
 /** keygate compiled as the Docker image runs it (git-ignored, under bench/.build like the backend suite's). */
 const BUILD = join(ROOT, 'bench', '.build', 'hop');
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -368,16 +374,15 @@ export async function runHopSuite(o: HopOptions) {
       dbUrl.searchParams.set('options', `-c search_path=${schema}`);
       const seedFile = join(work, 'keygate-seed.json');
       writeFileSync(seedFile, JSON.stringify(hopSeed(KEY)));
-      // keygate-traced exports its spans over OTLP/HTTP to this sink in the parent (its CPU is not the gateway's).
+      // keygate-traced exports its spans over OTLP/HTTP to a sink of its own process: neither the
+      // gateway's CPU nor the load generator's event loop (a sink in the parent slows the generator in
+      // the traced target's windows only, and a gateway offered less load spends more CPU per request).
       let otlp = '';
       if (kgWanted.includes('keygate-traced')) {
-        const sink = http.createServer((req, res) => {
-          req.resume();
-          req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-        });
-        await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
-        otlp = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
-        cleanup.unshift(() => new Promise<void>((r) => sink.close(() => r())));
+        const sinkPort = await freePort();
+        start('otlp-sink', process.execPath, ['-e', OTLP_SINK], { PORT: String(sinkPort) });
+        await waitForPort(sinkPort, 10_000);
+        otlp = `http://127.0.0.1:${sinkPort}`;
       }
       // One at a time: each start migrates and seeds the same schema.
       for (const id of kgWanted) {

@@ -1,22 +1,21 @@
-// CPU per request of the tracing hooks (src/ops/tracing.ts) as the gateway calls them: the request span
-// (from a head without traceparent), a sampled request's own resolver with its gate span, the upstream
+// CPU per request of the tracing hooks (src/ops/tracing-otel.ts) as the gateway calls them: the request's
+// trace (from a head without traceparent: sampled or not), a sampled request's own resolver with its gate span, the upstream
 // exchange's span or its traceparent alone, and the end; spans exported by the SDK's batch processor
 // into an exporter that drops them. Each simulated request awaits one promise (its store call), as
 // the gateway's do; the "off" loop does the same without the hooks. Prints the median of ROUNDS turns
 // of BURST requests, microseconds per request, for each sampling ratio.
 //   npx tsx bench/diagnostics/tracing-cost.ts
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import {
-  BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
   TraceIdRatioBasedSampler,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import { createTracing, type Tracing } from '../../src/ops/tracing.js';
+import type { Tracing } from '../../src/ops/tracing.js';
+import { createTracing } from '../../src/ops/tracing-otel.js';
 import type { AccessResolver } from '../../src/access/resolver.js';
 import type { SharedStores } from '../../src/limits/types.js';
-import type { Forwarder } from '../../src/gateway/forward.js';
 
 const BURST = Number(process.env.BURST ?? 20);
 const ROUNDS = Number(process.env.ROUNDS ?? 3000);
@@ -39,40 +38,38 @@ const makeResolver = (st: SharedStores): AccessResolver => ({
   resolve: async () => (await st.gate({} as never), resolved) as never,
 });
 const base = makeResolver(stores);
-const forwarder: Forwarder = { forward: (_r, _res, _fail, done) => done?.(), close: async () => {} };
+// The forwarder's part is the upstream request's fields; the exchange itself is not tracing's cost.
+const forward = (headers: OutgoingHttpHeaders) => headers;
 
-function tracingAt(ratio: number): { tracing: Tracing; forward: Forwarder } {
-  const provider = new BasicTracerProvider({
+function tracingAt(ratio: number): Tracing {
+  const tracing = createTracing({
+    processor: new BatchSpanProcessor(dropping),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
-    spanProcessors: [new BatchSpanProcessor(dropping)],
+    serviceName: 'bench',
   });
-  const tracing = createTracing(provider.getTracer('bench'), () => provider.shutdown());
   tracing.resolvers(makeResolver, stores, events);
-  return { tracing, forward: tracing.forwarder(forwarder) };
+  return tracing;
 }
 
-async function request(t: { tracing: Tracing; forward: Forwarder } | null): Promise<void> {
+async function request(t: Tracing | null): Promise<void> {
   const req = { headers: { host: 'x', authorization: 'Bearer k' } } as unknown as IncomingMessage;
   const res = {
     headersSent: true,
     statusCode: 200,
     once: (_event: string, fn: () => void) => queueMicrotask(fn),
   } as unknown as ServerResponse;
-  const span = t ? t.tracing.request(req, res, 'GET', 'rid') : null;
+  const span = t ? t.request(req, res, 'GET', 'rid') : null;
   await (span?.access ?? base).resolve('k', ['workspace'], '10.0.0.1', () => ({
     decision: null,
     counters: { spend: [] },
   }));
-  (t ? t.forward : forwarder).forward(
-    { method: 'GET', target: '/v2/x', headers: { 'x-request-id': 'rid' }, body: null, head: [] },
-    res,
-    () => {},
-    () => {},
-  );
-  span?.end({ route: '/v2/workspaces/{workspaceId}/tags', status: 200, code: null, organizationId: 1, keyId: 1 });
+  const headers: OutgoingHttpHeaders = { 'x-request-id': 'rid' };
+  span?.upstream(headers);
+  forward(headers);
+  span?.end({ route: '/v2/workspaces/{workspaceId}/tags', code: null, organizationId: 1, keyId: 1 }, 200);
 }
 
-async function measure(t: { tracing: Tracing; forward: Forwarder } | null): Promise<number> {
+async function measure(t: Tracing | null): Promise<number> {
   const perRequest: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const start = process.cpuUsage();
@@ -85,7 +82,7 @@ async function measure(t: { tracing: Tracing; forward: Forwarder } | null): Prom
   return perRequest[perRequest.length >> 1];
 }
 
-const configs: [string, ReturnType<typeof tracingAt> | null][] = [
+const configs: [string, Tracing | null][] = [
   ['off', null],
   ['1 %', tracingAt(0.01)],
   ['10 %', tracingAt(0.1)],
@@ -106,4 +103,4 @@ for (const [n] of configs) {
       .join(', ')}]`,
   );
 }
-for (const [, t] of configs) await t?.tracing.close();
+for (const [, t] of configs) await t?.close();

@@ -60,8 +60,8 @@ export async function startGateway(
     prefix: app.redisPrefix ?? s.REDIS_KEY_PREFIX,
     log: app.log.child({ c: 'traffic' }),
   });
-  // Off (no OTEL_* endpoint), the gateway gets its own objects unwrapped: tracing then costs nothing.
-  const tracing = app.tracing !== undefined ? app.tracing : createTracingFromEnv(process.env);
+  // Off (no OTEL_* endpoint), the SDK is never loaded and the gateway's objects are its own.
+  const tracing = app.tracing !== undefined ? app.tracing : await createTracingFromEnv(process.env);
   const resolverEvents: ResolverEvents = {
     cache: (hit) => metrics.cache(hit),
     authFailure: (kind) => metrics.authFailure(kind),
@@ -77,7 +77,7 @@ export async function startGateway(
     plans: o.tables.plans,
     access,
     stores,
-    forwarder: tracing ? tracing.forwarder(forwarder) : forwarder,
+    forwarder,
     tracing,
     limitMode: s.RATE_LIMIT_MODE,
     trusted: new TrustedProxies(s.TRUST_PROXY),

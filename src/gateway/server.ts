@@ -37,7 +37,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     res.on('close', () => {
       inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
-      ctx.span?.end({ ...ctx.trace, status: res.writableFinished ? res.statusCode : 499 });
+      ctx.span?.end(ctx.trace, res.writableFinished ? res.statusCode : 499);
     });
     // A CORS preflight is answered before any step, and counted and logged like any answer.
     if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');

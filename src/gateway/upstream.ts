@@ -182,6 +182,7 @@ export function forwardAuthorized(
     out[jwt.header] = jwt.headerValue(token);
   }
   forwardingFields(deps, ctx, out);
+  ctx.span?.upstream(out);
   deps.forwarder.forward(
     { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
     ctx.res,
