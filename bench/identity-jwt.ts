@@ -1,4 +1,4 @@
-// Microseconds per identity signature, in one process: the HMAC headers of CONTRACT section 5 (for
+// Microseconds per identity signature, in one process: the HMAC headers of docs/decisions.md section 5 (for
 // scale), the identity JWT as src/http/identity-jwt.ts signs it (EdDSA and ES256, keys imported once,
 // synchronous node:crypto), and the same token through jose's SignJWT (async, WebCrypto), the
 // alternative the signer was measured against. Run: npx tsx bench/identity-jwt.ts [iterations]
@@ -60,7 +60,7 @@ function joseToken(alg: 'EdDSA' | 'ES256', key: typeof edKey, now: number): Prom
 
 const cases: [string, (now: number) => unknown][] = [
   [
-    'hmac headers (CONTRACT 5)',
+    'hmac headers (docs/decisions.md section 5)',
     (now) =>
       hmacSign(
         'a-gateway-secret-of-32-characters',

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The entry: start (all-in-one) | gateway | backend | migrate | seed (CONTRACT sections 1 and 8), and
+// The entry: start (all-in-one) | gateway | backend | migrate | seed (docs/decisions.md sections 1 and 8), and
 // the key-management commands keys | orgs | sessions (src/cli/). Exit code 2: a bad setting or argument.
 import { ConfigError } from './config/errors.js';
 import { loadSettings, withGeneratedSecrets, type Mode, type Settings } from './config/settings.js';

@@ -81,7 +81,7 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
     [keyHash],
   );
   const k = rows[0];
-  // The prefix must fit the stored type (CONTRACT section 3, step 4).
+  // The prefix must fit the stored type (docs/decisions.md section 3, step 4).
   if (!k || k.type !== keyType) return null;
   let memberships: ReadonlyMap<number, Role> = NO_MEMBERSHIPS;
   if (k.type === 'personal') {

@@ -1,4 +1,4 @@
-// Steps 3 and 4 of CONTRACT section 3 (the address's failed-authentication cooldown, then the key),
+// Steps 3 and 4 of docs/decisions.md section 3 (the address's failed-authentication cooldown, then the key),
 // and the counters of step 11, behind one function. The caller hands in `plan`, which decides steps
 // 5 to 10 on the resolved principal and names the counters to spend or only read; the resolver then
 // does the least I/O it can:

@@ -1,4 +1,4 @@
-// The seed loader of CONTRACT section 2: strict (an unknown field is an error that names it), applied
+// The seed loader of docs/decisions.md section 2: strict (an unknown field is an error that names it), applied
 // in one transaction (a bad seed changes nothing), idempotent by id. This module writes the access
 // tables (organizations, users, workspaces, memberships, keys, sessions); each backend domain writes
 // its own tables from its own sections (SeedSections, listed with the domain: src/backend/seed.ts).

@@ -1,4 +1,4 @@
-// Access versions (CONTRACT.md section 3): what lets a gateway trust a cached principal.
+// Access versions (docs/decisions.md section 3): what lets a gateway trust a cached principal.
 //
 // The interfaces are named here, in access/, because the meaning is access's. Their implementations
 // live in limits/ (src/limits/memory.ts and src/limits/redis.ts), beside the Redis connection and

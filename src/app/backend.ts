@@ -54,7 +54,7 @@ export async function startBackend(o: AppParts & { port: number }): Promise<Star
   const { startJobs } = await import('../backend/jobs.js');
   const srv = createBackendServer(services);
   const backendDrain = drainable(srv);
-  // In all-in-one the backend is private to the process (CONTRACT section 1).
+  // In all-in-one the backend is private to the process (docs/decisions.md section 1).
   const url = await listenOn(srv, o.port, o.app.mode === 'start' ? '127.0.0.1' : s.HOST, 'BACKEND_PORT');
   // Drained like the gateway's listener: in the sidecar the backend is the upstream of in-flight requests.
   const closers: Closer[] = [() => backendDrain.drain(o.drainMs())];

@@ -1,5 +1,5 @@
 // The backend's router: handlers are small async functions of a context that return a reply or
-// throw an ApiError; the server writes the error in the route's envelope (CONTRACT sections 5-7).
+// throw an ApiError; the server writes the error in the route's envelope (docs/decisions.md sections 5-7).
 // Matching is find-my-way's; this file keeps the route syntax the domains register with.
 import type { IncomingMessage } from 'node:http';
 import FindMyWay from 'find-my-way';
@@ -61,7 +61,7 @@ interface RouteEntry {
   pattern: string;
 }
 
-// The segments the gateway lets through (CONTRACT section 3, step 1): an id is canonical decimal;
+// The segments the gateway lets through (docs/decisions.md section 3, step 1): an id is canonical decimal;
 // a `{name:str}` parameter is a short token. A segment that fits neither names no route (404).
 
 /** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(CANONICAL_ID_SOURCE)/b/:name(STRING_ID_SOURCE)`. */

@@ -1,4 +1,4 @@
-// The seed file whole (CONTRACT section 2): the access sections (src/access/seed.ts) and each domain's
+// The seed file whole (docs/decisions.md section 2): the access sections (src/access/seed.ts) and each domain's
 // own (its `seed`, domains.ts), written in one transaction in the order of DOMAINS. Used by
 // `keygate seed`, the seed applied at start, and tests.
 import { seedLoader } from '../access/seed.js';

@@ -18,7 +18,7 @@ import { dataFile } from './paths.js';
 
 export interface AdminContext {
   db: Db;
-  /** The pepper of the keyed hash of secrets and session tokens (CONTRACT section 2). */
+  /** The pepper of the keyed hash of secrets and session tokens (docs/decisions.md section 2). */
   pepper: string;
   plans(): Plans;
   /** Every known scope and its minimum role (ROUTES_FILE). */

@@ -88,7 +88,7 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
   const bad = scopes.find((s) => !SCOPE.test(s));
   if (bad) throw new UsageError(`${CREATE}: --scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`);
   if (scopes.length > MAX_SCOPES) throw new UsageError(`${CREATE}: --scopes: at most ${MAX_SCOPES}`);
-  // Each type takes exactly the options that bind it (CONTRACT section 2: the secret's prefix says which).
+  // Each type takes exactly the options that bind it (docs/decisions.md section 2: the secret's prefix says which).
   const allowed: Record<KeyType, string[]> = {
     workspace: ['workspace', 'role', 'scopes', 'created-by'],
     personal: ['user', 'scopes'],

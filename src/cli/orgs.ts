@@ -1,5 +1,5 @@
 // `keygate orgs pause|resume|plan`: what the billing system does through PATCH
-// /internal/organizations/{id} (CONTRACT section 7), through the same service operation: a plan change
+// /internal/organizations/{id} (docs/decisions.md section 7), through the same service operation: a plan change
 // lowers every mailbox above the new plan's cap, every change is audited and bumps the organization's
 // access version so the gateways apply it to the very next request.
 import type { Plans } from '../config/plans.js';

@@ -1,5 +1,5 @@
 // `keygate sessions create`: a session of a user, for the session-authenticated /api-keys routes of
-// the backend (CONTRACT section 7, cookie `session=<token>`). Like a key's secret, the token is shown
+// the backend (docs/decisions.md section 7, cookie `session=<token>`). Like a key's secret, the token is shown
 // once and stored only as its keyed hash; the service layer (src/access/service/sessions.ts) writes and audits it.
 import { createSession } from '../access/service/sessions.js';
 import { idArg, parseArgs, required, UsageError } from './args.js';

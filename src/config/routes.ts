@@ -1,5 +1,5 @@
 // config/routes.json: every route the gateway forwards, with its scope and bucket. A request whose
-// method and path match no entry is never forwarded (CONTRACT section 3, step 7).
+// method and path match no entry is never forwarded (docs/decisions.md section 3, step 7).
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from './errors.js';
 import { readJson } from './plans.js';

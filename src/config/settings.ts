@@ -1,4 +1,4 @@
-// Settings: a zod schema over CONFIG_FILE plus the environment of CONTRACT section 1 (environment wins).
+// Settings: a zod schema over CONFIG_FILE plus the environment of docs/decisions.md section 1 (environment wins).
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
@@ -70,7 +70,8 @@ export const settingsSchema = z
     // Rate limits and quotas refuse (enforce) or only log and count what they would refuse (shadow);
     // a plan's or a route's own limitMode wins (src/gateway/shadow.ts).
     RATE_LIMIT_MODE: z.enum(['enforce', 'shadow']).default('enforce'),
-    // The identity the gateway sends upstream (CONTRACT section 5 HMAC headers, a JWT, or both): src/http/identity-jwt.ts.
+    // The identity the gateway sends upstream (docs/decisions.md section 5 HMAC headers, a JWT, or both):
+    // src/http/identity-jwt.ts.
     IDENTITY_FORMAT: z.enum(['hmac', 'jwt', 'both']).default('hmac'),
     IDENTITY_JWT_HEADER: z.enum(['authorization', 'x-gateway-jwt']).default('x-gateway-jwt'),
     IDENTITY_JWT_KEYS: z

@@ -1,4 +1,4 @@
-// The client IP of CONTRACT section 3: the socket address, unless it lies in TRUST_PROXY; then the
+// The client IP of docs/decisions.md section 3: the socket address, unless it lies in TRUST_PROXY; then the
 // right-most X-Forwarded-For address that is not itself trusted. A malformed header falls back to
 // the socket address.
 import { BlockList, isIP } from 'node:net';

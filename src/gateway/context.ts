@@ -30,7 +30,7 @@ export interface GatewayDeps {
   log: Logger;
   metrics: GatewayMetrics;
   gatewaySecret: string;
-  /** IDENTITY_FORMAT: the HMAC identity headers (CONTRACT section 5), a signed JWT, or both. */
+  /** IDENTITY_FORMAT: the HMAC identity headers (docs/decisions.md section 5), a signed JWT, or both. */
   identityHmac: boolean;
   identityJwt: JwtSigner | null;
   bodyLimitBytes: number;
@@ -57,7 +57,7 @@ export interface RequestContext {
   readonly res: ServerResponse;
   readonly api: Api;
   readonly requestId: string;
-  /** The client address (CONTRACT section 3, "Client IP"), IPv4-mapped IPv6 written as IPv4. */
+  /** The client address (docs/decisions.md section 3, "Client IP"), IPv4-mapped IPv6 written as IPv4. */
   readonly ip: string;
   readonly method: string;
   /** The path of the origin-form target, without its query. */

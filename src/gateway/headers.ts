@@ -1,4 +1,4 @@
-// The rate-limit headers of every response (CONTRACT section 3, "Rate-limit windows and headers";
+// The rate-limit headers of every response (docs/decisions.md section 3, "Rate-limit windows and headers";
 // section 4 for /v1), in two families:
 // - X-RateLimit-*: the contract's fields; X-RateLimit-Reset is the window's end in unix seconds;
 // - RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers): one named policy per layer,
@@ -64,7 +64,7 @@ function addV2Fields(head: ResponseFields, outcome: V2Outcome, nowMs: number): v
 }
 
 /**
- * /v1: the three headers, on every response (CONTRACT section 4), and the draft's fields for the one
+ * /v1: the three headers, on every response (docs/decisions.md section 4), and the draft's fields for the one
  * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
  * headers then show an untouched bucket of the current window, since the request spent nothing.
  */

@@ -1,4 +1,4 @@
-// Step 1 of CONTRACT section 3: only canonical paths are authorized, so the path the gateway
+// Step 1 of docs/decisions.md section 3: only canonical paths are authorized, so the path the gateway
 // authorizes is byte for byte the path the upstream routes (no parser differential).
 import { CANONICAL_ID } from '../config/contract.js';
 

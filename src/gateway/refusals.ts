@@ -28,7 +28,7 @@ export interface Refusal {
   details?: Record<string, unknown>;
 }
 
-/** The /v1 error code for a /v2 one (CONTRACT section 4). */
+/** The /v1 error code for a /v2 one (docs/decisions.md section 4). */
 const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {
   '150001': 'unauthorized',
   '150002': 'unauthorized',

@@ -1,4 +1,4 @@
-// The gateway listener. Read this file first, then ./v2.ts (the steps of CONTRACT section 3, one guard
+// The gateway listener. Read this file first, then ./v2.ts (the steps of docs/decisions.md section 3, one guard
 // per file under ./guards/), ./v1.ts (section 4), and ./upstream.ts (signing and forwarding).
 // Here: the request line (absolute-form targets reduced to their path, RFC 9112 section 3.2.2), the
 // request id and client address, metrics and the access log, dependency failures as 503, the drain.

@@ -1,4 +1,4 @@
-// Sign and forward an authorized request (CONTRACT section 5). The upstream gets a clean request
+// Sign and forward an authorized request (docs/decisions.md section 5). The upstream gets a clean request
 // (RFC 9110 section 7.6.1): no credential, no hop-by-hop field (nor any field the client named in
 // Connection), no field spelled with underscores (which CGI-style upstreams read as dashes, e.g.
 // `X_Api_Key` as `X-Api-Key`), nothing posing as the gateway; then the signed identity, the request
@@ -79,7 +79,7 @@ function single(v: string | string[] | undefined): string | undefined {
  * terminator in front of the gateway) its X-Forwarded-Proto and X-Forwarded-Host are believed when
  * they are a scheme and a host; otherwise the protocol is the gateway's own listener's (http) and the
  * host the request's Host field. X-Forwarded-For keeps what came before and appends the client address
- * (CONTRACT section 5); Forwarded (RFC 7239) is one element of the gateway's own, replacing the client's.
+ * (docs/decisions.md section 5); Forwarded (RFC 7239) is one element of the gateway's own, replacing the client's.
  */
 function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingHttpHeaders): void {
   const h = ctx.req.headers;

@@ -1,4 +1,4 @@
-// The /v1 pipeline (CONTRACT section 4), with the guards it shares with /v2: canonical request, the
+// The /v1 pipeline (docs/decisions.md section 4), with the guards it shares with /v2: canonical request, the
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
 import { WINDOW_SECONDS } from '../config/contract.js';

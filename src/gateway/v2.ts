@@ -1,4 +1,4 @@
-// The /v2 pipeline: the steps of CONTRACT section 3, in order; the first that fails answers. Each step's
+// The /v2 pipeline: the steps of docs/decisions.md section 3, in order; the first that fails answers. Each step's
 // rule is a guard under ./guards/. Steps 3 and 4 (cooldown, key) and the counters of step 11 go through
 // the access resolver, which needs one Redis round trip for a cached key; steps 5 to 10 are decided
 // on the principal before that round trip (./decisions.ts, pure), so it knows whether to spend or only

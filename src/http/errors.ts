@@ -19,7 +19,7 @@ interface ErrorSpec {
 }
 
 export const ERROR_CODES = {
-  // Envelope A: v2 spec, Errors; CONTRACT.md sections 3 and 7.
+  // Envelope A: v2 spec, Errors; docs/decisions.md sections 3 and 7.
   '150001': { status: 401, envelopes: ['A'], message: 'Missing bearer token: send Authorization: Bearer <API key>.' },
   '150002': { status: 401, envelopes: ['A'], message: 'Invalid or revoked API key.' },
   '150003': {
@@ -45,8 +45,8 @@ export const ERROR_CODES = {
   '150103': { status: 403, envelopes: ['A'], message: 'No access to the workspace for this key.' },
   '150104': { status: 404, envelopes: ['A'], message: 'No key with that id in the organization.' },
 
-  // Envelope B (v2 spec, Errors, and CONTRACT.md sections 3 and 5) and /v1 (v1 spec, Errors, and
-  // CONTRACT.md section 4). The gateway writes a /v2 refusal on /v1 under the same name when the v1
+  // Envelope B (v2 spec, Errors, and docs/decisions.md sections 3 and 5) and /v1 (v1 spec, Errors, and
+  // docs/decisions.md section 4). The gateway writes a /v2 refusal on /v1 under the same name when the v1
   // table has it, so the generic codes are in both.
   invalid_request: { status: 400, envelopes: ['B', 'v1'], message: 'The request is invalid.' },
   unauthenticated: { status: 401, envelopes: ['B'], message: 'Missing, invalid or expired gateway signature.' },
@@ -120,7 +120,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, envelopes: ['B', 'v1'], message: 'Internal error.', own: true },
   not_implemented: { status: 501, envelopes: ['v1'], message: 'Not implemented.' },
   bad_gateway: { status: 502, envelopes: ['B', 'v1'], message: 'The upstream could not be reached.' },
-  // Dependencies down: the rate limiter in closed failure mode (CONTRACT.md section 1,
+  // Dependencies down: the rate limiter in closed failure mode (docs/decisions.md section 1,
   // RATE_LIMIT_FAILURE_MODE), the access store, or a service the backend relies on (DNS, database).
   rate_limiter_unavailable: {
     status: 503,

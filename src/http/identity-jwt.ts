@@ -1,5 +1,5 @@
 // The identity as a signed JWT (IDENTITY_FORMAT jwt|both): the same facts as the HMAC headers of
-// CONTRACT section 5, verifiable by the upstream with any JOSE library and the public keys the
+// docs/decisions.md section 5, verifiable by the upstream with any JOSE library and the public keys the
 // admin port serves at /.well-known/jwks.json (src/ops/admin.ts). Verifier: src/verifier/index.ts.
 //
 // Signing is synchronous node:crypto over keys parsed once: bench/identity-jwt.ts measured about half
@@ -32,7 +32,7 @@ export function targetDigest(target: string): string {
   return createHash('sha256').update(target).digest('base64url');
 }
 
-/** Token lifetime: the same 60 s window as the HMAC timestamp (CONTRACT section 5). */
+/** Token lifetime: the same 60 s window as the HMAC timestamp (docs/decisions.md section 5). */
 export const JWT_LIFETIME_SECONDS = 60;
 
 export type JwtAlgorithm = 'EdDSA' | 'ES256';

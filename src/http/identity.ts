@@ -1,4 +1,4 @@
-// The identity headers of CONTRACT section 5: what the gateway resolved, signed for the backend.
+// The identity headers of docs/decisions.md section 5: what the gateway resolved, signed for the backend.
 // The backend verifies them with the shipped verifier (src/verifier, keygate/verifier), as any other
 // upstream would: the identity's type, the Content-Digest and the signature's age are defined there once.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
@@ -23,7 +23,7 @@ function keyOf(secret: string): KeyObject {
 }
 
 /**
- * The signature of CONTRACT section 5, extended for requests with a body: when a body is forwarded,
+ * The signature of docs/decisions.md section 5, extended for requests with a body: when a body is forwarded,
  * its RFC 9530 `Content-Digest` value is signed too, on a line of its own after the identity, so a
  * captured signature cannot carry another body. Body-less requests sign exactly the contract's string.
  */

@@ -1,5 +1,5 @@
 // Which client an address stands for, where the gateway counts per client address (the failed-
-// authentication cooldown and the IP rate-limit layer of CONTRACT section 3). An IPv4 address is one
+// authentication cooldown and the IP rate-limit layer of docs/decisions.md section 3). An IPv4 address is one
 // client. An IPv6 client is given a whole /64 by its provider (RFC 6177, RFC 7421) and may pick any
 // address inside it, so counting per address would give it 2^64 sets of tries: it is counted per /64.
 // An IPv4-mapped IPv6 address (::ffff:a.b.c.d, RFC 4291 section 2.5.5.2) is the IPv4 client itself.

@@ -1,7 +1,7 @@
 // Time during which the event loop was free to read a reply. A reply that reached the socket while the
 // loop was blocked (a burst being parsed, a long synchronous task, a starved CPU) is read as soon as the
 // loop comes back, so that time proves nothing about Redis: the breaker judges Redis by this clock,
-// not by wall time (CONTRACT section 1: the fallback only when Redis cannot be reached).
+// not by wall time (docs/decisions.md section 1: the fallback only when Redis cannot be reached).
 //
 // A watchdog timer measures the loop's lag. Between two ticks the loop was free at most one period,
 // less the tick's lateness: a tick late by L ms credits max(0, period - L) ms of free time, and the

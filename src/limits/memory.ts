@@ -1,6 +1,6 @@
 // In-process stores for a single gateway instance (and for tests). Node runs this code on one thread,
 // so each synchronous read-modify-write below is atomic: no two hits can interleave inside one.
-// Counters across several instances must use ./redis.ts instead (CONTRACT.md section 3).
+// Counters across several instances must use ./redis.ts instead (docs/decisions.md section 3).
 
 import { addressKey } from './address.js';
 import {
@@ -176,7 +176,7 @@ export function createMemoryStores(opts: MemoryStoreOptions = {}): MemoryStores 
       async check(ip) {
         return cooldownLeft(ip, clock.now());
       },
-      // Checked and counted in one synchronous step, as the Redis script does (CONTRACT section 3):
+      // Checked and counted in one synchronous step, as the Redis script does (docs/decisions.md section 3):
       // a failure that meets a running cooldown answers its seconds left and is not counted.
       async recordFailure(ip) {
         const now = clock.now();

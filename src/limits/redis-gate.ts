@@ -1,5 +1,5 @@
 // The gate on a standalone Redis: cooldown, access version and spend-or-read for a batch of gateway
-// requests in one script (CONTRACT.md section 3). A Cluster cannot run it (its keys span slots); see
+// requests in one script (docs/decisions.md section 3). A Cluster cannot run it (its keys span slots); see
 // clusterGate in ./redis.ts.
 
 import type { Redis } from 'ioredis';

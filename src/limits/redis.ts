@@ -1,5 +1,5 @@
 // Stores shared by every gateway instance through Redis (standalone or Cluster), so N instances
-// enforce the same budget as one (CONTRACT.md section 3, "Rate-limit windows and headers").
+// enforce the same budget as one (docs/decisions.md section 3, "Rate-limit windows and headers").
 //
 // Key layout (prefix default `kg:`); the part in braces is the Cluster hash tag, so every script
 // touches exactly one slot and the keys of one IP's cooldown live together:
@@ -171,7 +171,7 @@ return out
 // ARGV: now, failure window end, failure limit, cooldown end, TTL of both (ms).
 // The failure window's end is kept in the hash and compared with the caller's clock, so every
 // instance (and a test's fake clock) agrees on it; the PX TTL only frees the memory afterwards.
-// Checking the cooldown and counting are one step (CONTRACT section 3: the 6th request gets 150006,
+// Checking the cooldown and counting are one step (docs/decisions.md section 3: the 6th request gets 150006,
 // however many arrive at once): a failure that meets a running cooldown is not counted, and the reply
 // is its seconds left (at least 1); a counted failure, the 5th included, replies 0.
 const FAILURE_LUA = `

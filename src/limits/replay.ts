@@ -69,7 +69,7 @@ const RATE_CODES = new Set(['150005', 'rate_limit_exceeded']);
 /** Answers written after the rate-limit step: the request had spent its tokens. */
 const AFTER_LIMIT_CODES = new Set(['bad_gateway', 'gateway_timeout', 'payload_too_large', 'request_timeout']);
 
-/** Whether a request reached the rate-limit step (refusals before it spend nothing; CONTRACT section 3). */
+/** Whether a request reached the rate-limit step (refusals before it spend nothing; docs/decisions.md section 3). */
 export function reachedLimits(line: AccessLine): boolean {
   return line.code === null || RATE_CODES.has(line.code) || AFTER_LIMIT_CODES.has(line.code);
 }

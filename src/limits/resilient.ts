@@ -1,6 +1,6 @@
 // Redis failures: circuit breakers in front of the shared stores (./breaker.ts: its states and
 // transitions). While a Redis server can be reached, it rules, however slowly it answers: a late reply
-// is awaited, never replaced by a guess. CONTRACT section 1 allows the per-instance fallback only when
+// is awaited, never replaced by a guess. docs/decisions.md section 1 allows the per-instance fallback only when
 // Redis cannot be reached, and a server is judged so when
 //   - its connection closes (the client's `close` event: Redis killed, restarted, refused), or
 //   - it has answered nothing while asked for `replyTimeoutMs` (at least MIN_SILENCE_MS) of time during

@@ -11,10 +11,10 @@ import { CANONICAL_ID_SOURCE, IP_LIMIT, REQUEST_ID_SOURCE, STRING_ID_SOURCE, V1_
 export type Api = 'v1' | 'v2';
 type Json = Record<string, unknown>;
 
-/** The 6-digit codes the gateway answers on /v2 (CONTRACT section 3); 1501xx belong to /api-keys. */
+/** The 6-digit codes the gateway answers on /v2 (docs/decisions.md section 3); 1501xx belong to /api-keys. */
 const GATEWAY_CODES_A = ['150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006'] as const;
 
-/** A canonical id segment (CONTRACT section 3) and a string id of /v1 (src/config/routes.ts). */
+/** A canonical id segment (docs/decisions.md section 3) and a string id of /v1 (src/config/routes.ts). */
 const ID_PARAM = {
   type: 'string',
   pattern: CANONICAL_ID_SOURCE,
@@ -34,7 +34,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
 const int = { type: 'integer' };
 const header = (description: string, schema: Json = int) => ({ description, schema });
 
-/** The rate-limit fields (CONTRACT sections 3 and 4; README, "How a request is decided"). */
+/** The rate-limit fields (docs/decisions.md sections 3 and 4; README, "How a request is decided"). */
 function headers(api: Api): Record<string, Json> {
   const h: Record<string, Json> = {
     'X-Request-Id': header(
@@ -294,7 +294,7 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
     if (body) op.requestBody = body;
     const responses: Record<string, Json> = {};
     if (r.gateway) {
-      // Answered by the gateway itself, spending no token (CONTRACT sections 3 and 4).
+      // Answered by the gateway itself, spending no token (docs/decisions.md sections 3 and 4).
       const data = REF('schemas', 'RateLimitStatus');
       const schema =
         api === 'v1'
@@ -315,7 +315,7 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
       op['x-keygate-min-role'] = r.scope ? routes.scopes[r.scope] : null;
       op['x-keygate-bucket'] = r.bucket;
     } else {
-      // One bucket per partner key (CONTRACT section 4).
+      // One bucket per partner key (docs/decisions.md section 4).
       op['x-keygate-bucket'] = 'partner';
     }
     op['x-keygate-answered-by'] = r.gateway ? 'gateway' : 'upstream';

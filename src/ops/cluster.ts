@@ -4,7 +4,7 @@
 // before any worker stops serving: with node:cluster's shared listener the primary kept accepting until
 // the last worker left, then closed unanswered whatever it had accepted meanwhile (a reset for a new
 // connection). The primary forks the workers, restarts one that crashes, forwards the
-// signals of CONTRACT section 8 (SIGTERM/SIGINT drain every worker, then exit 0; SIGHUP reloads each),
+// signals of docs/decisions.md section 8 (SIGTERM/SIGINT drain every worker, then exit 0; SIGHUP reloads each),
 // and serves ADMIN_PORT for the whole group: one admin listener per worker could not share a port and
 // still answer for all of them, so each worker's admin server listens on a private port of its own and
 // the primary's /readyz and /metrics gather theirs. Each worker opens its own Redis connection (it runs

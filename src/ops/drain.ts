@@ -1,4 +1,4 @@
-// Graceful drain of an HTTP listener (CONTRACT section 8), shared by the gateway and the backend.
+// Graceful drain of an HTTP listener (docs/decisions.md section 8), shared by the gateway and the backend.
 // From the signal on: no new connection is accepted; every response carries `Connection: close`, so
 // a kept-alive connection takes no further request once its current one is answered; in-flight
 // requests finish. At the drain deadline the caller may still answer what is left (`beforeForce`),

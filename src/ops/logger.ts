@@ -4,7 +4,7 @@ import pino, { type Logger } from 'pino';
 /**
  * Field names whose values are secret wherever they appear: request and response headers
  * (`Authorization`, `X-Api-Key`, cookies, the gateway's signature) and the names the code gives to
- * keys, session tokens and the two shared secrets (CONTRACT section 8: no secret in a log line).
+ * keys, session tokens and the two shared secrets (docs/decisions.md section 8: no secret in a log line).
  */
 const SECRET_FIELDS = [
   'authorization',

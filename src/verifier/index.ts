@@ -1,5 +1,5 @@
 // keygate/verifier: check, in your own Node service, the identity keygate's gateway forwards
-// (CONTRACT section 5). Standalone on purpose: it depends on `jose` and node:crypto only, never on
+// (docs/decisions.md section 5). Standalone on purpose: it depends on `jose` and node:crypto only, never on
 // the rest of keygate, so a service can import it without the gateway. Other languages: the rules
 // below and the vectors in test/vectors/identity-{hmac,jwt}.json.
 //
@@ -25,7 +25,10 @@ import {
   type JWTPayload,
 } from 'jose';
 
-/** What the gateway resolved for the request's key (CONTRACT section 5); keygate's own type, which its gateway signs. */
+/**
+ * What the gateway resolved for the request's key (docs/decisions.md section 5); keygate's own type, which its
+ * gateway signs.
+ */
 export interface Identity {
   keyId: number;
   keyType: 'workspace' | 'personal' | 'partner';

@@ -1,4 +1,4 @@
-// The session-authenticated /api-keys routes (CONTRACT section 7; spec codes 150101 to 150104).
+// The session-authenticated /api-keys routes (docs/decisions.md section 7; spec codes 150101 to 150104).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';

@@ -387,7 +387,7 @@ afterAll(async () => {
 
 function keyFor(path: string, slot: number) {
   if (path.startsWith('/v1/')) return { apiKey: PARTNER_KEYS[slot] };
-  // Provisioning and budgets need a personal key of an organization owner (CONTRACT section 6).
+  // Provisioning and budgets need a personal key of an organization owner (docs/decisions.md section 6).
   return {
     key:
       path.startsWith('/v2/workspaces/quotas') || /^\/v2\/workspaces(\?|$)/.test(path)
@@ -654,7 +654,7 @@ describe('the backend behind the validators', () => {
   });
 });
 
-// The backend's internal routes (CONTRACT section 7) share the validators: the same values, sent
+// The backend's internal routes (docs/decisions.md section 7) share the validators: the same values, sent
 // straight to the backend with a session cookie (/api-keys, Envelope A) or the internal token (Envelope B).
 describe('the internal routes', () => {
   const send = (

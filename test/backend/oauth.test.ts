@@ -323,7 +323,7 @@ describe('POST /v2/workspaces/{wid}/accounts/oauth: identification and storage',
 });
 
 describe('warming without an enable call', () => {
-  /** The mailbox checker reports the send-and-receive check (CONTRACT section 7). */
+  /** The mailbox checker reports the send-and-receive check (docs/decisions.md section 7). */
   const verify = async (email: string, result: 'passed' | 'failed') => {
     const r = await s.internal('POST', `/internal/accounts/${(await account(email)).id}/verification`, { result });
     expect(r.status).toBe(200);

@@ -1,4 +1,4 @@
-// CONTRACT section 5: the backend refuses /v1 and /v2 requests whose signature is missing, wrong or stale.
+// docs/decisions.md section 5: the backend refuses /v1 and /v2 requests whose signature is missing, wrong or stale.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, fetchRes, FakeClock, type Stack } from '../helpers/stack.js';
 import { encodeIdentity, sign } from '../../src/http/identity.js';

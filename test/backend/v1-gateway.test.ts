@@ -1,4 +1,4 @@
-// The gateway side of /v1 (CONTRACT section 4), end to end: X-Api-Key, 20 per key per fixed minute
+// The gateway side of /v1 (docs/decisions.md section 4), end to end: X-Api-Key, 20 per key per fixed minute
 // then 429 rate_limit_exceeded with Retry-After, GET /v1/rate-limit spends nothing, v1 and v2
 // limits are independent, invalid keys feed the per-IP cooldown, organization refusals, and the
 // backend's /v1 routes match config/routes.json.

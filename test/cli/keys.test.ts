@@ -192,7 +192,7 @@ describe.runIf(Boolean(process.env.DATABASE_URL && process.env.REDIS_URL))(
       expect(key.secret).toMatch(/^svc_ws_[A-Za-z0-9]{40}$/);
       expect(key.hint).toBe(key.secret.slice(0, 11) + '…');
 
-      // Only a keyed hash is stored (CONTRACT section 2).
+      // Only a keyed hash is stored (docs/decisions.md section 2).
       const [row] = await db.query(`SELECT * FROM api_keys WHERE id = $1`, [key.id]);
       expect(JSON.stringify(row)).not.toContain(key.secret.slice(7));
 

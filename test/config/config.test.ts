@@ -14,7 +14,7 @@ const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
 const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 
 describe('settings', () => {
-  it('defaults follow CONTRACT section 1', () => {
+  it('defaults follow docs/decisions.md section 1', () => {
     const s = loadSettings({});
     expect(s).toMatchObject({
       PORT: 8080,

@@ -1,6 +1,6 @@
-// CONTRACT section 3, "Rate-limit windows and headers": exactly the budget passes, also when a burst
+// docs/decisions.md section 3, "Rate-limit windows and headers": exactly the budget passes, also when a burst
 // of parallel requests reaches the gateway at once with Redis healthy. A burst keeps the event loop
-// busy, more so on a loaded machine; that must not pass for a Redis outage (CONTRACT section 1 allows
+// busy, more so on a loaded machine; that must not pass for a Redis outage (docs/decisions.md section 1 allows
 // the per-instance fallback only when Redis cannot be reached), or the fallback's fresh counters
 // over-admit. Each case runs on a quiet gateway and on one whose event loop stalls now and then.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

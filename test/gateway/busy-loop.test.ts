@@ -1,4 +1,4 @@
-// A busy gateway is not a Redis outage (CONTRACT section 1: the fallback, or 503 in closed mode, only
+// A busy gateway is not a Redis outage (docs/decisions.md section 1: the fallback, or 503 in closed mode, only
 // when Redis cannot be reached). The gateway's own event loop stalls for 100 ms at a time, as on a
 // loaded machine or under a long synchronous task, while requests flow against a healthy Redis.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// CONTRACT section 3: the 5th failed authentication from one address starts the cooldown, and the
+// docs/decisions.md section 3: the 5th failed authentication from one address starts the cooldown, and the
 // 6th request carrying a key gets 150006, also when all of them arrive at once (counting a failure and
 // checking the cooldown are one atomic step in the store), and whatever the address family: an IPv6
 // client holds a whole /64 (one subscriber's prefix), and an IPv4-mapped IPv6 spelling is the IPv4

@@ -1,4 +1,4 @@
-// The drain's deadline (CONTRACT section 8, DRAIN_TIMEOUT_MS): a request still waiting for its upstream
+// The drain's deadline (docs/decisions.md section 8, DRAIN_TIMEOUT_MS): a request still waiting for its upstream
 // is answered 504, not reset, and an upstream answer that arrives after that is dropped without harm.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

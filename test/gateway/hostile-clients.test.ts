@@ -1,4 +1,4 @@
-// Hostile clients and upstreams against the real gateway (CONTRACT sections 3 and 5, RFC 9110/9112):
+// Hostile clients and upstreams against the real gateway (docs/decisions.md sections 3 and 5, RFC 9110/9112):
 // what is forwarded is exactly what was authorized and signed, every forwarded request is bounded in
 // time, bodies are read only once a request is authorized, and the upstream cannot speak for the
 // gateway's rate-limit headers.
@@ -387,7 +387,7 @@ describe('the signature covers the body, and a signature is good once (RFC 9530 
   });
 });
 
-describe('the address layer counts a client, not a spelling (CONTRACT section 3, client IP)', () => {
+describe('the address layer counts a client, not a spelling (docs/decisions.md section 3, client IP)', () => {
   const ipRemaining = async (ip: string) =>
     Number(
       (await s.request('GET', '/v2/workspaces/100/tags', { key: K.wsAdmin, ip })).headers.get(

@@ -1,4 +1,4 @@
-// CONTRACT section 3, step 11 and "Rate-limit windows and headers", with a fake clock.
+// docs/decisions.md section 3, step 11 and "Rate-limit windows and headers", with a fake clock.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';

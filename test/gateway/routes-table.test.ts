@@ -76,7 +76,7 @@ describe.each(routes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', (_
     it('a VIEWER-capped key gets 150003 above VIEWER, passes at VIEWER', async () => {
       const { r, forwarded } = await viaRecorder(route.method, path, K.wsViewer);
       const needsMore = orgOwnerOnly || rank.indexOf(scopes[route.scope!]) > 0;
-      // GET /v2/workspaces also accepts a workspace key holding workspace:read (CONTRACT section 6).
+      // GET /v2/workspaces also accepts a workspace key holding workspace:read (docs/decisions.md section 6).
       const workspaceList = route.method === 'GET' && route.path === '/v2/workspaces';
       if (needsMore && !workspaceList) {
         expect(r.status).toBe(403);

@@ -125,7 +125,7 @@ describe('retryAfter', () => {
 });
 
 describe('sign', () => {
-  it('is the hex HMAC-SHA256 of CONTRACT section 5 over timestamp, request id, method, target and identity', () => {
+  it('is the hex HMAC-SHA256 (docs/decisions.md section 5) of timestamp, request id, method, target and identity', () => {
     const identity = Buffer.from(JSON.stringify({ keyId: 1, scopes: ['tags:read'], note: 'é' })).toString('base64url');
     const expected = createHmac('sha256', 'the-gateway-secret')
       .update(['1795380900123', 'req-1', 'GET', '/v2/workspaces/1/tags?limit=5', identity].join('\n'))

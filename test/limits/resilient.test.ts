@@ -1,5 +1,5 @@
 // The breakers in front of the shared stores (src/limits/resilient.ts), on a fake wall clock and a
-// loop clock driven by hand: when Redis counts as unreachable (CONTRACT section 1) and when it does not.
+// loop clock driven by hand: when Redis counts as unreachable (docs/decisions.md section 1) and when it does not.
 import { EventEmitter } from 'node:events';
 import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';

@@ -207,7 +207,7 @@ async function call(api: 'v1' | 'v2', r: RouteRow): Promise<Res> {
     return value;
   });
   const i = slot++;
-  // Provisioning and budgets need a personal key of an organization owner (CONTRACT section 6).
+  // Provisioning and budgets need a personal key of an organization owner (docs/decisions.md section 6).
   const owner = /^\/v2\/workspaces(\/quotas)?$/.test(r.path);
   const auth = api === 'v1' ? { apiKey: PARTNER_KEYS[i] } : { key: owner ? OWNER_KEYS[i] : WS_KEYS[i] };
   const body = c.body ?? (r.method === 'POST' ? {} : undefined);

@@ -38,7 +38,7 @@ describe.each(['v2', 'v1'] as const)('%s description', (api) => {
         expect(op['x-keygate-min-role']).toBe(r.scope ? routes.scopes[r.scope] : null);
         expect(op['x-keygate-bucket']).toBe(r.bucket);
       } else expect(op['x-keygate-bucket']).toBe('partner');
-      // The gateway's own reads spend nothing (CONTRACT sections 3 and 4).
+      // The gateway's own reads spend nothing (docs/decisions.md sections 3 and 4).
       expect(op['x-keygate-spends']).toBe(r.gateway !== true);
     }
     const documented = Object.values(doc.paths).reduce((n: number, ops: any) => n + Object.keys(ops).length, 0);

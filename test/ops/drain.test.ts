@@ -1,4 +1,4 @@
-// SIGTERM under keep-alive load, driven from outside against the real program (CONTRACT section 8):
+// SIGTERM under keep-alive load, driven from outside against the real program (docs/decisions.md section 8):
 // after the signal every response says `Connection: close`, no new request is taken on a kept-alive
 // connection, and every request that reached the upstream is answered to its client in full.
 // `npm start` passes the signal on to the program it runs.

@@ -1,6 +1,6 @@
 // Logs you can follow: the request id on every backend line about a request, secrets redacted even
 // when a whole object is logged by mistake, the access log's allow-list, and pino-pretty only for a
-// terminal (CONTRACT section 8: pino lines, no secret in any of them).
+// terminal (docs/decisions.md section 8: pino lines, no secret in any of them).
 import { execFile } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { existsSync } from 'node:fs';

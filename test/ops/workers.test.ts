@@ -1,7 +1,7 @@
 // WORKERS=2: the real gateway program on two processes sharing PORT (src/ops/cluster.ts), each with its
 // own Redis connection. A burst from one key lets exactly the key's budget through, both workers serve,
-// the primary's ADMIN_PORT reports for both, and SIGTERM drains every worker and exits 0 (CONTRACT
-// section 8). Without Redis the start is refused in one line naming WORKERS, exit code 2.
+// the primary's ADMIN_PORT reports for both, and SIGTERM drains every worker and exits 0
+// (docs/decisions.md section 8). Without Redis the start is refused in one line naming WORKERS, exit code 2.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';

@@ -1,5 +1,5 @@
 // Writes identity-hmac.json and identity-jwt.json beside this file: test vectors of the identity the
-// gateway forwards (CONTRACT section 5 and its Content-Digest extension; the identity JWT), computed
+// gateway forwards (docs/decisions.md section 5 and its Content-Digest extension; the identity JWT), computed
 // from the written rules with node:crypto alone, not with keygate's code, so that the suite can hold
 // both the gateway's signer and the verifier to them. Run: npx tsx test/vectors/generate.ts
 // (EdDSA tokens come out identical each run; ES256 signatures are randomised, so those change).
@@ -79,7 +79,8 @@ const hmacVectors = {
   maxAgeMs: 60_000,
   now: NOW,
   cases: [
-    hmacCase('get-without-body', 'A GET: no body, no Content-Digest, the five-line string of CONTRACT section 5.', getSigned, { body: null },
+    hmacCase('get-without-body', 'A GET: no body, no Content-Digest, the five-line string of docs/decisions.md section 5.',
+      getSigned, { body: null },
       { valid: true, identity: workspaceIdentity }),
     hmacCase('post-with-body', 'A POST with a JSON body: Content-Digest is sent and signed as a sixth line.', postSigned, { body: postBody },
       { valid: true, identity: workspaceIdentity }),

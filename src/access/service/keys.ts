@@ -241,7 +241,7 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
       workspaceId = input.workspaceId;
       role = input.role ?? 'ADMIN';
       if (createdBy !== null) {
-        // A workspace key's role is capped by its creator's role in that workspace (CONTRACT section 2).
+        // A workspace key's role is capped by its creator's role in that workspace (docs/decisions.md section 2).
         const m = await q.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [
           workspaceId,
           createdBy,

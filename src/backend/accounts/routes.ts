@@ -1,4 +1,4 @@
-// Accounts of /v2 (CONTRACT section 6): connect (SMTP/IMAP), list, read, disconnect, delete, DNS,
+// Accounts of /v2 (docs/decisions.md section 6): connect (SMTP/IMAP), list, read, disconnect, delete, DNS,
 // setup score, and the two bulk routes. Every query is scoped by the path workspace: an account of another
 // workspace is 404 not_found.
 import { ApiError } from '../../http/errors.js';

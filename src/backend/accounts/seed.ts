@@ -1,4 +1,4 @@
-// The mailboxes of the seed file (CONTRACT section 2). Their `tagIds` are written by the tags domain,
+// The mailboxes of the seed file (docs/decisions.md section 2). Their `tagIds` are written by the tags domain,
 // once the tags exist (src/backend/tags/seed.ts).
 import { z } from 'zod';
 import { seedId as id, seedRows, seedSections } from '../../access/seed.js';

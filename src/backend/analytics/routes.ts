@@ -1,4 +1,4 @@
-// Analytics routes (CONTRACT section 6): overview, trends, leaderboard, deliverability, and the
+// Analytics routes (docs/decisions.md section 6): overview, trends, leaderboard, deliverability, and the
 // per-account deliverability and stats. Every query is scoped by the path workspace; the window is
 // fixed (see queries.ts), so a query parameter trying to change it is refused as unknown.
 import { ApiError } from '../../http/errors.js';

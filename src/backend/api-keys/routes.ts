@@ -1,4 +1,4 @@
-// The internal, session-authenticated key management of the web app (CONTRACT section 7; spec codes
+// The internal, session-authenticated key management of the web app (docs/decisions.md section 7; spec codes
 // 150101 to 150104). Envelope A throughout. The operations, their rules and their audit rows are the
 // service layer's (src/access/service/keys.ts): these routes parse input, map refusals to codes and
 // shape answers. A new key's secret is answered once and stored only hashed.

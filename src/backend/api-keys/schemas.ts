@@ -1,4 +1,4 @@
-// Request schemas of the internal /api-keys routes (CONTRACT section 7; not part of /v1 or /v2).
+// Request schemas of the internal /api-keys routes (docs/decisions.md section 7; not part of /v1 or /v2).
 import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
 import { pgId } from '../validation.js';

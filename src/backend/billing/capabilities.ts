@@ -1,5 +1,5 @@
 // What each scope grants and the least role it needs (spec, Authentication: the scope table;
-// CONTRACT section 6: minimum roles). A test keeps the minimum roles equal to config/routes.json.
+// docs/decisions.md section 6: minimum roles). A test keeps the minimum roles equal to config/routes.json.
 import { roleRank } from '../../access/principal.js';
 import type { MinRole } from '../../config/routes.js';
 

@@ -1,4 +1,4 @@
-// Billing reads of /v2 (CONTRACT section 6; billing:read, ADMIN, enforced by the gateway): the
+// Billing reads of /v2 (docs/decisions.md section 6; billing:read, ADMIN, enforced by the gateway): the
 // organization's plan, its usage against the plan's limits, and the caller's resolved capabilities.
 import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/types.js';

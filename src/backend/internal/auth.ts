@@ -2,7 +2,7 @@ import { ApiError } from '../../http/errors.js';
 import { safeEqual } from '../../http/safe-equal.js';
 import type { Ctx } from '../router.js';
 
-/** `/internal/*` routes: `Authorization: Bearer <INTERNAL_TOKEN>` (CONTRACT section 7). */
+/** `/internal/*` routes: `Authorization: Bearer <INTERNAL_TOKEN>` (docs/decisions.md section 7). */
 export function requireInternal(ctx: Ctx): void {
   const header = ctx.req.headers.authorization;
   const match = header ? /^Bearer (.+)$/.exec(header) : null;

@@ -1,4 +1,4 @@
-// Internal admin routes for the billing system (CONTRACT section 7): Envelope B, bearer INTERNAL_TOKEN.
+// Internal admin routes for the billing system (docs/decisions.md section 7): Envelope B, bearer INTERNAL_TOKEN.
 // Every change here is access data, made through the service layer (src/access/service/): audited
 // with the actor `internal`, and seen by the gateways on their very next request.
 import { ApiError } from '../../http/errors.js';

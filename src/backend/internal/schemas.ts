@@ -1,4 +1,4 @@
-// Request schema of the internal admin routes (CONTRACT section 7; not part of /v1 or /v2).
+// Request schema of the internal admin routes (docs/decisions.md section 7; not part of /v1 or /v2).
 import { z } from 'zod';
 import { PLAN_NAME } from '../../config/plans.js';
 import { pgInt } from '../validation.js';

@@ -1,4 +1,4 @@
-// What every /v1 handler shares (spec v1-partner-api.md; CONTRACT section 4): the organization of the
+// What every /v1 handler shares (spec v1-partner-api.md; docs/decisions.md section 4): the organization of the
 // partner key (a partner key sees every account of its organization's live workspaces, so every query
 // is scoped by ctx.identity.organizationId), org-scoped account loading (404 not_found for an account
 // that is not the organization's), and the account views of the spec (the account item and the

@@ -1,5 +1,5 @@
 // Notification routes: GET .../notifications (spec: unreadOnly, cursor, limit), POST
-// .../notifications/{id}/read and POST .../notifications/read-all (CONTRACT section 6).
+// .../notifications/{id}/read and POST .../notifications/read-all (docs/decisions.md section 6).
 //
 // Paging is by cursor (see cursor.ts): `meta.next_cursor` is the cursor of the next page, or null on
 // the last page. The page-style `pagination` block is informational: `per_page` is the limit,

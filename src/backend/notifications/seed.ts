@@ -1,4 +1,4 @@
-// The notifications of the seed file (CONTRACT section 2), `minutesAgo` before the seed is applied.
+// The notifications of the seed file (docs/decisions.md section 2), `minutesAgo` before the seed is applied.
 import { z } from 'zod';
 import { seedId as id, seedRows, seedSections } from '../../access/seed.js';
 

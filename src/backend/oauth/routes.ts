@@ -1,4 +1,4 @@
-// Partner OAuth of /v2 (spec, partner OAuth route; CONTRACT section 6): connect a Google or Microsoft
+// Partner OAuth of /v2 (spec, partner OAuth route; docs/decisions.md section 6): connect a Google or Microsoft
 // mailbox with an access token the partner holds, and make consent links. The token refresh runs as a
 // background job (jobs.ts); the automatic start of warming is the warmup domain's (auto_warmup).
 import { ApiError } from '../../http/errors.js';

@@ -1,4 +1,4 @@
-// The provider workspaces of the seed file (CONTRACT section 2), as if just synchronized.
+// The provider workspaces of the seed file (docs/decisions.md section 2), as if just synchronized.
 import { z } from 'zod';
 import { seedId as id, seedRows, seedSections } from '../../access/seed.js';
 

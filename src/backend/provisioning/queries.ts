@@ -1,4 +1,4 @@
-// The SQL of workspace provisioning (CONTRACT section 6, workspace:provision): the organization's
+// The SQL of workspace provisioning (docs/decisions.md section 6, workspace:provision): the organization's
 // workspaces, a new workspace and its first owners. The budget queries are in quotas.ts.
 import type { Queryable, Row } from '../../db/types.js';
 

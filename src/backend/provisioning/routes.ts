@@ -1,4 +1,4 @@
-// Provisioning and budgets of /v2 (spec, Endpoints; CONTRACT section 6): the routes without a workspace
+// Provisioning and budgets of /v2 (spec, Endpoints; docs/decisions.md section 6): the routes without a workspace
 // segment. The gateway already required workspace:provision / workspace:quota and a personal key of an
 // organization owner (or, on GET /v2/workspaces, a workspace key holding workspace:read).
 import { ApiError } from '../../http/errors.js';

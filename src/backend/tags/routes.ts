@@ -1,4 +1,4 @@
-// Tags of /v2 (CONTRACT section 6): list (Envelope A, spec: "A tag list response is an array of tags
+// Tags of /v2 (docs/decisions.md section 6): list (Envelope A, spec: "A tag list response is an array of tags
 // inside Envelope A"), create, and set an account's tags.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';

@@ -1,4 +1,4 @@
-// The tags of the seed file (CONTRACT section 2), and the accounts' tag assignments (their `tagIds`):
+// The tags of the seed file (docs/decisions.md section 2), and the accounts' tag assignments (their `tagIds`):
 // written after the accounts domain's rows, so both ends of each assignment exist.
 import { z } from 'zod';
 import { seedId as id, seedRows, seedSections } from '../../access/seed.js';

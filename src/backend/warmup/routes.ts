@@ -1,5 +1,5 @@
-// Warmup routes of /v2 (CONTRACT section 6) and the mailbox checker's internal route (CONTRACT
-// section 7); the warmup jobs are in jobs.ts.
+// Warmup routes of /v2 (docs/decisions.md section 6) and the mailbox checker's internal route
+// (docs/decisions.md section 7); the warmup jobs are in jobs.ts.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
@@ -64,7 +64,7 @@ export function register(router: Router, svc: BackendServices): void {
     return { ...out, headers: { ...DEPRECATION_HEADERS } };
   });
 
-  // The mailbox checker reports the send-and-receive check (CONTRACT section 7).
+  // The mailbox checker reports the send-and-receive check (docs/decisions.md section 7).
   router.post('/internal/accounts/{accountId}/verification', async (ctx) => {
     requireInternal(ctx);
     const body = parse(verificationSchema, ctx.body);

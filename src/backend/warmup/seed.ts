@@ -1,4 +1,4 @@
-// Warmup history of the seed file (CONTRACT section 2): `perDay` messages a day for `days` days up to
+// Warmup history of the seed file (docs/decisions.md section 2): `perDay` messages a day for `days` days up to
 // today, deterministic (the same seed gives the same history relative to today).
 import { z } from 'zod';
 import { seedId as id, seedRows, seedSections } from '../../access/seed.js';

@@ -1,4 +1,4 @@
-// The workspace domain of /v2 (CONTRACT section 6): read and rename the path workspace; list, invite,
+// The workspace domain of /v2 (docs/decisions.md section 6): read and rename the path workspace; list, invite,
 // re-role and remove its members. Every query is scoped by the path workspace; membership changes are
 // access data, so the gateways are told after each commit.
 import { ApiError } from '../../http/errors.js';

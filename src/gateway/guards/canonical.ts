@@ -1,4 +1,4 @@
-// Step 1 of CONTRACT sections 3 and 4, decided from the request head alone: a canonical path (so
+// Step 1 of docs/decisions.md sections 3 and 4, decided from the request head alone: a canonical path (so
 // the path authorized is byte for byte the path the upstream routes), one Host (RFC 9112 section
 // 3.2), a target within its bound, a body only where a body means something, and a declared size within the limit. The body
 // itself is read only after every other guard passed (src/gateway/body.ts).

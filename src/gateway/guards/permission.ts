@@ -27,7 +27,7 @@ export function permissionGuard(p: Principal, { route, params }: RouteMatch): Re
   // A workspace key whose workspace is gone is refused everywhere, also on routes without a workspace.
   if (p.keyType === 'workspace' && p.workspaceDeleted) return { code: '150004' };
   if (route.scope === null) return { role, workspaceId: wid }; // answered by the gateway, no scope
-  // `GET /v2/workspaces` also accepts a workspace key holding workspace:read (CONTRACT section 6).
+  // `GET /v2/workspaces` also accepts a workspace key holding workspace:read (docs/decisions.md section 6).
   if (route.method === 'GET' && route.path === '/v2/workspaces' && p.keyType === 'workspace') {
     if (!p.scopes.has('workspace:read')) return { code: '150003' };
     return roleRank(role) >= roleRank('VIEWER') ? { role, workspaceId: p.workspaceId } : { code: '150003' };

@@ -1,4 +1,4 @@
-// Step 11: both rate-limit layers pass (CONTRACT section 3, "Rate-limit windows and headers"). The
+// Step 11: both rate-limit layers pass (docs/decisions.md section 3, "Rate-limit windows and headers"). The
 // counters are named here; the access resolver spends them (or reads them for a refusal) in the same
 // round trip as steps 3 and 4.
 import type { Bucket } from '../../config/routes.js';
