@@ -192,6 +192,20 @@ describe('an unreachable Redis', () => {
     expect((await primary.limiter.spend([key], 0))[0].used).toBe(6);
   });
 
+  it('a call Redis failed while the breaker stayed closed is counted by the fallback, and reaches Redis at its next answer', async () => {
+    const stores = breaker('open');
+    const spend = primary.limiter.spend.bind(primary.limiter);
+    let failing = true;
+    primary.limiter.spend = (refs, cost, at) =>
+      failing ? Promise.reject(new Error('READONLY replica')) : spend(refs, cost, at);
+    await spendPair(stores.limiter, key, ip); // answered by the fallback, the breaker still closed
+    expect(stores.degraded()).toBe(false);
+    failing = false;
+    await spendPair(stores.limiter, key, ip);
+    await settle();
+    expect((await primary.limiter.spend([key, ip], 0)).map((s) => s.used)).toEqual([2, 2]);
+  });
+
   it('probes once a second while open, and stays open while the probe fails', async () => {
     let answers = false;
     primary.ready = async () => answers;
