@@ -157,6 +157,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
 
   // One breaker per Redis server: '' for a standalone or Sentinel Redis, `host:port` in a Cluster.
   const breakers = new Map<string, Breaker>();
+  const nodeOf = new Map<Breaker, string>();
   function breakerOf(node: string): Breaker {
     let breaker = breakers.get(node);
     if (breaker === undefined) {
@@ -179,6 +180,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       });
       if (closing) breaker.stop();
       breakers.set(node, breaker);
+      nodeOf.set(breaker, node);
     }
     return breaker;
   }
@@ -206,6 +208,15 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
    * (31 of 20 in a Sentinel failover). A call Redis counted after all and the fallback counted too is
    * counted twice: the error is on the side of refusing.
    */
+  // Servers whose counters the fallback spent without them (open mode), their counts not handed over yet.
+  // A call Redis fails while its breaker stays closed is answered by the fallback too: the next answer
+  // of that server hands the counts over, as the probe does after an outage.
+  const owed = new Set<Breaker>();
+  function settleOwed(breaker: Breaker): void {
+    owed.delete(breaker);
+    handOverCounts(nodeOf.get(breaker) ?? '').catch(() => owed.add(breaker));
+  }
+
   async function handOverCounts(node: string): Promise<void> {
     if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
     const counts = fallback.takeCounts(topology ? (id) => topology.counter(id) === node : undefined);
@@ -346,6 +357,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         (value) => {
           if (!breaker.settle(entry, true)) return;
           events.observe?.(op, (now() - started) / 1000, true);
+          if (owed.size > 0 && owed.has(breaker)) settleOwed(breaker);
           resolve(value);
         },
         (err: unknown) => {
@@ -384,7 +396,10 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       breaker,
       'limiter.spend',
       () => watchedSpend(refs, cost, at),
-      () => fallbackLimiter.spend(refs, cost, at),
+      () => {
+        if (cost === 1 && mode === 'open') owed.add(breaker);
+        return fallbackLimiter.spend(refs, cost, at);
+      },
     );
 
   /**
