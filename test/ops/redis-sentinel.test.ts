@@ -88,7 +88,7 @@ describe.runIf(CAN)('Redis Sentinel', () => {
     // The new primary rules: the key's window is spent on it, on both instances.
     expect(results.slice(-4).map((r) => r.status)).toEqual([429, 429, 429, 429]);
     // Bounded near one budget: the open instance's fallback admits its share of what it saw left, and
-    // hands what it counted to the new primary before using it (31 of 20 before; 20 to 21 measured:
+    // hands what it counted to the new primary before using it (31 of 20 before; 20 to 22 measured:
     // a request the fallback admits while the probe hands over, or a count not yet replicated, may add
     // one or two; see docs/redis.md).
     expect(admitted()).toBeLessThanOrEqual(READ_BUDGET + 3);
