@@ -18,6 +18,7 @@ describe('forwarder', () => {
   let front: http.Server;
   let frontUrl: string;
   let forwarder: Forwarder;
+  let upstreamUrl: string;
   const failures: UpstreamFailure[] = [];
 
   beforeAll(async () => {
@@ -47,7 +48,7 @@ describe('forwarder', () => {
       }
       res.end(`${req.method} ${req.url}`);
     });
-    const upstreamUrl = await listen(upstream);
+    upstreamUrl = await listen(upstream);
     forwarder = createForwarder({ upstream: upstreamUrl, timeoutMs: 300, maxSockets: 4 });
     front = http.createServer((req, res) => {
       forwarder.forward(
@@ -112,21 +113,40 @@ describe('forwarder', () => {
   });
 
   it('streams a large body to a client that reads slowly, complete', async () => {
-    const body = await new Promise<number>((resolve, reject) => {
-      http
-        .get(frontUrl + '/big', { agent: false }, (res) => {
-          let n = 0;
-          res.on('data', (c: Buffer) => {
-            n += c.length;
-            // A slow reader: the gateway's socket buffer fills and the upstream must be paused.
-            res.pause();
-            setTimeout(() => res.resume(), 1);
-          });
-          res.on('end', () => resolve(n));
-        })
-        .on('error', reject);
-    });
-    expect(body).toBe(BIG.length);
+    // A forwarder of its own with a silence bound far above any pause here: this test is about the
+    // pauses and resumptions of backpressure, and the shared one's 300 ms bound (for the 504 tests)
+    // can elapse on a loaded machine while this process's loop, client included, is held up.
+    const patient = createForwarder({ upstream: upstreamUrl, timeoutMs: 10_000, maxSockets: 1 });
+    const slowFront = http.createServer((req, res) =>
+      patient.forward(
+        { method: 'GET', target: req.url!, headers: { host: req.headers.host }, body: null, head: [] },
+        res,
+        (kind) => res.writeHead(502).end(kind),
+      ),
+    );
+    const slowUrl = (await listenLocal(slowFront)).url;
+    try {
+      const body = await new Promise<number>((resolve, reject) => {
+        http
+          .get(slowUrl + '/big', { agent: false }, (res) => {
+            let n = 0;
+            res.on('data', (c: Buffer) => {
+              n += c.length;
+              // A slow reader: the gateway's socket buffer fills and the upstream must be paused.
+              res.pause();
+              setTimeout(() => res.resume(), 1);
+            });
+            res.on('end', () => resolve(n));
+            res.on('aborted', () => reject(new Error(`answer cut after ${n} bytes`)));
+          })
+          .on('error', reject);
+      });
+      expect(body).toBe(BIG.length);
+    } finally {
+      await patient.close();
+      slowFront.closeAllConnections();
+      await new Promise((r) => slowFront.close(r));
+    }
   });
 
   it('keeps the upstream status text, and answers HEAD without a body', async () => {
