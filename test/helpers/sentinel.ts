@@ -17,6 +17,11 @@ export interface SentinelGroup {
   sentinels: string[];
   /** The port of the primary the sentinels name now. */
   currentPrimaryPort(): Promise<number>;
+  /**
+   * Waits up to `ms` for the replica to have every byte the primary wrote; the bytes still missing
+   * then (0 when in sync).
+   */
+  replicaCatchUp(ms: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -62,6 +67,17 @@ export async function startSentinelGroup(downAfterMs = 1_000): Promise<SentinelG
     async currentPrimaryPort() {
       const reply = await cli(portOf(sentinels[0]), 'sentinel', 'get-master-addr-by-name', name);
       return Number(reply.trim().split('\n')[1] ?? 0);
+    },
+    async replicaCatchUp(ms) {
+      const offset = async (port: number, field: string) =>
+        Number(new RegExp(`${field}:(\\d+)`).exec(await cli(port, 'info', 'replication'))?.[1] ?? -1);
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const missing =
+          (await offset(primary.port, 'master_repl_offset')) - (await offset(replica.port, 'slave_repl_offset'));
+        if (missing <= 0 || Date.now() > deadline) return Math.max(0, missing);
+        await new Promise((r) => setTimeout(r, 20));
+      }
     },
     async stop() {
       for (const p of procs) p.kill('SIGKILL');
