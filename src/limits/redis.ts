@@ -400,14 +400,10 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
       const now = clock.now();
       const sent: Promise<number>[] = [];
       for (const { id, windowStart: start, used, month } of counts) {
-        const ttl = month
-          ? start === monthStart(now)
-            ? monthEnd(now) - now + MONTH_TTL_SLACK_MS
-            : 0
-          : start === windowStart(now)
-            ? start + WINDOW_MS - now + TTL_SLACK_MS
-            : 0;
-        if (ttl > 0 && used > 0) sent.push(scripts.keygateLimitAdd(counterKey(id, start), used, ttl));
+        // A window already over is skipped: its counter has expired or is about to.
+        if (used <= 0 || start !== (month ? monthStart(now) : windowStart(now))) continue;
+        const ttl = month ? monthEnd(now) - now + MONTH_TTL_SLACK_MS : start + WINDOW_MS - now + TTL_SLACK_MS;
+        sent.push(scripts.keygateLimitAdd(counterKey(id, start), used, ttl));
       }
       await Promise.all(sent);
     },

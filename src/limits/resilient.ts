@@ -157,7 +157,6 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
 
   // One breaker per Redis server: '' for a standalone or Sentinel Redis, `host:port` in a Cluster.
   const breakers = new Map<string, Breaker>();
-  const nodeOf = new Map<Breaker, string>();
   function breakerOf(node: string): Breaker {
     let breaker = breakers.get(node);
     if (breaker === undefined) {
@@ -180,7 +179,6 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       });
       if (closing) breaker.stop();
       breakers.set(node, breaker);
-      nodeOf.set(breaker, node);
     }
     return breaker;
   }
@@ -198,8 +196,21 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       await primary.versions.bump(org);
       pendingBumps.delete(org);
     }
-    if (mode === 'open') await handOverCounts(node);
+    if (mode === 'open') {
+      await handOverCounts(node);
+      owed.delete(breakers.get(node)!);
+    }
     return true;
+  }
+
+  // Servers whose counters the fallback spent without them (open mode), their counts not handed over yet.
+  // A call Redis fails while its breaker stays closed is answered by the fallback too: the next answer
+  // of that server hands the counts over, as the probe does after an outage.
+  const owed = new Set<Breaker>();
+  function settleOwed(breaker: Breaker): void {
+    owed.delete(breaker);
+    for (const [node, b] of breakers)
+      if (b === breaker) return void handOverCounts(node).catch(() => owed.add(breaker));
   }
 
   /**
@@ -208,15 +219,6 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
    * (31 of 20 in a Sentinel failover). A call Redis counted after all and the fallback counted too is
    * counted twice: the error is on the side of refusing.
    */
-  // Servers whose counters the fallback spent without them (open mode), their counts not handed over yet.
-  // A call Redis fails while its breaker stays closed is answered by the fallback too: the next answer
-  // of that server hands the counts over, as the probe does after an outage.
-  const owed = new Set<Breaker>();
-  function settleOwed(breaker: Breaker): void {
-    owed.delete(breaker);
-    handOverCounts(nodeOf.get(breaker) ?? '').catch(() => owed.add(breaker));
-  }
-
   async function handOverCounts(node: string): Promise<void> {
     if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
     const counts = fallback.takeCounts(topology ? (id) => topology.counter(id) === node : undefined);
@@ -397,7 +399,8 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       'limiter.spend',
       () => watchedSpend(refs, cost, at),
       () => {
-        if (cost === 1 && mode === 'open') owed.add(breaker);
+        // Only open mode gets here (closed mode refuses without the fallback).
+        if (cost === 1) owed.add(breaker);
         return fallbackLimiter.spend(refs, cost, at);
       },
     );

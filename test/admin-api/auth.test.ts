@@ -8,6 +8,7 @@ import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/server.js';
 import { createAdminToken, revokeAdminToken, hashAdminToken } from '../../src/access/service/admin-tokens.js';
 import { getPepper } from '../../src/access/pepper.js';
 import { concretePath } from '../helpers/routes.js';
+import { adminCall } from '../helpers/admin-api.js';
 
 let stack: Stack;
 let base: string;
@@ -18,12 +19,8 @@ const tokens: Record<'read' | 'write' | 'revoked', string> = { read: '', write: 
 /** A concrete path of a route (ids 1, an existing organization/key/token where it matters). */
 const concrete = (path: string) => concretePath(path, () => '1');
 
-function call(method: string, path: string, o: { token?: string; body?: unknown; ip?: string } = {}): Promise<Res> {
-  const headers: Record<string, string> = { 'x-forwarded-for': o.ip ?? '198.51.100.1' };
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  return fetchRes(base + path, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
-}
+const call = (method: string, path: string, o: { token?: string; body?: unknown; ip?: string } = {}): Promise<Res> =>
+  adminCall(base, method, path, o);
 
 function expectError(r: Res, status: number, code: string) {
   expect(r.status, r.text).toBe(status);

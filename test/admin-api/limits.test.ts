@@ -4,10 +4,9 @@
 // reads the limits and may not change them; the key's usage shows the organization's monthly quota from
 // the real month counter, read without spending.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, fetchRes, FakeClock, type Stack, type Res } from '../helpers/stack.js';
+import { startStack, FakeClock, type Stack, type Res } from '../helpers/stack.js';
+import { adminCall, adminToken } from '../helpers/admin-api.js';
 import { K } from '../fixtures/seed.js';
-import { createAdminToken } from '../../src/access/service/admin-tokens.js';
-import { getPepper } from '../../src/access/pepper.js';
 
 // 2026-11-22T12:00:10Z: the month turns at 2026-12-01T00:00Z.
 const clock = new FakeClock(Date.UTC(2026, 10, 22, 12, 0, 10));
@@ -15,15 +14,8 @@ const DECEMBER_S = Date.UTC(2026, 11, 1) / 1000;
 let stack: Stack;
 const tokens = { read: { id: 0, token: '' }, write: { id: 0, token: '' } };
 
-function call(method: string, path: string, token: string, body?: unknown): Promise<Res> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'x-forwarded-for': '198.51.100.3' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return fetchRes(stack.app.adminApiUrl! + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const call = (method: string, path: string, token: string, body?: unknown): Promise<Res> =>
+  adminCall(stack.app.adminApiUrl!, method, path, { token, body, ip: '198.51.100.3' });
 
 const viaGateway = () => stack.request('GET', '/v2/workspaces/100/accounts', { key: K.wsAdmin, ip: '203.0.113.61' });
 
@@ -37,16 +29,7 @@ async function auditRows(action: string) {
 
 beforeAll(async () => {
   stack = await startStack({ clock, env: { ADMIN_API_PORT: '0' } });
-  const ctx = {
-    db: stack.db,
-    pepper: await getPepper(stack.db),
-    clock,
-    actor: { kind: 'cli' as const, osUser: 'test' },
-  };
-  for (const role of ['read', 'write'] as const) {
-    const t = await createAdminToken(ctx, { name: `limits-${role}`, role });
-    tokens[role] = { id: t.id, token: t.token };
-  }
+  for (const role of ['read', 'write'] as const) tokens[role] = await adminToken(stack, role, `limits-${role}`, clock);
 });
 afterAll(() => stack?.close());
 

@@ -5,24 +5,16 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, fetchRes, type Stack, type Res } from '../helpers/stack.js';
+import { startStack, type Stack, type Res } from '../helpers/stack.js';
+import { adminCall, adminToken } from '../helpers/admin-api.js';
 import { K } from '../fixtures/seed.js';
-import { createAdminToken } from '../../src/access/service/admin-tokens.js';
-import { getPepper } from '../../src/access/pepper.js';
 
 const ENTERPRISE_READ = 4321;
 let stack: Stack;
 let token = '';
 
-function call(method: string, path: string, body?: unknown): Promise<Res> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'x-forwarded-for': '198.51.100.4' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return fetchRes(stack.app.adminApiUrl! + path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
+const call = (method: string, path: string, body?: unknown): Promise<Res> =>
+  adminCall(stack.app.adminApiUrl!, method, path, { token, body, ip: '198.51.100.4' });
 
 beforeAll(async () => {
   const plans = JSON.parse(readFileSync('config/plans.json', 'utf8')) as Record<string, Record<string, unknown>>;
@@ -30,13 +22,7 @@ beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), 'kg-plans-')), 'plans.json');
   writeFileSync(file, JSON.stringify(plans));
   stack = await startStack({ env: { ADMIN_API_PORT: '0', PLANS_FILE: file } });
-  const ctx = {
-    db: stack.db,
-    pepper: await getPepper(stack.db),
-    clock: { now: () => Date.now() },
-    actor: { kind: 'cli' as const, osUser: 'test' },
-  };
-  token = (await createAdminToken(ctx, { name: 'plans-write', role: 'write' })).token;
+  token = (await adminToken(stack, 'write', 'plans-write')).token;
 });
 afterAll(() => stack?.close());
 
