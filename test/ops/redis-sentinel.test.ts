@@ -80,6 +80,9 @@ describe.runIf(CAN)('Redis Sentinel', () => {
       errorsClosed: errors('closed').length,
       promotedAfterMs: Math.round(promotedAt - killedAt),
       everyInstanceOnNewPrimaryAfterMs: Math.round(Math.max(back.open!, back.closed!) - killedAt),
+      // How far apart the two instances came back: the one back first spends on counters that lack
+      // what the other's fallback admitted until that one hands its counts over.
+      instancesApartMs: Math.round(Math.abs(back.open! - back.closed!)),
       admitted: admitted(),
       budget: READ_BUDGET,
       replicaLagBytes,
@@ -92,8 +95,8 @@ describe.runIf(CAN)('Redis Sentinel', () => {
     // The new primary rules: the key's window is spent on it, on both instances.
     expect(results.slice(-4).map((r) => r.status)).toEqual([429, 429, 429, 429]);
     // Bounded: the open instance's fallback admits its share of what it saw left, and hands what it
-    // counted to the new primary when it answers again (20 to 22 measured alone; two runs of the whole
-    // suite on 2 busy cores still read 31, the hand-over missed for a cause not found: docs/redis.md).
-    expect(admitted()).toBeLessThanOrEqual(2 * READ_BUDGET);
+    // counted to the new primary when it answers again. What can pass besides: requests the closed
+    // instance admits in the moments it is back before the open one (docs/redis.md).
+    expect(admitted()).toBeLessThanOrEqual(READ_BUDGET + 3);
   }, 90_000);
 });
