@@ -73,6 +73,13 @@ describe.runIf(CAN)('Redis Sentinel', () => {
       if (back.open !== undefined && back.closed !== undefined) after++;
     }
     const during = results.filter((r) => r.at > killedAt);
+    // The instance back first spends on counters that lack what the other's fallback admitted, until
+    // that one is back and hands its counts over: its admissions in between (a return is seen up to
+    // one request late, hence the 200 ms before it).
+    const [first, second] = back.open! <= back.closed! ? (['open', 'closed'] as const) : (['closed', 'open'] as const);
+    const whileAloneBack = results.filter(
+      (r) => r.via === first && r.status === 200 && r.at > back[first]! - 200 && r.at <= back[second]!,
+    ).length;
     const errors = (via: string) => during.filter((r) => r.via === via && (r.status >= 500 || r.status < 0));
     const figures = {
       requestsDuringFailover: during.length,
@@ -82,7 +89,9 @@ describe.runIf(CAN)('Redis Sentinel', () => {
       everyInstanceOnNewPrimaryAfterMs: Math.round(Math.max(back.open!, back.closed!) - killedAt),
       // How far apart the two instances came back: the one back first spends on counters that lack
       // what the other's fallback admitted until that one hands its counts over.
-      instancesApartMs: Math.round(Math.abs(back.open! - back.closed!)),
+      instancesApartMs: Math.round(back[second]! - back[first]!),
+      firstBack: first,
+      whileAloneBack,
       admitted: admitted(),
       budget: READ_BUDGET,
       replicaLagBytes,
@@ -94,9 +103,12 @@ describe.runIf(CAN)('Redis Sentinel', () => {
     expect(results.every((r) => [200, 429, 503].includes(r.status))).toBe(true);
     // The new primary rules: the key's window is spent on it, on both instances.
     expect(results.slice(-4).map((r) => r.status)).toEqual([429, 429, 429, 429]);
-    // Bounded: the open instance's fallback admits its share of what it saw left, and hands what it
-    // counted to the new primary when it answers again. What can pass besides: requests the closed
-    // instance admits in the moments it is back before the open one (docs/redis.md).
-    expect(admitted()).toBeLessThanOrEqual(READ_BUDGET + 3);
+    // Each client tries the sentinels again at least every RECONNECT_MAX_MS (plus jitter), so the
+    // instances come back close together (1.4 s apart with ioredis' doubling waits).
+    expect(figures.instancesApartMs).toBeLessThan(1_000);
+    // Bounded: the open instance's fallback admits its share of what it last saw left (one request the
+    // closed instance admitted after that is not seen), and hands what it counted to the new primary
+    // when it answers again. Nothing else passes but what the first instance back admitted alone.
+    expect(admitted()).toBeLessThanOrEqual(READ_BUDGET + 1 + whileAloneBack);
   }, 90_000);
 });
