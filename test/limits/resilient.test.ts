@@ -230,6 +230,27 @@ describe('an unreachable Redis', () => {
     expect((await spendOne(stores.limiter, key)).used).toBe(5);
   });
 
+  it('what the fallback admits while its counts are being handed over reaches Redis too', async () => {
+    const stores = breaker('open');
+    connection.emit('close');
+    await spendOne(stores.limiter, key); // the fallback's
+    const add = primary.addCounts!.bind(primary);
+    const landing = pendingReply<void>();
+    primary.addCounts = async (counts) => {
+      await landing.promise;
+      return add(counts);
+    };
+    connection.emit('ready'); // the probe answers and starts handing the count over
+    await settle();
+    expect(stores.degraded()).toBe(true);
+    await spendOne(stores.limiter, key); // still the fallback's: the breaker is half-open
+    landing.resolve();
+    await settle();
+    await settle();
+    expect(stores.degraded()).toBe(false);
+    expect((await primary.limiter.spend([key], 0))[0].used).toBe(2);
+  });
+
   it('calls that keep failing open it after the failure span, not after a few quick errors', async () => {
     primary.limiter.spend = async () => {
       throw new Error('ERR something');
