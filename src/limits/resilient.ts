@@ -197,7 +197,8 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       pendingBumps.delete(org);
     }
     if (mode === 'open') {
-      await handOverCounts(node);
+      // Until nothing is left: the fallback still answers (half-open) while a hand-over is on its way.
+      while (await handOverCounts(node));
       owed.delete(breakers.get(node)!);
     }
     return true;
@@ -219,12 +220,13 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
    * (31 of 20 in a Sentinel failover). A call Redis counted after all and the fallback counted too is
    * counted twice: the error is on the side of refusing.
    */
-  async function handOverCounts(node: string): Promise<void> {
-    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
+  async function handOverCounts(node: string): Promise<boolean> {
+    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return false;
     const counts = fallback.takeCounts(topology ? (id) => topology.counter(id) === node : undefined);
-    if (counts.length === 0) return;
+    if (counts.length === 0) return false;
     try {
       await primary.addCounts(counts);
+      return true;
     } catch (err) {
       await fallback.addCounts?.(counts); // kept for the next probe
       throw err;
