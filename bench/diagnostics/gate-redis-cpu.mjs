@@ -1,15 +1,28 @@
-// Diagnostic (bench/RESULTS.md): redis-server CPU per gated request for the shipped gate script (its
-// batch packed into one argument, one string reply), on a private redis-server. 20,000 requests per
-// variant in batches of 16, each with a new client IP (so every IP counter is new and gets its PEXPIRE).
-// Run: node bench/diagnostics/gate-redis-cpu.mjs   (needs redis-server on PATH)
-import { spawn } from 'node:child_process';
+// Diagnostic (bench/RESULTS.md): redis-server CPU per gated request for the gate script in
+// src/limits/redis-gate.ts, on a private redis-server, optionally against the script of another commit
+// in the same run (rounds alternate the two). 20,000 requests per variant and round, in batches of 16,
+// each from one of GATE_IPS client addresses in turn (5,000 by default: each address about four times
+// a window, as in the shared harness, so a quarter of the IP counters are new and get their PEXPIRE).
+// Run: node bench/diagnostics/gate-redis-cpu.mjs                 (needs redis-server on PATH)
+//      GATE_BASE=<commit> GATE_ROUNDS=6 node bench/diagnostics/gate-redis-cpu.mjs
+import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 
-const src = readFileSync(new URL('../../src/limits/redis-gate.ts', import.meta.url), 'utf8');
-const at = src.indexOf('const GATE_LUA = `') + 'const GATE_LUA = `'.length;
-const GATE = src.slice(at, src.indexOf('`;', at));
-const variants = { shipped: GATE.replaceAll('\\\\n', '\\n') };
+const FILE = 'src/limits/redis-gate.ts';
+function scriptOf(src) {
+  const at = src.indexOf('const GATE_LUA = `') + 'const GATE_LUA = `'.length;
+  return src.slice(at, src.indexOf('`;', at)).replaceAll('\\\\', '\\');
+}
+const variants = { current: scriptOf(readFileSync(new URL(`../../${FILE}`, import.meta.url), 'utf8')) };
+if (process.env.GATE_BASE)
+  variants[process.env.GATE_BASE] = scriptOf(
+    execFileSync('git', ['show', `${process.env.GATE_BASE}:${FILE}`], { encoding: 'utf8' }),
+  );
+// Scripts before the numeric operation field took 's2' for a spend of two counters.
+const spendOfTwo = (lua) => (lua.includes('string.match(op') ? 's2' : '2');
+const IPS = Number(process.env.GATE_IPS ?? 5000);
+const ROUNDS = Number(process.env.GATE_ROUNDS ?? 3);
 
 const port = 20000 + Math.floor(Math.random() * 20000);
 const server = spawn(
@@ -17,16 +30,19 @@ const server = spawn(
   ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
   { stdio: 'ignore' },
 );
-const r = new Redis(port, { retryStrategy: (n) => (n > 50 ? null : 100) });
+const r = new Redis(port, { retryStrategy: (n) => (n > 50 ? null : 100), maxRetriesPerRequest: null });
 try {
   await r.ping();
   const cpu = async () =>
     [...(await r.info('cpu')).matchAll(/used_cpu_(?:sys|user):([\d.]+)/g)].reduce((a, m) => a + Number(m[1]) * 1e6, 0);
+  const names = Object.keys(variants);
+  names.forEach((name, n) => r.defineCommand(`gate${n}`, { lua: variants[name], numberOfKeys: 0 }));
+  const results = Object.fromEntries(names.map((name) => [name, []]));
   let ipn = 0;
-  for (const round of [1, 2]) {
-    for (const [name, lua] of Object.entries(variants)) {
-      const cmd = `gate${round}${name.replace(/\W/g, '')}`;
-      r.defineCommand(cmd, { lua, numberOfKeys: 0 });
+  for (let round = 1; round <= ROUNDS; round++) {
+    const order = round % 2 === 1 ? names : [...names].reverse();
+    for (const name of order) {
+      const op = spendOfTwo(variants[name]);
       const N = 20_000;
       const B = 16;
       const now = Date.now();
@@ -35,16 +51,25 @@ try {
       for (let i = 0; i < N; i += B) {
         let fields = '';
         for (let j = 0; j < B; j++) {
-          const ip = `10.${(ipn >> 16) & 255}.${(ipn >> 8) & 255}.${ipn++ & 255}`;
-          fields += `0\ns2\nkg:af:{${ip}}:cooldown\nkg:av:{7}\nkg:rl:{k:1:read}:${start}\nkg:rl:{ip:${ip}}:${start}\n`;
+          const a = ipn++ % IPS;
+          const ip = `10.${(a >> 16) & 255}.${(a >> 8) & 255}.${a & 255}`;
+          fields += `0\n${op}\nkg:af:{${ip}}:cooldown\nkg:av:{7}\nkg:rl:{k:1:read}:${start}\nkg:rl:{ip:${ip}}:${start}\n`;
         }
-        const reply = await r[cmd](now, 65_000, fields);
-        if (reply.split('\n').length !== B) throw new Error(`unexpected reply: ${reply}`);
+        const reply = await r[`gate${names.indexOf(name)}`](now, 65_000, fields, 86_400_000);
+        if (reply.split('\n').length !== B || !reply.startsWith('s ')) throw new Error(`unexpected reply: ${reply}`);
       }
-      console.log(
-        `round ${round}  ${name.padEnd(15)} ${(((await cpu()) - c0) / N).toFixed(1)} µs of redis-server CPU per request`,
-      );
+      const us = ((await cpu()) - c0) / N;
+      results[name].push(us);
+      console.log(`round ${round}  ${name.padEnd(12)} ${us.toFixed(2)} µs of redis-server CPU per request`);
     }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  for (const name of names) console.log(`median  ${name.padEnd(12)} ${median(results[name]).toFixed(2)} µs`);
+  if (names.length === 2) {
+    const ratios = results.current.map((c, n) => c / results[names[1]][n]);
+    console.log(
+      `current / ${names[1]} per round: ${ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(ratios).toFixed(2)})`,
+    );
   }
 } finally {
   r.disconnect();
