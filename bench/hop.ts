@@ -7,8 +7,14 @@
 // round. Then, per round, the bare proxy and keygate at a fixed offered load (half the bare proxy's
 // throughput of that round): the p99 keygate adds. That load is load.ts's runPaced, open loop and evenly
 // paced as wrk2's, latency timed from each request's intended send time (autocannon's overallRate sends
-// each second's quota in a burst, so its "half load" was saturation then idleness). Settings (environment):
+// each second's quota in a burst, so its "half load" was saturation then idleness). Every target runs as
+// BENCH_PROCESSES independent processes, each measured in a slot of its own every round (the slots
+// interleaved and rotated, bench/hop-stats.ts slotOrder): CPU per request differs by 10 to 15 % between
+// two processes of one build, so a target's figure is the median over its processes and rounds, its
+// ratios are of those pooled medians, and each verdict says the baseline's spread between processes.
+// Settings (environment):
 //   BENCH_ROUNDS (1)  BENCH_WARMUP (3 s)  BENCH_DURATION (10 s)  BENCH_CONNECTIONS (50)
+//   BENCH_PROCESSES (3) processes per target
 //   BENCH_TARGETS      comma subset of the targets below (all)
 //   BENCH_DATABASE_URL or DATABASE_URL   PostgreSQL for keygate (a schema of its own, dropped after);
 //                      unset: keygate's rows are skipped (the gateway program needs PostgreSQL)
@@ -34,6 +40,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { freePort, waitForPort, which } from './procs.js';
 import { nextIp, runLoad, runPaced, type LoadResult } from './load.js';
+import { median, noiseLine, pooled, ratio, slotOrder, verdict, type Ratio } from './hop-stats.js';
 import { machine, nginxConf } from './suite.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -106,6 +113,8 @@ export interface HopOptions {
   warmup: number;
   duration: number;
   connections: number;
+  /** Independent processes per target, each measured every round (3). */
+  processes?: number;
   only?: string[];
   databaseUrl?: string;
   resultsDir: string;
@@ -122,6 +131,10 @@ interface Proc {
 
 interface Target {
   id: TargetId;
+  /** Which of the target's processes, 1-based. */
+  proc: number;
+  /** The target's id, with `#<proc>` when it runs as several processes. */
+  name: string;
   url: string;
   pids: () => number[];
   checks: boolean;
@@ -129,6 +142,7 @@ interface Target {
 
 interface RoundRow {
   round: number;
+  proc: number;
   rps: number;
   requests: number;
   p50: number;
@@ -146,6 +160,8 @@ interface RoundRow {
 interface FixedRound {
   round: number;
   rate: number;
+  bareProc: number;
+  keygateProc: number;
   bare: { rps: number; p50: number; p99: number };
   keygate: { rps: number; p50: number; p99: number };
   p99AddedMs: number;
@@ -200,11 +216,6 @@ function rssMB(pids: number[]): number {
   return Math.round(kb / 1024);
 }
 
-const median = (a: number[]) => {
-  const s = a.filter(Number.isFinite).sort((x, y) => x - y);
-  const n = s.length;
-  return n === 0 ? NaN : n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-};
 const f = (v: number, d: number) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
 /** Whether node can load the packages a peer needs (their engines say Node 22 for some majors). */
@@ -222,6 +233,10 @@ export async function runHopSuite(o: HopOptions) {
   const want = (o.only?.length ? o.only : [...HOP_TARGETS]) as TargetId[];
   for (const t of want)
     if (!HOP_TARGETS.includes(t)) throw new Error(`BENCH_TARGETS: unknown ${t} (known: ${HOP_TARGETS.join(', ')})`);
+  const P = o.processes ?? 3;
+  if (!Number.isInteger(P) || P < 1) throw new Error(`BENCH_PROCESSES must be a whole number >= 1, got ${P}`);
+  /** The k-th process of a target (1-based): its name in the logs and the table. */
+  const nameOf = (id: TargetId, k: number) => (P === 1 ? id : `${id}#${k}`);
   const startedAt = new Date();
   const work = mkdtempSync(join(tmpdir(), 'keygate-hop-'));
   const logDir = join(o.resultsDir, 'logs', `hop-${startedAt.toISOString().replace(/[:.]/g, '-')}`);
@@ -312,25 +327,47 @@ export async function runHopSuite(o: HopOptions) {
     await waitForPort(upPort, 10_000);
     const UPSTREAM_URL = `http://127.0.0.1:${upPort}`;
 
+    // Every target as P processes: target k of id is named nameOf(id, k); one that does not start is
+    // skipped alone and its siblings still run.
     const targets: Target[] = [];
+    const add = (id: TargetId, k: number, port: number, pids: () => number[], checks: boolean) =>
+      targets.push({ id, proc: k, name: nameOf(id, k), url: `http://127.0.0.1:${port}`, pids, checks });
+    // direct: the first is the upstream every hop forwards to; the others are upstreams of their own,
+    // loaded only in their own slots.
     if (want.includes('direct'))
-      targets.push({ id: 'direct', url: UPSTREAM_URL, pids: () => [upstream.pid], checks: false });
+      for (let k = 1; k <= P; k++) {
+        if (k === 1) {
+          add('direct', 1, upPort, () => [upstream.pid], false);
+          continue;
+        }
+        const port = await freePort();
+        const up = start(nameOf('direct', k), process.execPath, [join(PEERS, 'upstream.mjs')], {
+          PORT: String(port),
+          HOST: '127.0.0.1',
+        });
+        const why = await listening(up, port, 10_000);
+        if (why) skip(nameOf('direct', k), why);
+        else add('direct', k, port, () => [up.pid], false);
+      }
 
     if (want.includes('nginx')) {
       const nginxBin = await which('nginx');
       if (!nginxBin) skip('nginx', 'not installed (apt-get install -y nginx-light)');
-      else {
-        const port = await freePort();
-        const ng = start(
-          'nginx',
-          nginxBin,
-          ['-p', work, '-c', nginxConf(work, port, UPSTREAM_URL), '-g', 'daemon off;'],
-          {},
-        );
-        const why = await listening(ng, port, 10_000);
-        if (why) skip('nginx', why);
-        else targets.push({ id: 'nginx', url: `http://127.0.0.1:${port}`, pids: () => tree(ng.pid), checks: false });
-      }
+      else
+        for (let k = 1; k <= P; k++) {
+          const port = await freePort();
+          const dir = join(work, `nginx-${k}`); // its own configuration, pid file and temporary paths
+          mkdirSync(dir);
+          const ng = start(
+            nameOf('nginx', k),
+            nginxBin,
+            ['-p', dir, '-c', nginxConf(dir, port, UPSTREAM_URL), '-g', 'daemon off;'],
+            {},
+          );
+          const why = await listening(ng, port, 10_000);
+          if (why) skip(nameOf('nginx', k), why);
+          else add('nginx', k, port, () => tree(ng.pid), false);
+        }
     }
 
     const peerEnv = {
@@ -347,11 +384,13 @@ export async function runHopSuite(o: HopOptions) {
       if (!want.includes(id)) return;
       const why = cannotLoad(peer.packages);
       if (why) return skip(id, `cannot run on node ${process.version}: ${why}`);
-      const port = await freePort();
-      const p = start(id, process.execPath, [join(PEERS, peer.file)], { ...peerEnv, PORT: String(port) });
-      const down = await listening(p, port, 20_000);
-      if (down) return skip(id, down);
-      targets.push({ id, url: `http://127.0.0.1:${port}`, pids: () => [p.pid], checks: id !== 'bare' });
+      for (let k = 1; k <= P; k++) {
+        const port = await freePort();
+        const p = start(nameOf(id, k), process.execPath, [join(PEERS, peer.file)], { ...peerEnv, PORT: String(port) });
+        const down = await listening(p, port, 20_000);
+        if (down) skip(nameOf(id, k), down);
+        else add(id, k, port, () => [p.pid], id !== 'bare');
+      }
     };
     await startPeer('bare');
 
@@ -385,9 +424,9 @@ export async function runHopSuite(o: HopOptions) {
         otlp = `http://127.0.0.1:${sinkPort}`;
       }
       // One at a time: each start migrates and seeds the same schema.
-      for (const id of kgWanted) {
+      for (const [id, k] of kgWanted.flatMap((id) => Array.from({ length: P }, (_, i) => [id, i + 1] as const))) {
         const [port, adminPort] = [await freePort(), await freePort()];
-        const kg = start(id, process.execPath, [entry, 'gateway'], {
+        const kg = start(nameOf(id, k), process.execPath, [entry, 'gateway'], {
           PORT: String(port),
           ADMIN_PORT: String(adminPort),
           BACKEND_PORT: String(await freePort()),
@@ -427,8 +466,8 @@ export async function runHopSuite(o: HopOptions) {
           );
           if (!ready) await new Promise((r) => setTimeout(r, 200));
         }
-        if (!ready) skip(id, `did not become ready: ${tail(kg.log)}`);
-        else targets.push({ id, url: `http://127.0.0.1:${port}`, pids: () => tree(kg.pid), checks: true });
+        if (!ready) skip(nameOf(id, k), `did not become ready: ${tail(kg.log)}`);
+        else add(id, k, port, () => tree(kg.pid), true);
       }
     }
     for (const id of ['fastify', 'express', 'undici-min'] as const) await startPeer(id);
@@ -440,24 +479,25 @@ export async function runHopSuite(o: HopOptions) {
     const checks: Awaited<ReturnType<typeof check>>[] = [];
     for (const t of targets) {
       const r = await check(t, UPSTREAM_URL, bearer, SECRET).catch((e) => ({
-        target: t.id,
+        target: t.name,
         error: (e as Error).message,
         ok: 0,
         pass: false,
       }));
       checks.push(r);
-      log(`  ${t.id.padEnd(18)} ${JSON.stringify(r)}`);
+      log(`  ${t.name.padEnd(20)} ${JSON.stringify(r)}`);
     }
     const loadable = targets.filter((t) => {
-      const c = checks.find((x) => x.target === t.id)!;
+      const c = checks.find((x) => x.target === t.name)!;
       if (c.ok !== 200 || (t.checks && !c.pass)) {
-        skip(t.id, `failed its functional check: ${JSON.stringify(c)}`);
+        skip(t.name, `failed its functional check: ${JSON.stringify(c)}`);
         return false;
       }
       return true;
     });
 
-    // ---- Rounds: every target once per round, the order rotated each round.
+    // ---- Rounds: every process of every target once per round, in slots interleaved and rotated
+    // (hop-stats.ts slotOrder).
     const ours = () => [process.pid, ...procs.flatMap((p) => (p.exited ? [] : tree(p.pid)))];
     const scripts = async () => {
       const info = await redis.info('commandstats');
@@ -475,15 +515,18 @@ export async function runHopSuite(o: HopOptions) {
     const fixed: FixedRound[] = [];
     // Once, before round 1: every target twice the warm-up, so that no round-1 window carries a fresh
     // process's JIT compilation (the WORKERS=2 row has two processes to warm, each seeing half the load).
-    log(`\nfirst warm-up: ${2 * o.warmup} s per target`);
+    log(`\nfirst warm-up: ${2 * o.warmup} s per process`);
     for (const t of loadable) await load(t.url, 2 * o.warmup);
+    const ids = [...new Set(loadable.map((t) => t.id))];
+    const groups = ids.map((id) => ({ target: id, procs: loadable.filter((t) => t.id === id).map((t) => t.proc) }));
+    const instance = (id: TargetId, proc: number) => loadable.find((t) => t.id === id && t.proc === proc)!;
     log(
-      `${o.rounds} round(s); per target ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`,
+      `${o.rounds} round(s) of ${loadable.length} slots (${P} process(es) per target); per slot ${o.warmup} s warm-up then ${o.duration} s at ${o.connections} connections, GET ${PATH}`,
     );
     for (let round = 1; round <= o.rounds; round++) {
       if (o.signal?.aborted) throw new Error('aborted');
-      const order = loadable.map((_, i) => loadable[(i + round - 1) % loadable.length]);
-      for (const t of order) {
+      for (const slot of slotOrder(groups, round)) {
+        const t = instance(slot.target, slot.proc);
         await load(t.url, o.warmup);
         const pids = t.pids();
         const b = {
@@ -507,6 +550,7 @@ export async function runHopSuite(o: HopOptions) {
         const us = (dt: number) => (r.requests ? (dt * 1e6) / CLK_TCK / r.requests : NaN);
         const row: RoundRow = {
           round,
+          proc: t.proc,
           rps: r.rps,
           requests: r.requests,
           p50: r.p50,
@@ -522,17 +566,22 @@ export async function runHopSuite(o: HopOptions) {
         };
         results.get(t.id)!.push(row);
         log(
-          `  [${round}/${o.rounds}] ${t.id.padEnd(18)} ${f(row.rps, 0).padStart(6)} req/s  p50 ${f(row.p50, 2)} p99 ${f(row.p99, 2)} ms  non-2xx ${row.non2xx}  errors ${row.errors}  ` +
+          `  [${round}/${o.rounds}] ${t.name.padEnd(20)} ${f(row.rps, 0).padStart(6)} req/s  p50 ${f(row.p50, 2)} p99 ${f(row.p99, 2)} ms  non-2xx ${row.non2xx}  errors ${row.errors}  ` +
             `cpu ${f(row.cpuUs, 0)} µs/req (${f(row.cpuCores, 2)} cores)  redis ${f(row.redisUs, 1)} µs/req  others ${f(row.othersCores, 2)} cores`,
         );
       }
-      // The latency keygate adds below saturation: both at half this round's bare-proxy throughput, the
-      // requests evenly spaced, each timed from when it was due, after a warm-up at that rate.
-      const bare = loadable.find((t) => t.id === 'bare');
-      const kg = loadable.find((t) => t.id === 'keygate');
-      const bareRow = results.get('bare')?.find((x) => x.round === round);
-      if (bare && kg && bareRow && bareRow.rps > 0) {
-        const rate = Math.max(100, Math.round(bareRow.rps / 2 / 100) * 100);
+      // The latency keygate adds below saturation: both at half this round's bare-proxy throughput (the
+      // median over its processes), the requests evenly spaced, each timed from when it was due, after a
+      // warm-up at that rate. One process of each per round, taking turns over the rounds.
+      const turn = (id: TargetId) => {
+        const g = groups.find((x) => x.target === id);
+        return g ? instance(id, g.procs[(round - 1) % g.procs.length]) : undefined;
+      };
+      const bare = turn('bare');
+      const kg = turn('keygate');
+      const bareRps = median((results.get('bare') ?? []).filter((x) => x.round === round).map((x) => x.rps));
+      if (bare && kg && bareRps > 0) {
+        const rate = Math.max(100, Math.round(bareRps / 2 / 100) * 100);
         const at = async (t: Target) => {
           // The same warm-up as before every full-load window, here at the paced rate: a process that sat
           // idle while the other targets ran can start its window slowly (builds-ab.ts at 6,500 req/s:
@@ -547,72 +596,91 @@ export async function runHopSuite(o: HopOptions) {
         const one = await at(first);
         const two = await at(second);
         const [b, k] = first === bare ? [one, two] : [two, one];
-        fixed.push({ round, rate, bare: b, keygate: k, p99AddedMs: k.p99 - b.p99 });
+        fixed.push({
+          round,
+          rate,
+          bareProc: bare.proc,
+          keygateProc: kg.proc,
+          bare: b,
+          keygate: k,
+          p99AddedMs: k.p99 - b.p99,
+        });
         log(
-          `  [${round}/${o.rounds}] fixed ${rate} req/s paced: bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`,
+          `  [${round}/${o.rounds}] fixed ${rate} req/s paced (${bare.name}, ${kg.name}): bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`,
         );
       }
     }
 
-    // ---- Summary: medians of rounds; ratios round by round, then the median.
-    const byRound = (id: TargetId, round: number) => results.get(id)?.find((x) => x.round === round);
-    const ratio = (id: TargetId, base: TargetId, pick: (x: RoundRow) => number) => {
-      const rows = results.get(id);
-      if (!results.has(base) || id === base || !rows) return { median: NaN, rounds: [] as number[] };
-      const rounds = rows.map((x) => pick(x) / pick(byRound(base, x.round)!));
-      return { median: median(rounds), rounds };
+    // ---- Summary: per target the median over its processes and rounds, and the spread between its
+    // processes; ratios of those pooled medians (each round's ratio of medians in the JSON and brackets).
+    const NONE: Ratio = {
+      median: NaN,
+      rounds: [],
+      procs: [],
+      base: { procs: [], lo: NaN, hi: NaN, rel: NaN },
+      insideNoise: null,
     };
-    const summary = loadable.map((t) => {
-      const rs = results.get(t.id)!;
+    const ratioOf = (id: TargetId, base: TargetId, pick: (x: RoundRow) => number): Ratio => {
+      const rows = results.get(id);
+      const baseRows = results.get(base);
+      return rows?.length && baseRows?.length && id !== base ? ratio(rows, baseRows, pick) : NONE;
+    };
+    const summary = ids.map((id) => {
+      const rs = results.get(id)!;
       const med = (pick: (x: RoundRow) => number) => median(rs.map(pick));
+      const cpu = pooled(rs, (x) => x.cpuUs);
+      const rps = pooled(rs, (x) => x.rps);
+      // Each process's last reading, then the median over processes.
+      const lastRss = groups
+        .find((g) => g.target === id)!
+        .procs.map((proc) => rs.filter((x) => x.proc === proc).at(-1)?.rssMB ?? NaN);
       return {
-        target: t.id,
-        title: TITLES[t.id],
-        rps: med((x) => x.rps),
-        rpsRounds: rs.map((x) => Math.round(x.rps)),
-        xBare: ratio(t.id, 'bare', (x) => x.rps),
+        target: id,
+        title: TITLES[id],
+        processes: groups.find((g) => g.target === id)!.procs.length,
+        rps: rps.median,
+        rpsRounds: rps.rounds.map(Math.round),
+        xBare: ratioOf(id, 'bare', (x) => x.rps),
         p50: med((x) => x.p50),
         p99: med((x) => x.p99),
         non2xx: rs.reduce((n, x) => n + x.non2xx, 0),
         errors: rs.reduce((n, x) => n + x.errors, 0),
-        cpuUs: med((x) => x.cpuUs),
-        cpuUsRounds: rs.map((x) => Math.round(x.cpuUs)),
-        cpuXBare: ratio(t.id, 'bare', (x) => x.cpuUs),
+        cpuUs: cpu.median,
+        cpuUsRounds: cpu.rounds.map(Math.round),
+        cpuUsProcs: cpu.spread.procs.map((p) => Math.round(p.median)),
+        cpuSpread: cpu.spread,
+        cpuXBare: ratioOf(id, 'bare', (x) => x.cpuUs),
         redisUs: med((x) => x.redisUs),
         redisScriptsPerReq: med((x) => x.redisScriptsPerReq),
         othersCores: med((x) => x.othersCores),
-        rssMB: rs.at(-1)?.rssMB ?? NaN,
+        rssMB: median(lastRss),
+        rssMBProcs: lastRss,
       };
     });
-    const twoOverOne = ratio('keygate-2w', 'keygate', (x) => x.cpuUs);
-    const tracedOverOff = ratio('keygate-traced', 'keygate', (x) => x.cpuUs);
+    const twoOverOne = ratioOf('keygate-2w', 'keygate', (x) => x.cpuUs);
+    const tracedOverOff = ratioOf('keygate-traced', 'keygate', (x) => x.cpuUs);
+    const kgCpu = ratioOf('keygate', 'bare', (x) => x.cpuUs);
     const p99Added = { median: median(fixed.map((x) => x.p99AddedMs)), rounds: fixed.map((x) => x.p99AddedMs) };
-    const kgCpu = summary.find((s) => s.target === 'keygate')?.cpuXBare ?? { median: NaN, rounds: [] };
-    const verdict = (v: number, limit: number) => (Number.isFinite(v) ? (v <= limit ? 'PASS' : 'FAIL') : 'not run');
+    const ratioTarget = (target: string, r: Ratio, limit: number, baseName: string) => ({
+      target,
+      value: r.median,
+      rounds: r.rounds,
+      verdict: verdict(r.median, limit),
+      procs: r.procs,
+      baseSpread: { lo: r.base.lo, hi: r.base.hi, rel: r.base.rel, processes: r.base.procs.length },
+      insideNoise: r.insideNoise,
+      noise: noiseLine(r, baseName),
+    });
     const targetsOut = [
-      {
-        target: 'keygate CPU µs/req ≤ 1.10 × bare http-proxy-3',
-        value: kgCpu.median,
-        rounds: kgCpu.rounds,
-        verdict: verdict(kgCpu.median, 1.1),
-      },
-      {
-        target: 'WORKERS=2 CPU µs/req ≤ 1.10 × one worker',
-        value: twoOverOne.median,
-        rounds: twoOverOne.rounds,
-        verdict: verdict(twoOverOne.median, 1.1),
-      },
-      {
-        target: 'tracing at 1 % CPU µs/req ≤ 1.05 × tracing off',
-        value: tracedOverOff.median,
-        rounds: tracedOverOff.rounds,
-        verdict: verdict(tracedOverOff.median, 1.05),
-      },
+      ratioTarget('keygate CPU µs/req ≤ 1.10 × bare http-proxy-3', kgCpu, 1.1, 'bare'),
+      ratioTarget('WORKERS=2 CPU µs/req ≤ 1.10 × one worker', twoOverOne, 1.1, 'keygate'),
+      ratioTarget('tracing at 1 % CPU µs/req ≤ 1.05 × tracing off', tracedOverOff, 1.05, 'keygate'),
       {
         target: "p99 added ≤ +1 ms at half the bare proxy's throughput",
         value: p99Added.median,
         rounds: p99Added.rounds,
         verdict: verdict(p99Added.median, 1),
+        noise: '',
       },
     ];
 
@@ -625,32 +693,36 @@ export async function runHopSuite(o: HopOptions) {
       : '';
     log(`\n${m.cpus} x ${m.cpuModel}, ${m.memoryGB} GB, ${m.os}, node ${m.node}; keygate ${commit}${dirty}`);
     log(
-      `${o.rounds} round(s) x ${o.duration} s (after ${o.warmup} s warm-up), ${o.connections} connections, GET ${PATH} to a trivial upstream; medians over rounds; ratios round by round`,
+      `${o.rounds} round(s) x ${P} process(es) per target x ${o.duration} s (after ${o.warmup} s warm-up), ${o.connections} connections, GET ${PATH} to a trivial upstream; medians over processes and rounds; ratios of those medians`,
     );
     log('');
     log(
-      "| target | req/s | x bare | p50 ms | p99 ms | non-2xx | errors | CPU µs/req | CPU x bare | redis µs/req | scripts/req | RSS MB | others' load (cores) | CPU µs/req per round |",
+      "| target | req/s | x bare | p50 ms | p99 ms | non-2xx | errors | CPU µs/req | CPU x bare | redis µs/req | scripts/req | RSS MB | others' load (cores) | CPU µs/req per round | CPU µs/req per process | spread between processes |",
     );
-    log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+    log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|');
     for (const s of summary) {
       log(
-        `| ${s.title} | ${f(s.rps, 0)} | ${f(s.xBare.median, 2)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.non2xx} | ${s.errors} | ${f(s.cpuUs, 0)} | ${f(s.cpuXBare.median, 2)} | ${f(s.redisUs, 1)} | ${f(s.redisScriptsPerReq, 2)} | ${s.rssMB} | ${f(s.othersCores, 2)} | ${s.cpuUsRounds.join(' / ')} |`,
+        `| ${s.title} | ${f(s.rps, 0)} | ${f(s.xBare.median, 2)} | ${f(s.p50, 2)} | ${f(s.p99, 2)} | ${s.non2xx} | ${s.errors} | ${f(s.cpuUs, 0)} | ${f(s.cpuXBare.median, 2)} | ${f(s.redisUs, 1)} | ${f(s.redisScriptsPerReq, 2)} | ${f(s.rssMB, 0)} | ${f(s.othersCores, 2)} | ${s.cpuUsRounds.join(' / ')} | ${s.cpuUsProcs.join(' / ')} | ${Number.isFinite(s.cpuSpread.rel) ? `${f(100 * s.cpuSpread.rel, 0)} %` : '-'} |`,
       );
     }
     for (const s of skipped)
-      log(`| ${TITLES[s.target as TargetId] ?? s.target} | skipped: ${s.reason.replace(/\|/g, '/')} |||||||||||||`);
+      log(`| ${TITLES[s.target as TargetId] ?? s.target} | skipped: ${s.reason.replace(/\|/g, '/')} |||||||||||||||`);
     if (fixed.length) {
       log(
         `\nfixed offered load (half the bare proxy's throughput of each round), paced evenly over ${o.connections} connections:`,
       );
       for (const x of fixed)
         log(
-          `  round ${x.round}: ${x.rate} req/s: bare p50 ${f(x.bare.p50, 2)} / p99 ${f(x.bare.p99, 2)} ms, keygate p50 ${f(x.keygate.p50, 2)} / p99 ${f(x.keygate.p99, 2)} ms, added ${f(x.p99AddedMs, 2)} ms`,
+          `  round ${x.round}: ${x.rate} req/s (bare#${x.bareProc}, keygate#${x.keygateProc}): bare p50 ${f(x.bare.p50, 2)} / p99 ${f(x.bare.p99, 2)} ms, keygate p50 ${f(x.keygate.p50, 2)} / p99 ${f(x.keygate.p99, 2)} ms, added ${f(x.p99AddedMs, 2)} ms`,
         );
     }
-    log("\ntargets (median of the rounds' values, each round's in brackets):");
-    for (const t of targetsOut)
+    log(
+      "\ntargets (ratios of pooled medians over processes and rounds, each round's ratio of medians in brackets; p99: median of the rounds):",
+    );
+    for (const t of targetsOut) {
       log(`  ${t.verdict.padEnd(7)} ${t.target}: ${f(t.value, 2)} [${t.rounds.map((v) => f(v, 2)).join(', ')}]`);
+      if (t.noise) log(`          ${t.noise}`);
+    }
     log(
       '\nCPU µs/req: user+system time of the process under test (/proc/<pid>/stat; nginx: master+worker; WORKERS=2: the primary and its workers; direct: the upstream) over the measured window, per response.',
     );
@@ -666,7 +738,14 @@ export async function runHopSuite(o: HopOptions) {
         startedAt,
         machine: m,
         keygate: commit + dirty,
-        settings: { rounds: o.rounds, warmup: o.warmup, duration: o.duration, connections: o.connections, path: PATH },
+        settings: {
+          rounds: o.rounds,
+          processes: P,
+          warmup: o.warmup,
+          duration: o.duration,
+          connections: o.connections,
+          path: PATH,
+        },
         checks,
         skipped,
         summary,
@@ -729,7 +808,10 @@ async function check(t: Target, upstreamUrl: string, bearer: string, secret: str
   const id = randomBytes(6).toString('hex');
   const ok = await get(PATH, { authorization: bearer, 'x-peer-probe': id });
   await ok.arrayBuffer();
-  const r: Record<string, unknown> & { target: string; ok: number; pass?: boolean } = { target: t.id, ok: ok.status };
+  const r: Record<string, unknown> & { target: string; ok: number; pass?: boolean } = {
+    target: t.name,
+    ok: ok.status,
+  };
   if (!t.checks) return r;
   r.rlHeaders = [...ok.headers.keys()].filter((k) => /^x-ratelimit-/i.test(k)).length;
   r.requestId = ok.headers.has('x-request-id');

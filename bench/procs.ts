@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { ChildConfig, FromChild, ToChild } from './protocol.js';
+import { portAllocator } from './ports.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where compileForBench() puts the compiled JavaScript (git-ignored). */
@@ -104,13 +105,9 @@ async function stopProcess(cp: ChildProcess, polite: () => void, graceMs = 5_000
   clearTimeout(t2);
 }
 
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
+const ports = portAllocator();
+/** A loopback port for a process the bench starts: checked free, and never handed out twice (bench/ports.ts). */
+export const freePort = (): Promise<number> => ports.next();
 
 export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;

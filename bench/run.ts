@@ -1,7 +1,8 @@
 // `npm run bench`: the benchmark suite (see bench/README.md). Settings from the environment:
 //   BENCH_SUITE        backend (default): the scenarios below, in front of the reference backend;
 //                      hop: the trivial-upstream comparison of bench/hop.ts (keygate, bare http-proxy-3,
-//                      the peers of bench/peers/, nginx), BENCH_TARGETS its subset
+//                      the peers of bench/peers/, nginx), BENCH_TARGETS its subset, BENCH_PROCESSES (3)
+//                      independent processes per target, each measured every round
 //   BENCH_DURATION     measured seconds per scenario (10)
 //   BENCH_WARMUP       warm-up seconds per scenario (3)
 //   BENCH_ROUNDS       rounds: every scenario runs once per round, interleaved; the median round is reported (1)
@@ -49,6 +50,7 @@ async function main() {
       warmup: num('BENCH_WARMUP', 3),
       duration: num('BENCH_DURATION', 10),
       connections: num('BENCH_CONNECTIONS', 50),
+      processes: Math.round(num('BENCH_PROCESSES', 3)),
       only: env.BENCH_TARGETS
         ? env.BENCH_TARGETS.split(',')
             .map((s) => s.trim())

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runLoad, runPaced, nextIp } from '../load.js';
 import { HOP_PATH as PATH, hopSeed, ticks, tree } from '../hop.js';
+import { freePort, waitForPort } from '../procs.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const PEERS = join(ROOT, 'bench', 'peers');
@@ -32,7 +33,6 @@ const databaseUrl = env.DATABASE_URL;
 const KEY = 'svc_ws_' + randomBytes(30).toString('hex').slice(0, 40);
 const SECRET = randomBytes(32).toString('hex');
 const procs: ChildProcess[] = [];
-let port = 40_000 + Math.floor(Math.random() * 20_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const start = (name: string, cmd: string, args: string[], e: Record<string, string>) => {
@@ -57,16 +57,18 @@ interface Target {
 
 async function main() {
   if (!databaseUrl) throw new Error('set DATABASE_URL (keygate reads its key from PostgreSQL)');
-  const redisPort = port++;
+  // Ports from the bench's checked allocator (bench/ports.ts): counting up from a random port in
+  // 40000-60000, unchecked, left one of six keygate targets without its port.
+  const redisPort = await freePort();
   start(
     'redis',
     'redis-server',
     ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     {},
   );
-  const upstreamPort = port++;
+  const upstreamPort = await freePort();
   start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], { PORT: String(upstreamPort) });
-  await sleep(500);
+  await Promise.all([waitForPort(redisPort, 10_000), waitForPort(upstreamPort, 10_000)]);
   const schema = 'ab_' + randomBytes(3).toString('hex');
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
@@ -92,7 +94,7 @@ async function main() {
     const [name, [entry, ...extra]] = [spec.slice(0, eq), spec.slice(eq + 1).split('@')];
     const flags = extra.filter((x) => !x.startsWith('%'));
     const vars = Object.fromEntries(extra.filter((x) => x.startsWith('%')).map((x) => x.slice(1).split('=')));
-    const p = port++;
+    const p = await freePort();
     let cp: ChildProcess;
     let adminPort: number | null = null;
     if (entry === 'bare' || entry === 'undici-min') {
@@ -103,12 +105,12 @@ async function main() {
         { ...common, PORT: String(p), ...vars },
       );
     } else {
-      adminPort = port++;
+      adminPort = await freePort();
       cp = start(name, process.execPath, [...flags, resolve(ROOT, entry), 'gateway'], {
         ...common,
         PORT: String(p),
         ADMIN_PORT: String(adminPort),
-        BACKEND_PORT: String(port++),
+        BACKEND_PORT: String(await freePort()),
         DATABASE_URL: dbUrl.toString(),
         INTERNAL_TOKEN: randomBytes(24).toString('hex'),
         TRUST_PROXY: '127.0.0.1,::1',
@@ -117,11 +119,14 @@ async function main() {
         ACCESS_LOG: 'off',
         ...vars,
       });
-      await sleep(4000); // one at a time: each start migrates and seeds the schema
     }
+    // Listening, or the run stops here with the target's name (one at a time: each keygate start migrates
+    // and seeds the schema, and listens only once that is done).
+    await waitForPort(p, 90_000).catch((err) => {
+      throw new Error(`${name} did not start (log: ${join(tmpdir(), `builds-ab-${name}.log`)}): ${err.message}`);
+    });
     targets.push({ name, pid: cp.pid!, url: `http://127.0.0.1:${p}`, adminPort });
   }
-  await sleep(1500);
   const headers = () => ({ authorization: `Bearer ${KEY}`, 'x-forwarded-for': nextIp() });
   for (const t of targets) {
     const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 3, headers }]);
