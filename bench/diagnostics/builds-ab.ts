@@ -11,7 +11,8 @@
 //   AB_TARGETS="bare=bare;a=bench/.build/a/cli.js;b=bench/.build/b/cli.js" npx tsx bench/diagnostics/builds-ab.ts
 // A target is name=entry, entry `bare`, `undici-min` or a keygate cli.js; `@--flag` adds a node flag
 // and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
-// Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off), DATABASE_URL (required).
+// Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off; CPU per request at that paced
+// rate too), AB_SATURATE (on; `off` runs only the paced rounds), DATABASE_URL (required).
 // Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdtempSync, openSync } from 'node:fs';
@@ -134,7 +135,7 @@ async function main() {
   }
 
   const cpu: Record<string, number[]> = {};
-  for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < (env.AB_SATURATE === 'off' ? 0 : rounds); round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
       await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
       const pids = tree(t.pid);
@@ -147,8 +148,8 @@ async function main() {
       );
     }
   }
-  const base = cpu[targets[0].name];
-  for (const t of targets) {
+  const base = cpu[targets[0].name] ?? [];
+  for (const t of base.length > 0 ? targets : []) {
     const ratios = cpu[t.name].map((v, i) => v / base[i]);
     console.log(
       `${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`,
@@ -162,10 +163,15 @@ async function main() {
       const text = await (await fetch(`http://127.0.0.1:${t.adminPort}/metrics`)).text();
       return /^keygate_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1] ?? '';
     };
+    // CPU per request at one offered load: every process batches alike (under saturation a process
+    // the machine slows gets fewer requests per turn and pays more per request).
+    const fixedCpu: Record<string, number[]> = {};
     for (let round = 0; round < rounds; round++) {
-      for (const t of targets) {
+      for (const t of round % 2 ? [...targets].reverse() : targets) {
         await lagOf(t); // prom-client resets its loop-delay histogram at each scrape
         const slow: [number, number][] = [];
+        const pids = tree(t.pid);
+        const c0 = cpuUs(pids);
         const t0 = performance.now();
         const r = await runPaced({
           url: t.url,
@@ -176,6 +182,8 @@ async function main() {
           headers,
           onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])),
         });
+        const us = (cpuUs(pids) - c0) / r.requests;
+        (fixedCpu[t.name] ??= []).push(us);
         const lag = await lagOf(t);
         // Slow requests (> 5 ms) grouped into episodes: gaps of more than 20 ms between them.
         const episodes: string[] = [];
@@ -196,9 +204,16 @@ async function main() {
         flush();
         const top = episodes.sort((a, b) => Number(/n=(\d+)/.exec(b)![1]) - Number(/n=(\d+)/.exec(a)![1])).slice(0, 5);
         console.log(
-          `fixed ${rate} req/s round ${round + 1} ${t.name.padEnd(12)} p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms${lag ? `  loop lag max ${(Number(lag) * 1000).toFixed(0)} ms` : ''}  largest slow episodes: ${top.join('; ')}`,
+          `fixed ${rate} req/s round ${round + 1} ${t.name.padEnd(12)} CPU ${us.toFixed(1)} µs/req  p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms${lag ? `  loop lag max ${(Number(lag) * 1000).toFixed(0)} ms` : ''}  largest slow episodes: ${top.join('; ')}`,
         );
       }
+    }
+    const fixedBase = fixedCpu[targets[0].name];
+    for (const t of targets) {
+      const ratios = fixedCpu[t.name].map((v, i) => v / fixedBase[i]);
+      console.log(
+        `fixed ${rate} req/s ${t.name.padEnd(12)} CPU median ${median(fixedCpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`,
+      );
     }
   }
   const end = new pg.Client({ connectionString: databaseUrl });

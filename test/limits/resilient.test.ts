@@ -18,6 +18,7 @@ import {
   spendPair,
   type Clock,
   type CounterRef,
+  type CountHandover,
   type LayerState,
   type SharedStores,
 } from '../../src/limits/types.js';
@@ -234,9 +235,10 @@ describe('an unreachable Redis', () => {
     const stores = breaker('open');
     connection.emit('close');
     await spendOne(stores.limiter, key); // the fallback's
-    const add = primary.addCounts!.bind(primary);
+    const redis = primary as SharedStores & CountHandover;
+    const add = redis.addCounts.bind(redis);
     const landing = pendingReply<void>();
-    primary.addCounts = async (counts) => {
+    redis.addCounts = async (counts) => {
       await landing.promise;
       return add(counts);
     };
