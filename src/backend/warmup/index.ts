@@ -21,8 +21,8 @@ export const warmup: BackendDomain = {
   seed,
 };
 
-export { applyDueLimits, nextLocalMidnight } from './limits.js';
+export { applyDueLimits } from './limits.js';
+export { cancelPendingSends, nextLocalMidnight } from './queries.js';
 export { partnerOauthConnected, tryAutoStart, recordVerification, type AutoStartResult } from './lifecycle.js';
 export { senderEspOf } from './activity.js';
 export { orgOfWorkspace, type OrgPlan } from './org.js';
-export { cancelPendingSends } from './schedule.js';
