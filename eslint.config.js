@@ -40,6 +40,9 @@ export default tseslint.config(
       // A cycle makes the load order decide what a module sees at start; every one is an error.
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
       'import-x/no-self-import': 'error',
+      // The access layer is below the backend (the backend's routes call its service layer): a rule both
+      // need lives in access/ or lower, never in a backend domain.
+      'import-x/no-restricted-paths': ['error', { zones: [{ target: './src/access', from: './src/backend' }] }],
       'import-x/no-duplicates': 'error',
       // Unused names are dead code. A parameter a signature must keep (an interface's, a callback's
       // position) is written with a leading underscore; nothing else may use one.

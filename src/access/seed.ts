@@ -3,7 +3,7 @@
 // tables (organizations, users, workspaces, memberships, keys, sessions); each backend domain writes
 // its own tables from its own sections (SeedSections, listed with the domain: src/backend/seed.ts).
 import { z } from 'zod';
-import type { Db, Queryable } from '../db/types.js';
+import type { Db, Queryable, Row } from '../db/types.js';
 import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
 import { KEY_SECRET } from '../config/contract.js';
 import { PLAN_NAME } from '../config/plans.js';
@@ -129,6 +129,16 @@ export function seedRows<T extends z.ZodRawShape>(fields: T) {
 
 /** A statement of the seed: its failure names the section and row (`seed apiKeys.3: ...`), not the constraint. */
 export type SeedStep = (section: string, i: number, sql: string, params: unknown[]) => Promise<unknown[]>;
+
+/**
+ * The statements of one seed row through `step`, as a Queryable: a backend domain writes its rows with
+ * the functions of its queries.ts, and a refusal still names the section and row.
+ */
+export function seedRow(step: SeedStep, section: string, i: number): Queryable {
+  return {
+    query: <T extends Row>(sql: string, params: unknown[] = []) => step(section, i, sql, params) as Promise<T[]>,
+  };
+}
 
 /** Sections of the seed file that a backend domain owns: their rows' schemas and how they are written. */
 export interface SeedSections<S extends z.ZodRawShape = z.ZodRawShape> {

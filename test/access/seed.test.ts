@@ -75,6 +75,15 @@ describe.each(drivers)('seed on %s', (_name, forcePglite) => {
     expect(await db.query(`SELECT name FROM organizations WHERE id = 1`)).toEqual(before);
   });
 
+  it.each([
+    [(s: any) => (s.accounts[0].workspaceId = 999), /seed accounts\.0[.:]/],
+    [(s: any) => (s.tags[0].workspaceId = 999), /seed tags\.0[.:]/],
+  ])("a backend domain's refused row is named too (%#)", async (mutate, msg) => {
+    const s = baseSeed();
+    mutate(s);
+    await expect(applySeed(db, parseSeed(s))).rejects.toThrowError(msg);
+  });
+
   it('the access triggers notify on every access change', async () => {
     const got: string[] = [];
     let done!: () => void;

@@ -5,7 +5,8 @@ import { FakeClock, startStack, fetchRes, type Stack } from '../helpers/stack.js
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { K } from '../fixtures/seed.js';
 import { jobsOf } from '../../src/backend/jobs.js';
-import { applyPlanCap, partnerOauthConnected, senderEspOf, tryAutoStart } from '../../src/backend/warmup/index.js';
+import { partnerOauthConnected, senderEspOf, tryAutoStart } from '../../src/backend/warmup/index.js';
+import { applyPlanCap } from '../../src/access/service/plan-cap.js';
 import { bandsFrom, parseBands } from '../../src/config/bands.js';
 
 const W = '/v2/workspaces/100';

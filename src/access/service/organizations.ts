@@ -3,7 +3,7 @@
 // transaction with its audit row and bumps the organization's access version after the commit.
 import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
-import { applyPlanCap } from '../../backend/warmup/limits.js';
+import { applyPlanCap } from './plan-cap.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';

@@ -1,5 +1,6 @@
-// The SQL of the account routes of /v2 and /v1 (v1-routes.ts, the setup and deliverability scores). Every query is scoped by the path workspace. Account loading
-// and the record views are in store.ts.
+// The SQL of the account routes of /v2 and /v1 (v1-routes.ts, the setup and deliverability scores), every
+// query scoped by the path workspace, and the seed file's mailboxes (written by id). Account loading and
+// the record views are in ../mailbox/.
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/accounts.js';
 import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/queries.js';
@@ -344,4 +345,43 @@ export async function disconnectAccountById(db: Queryable, accountId: number, no
 
 export async function deleteAccountById(db: Queryable, accountId: number): Promise<void> {
   await db.query(`DELETE FROM accounts WHERE id = $1`, [accountId]);
+}
+
+/** A mailbox of the seed file, its limits already decided. */
+export interface SeedAccount {
+  id: number;
+  workspaceId: number;
+  emailAddress: string;
+  fromName: string;
+  provider: string;
+  status: string;
+  verification: string;
+  warmupMaxLimit: number;
+  warmupCurrentLimit: number;
+  replyRateCustom: number | null;
+  timeZone: string;
+}
+
+/** Writes the seed's mailbox under its id, over any row of that id. */
+export async function upsertSeedAccount(db: Queryable, account: SeedAccount): Promise<void> {
+  await db.query(
+    `INSERT INTO accounts (id, workspace_id, email_address, from_name, provider, status, verification, warmup_max_limit,
+          warmup_current_limit, reply_rate_custom, time_zone, last_connected_at)
+        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11, now())
+        ON CONFLICT (id) DO UPDATE SET workspace_id=$2, email_address=$3, from_name=$4, provider=$5, status=$6, verification=$7,
+          warmup_max_limit=$8, warmup_current_limit=$9, reply_rate_custom=$10, time_zone=$11, updated_at=now()`,
+    [
+      account.id,
+      account.workspaceId,
+      account.emailAddress,
+      account.fromName,
+      account.provider,
+      account.status,
+      account.verification,
+      account.warmupMaxLimit,
+      account.warmupCurrentLimit,
+      account.replyRateCustom,
+      account.timeZone,
+    ],
+  );
 }

@@ -27,7 +27,7 @@ import {
   providerWorkspaceOf,
   unassignTagNames,
 } from './queries.js';
-import { cancelPendingSends } from '../warmup/schedule.js';
+import { cancelPendingSends } from '../warmup/index.js';
 import { sealMailbox } from '../credentials/accounts.js';
 import { bulkDeleteBody, bulkStatusBody, connectBody, listQuery, tagsBody } from './v1-schemas.js';
 

@@ -4,19 +4,22 @@
 // sealed for writing, read back for the mailbox workers, and resealed at start: plaintext left by the
 // migration to sealed columns, and values under a key that is no longer the current one.
 import type { Logger } from 'pino';
-import type { Db, Queryable, Row } from '../../db/index.js';
+import type { Db, Queryable } from '../../db/index.js';
 import type { Clock } from '../../limits/types.js';
 import { ConfigError } from '../../config/errors.js';
 import { localCredentialKeys, parseCredentialKeys, type CredentialKeyring } from '../../config/credential-keys.js';
 import { CredentialCipher, CredentialError, type CredentialField } from './cipher.js';
 import { checkCredentialKeys } from './key-checks.js';
+import {
+  CREDENTIAL_FIELDS,
+  lockCredentialsToReseal,
+  markCredentialsAltered,
+  sealedCredentialsOf,
+  storeResealedCredentials,
+  type CredentialsToReseal,
+  type SealedCredentials,
+} from './queries.js';
 
-const FIELDS: CredentialField[] = ['smtp_password', 'imap_password', 'oauth_access_token'];
-const COLUMN: Record<CredentialField, string> = {
-  smtp_password: 'smtp_password_sealed',
-  imap_password: 'imap_password_sealed',
-  oauth_access_token: 'oauth_access_token_sealed',
-};
 /** Rows resealed per transaction at start. */
 const BATCH = 200;
 
@@ -55,13 +58,10 @@ export interface AccountCredentials {
  * anything (the configuration is at fault, not the mailbox).
  */
 export async function accountCredentials(svc: CredentialServices, accountId: number): Promise<AccountCredentials> {
-  const [row] = await svc.db.query(
-    `SELECT smtp_password_sealed, imap_password_sealed, oauth_access_token_sealed FROM accounts WHERE id = $1`,
-    [accountId],
-  );
-  if (!row) throw new Error(`No account ${accountId}.`);
+  const stored = await sealedCredentialsOf(svc.db, accountId);
+  if (!stored) throw new Error(`No account ${accountId}.`);
   const open = (field: CredentialField): string | null => {
-    const sealed = row[COLUMN[field]] as string | null;
+    const sealed = stored[field];
     return sealed === null ? null : svc.credentials.open(field, sealed);
   };
   try {
@@ -86,9 +86,11 @@ async function markAltered(
     { accountId, field: err.field },
     'a stored credential failed its integrity check: the mailbox is marked error',
   );
-  await db.query(
-    `UPDATE accounts SET status = CASE WHEN status = 'disconnected' THEN status ELSE 'error' END, connection_error = $2, updated_at = $3 WHERE id = $1`,
-    [accountId, `${err.message.replace(/\.$/, '')}; reconnect the mailbox.`, new Date(svc.clock.now())],
+  await markCredentialsAltered(
+    db,
+    accountId,
+    `${err.message.replace(/\.$/, '')}; reconnect the mailbox.`,
+    new Date(svc.clock.now()),
   );
 }
 
@@ -111,26 +113,17 @@ export interface ResealReport {
 export async function resealCredentials(svc: CredentialServices): Promise<ResealReport> {
   const cipher = svc.credentials;
   const report: ResealReport = { sealed: 0, resealed: 0, altered: [], unknownKeys: {} };
-  const stale = FIELDS.map((f) => `split_part(${COLUMN[f]}, '.', 2) <> $2`).join(' OR ');
   for (let after = 0; ;) {
     const last = await svc.db.tx(async (tx) => {
-      const rows = await tx.query(
-        `SELECT id, ${FIELDS.map((f) => COLUMN[f]).join(', ')}, credentials_plaintext FROM accounts
-          WHERE id > $1 AND (credentials_plaintext IS NOT NULL OR ${stale})
-          ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
-        [after, cipher.currentKeyId],
-      );
+      const rows = await lockCredentialsToReseal(tx, after, cipher.currentKeyId, BATCH);
       for (const row of rows) {
-        const next: (string | null)[] = [];
-        for (const field of FIELDS) next.push(await resealed(svc, tx, row, field, report));
+        const next = {} as SealedCredentials;
+        for (const field of CREDENTIAL_FIELDS) next[field] = await resealed(svc, tx, row, field, report);
         // Values under a key that is not in the ring (or altered) stay as they are: nothing to write.
-        if (row.credentials_plaintext === null && next.every((v, i) => v === row[COLUMN[FIELDS[i]]])) continue;
-        await tx.query(
-          `UPDATE accounts SET ${FIELDS.map((f, i) => `${COLUMN[f]} = $${i + 2}`).join(', ')}, credentials_plaintext = NULL WHERE id = $1`,
-          [row.id, ...next],
-        );
+        if (row.plaintext === null && CREDENTIAL_FIELDS.every((field) => next[field] === row.sealed[field])) continue;
+        await storeResealedCredentials(tx, row.id, next);
       }
-      return rows.length ? (rows[rows.length - 1].id as number) : null;
+      return rows.length ? rows[rows.length - 1].id : null;
     });
     if (last === null) break;
     after = last;
@@ -155,17 +148,17 @@ export async function resealCredentials(svc: CredentialServices): Promise<Reseal
 async function resealed(
   svc: CredentialServices,
   db: Queryable,
-  row: Row,
+  row: CredentialsToReseal,
   field: CredentialField,
   report: ResealReport,
 ): Promise<string | null> {
   const cipher = svc.credentials;
-  const plain = (row.credentials_plaintext as Partial<Record<CredentialField, unknown>> | null)?.[field];
+  const plain = row.plaintext?.[field];
   if (typeof plain === 'string') {
     report.sealed++;
     return cipher.seal(field, plain);
   }
-  const sealed = row[COLUMN[field]] as string | null;
+  const sealed = row.sealed[field];
   if (sealed === null || cipher.isCurrent(sealed)) return sealed;
   try {
     const value = cipher.seal(field, cipher.open(field, sealed));

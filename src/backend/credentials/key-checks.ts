@@ -10,13 +10,9 @@
 // recorded, keeps its values readable because the "corrected" key is refused instead of trusted.
 import type { Db } from '../../db/index.js';
 import { ConfigError } from '../../config/errors.js';
-import { type CredentialCipher, CredentialError, type CredentialField } from './cipher.js';
+import { type CredentialCipher, CredentialError } from './cipher.js';
+import { CREDENTIAL_FIELDS, credentialsUnderKey, recordKeyCheck, recordedKeyChecks } from './queries.js';
 
-const FIELDS: [CredentialField, string][] = [
-  ['smtp_password', 'smtp_password_sealed'],
-  ['imap_password', 'imap_password_sealed'],
-  ['oauth_access_token', 'oauth_access_token_sealed'],
-];
 const BATCH = 200;
 
 /** What a key id proved against the stored values when no check value was recorded for it. */
@@ -28,12 +24,7 @@ type Evidence = 'opens' | 'fails' | 'none';
  * key of the ring is judged.
  */
 export async function checkCredentialKeys(db: Db, cipher: CredentialCipher): Promise<void> {
-  const recorded = new Map(
-    (await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [
-      r.key_id as string,
-      r.check_value as string,
-    ]),
-  );
+  const recorded = await recordedKeyChecks(db);
   const wrong: string[] = [];
   const proved: string[] = [];
   for (const id of cipher.keyIds) {
@@ -49,19 +40,9 @@ export async function checkCredentialKeys(db: Db, cipher: CredentialCipher): Pro
     else if (evidence === 'opens' || id === cipher.currentKeyId) proved.push(id);
   }
   if (wrong.length) throw mismatch(wrong);
-  for (const id of proved) {
-    await db.query(
-      `INSERT INTO credential_key_checks (key_id, check_value) VALUES ($1, $2) ON CONFLICT (key_id) DO NOTHING`,
-      [id, cipher.checkValue(id)],
-    );
-  }
+  for (const id of proved) await recordKeyCheck(db, id, cipher.checkValue(id));
   // Two first starts racing with different bytes under one id: the one whose value is not recorded stops.
-  const now = new Map(
-    (await db.query(`SELECT key_id, check_value FROM credential_key_checks`)).map((r) => [
-      r.key_id as string,
-      r.check_value as string,
-    ]),
-  );
+  const now = await recordedKeyChecks(db);
   const lost = proved.filter((id) => now.get(id) !== cipher.checkValue(id));
   if (lost.length) throw mismatch(lost);
 }
@@ -78,16 +59,11 @@ function mismatch(ids: string[]): ConfigError {
 async function evidenceFor(db: Db, cipher: CredentialCipher, id: string): Promise<Evidence> {
   let seen = false;
   for (let after = 0; ;) {
-    const rows = await db.query(
-      `SELECT id, ${FIELDS.map(([, c]) => c).join(', ')} FROM accounts
-        WHERE id > $1 AND (${FIELDS.map(([, c]) => `split_part(${c}, '.', 2) = $2`).join(' OR ')})
-        ORDER BY id LIMIT ${BATCH}`,
-      [after, id],
-    );
+    const rows = await credentialsUnderKey(db, id, after, BATCH);
     if (rows.length === 0) return seen ? 'fails' : 'none';
     for (const row of rows) {
-      for (const [field, column] of FIELDS) {
-        const sealed = row[column] as string | null;
+      for (const field of CREDENTIAL_FIELDS) {
+        const sealed = row.sealed[field];
         if (sealed === null || cipher.keyIdOf(sealed) !== id) continue;
         seen = true;
         try {
@@ -98,6 +74,6 @@ async function evidenceFor(db: Db, cipher: CredentialCipher, id: string): Promis
         }
       }
     }
-    after = rows[rows.length - 1].id as number;
+    after = rows[rows.length - 1].id;
   }
 }

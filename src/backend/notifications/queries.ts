@@ -1,5 +1,5 @@
-// Notifications of a workspace: list (keyset by id descending), mark one read, mark all read, and
-// `notify()` for other domains that raise one.
+// Notifications of a workspace: list (keyset by id descending), mark one read, mark all read,
+// `notify()` for other domains that raise one, and the seed file's notifications.
 import type { Queryable } from '../../db/index.js';
 import { isoOrNull } from '../../db/time.js';
 
@@ -93,21 +93,44 @@ export interface NewNotification {
   emailAccountId?: number | null;
 }
 
+/** What a notification says and where, in the column order of the INSERTs below. */
+function contentOf(notification: Omit<NewNotification, 'severity'> & { severity: string }): unknown[] {
+  return [
+    notification.workspaceId,
+    notification.type,
+    notification.severity,
+    notification.category,
+    notification.title,
+    notification.body,
+    notification.emailAccountId ?? null,
+  ];
+}
+
 /** Raise a notification (used by other domains, e.g. a finished provider sync). Returns its id. */
 export async function notify(db: Queryable, notification: NewNotification, at: Date): Promise<number> {
   const [row] = await db.query<{ id: number }>(
     `INSERT INTO notifications (workspace_id, type, severity, category, title, body, email_account_id, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8::timestamptz) RETURNING id`,
-    [
-      notification.workspaceId,
-      notification.type,
-      notification.severity,
-      notification.category,
-      notification.title,
-      notification.body,
-      notification.emailAccountId ?? null,
-      at.toISOString(),
-    ],
+    [...contentOf(notification), at.toISOString()],
   );
   return row.id;
+}
+
+/** A notification of the seed file (any severity), created `minutesAgo` before the seed is applied. */
+export interface SeedNotification extends Omit<NewNotification, 'severity'> {
+  id: number;
+  severity: string;
+  read: boolean;
+  minutesAgo: number;
+}
+
+/** Writes the seed's notification under its id, over any row of that id (a read one keeps when it was read). */
+export async function upsertSeedNotification(db: Queryable, notification: SeedNotification): Promise<void> {
+  await db.query(
+    `INSERT INTO notifications (id, workspace_id, type, severity, category, title, body, email_account_id, read_at, created_at)
+        VALUES ($1,$2,$3,$4,$5,$6,$7,$8, CASE WHEN $9::boolean THEN now() END, now() - make_interval(mins => $10::int))
+        ON CONFLICT (id) DO UPDATE SET workspace_id=$2, type=$3, severity=$4, category=$5, title=$6, body=$7, email_account_id=$8,
+          read_at = CASE WHEN $9::boolean THEN coalesce(notifications.read_at, now()) END`,
+    [notification.id, ...contentOf(notification), notification.read, notification.minutesAgo],
+  );
 }

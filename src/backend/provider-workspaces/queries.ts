@@ -1,5 +1,6 @@
 // The SQL of provider workspaces: the registrations of a workspace (/v2) or an organization (/v1), their
-// syncs, and the accounts a sync imports. The rules these queries serve are in service.ts.
+// syncs, the accounts a sync imports, and the seed file's registrations. The rules these queries serve are
+// in service.ts.
 import type { Queryable } from '../../db/index.js';
 import type { Provider } from './client.js';
 
@@ -264,4 +265,32 @@ export async function importMailboxAccounts(db: Queryable, input: ImportedMailbo
     ],
   );
   return inserted.length;
+}
+
+/** A provider workspace of the seed file. */
+export interface SeedProviderWorkspace {
+  id: number;
+  organizationId: number;
+  workspaceId?: number;
+  provider: Provider;
+  adminEmail?: string;
+  tenantId?: string;
+  status: string;
+}
+
+/** Writes the seed's provider workspace under its id, over any row of that id, as if just synchronized. */
+export async function upsertSeedProviderWorkspace(db: Queryable, registration: SeedProviderWorkspace): Promise<void> {
+  await db.query(
+    `INSERT INTO provider_workspaces (id, organization_id, workspace_id, provider, admin_email, tenant_id, status, last_synced_at)
+        VALUES ($1,$2,$3,$4,$5,$6,$7, now()) ON CONFLICT (id) DO UPDATE SET organization_id=$2, workspace_id=$3, provider=$4, admin_email=$5, tenant_id=$6, status=$7`,
+    [
+      registration.id,
+      registration.organizationId,
+      registration.workspaceId ?? null,
+      registration.provider,
+      registration.adminEmail ?? null,
+      registration.tenantId ?? null,
+      registration.status,
+    ],
+  );
 }

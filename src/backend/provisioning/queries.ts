@@ -1,5 +1,5 @@
 // The SQL of workspace provisioning (docs/decisions.md section 6, workspace:provision): the organization's
-// workspaces, a new workspace and its first owners. The budget queries are in quotas.ts.
+// workspaces, a new workspace and its first owners, and the daily warmup budgets under the organization's cap.
 import type { Queryable, Row } from '../../db/types.js';
 
 export async function orgRoleOf(db: Queryable, userId: number, organizationId: number): Promise<string | null> {
@@ -63,5 +63,46 @@ export async function addOwners(
   );
   return db.query(`SELECT m.user_id, m.role FROM memberships m WHERE m.workspace_id = $1 ORDER BY m.user_id`, [
     workspaceId,
+  ]);
+}
+
+/** The organization's daily warmup cap (null: no cap), or null when there is no such organization. */
+export async function orgWarmupCap(
+  db: Queryable,
+  organizationId: number,
+  lock: boolean,
+): Promise<{ warmupCap: number | null } | null> {
+  const rows = await db.query<{ warmup_cap: number | null }>(
+    `SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`,
+    [organizationId],
+  );
+  return rows.length ? { warmupCap: rows[0].warmup_cap } : null;
+}
+
+export interface WorkspaceBudget {
+  workspaceId: number;
+  name: string;
+  dailyWarmupBudget: number;
+}
+
+/** The live workspaces of the organization with their budgets, by id. */
+export async function liveWorkspaceBudgets(db: Queryable, organizationId: number): Promise<WorkspaceBudget[]> {
+  const rows = await db.query(
+    `SELECT id, name, daily_warmup_budget FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id`,
+    [organizationId],
+  );
+  return rows.map((w) => ({ workspaceId: w.id, name: w.name, dailyWarmupBudget: w.daily_warmup_budget }));
+}
+
+export async function updateWorkspaceBudget(
+  db: Queryable,
+  organizationId: number,
+  workspaceId: number,
+  dailyWarmupBudget: number,
+): Promise<void> {
+  await db.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [
+    workspaceId,
+    organizationId,
+    dailyWarmupBudget,
   ]);
 }

@@ -3,11 +3,12 @@
 // sum and the write are one step: concurrent requests can never together take the sum over the cap.
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/types.js';
+import { liveWorkspaceBudgets, orgWarmupCap, updateWorkspaceBudget, type WorkspaceBudget } from './queries.js';
 
 export interface OrgBudget {
   orgLimit: number | null;
   /** Live workspaces of the organization, by id, with their budgets. */
-  workspaces: { workspaceId: number; name: string; dailyWarmupBudget: number }[];
+  workspaces: WorkspaceBudget[];
 }
 
 export function allocatedOf(budget: OrgBudget): number {
@@ -27,18 +28,9 @@ export function quotasView(budget: OrgBudget) {
 
 /** Read the cap and the live workspaces; with `lock`, hold the organization row until the transaction ends. */
 export async function readOrgBudget(db: Queryable, organizationId: number, lock: boolean): Promise<OrgBudget> {
-  const orgs = await db.query(`SELECT warmup_cap FROM organizations WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [
-    organizationId,
-  ]);
-  if (!orgs.length) throw new ApiError('not_found', `No organization ${organizationId}.`);
-  const ws = await db.query(
-    `SELECT id, name, daily_warmup_budget FROM workspaces WHERE organization_id = $1 AND deleted_at IS NULL ORDER BY id`,
-    [organizationId],
-  );
-  return {
-    orgLimit: orgs[0].warmup_cap,
-    workspaces: ws.map((w) => ({ workspaceId: w.id, name: w.name, dailyWarmupBudget: w.daily_warmup_budget })),
-  };
+  const org = await orgWarmupCap(db, organizationId, lock);
+  if (!org) throw new ApiError('not_found', `No organization ${organizationId}.`);
+  return { orgLimit: org.warmupCap, workspaces: await liveWorkspaceBudgets(db, organizationId) };
 }
 
 /**
@@ -79,11 +71,7 @@ export async function setBudgets(
   const newAllocated = budget.workspaces.reduce((s, w) => s + (next.get(w.workspaceId) ?? w.dailyWarmupBudget), 0);
   assertWithinCap(budget, newAllocated);
   for (const quota of quotas) {
-    await db.query(`UPDATE workspaces SET daily_warmup_budget = $3 WHERE id = $1 AND organization_id = $2`, [
-      quota.workspaceId,
-      organizationId,
-      quota.dailyWarmupBudget,
-    ]);
+    await updateWorkspaceBudget(db, organizationId, quota.workspaceId, quota.dailyWarmupBudget);
   }
   return {
     orgLimit: budget.orgLimit,

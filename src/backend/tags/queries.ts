@@ -1,4 +1,5 @@
-// The SQL of tags: the tags of a workspace and the tags of an account.
+// The SQL of tags: the tags of a workspace and the tags of an account, and the seed file's tags and
+// tag assignments.
 import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/index.js';
 
@@ -65,5 +66,30 @@ export async function replaceAccountTags(db: Queryable, accountId: number, tagId
   return db.query<Tag & Record<string, unknown>>(
     `SELECT t.id, t.name FROM account_tags x JOIN tags t ON t.id = x.tag_id WHERE x.account_id = $1 ORDER BY t.id`,
     [accountId],
+  );
+}
+
+/** Writes the seed's tag under its id, over any row of that id. */
+export async function upsertSeedTag(db: Queryable, tag: Tag & { workspaceId: number }): Promise<void> {
+  await db.query(
+    `INSERT INTO tags (id, workspace_id, name) VALUES ($1,$2,$3) ON CONFLICT (id) DO UPDATE SET workspace_id=$2, name=$3`,
+    [tag.id, tag.workspaceId, tag.name],
+  );
+}
+
+export async function deleteAccountTags(db: Queryable, accountId: number): Promise<void> {
+  await db.query(`DELETE FROM account_tags WHERE account_id=$1`, [accountId]);
+}
+
+/** Tags the account with the tag when the tag is of `workspaceId` (the account's workspace); otherwise nothing. */
+export async function insertSeedAccountTag(
+  db: Queryable,
+  accountId: number,
+  tagId: number,
+  workspaceId: number,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO account_tags (account_id, tag_id) SELECT $1, t.id FROM tags t WHERE t.id=$2 AND t.workspace_id=$3`,
+    [accountId, tagId, workspaceId],
   );
 }

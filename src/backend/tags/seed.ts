@@ -1,7 +1,8 @@
 // The tags of the seed file (docs/decisions.md section 2), and the accounts' tag assignments (their `tagIds`):
 // written after the accounts domain's rows, so both ends of each assignment exist.
 import { z } from 'zod';
-import { seedId as id, seedRows, seedSections } from '../../access/seed.js';
+import { seedId as id, seedRow, seedRows, seedSections } from '../../access/seed.js';
+import { deleteAccountTags, insertSeedAccountTag, upsertSeedTag } from './queries.js';
 
 export const seed = seedSections({
   shape: {
@@ -10,25 +11,14 @@ export const seed = seedSections({
   identityTables: ['tags'],
   async apply(q, seed, step) {
     for (const [i, t] of seed.tags.entries()) {
-      await step(
-        'tags',
-        i,
-        `INSERT INTO tags (id, workspace_id, name) VALUES ($1,$2,$3) ON CONFLICT (id) DO UPDATE SET workspace_id=$2, name=$3`,
-        [t.id, t.workspaceId, t.name],
-      );
+      await upsertSeedTag(seedRow(step, 'tags', i), t);
     }
     // The accounts section's own rows (src/backend/accounts/seed.ts): only what an assignment needs.
     const accounts = (seed.accounts ?? []) as { id: number; workspaceId: number; tagIds: number[] }[];
     for (const [i, a] of accounts.entries()) {
-      await q.query(`DELETE FROM account_tags WHERE account_id=$1`, [a.id]);
-      for (const tagId of a.tagIds) {
-        await step(
-          'accounts',
-          i,
-          `INSERT INTO account_tags (account_id, tag_id) SELECT $1, t.id FROM tags t WHERE t.id=$2 AND t.workspace_id=$3`,
-          [a.id, tagId, a.workspaceId],
-        );
-      }
+      await deleteAccountTags(q, a.id);
+      for (const tagId of a.tagIds)
+        await insertSeedAccountTag(seedRow(step, 'accounts', i), a.id, tagId, a.workspaceId);
     }
   },
 });

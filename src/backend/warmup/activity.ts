@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../db/index.js';
 import { pagination } from '../router.js';
+import { countWarmupMessages, warmupMessagesPage } from './queries.js';
 
 const GOOGLE_FAMILY = new Set([
   'google',
@@ -67,14 +68,8 @@ export const activityQuerySchema = z
   .strict();
 
 export async function listActivity(db: Queryable, accountId: number, provider: string, page: number, perPage: number) {
-  const [{ n: total }] = await db.query(`SELECT count(*)::int AS n FROM warmup_messages WHERE account_id = $1`, [
-    accountId,
-  ]);
-  const rows = await db.query(
-    `SELECT id, sent_at, recipient_esp, outcome, replied FROM warmup_messages WHERE account_id = $1
-     ORDER BY sent_at DESC, id DESC LIMIT $2 OFFSET $3`,
-    [accountId, perPage, (page - 1) * perPage],
-  );
+  const total = await countWarmupMessages(db, accountId);
+  const rows = await warmupMessagesPage(db, accountId, perPage, (page - 1) * perPage);
   const esp = senderEspOf(provider);
   return {
     data: rows.map((row) => ({

@@ -1,8 +1,7 @@
 // Warmup of a mailbox: its settings, starting and pausing, the planned sends, lowered limits that take
 // effect at local midnight, and the /v1 warmup routes. Below, what other domains use from warmup: the
-// plan-change cap (PATCH /internal/organizations/{id}), the partner OAuth automatic start, the ESP
-// mapping, the organization's plan behind a workspace, and cancelling the planned sends of mailboxes
-// that stop.
+// partner OAuth automatic start, the ESP mapping, the organization's plan behind a workspace, and
+// cancelling the planned sends of mailboxes that stop.
 import type { BackendDomain } from '../domain.js';
 import { jobs } from './jobs.js';
 import { register as registerV2 } from './routes.js';
@@ -22,8 +21,8 @@ export const warmup: BackendDomain = {
   seed,
 };
 
-export { applyPlanCap, applyDueLimits, nextLocalMidnight } from './limits.js';
+export { applyDueLimits } from './limits.js';
+export { cancelPendingSends, nextLocalMidnight } from './queries.js';
 export { partnerOauthConnected, tryAutoStart, recordVerification, type AutoStartResult } from './lifecycle.js';
 export { senderEspOf } from './activity.js';
 export { orgOfWorkspace, type OrgPlan } from './org.js';
-export { cancelPendingSends } from './schedule.js';

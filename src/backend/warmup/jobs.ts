@@ -5,6 +5,7 @@ import type { BackendServices } from '../services.js';
 import { autoStartDue } from './lifecycle.js';
 import { applyDueLimits } from './limits.js';
 import { planAhead, windowsOf } from './schedule.js';
+import { cancelSendsOfStoppedAccounts, warmingAccounts } from './queries.js';
 
 export function jobs(svc: BackendServices): Job[] {
   return [
@@ -33,14 +34,8 @@ export function jobs(svc: BackendServices): Job[] {
       async run() {
         const now = svc.clock.now();
         // Mailboxes that stopped warming (whichever interface stopped them) lose their pending sends.
-        await svc.db.query(
-          `UPDATE v1_scheduled_sends s SET status = 'cancelled' FROM accounts a
-            WHERE a.id = s.account_id AND s.status = 'pending' AND a.status <> 'warming'`,
-        );
-        const warming = await svc.db.query(
-          `SELECT a.*, s.max_below_floor FROM accounts a JOIN workspaces w ON w.id = a.workspace_id AND w.deleted_at IS NULL
-             LEFT JOIN v1_warmup_settings s ON s.account_id = a.id WHERE a.status = 'warming' ORDER BY a.id`,
-        );
+        await cancelSendsOfStoppedAccounts(svc.db);
+        const warming = await warmingAccounts(svc.db);
         const windows = await windowsOf(
           svc.db,
           warming.map((a) => a.id),

@@ -6,6 +6,15 @@ import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
 import { dnsPasses, getAccount, getAccountById, liveDns } from '../mailbox/index.js';
 import { capacityError, capacityLeft, orgOfAccount, orgOfWorkspace } from './org.js';
+import {
+  accountsDueToStart,
+  markAutoWarmup,
+  markPaused,
+  markWarming,
+  rememberWarmupRequest,
+  storeVerification,
+  withdrawWarmupRequest,
+} from './queries.js';
 
 type StartOutcome =
   | { kind: 'ok' }
@@ -33,16 +42,13 @@ export async function startWarmup(
     const from = via === 'resume' ? ['paused'] : ['active', 'paused'];
     if (!from.includes(acc.status)) return { kind: 'status', status: acc.status };
     if (acc.verification === 'pending') {
-      await tx.query(`UPDATE accounts SET warmup_requested = true, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await rememberWarmupRequest(tx, accountId, now);
       return { kind: 'pending' };
     }
     if (acc.verification === 'failed') return { kind: 'failed' };
     const capacity = await capacityLeft(tx, org);
     if (!capacity.ok) return { kind: 'full', error: capacityError(org, capacity.cap!, capacity.warming) };
-    await tx.query(
-      `UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`,
-      [accountId, now],
-    );
+    await markWarming(tx, accountId, now);
     return { kind: 'ok' };
   });
   switch (out.kind) {
@@ -85,12 +91,9 @@ export async function pauseWarmup(svc: BackendServices, workspaceId: number, acc
   await svc.db.tx(async (tx) => {
     const acc = await getAccount(tx, workspaceId, accountId, true);
     if (acc.status === 'warming') {
-      await tx.query(`UPDATE accounts SET status = 'paused', warmup_requested = false, updated_at = $2 WHERE id = $1`, [
-        accountId,
-        now,
-      ]);
+      await markPaused(tx, accountId, now);
     } else if (acc.warmup_requested) {
-      await tx.query(`UPDATE accounts SET warmup_requested = false, updated_at = $2 WHERE id = $1`, [accountId, now]);
+      await withdrawWarmupRequest(tx, accountId, now);
     } else if (acc.status !== 'paused') {
       throw new ApiError('conflict', `Warmup is not running (account status ${acc.status}).`, {
         accountId,
@@ -143,10 +146,7 @@ export async function tryAutoStart(svc: BackendServices, accountId: number): Pro
     if (wanted === 'auto' && !dnsOk) return 'dns_failed';
     const capacity = await capacityLeft(tx, org);
     if (!capacity.ok) return 'warming_capacity_reached';
-    await tx.query(
-      `UPDATE accounts SET status = 'warming', warmup_requested = false, auto_warmup = false, warmup_started_at = $2, updated_at = $2 WHERE id = $1`,
-      [accountId, now],
-    );
+    await markWarming(tx, accountId, now);
     return 'started';
   });
 }
@@ -164,12 +164,7 @@ export async function recordVerification(
   const found = await svc.db.tx(async (tx) => {
     const acc = await getAccountById(tx, accountId, true);
     if (!acc) return false;
-    await tx.query(
-      `UPDATE accounts SET verification = $2, verification_checked_at = $3, updated_at = $3,
-         warmup_requested = CASE WHEN $2 = 'failed' THEN false ELSE warmup_requested END
-       WHERE id = $1`,
-      [accountId, result, now],
-    );
+    await storeVerification(tx, accountId, result, now);
     return true;
   });
   if (!found) return null;
@@ -182,8 +177,7 @@ export async function recordVerification(
  * Call it after the account row is committed.
  */
 export async function partnerOauthConnected(svc: BackendServices, accountId: number): Promise<AutoStartResult> {
-  const rows = await svc.db.query(`UPDATE accounts SET auto_warmup = true WHERE id = $1 RETURNING id`, [accountId]);
-  if (!rows.length) return 'not_found';
+  if (!(await markAutoWarmup(svc.db, accountId))) return 'not_found';
   return tryAutoStart(svc, accountId);
 }
 
@@ -193,14 +187,8 @@ export async function partnerOauthConnected(svc: BackendServices, accountId: num
  */
 export async function autoStartDue(svc: BackendServices, limit = 100): Promise<Record<number, AutoStartResult>> {
   const now = svc.clock.now();
-  const rows = await svc.db.query(
-    `SELECT a.id FROM accounts a LEFT JOIN account_dns_checks d ON d.account_id = a.id
-     WHERE a.verification = 'passed' AND a.status IN ('active', 'paused')
-       AND (a.warmup_requested OR (a.auto_warmup AND a.status = 'active' AND (d.checked_at IS NULL OR d.checked_at < $2)))
-     ORDER BY a.warmup_requested DESC, a.id LIMIT $1`,
-    [limit, new Date(now - 3_600_000)],
-  );
+  const due = await accountsDueToStart(svc.db, limit, new Date(now - 3_600_000));
   const out: Record<number, AutoStartResult> = {};
-  for (const row of rows) out[row.id] = await tryAutoStart(svc, row.id);
+  for (const accountId of due) out[accountId] = await tryAutoStart(svc, accountId);
   return out;
 }

@@ -3,6 +3,16 @@
 // cancelled when warmup stops. A job keeps today's and tomorrow's plans filled.
 import type { Queryable, Row } from '../../db/types.js';
 import { addDays, localParts, weekdayOf, zonedToUtc } from '../time.js';
+import {
+  cancelPendingSendsOn,
+  cancelSend,
+  insertScheduledSend,
+  pendingSendDates,
+  pendingSendsOf,
+  plannedMinutes,
+  rescheduleSend,
+  timeSlotsOf,
+} from './queries.js';
 
 /**
  * The daily sending limit in force: warmup_current_limit, capped by a v1 maxSendingLimit below v2's
@@ -27,11 +37,8 @@ export async function windowsOf(db: Queryable, ids: number[]): Promise<Map<numbe
     ids.map((id) => [id, Array.from({ length: 7 }, () => ({ ...DEFAULT_WINDOW }))]),
   );
   if (!ids.length) return out;
-  const rows = await db.query(
-    `SELECT account_id, day, from_minute, to_minute FROM v1_time_slots WHERE account_id = ANY($1::int[])`,
-    [ids],
-  );
-  for (const row of rows) out.get(row.account_id)![row.day] = { from: row.from_minute, to: row.to_minute };
+  for (const row of await timeSlotsOf(db, ids))
+    out.get(row.account_id)![row.day] = { from: row.from_minute, to: row.to_minute };
   return out;
 }
 
@@ -48,13 +55,10 @@ export async function planDay(
   now: number,
 ): Promise<number> {
   const limit = dailyLimitOf(account);
-  const rows = await db.query(
-    `SELECT local_minute FROM v1_scheduled_sends WHERE account_id = $1 AND local_date = $2 AND status <> 'cancelled'`,
-    [account.id, date],
-  );
+  const minutes = await plannedMinutes(db, account.id, date);
   const have = new Map<number, number>();
-  for (const row of rows) have.set(row.local_minute, (have.get(row.local_minute) ?? 0) + 1);
-  let room = limit - rows.length;
+  for (const minute of minutes) have.set(minute, (have.get(minute) ?? 0) + 1);
+  let room = limit - minutes.length;
   const span = sendingWindow.to - sendingWindow.from;
   let planned = 0;
   for (let slot = 0; slot < limit && room > 0; slot++) {
@@ -66,10 +70,7 @@ export async function planDay(
     }
     const at = zonedToUtc(date, minute, account.time_zone);
     if (at <= now) continue;
-    await db.query(
-      `INSERT INTO v1_scheduled_sends (account_id, local_date, local_minute, scheduled_at) VALUES ($1, $2, $3, $4)`,
-      [account.id, date, minute, new Date(at)],
-    );
+    await insertScheduledSend(db, account.id, date, minute, new Date(at));
     planned++;
     room--;
   }
@@ -85,43 +86,25 @@ export async function planAhead(db: Queryable, account: Row, now: number, window
   return planned;
 }
 
-export async function cancelPendingSends(db: Queryable, ids: number[]): Promise<void> {
-  if (!ids.length) return;
-  await db.query(
-    `UPDATE v1_scheduled_sends SET status = 'cancelled' WHERE account_id = ANY($1::int[]) AND status = 'pending'`,
-    [ids],
-  );
-}
-
 /**
  * A time-zone change keeps each pending send at its local wall-clock date and minute, now read in
  * the new zone, so its instant moves; a send whose new instant has already passed is cancelled.
  */
 export async function shiftPendingSends(db: Queryable, accountId: number, tz: string, now: number): Promise<number> {
-  const rows = await db.query(
-    `SELECT id, to_char(local_date, 'YYYY-MM-DD') AS d, local_minute FROM v1_scheduled_sends WHERE account_id = $1 AND status = 'pending'`,
-    [accountId],
-  );
-  for (const row of rows) {
-    const at = zonedToUtc(row.d, row.local_minute, tz);
-    if (at <= now) await db.query(`UPDATE v1_scheduled_sends SET status = 'cancelled' WHERE id = $1`, [row.id]);
-    else await db.query(`UPDATE v1_scheduled_sends SET scheduled_at = $2 WHERE id = $1`, [row.id, new Date(at)]);
+  const sends = await pendingSendsOf(db, accountId);
+  for (const send of sends) {
+    const at = zonedToUtc(send.localDate, send.localMinute, tz);
+    if (at <= now) await cancelSend(db, send.id);
+    else await rescheduleSend(db, send.id, new Date(at));
   }
-  return rows.length;
+  return sends.length;
 }
 
 /** After windows of `days` changed: the pending sends of those weekdays are planned again in the new windows. */
 export async function replanDays(db: Queryable, account: Row, days: number[], now: number): Promise<void> {
-  const rows = await db.query(
-    `SELECT DISTINCT to_char(local_date, 'YYYY-MM-DD') AS d FROM v1_scheduled_sends WHERE account_id = $1 AND status = 'pending'`,
-    [account.id],
-  );
-  const dates = rows.map((r) => r.d as string).filter((d) => days.includes(weekdayOf(d)));
+  const dates = (await pendingSendDates(db, account.id)).filter((d) => days.includes(weekdayOf(d)));
   if (!dates.length) return;
-  await db.query(
-    `UPDATE v1_scheduled_sends SET status = 'cancelled' WHERE account_id = $1 AND status = 'pending' AND local_date = ANY($2::date[])`,
-    [account.id, dates],
-  );
+  await cancelPendingSendsOn(db, account.id, dates);
   const ws = (await windowsOf(db, [account.id])).get(account.id)!;
   for (const localDate of dates) await planDay(db, account, localDate, ws[weekdayOf(localDate)], now);
 }

@@ -5,7 +5,7 @@ import type { Row } from '../../db/index.js';
 import type { BackendServices } from '../services.js';
 import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../mailbox/index.js';
 import { orgOfWorkspace } from './org.js';
-import { nextLocalMidnight } from './limits.js';
+import { nextLocalMidnight, storeSettings } from './queries.js';
 import { pgInt } from '../validation.js';
 import { isoOrNull } from '../../db/time.js';
 
@@ -113,9 +113,11 @@ export async function patchSettings(svc: BackendServices, workspaceId: number, a
     let custom: number | null = acc.reply_rate_custom;
     if (body.replyRateMode === 'LEVEL') custom = null;
     if (body.replyRate !== undefined) custom = body.replyRate;
-    await tx.query(
-      `UPDATE accounts SET warmup_max_limit = $2, pending_max_limit = $3, pending_effective_at = $4, reply_rate_custom = $5, updated_at = $6 WHERE id = $1`,
-      [accountId, max, pending, pendingAt, custom, now],
+    await storeSettings(
+      tx,
+      accountId,
+      { warmupMaxLimit: max, pendingMaxLimit: pending, pendingEffectiveAt: pendingAt, replyRateCustom: custom },
+      now,
     );
     const row = await getAccount(tx, workspaceId, accountId);
     return settingsView(svc, row, cap);

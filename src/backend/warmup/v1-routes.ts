@@ -18,10 +18,11 @@ import {
   emptyBody,
 } from '../mailbox/index.js';
 import { DAYS, addDays, localParts, zonedToUtc } from '../time.js';
-import { cancelPendingSends, dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
+import { dailyLimitOf, planAhead, replanDays, shiftPendingSends, windowsOf } from './schedule.js';
 import { bulkWarmupBody, patchBody } from './v1-schemas.js';
 import {
   accountWithV1Settings,
+  cancelPendingSends,
   lockAccountWithFloor,
   updateAccountColumns,
   updateV1Settings,

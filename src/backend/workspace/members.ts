@@ -2,9 +2,21 @@
 // transaction that locks the workspace row, so the last-owner rule holds under concurrent requests.
 import { ApiError } from '../../http/errors.js';
 import { roleRank } from '../../access/principal.js';
-import type { Queryable, Row } from '../../db/types.js';
+import type { Queryable } from '../../db/types.js';
 import type { Db } from '../../db/index.js';
 import type { Role } from '../../config/routes.js';
+import {
+  countOtherOwners,
+  deleteMembership,
+  findMember,
+  findUserByEmail,
+  insertMembership,
+  insertUserIfNew,
+  listMemberRows,
+  lockLiveWorkspace,
+  updateMemberRole,
+  type MemberRow,
+} from './queries.js';
 
 export interface MemberScope {
   organizationId: number;
@@ -21,7 +33,7 @@ export interface Member {
   joinedAt: string;
 }
 
-function view(row: Row): Member {
+function view(row: MemberRow): Member {
   return {
     userId: row.user_id,
     email: row.email,
@@ -31,20 +43,13 @@ function view(row: Row): Member {
   };
 }
 
-const MEMBER_SQL = `SELECT m.user_id, u.email, m.role, u.org_role, m.created_at
-  FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1`;
-
 export async function listMembers(db: Queryable, workspaceId: number): Promise<Member[]> {
-  const rows = await db.query(`${MEMBER_SQL} ORDER BY m.user_id`, [workspaceId]);
-  return rows.map(view);
+  return (await listMemberRows(db, workspaceId)).map(view);
 }
 
 async function lockWorkspace(db: Queryable, scope: MemberScope): Promise<void> {
-  const rows = await db.query(
-    `SELECT id FROM workspaces WHERE id = $1 AND organization_id = $2 AND deleted_at IS NULL FOR UPDATE`,
-    [scope.workspaceId, scope.organizationId],
-  );
-  if (!rows.length) throw new ApiError('not_found', `No workspace ${scope.workspaceId}.`);
+  if (!(await lockLiveWorkspace(db, scope.workspaceId, scope.organizationId)))
+    throw new ApiError('not_found', `No workspace ${scope.workspaceId}.`);
 }
 
 /** A caller can never grant a role above the one it acts at (like key creation, spec 150102). */
@@ -61,11 +66,9 @@ function assertGrantable(scope: MemberScope, role: Role): void {
   }
 }
 
-async function lockMember(db: Queryable, scope: MemberScope, userId: number): Promise<Row> {
-  const rows = await db.query(`${MEMBER_SQL} AND m.user_id = $2 FOR UPDATE OF m`, [scope.workspaceId, userId]);
-  if (!rows.length)
-    throw new ApiError('not_found', `User ${userId} is not a member of workspace ${scope.workspaceId}.`);
-  const memberRow = rows[0];
+async function lockMember(db: Queryable, scope: MemberScope, userId: number): Promise<MemberRow> {
+  const memberRow = await findMember(db, scope.workspaceId, userId, true);
+  if (!memberRow) throw new ApiError('not_found', `User ${userId} is not a member of workspace ${scope.workspaceId}.`);
   // A member above the caller's own role is out of the caller's reach (an ADMIN cannot demote an OWNER).
   if (roleRank(memberRow.role) > roleRank(scope.callerRole)) {
     throw new ApiError(
@@ -82,11 +85,8 @@ async function lockMember(db: Queryable, scope: MemberScope, userId: number): Pr
 
 /** Refuse a change that would leave the workspace without an OWNER. */
 async function assertOwnerRemains(db: Queryable, scope: MemberScope, userId: number): Promise<void> {
-  const [row] = await db.query(
-    `SELECT count(*)::int AS n FROM memberships WHERE workspace_id = $1 AND role = 'OWNER' AND user_id <> $2`,
-    [scope.workspaceId, userId],
-  );
-  if (row.n === 0) throw new ApiError('conflict', 'The workspace must keep at least one OWNER.', { userId });
+  if ((await countOtherOwners(db, scope.workspaceId, userId)) === 0)
+    throw new ApiError('conflict', 'The workspace must keep at least one OWNER.', { userId });
 }
 
 /**
@@ -103,28 +103,18 @@ export async function inviteMember(
   assertGrantable(scope, invite.role);
   return db.tx(async (tx) => {
     await lockWorkspace(tx, scope);
-    const inserted = await tx.query(
-      `INSERT INTO users (organization_id, email, org_role) VALUES ($1, $2, 'MEMBER')
-       ON CONFLICT (lower(email)) DO NOTHING RETURNING id`,
-      [scope.organizationId, invite.email],
-    );
-    const [user] = await tx.query(`SELECT id, organization_id FROM users WHERE lower(email) = lower($1)`, [
-      invite.email,
-    ]);
+    const userCreated = await insertUserIfNew(tx, scope.organizationId, invite.email);
+    // Created now, or the user that already had the address.
+    const user = (await findUserByEmail(tx, invite.email))!;
     if (user.organization_id !== scope.organizationId) {
       throw new ApiError('conflict', 'That address belongs to a user of another organization.', { field: 'email' });
     }
-    const added = await tx.query(
-      `INSERT INTO memberships (workspace_id, user_id, role) VALUES ($1, $2, $3)
-       ON CONFLICT (workspace_id, user_id) DO NOTHING RETURNING user_id`,
-      [scope.workspaceId, user.id, invite.role],
-    );
-    if (!added.length)
+    if (!(await insertMembership(tx, scope.workspaceId, user.id, invite.role)))
       throw new ApiError('conflict', `User ${user.id} is already a member of workspace ${scope.workspaceId}.`, {
         userId: user.id,
       });
-    const [row] = await tx.query(`${MEMBER_SQL} AND m.user_id = $2`, [scope.workspaceId, user.id]);
-    return { member: view(row), userCreated: inserted.length > 0 };
+    const member = (await findMember(tx, scope.workspaceId, user.id))!;
+    return { member: view(member), userCreated };
   });
 }
 
@@ -134,11 +124,7 @@ export async function reroleMember(db: Db, scope: MemberScope, userId: number, r
     await lockWorkspace(tx, scope);
     const member = await lockMember(tx, scope, userId);
     if (member.role === 'OWNER' && role !== 'OWNER') await assertOwnerRemains(tx, scope, userId);
-    await tx.query(`UPDATE memberships SET role = $3 WHERE workspace_id = $1 AND user_id = $2`, [
-      scope.workspaceId,
-      userId,
-      role,
-    ]);
+    await updateMemberRole(tx, scope.workspaceId, userId, role);
     return view({ ...member, role });
   });
 }
@@ -148,7 +134,7 @@ export async function removeMember(db: Db, scope: MemberScope, userId: number): 
     await lockWorkspace(tx, scope);
     const member = await lockMember(tx, scope, userId);
     if (member.role === 'OWNER') await assertOwnerRemains(tx, scope, userId);
-    await tx.query(`DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [scope.workspaceId, userId]);
+    await deleteMembership(tx, scope.workspaceId, userId);
     return view(member);
   });
 }
