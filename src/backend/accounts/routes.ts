@@ -5,7 +5,7 @@ import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/index.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Reply, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { orgOfWorkspace } from '../warmup/org.js';
+import { orgOfWorkspace } from '../warmup/index.js';
 import { assertTagsExist, replaceAccountTags } from '../tags/queries.js';
 import {
   accountRecord,
