@@ -13,10 +13,13 @@
 //   RSS_KEYS        distinct keys of the many-keys stage (10000), seeded by `cli.js seed` in a process of its own
 //   RSS_DURATION    seconds of the many-keys window after every key was used once (10)
 //   RSS_STARTS      gateways started one after the other with the same command, one reading each (1)
+//   RSS_IDLE_ONLY=1 read the idle stage only (no load): what the start loads
 //   RSS_SEED_IN_GATEWAY=1  also give the gateway a one-key SEED_FILE, as the peers harness does (its start
 //                   then parses and applies a seed, which loads the backend domains' seed code)
 //   RSS_HOOK=1      preload bench/diagnostics/memory-hook.mjs: heapUsed, heapTotal, external and arrayBuffers
-//                   at each stage too (it changes the process by one listener and node:fs)
+//                   at each stage too, and the new space's resident size (it changes the process by one
+//                   listener, node:fs and node:v8); with RSS_FLAGS=--expose-gc also `live`, heapUsed right
+//                   after a full collection the hook runs (which then changes the stages after it)
 //   RSS_SNAPSHOT=1  start with --heapsnapshot-signal=SIGUSR2 and write a heap snapshot at each stage into
 //                   RSS_OUT (compare with bench/diagnostics/heap-diff.mjs); the snapshots make RSS readings
 //                   after the first meaningless
@@ -42,6 +45,7 @@ const duration = Number(env.RSS_DURATION ?? 10);
 const starts = Number(env.RSS_STARTS ?? 1);
 const hook = env.RSS_HOOK === '1';
 const snapshot = env.RSS_SNAPSHOT === '1';
+const gcExposed = (env.RSS_FLAGS ?? '').includes('--expose-gc');
 const databaseUrl = env.DATABASE_URL;
 const out = env.RSS_OUT ?? mkdtempSync(join(tmpdir(), 'gateway-rss-'));
 const PATH = `/v2/workspaces/${WS}/tags`;
@@ -68,6 +72,11 @@ function status(pid: number) {
 }
 
 const MB = (b: number) => b / 2 ** 20;
+/** User + system CPU time of a process so far, in µs (/proc/<pid>/stat, clock ticks of 10 ms). */
+const cpuMicros = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+};
 const f1 = (n: number) => n.toFixed(1);
 
 interface Reading {
@@ -77,6 +86,8 @@ interface Reading {
   anon: number;
   file: number;
   heapUsed?: number;
+  live?: number;
+  newSpace?: number;
   heapTotal?: number;
   external?: number;
   arrayBuffers?: number;
@@ -87,7 +98,12 @@ async function readHook(pid: number, file: string, lines: number) {
   for (let i = 0; i < 100; i++) {
     await sleep(50);
     const all = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
-    if (all.length > lines) return JSON.parse(all[lines]).before as NodeJS.MemoryUsage;
+    if (all.length > lines)
+      return JSON.parse(all[lines]) as {
+        before: NodeJS.MemoryUsage;
+        after: NodeJS.MemoryUsage;
+        spaces: Record<string, [number, number, number]>;
+      };
   }
   throw new Error('the memory hook did not answer');
 }
@@ -204,9 +220,11 @@ async function main() {
     const read = async (stage: string) => {
       const r: Reading = { stage, ...status(gw.pid!) };
       if (hook) {
-        const m = await readHook(gw.pid!, hookFile, hookLines++);
+        const { before: m, after, spaces } = await readHook(gw.pid!, hookFile, hookLines++);
         Object.assign(r, {
           heapUsed: MB(m.heapUsed),
+          live: gcExposed ? MB(after.heapUsed) : undefined,
+          newSpace: MB(spaces.new_space[2]),
           heapTotal: MB(m.heapTotal),
           external: MB(m.external),
           arrayBuffers: MB(m.arrayBuffers),
@@ -217,8 +235,16 @@ async function main() {
     };
     await sleep(2000);
     await read('idle after start');
+    if (env.RSS_IDLE_ONLY === '1') {
+      console.log(`start ${s + 1}: idle RSS ${f1(readings[0].rss)} MB`);
+      all.push(readings);
+      gw.kill('SIGTERM');
+      await new Promise((r) => gw.once('exit', r));
+      continue;
+    }
 
     const url = `http://127.0.0.1:${p}`;
+    const c0 = cpuMicros(gw.pid!);
     const one = await runLoad([
       {
         url,
@@ -228,25 +254,28 @@ async function main() {
         headers: () => ({ authorization: `Bearer ${ONE_KEY}`, 'x-forwarded-for': nextIp() }),
       },
     ]);
+    const c0b = cpuMicros(gw.pid!);
     await read('after one key (5 s)');
 
     const bearers = manyKeys(keyCount).map((k) => `Bearer ${k}`);
     let i = 0;
     const many = () => ({ authorization: bearers[i++ % bearers.length], 'x-forwarded-for': nextIp() });
     const first = await runLoad([{ url, path: PATH, connections: 50, amount: keyCount, headers: many }]);
+    const c1 = cpuMicros(gw.pid!);
     const window = await runLoad([{ url, path: PATH, connections: 50, duration, headers: many }]);
+    const c2 = cpuMicros(gw.pid!);
     await read(`after many keys (${keyCount} once + ${duration} s)`);
     await sleep(5000);
     await read('5 s later, idle');
     const statuses = JSON.stringify({ one: one.statuses, first: first.statuses, window: window.statuses });
     console.log(
-      `start ${s + 1}: one key ${Math.round(one.rps)} req/s, many keys ${Math.round(window.rps)} req/s; statuses ${statuses}`,
+      `start ${s + 1}: one key ${Math.round(one.rps)} req/s, many keys ${Math.round(window.rps)} req/s; gateway CPU µs/req: one key ${f1((c0b - c0) / one.requests)}, many-keys window ${f1((c2 - c1) / window.requests)}; statuses ${statuses}`,
     );
     for (const r of readings)
       console.log(
         `  ${r.stage.padEnd(36)} RSS ${f1(r.rss).padStart(6)}  peak ${f1(r.peak).padStart(6)}  anon ${f1(r.anon).padStart(6)}  file ${f1(r.file).padStart(5)}` +
           (hook
-            ? `  heapUsed ${f1(r.heapUsed!).padStart(5)}  heapTotal ${f1(r.heapTotal!).padStart(5)}  external ${f1(r.external!).padStart(5)}  arrayBuffers ${f1(r.arrayBuffers!).padStart(5)}`
+            ? `  heapUsed ${f1(r.heapUsed!).padStart(5)}  heapTotal ${f1(r.heapTotal!).padStart(5)}  external ${f1(r.external!).padStart(5)}  arrayBuffers ${f1(r.arrayBuffers!).padStart(5)}  new space ${f1(r.newSpace!).padStart(5)}${r.live === undefined ? '' : `  live ${f1(r.live).padStart(5)}`}`
             : '') +
           ' MB',
       );
