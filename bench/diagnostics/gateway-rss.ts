@@ -51,6 +51,7 @@ const out = env.RSS_OUT ?? mkdtempSync(join(tmpdir(), 'gateway-rss-'));
 const PATH = `/v2/workspaces/${WS}/tags`;
 const SECRET = randomBytes(32).toString('hex');
 const procs: ChildProcess[] = [];
+let atEnd = async () => {};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const start = (name: string, cmd: string, args: string[], e: Record<string, string>) => {
@@ -143,6 +144,12 @@ async function main() {
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
+  // Dropped at the end whatever happened (a failed or interrupted run leaves no schema behind).
+  atEnd = async () => {
+    const end = new pg.Client({ connectionString: databaseUrl });
+    await end.connect();
+    await end.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => end.end());
+  };
   const dbUrl = new URL(databaseUrl);
   dbUrl.searchParams.set('options', `-c search_path=${schema}`);
   const seedFile = join(out, 'seed.json');
@@ -289,11 +296,6 @@ async function main() {
       console.log(`  ${all[0][k].stage.padEnd(36)} ${all.map((r) => f1(r[k].rss)).join(' / ')}`);
   }
   writeFileSync(join(out, 'readings.json'), JSON.stringify(all, null, 1));
-
-  const end = new pg.Client({ connectionString: databaseUrl });
-  await end.connect();
-  await end.query(`DROP SCHEMA ${schema} CASCADE`);
-  await end.end();
 }
 
 main()
@@ -301,6 +303,11 @@ main()
     console.error(err);
     process.exitCode = 1;
   })
-  .finally(() => {
+  .finally(async () => {
     for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
+    await atEnd().catch((err) => console.error(`dropping the schema: ${(err as Error).message}`));
   });
+process.once('SIGINT', () => {
+  for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
+  void atEnd().finally(() => process.exit(130));
+});
