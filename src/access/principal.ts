@@ -60,6 +60,20 @@ function internScopes(scopes: string[] | null): ReadonlySet<string> {
 }
 const NO_MEMBERSHIPS: ReadonlyMap<number, Role> = new Map();
 
+// The driver reads every text column as a fresh string per row: the few values of a key's type, role and
+// plan are kept once each, not once per cached principal (issue 25).
+const plans = new Map<string, string>();
+function internPlan(plan: string | null): string | null {
+  if (plan === null) return null;
+  let v = plans.get(plan);
+  if (v === undefined) {
+    if (plans.size >= 1_000) plans.clear();
+    plans.set(plan, (v = plan));
+  }
+  return v;
+}
+const internRole = (role: string | null): Role | null => ROLES.find((r) => r === role) ?? (role as Role | null);
+
 /**
  * One query per key, plus one for a personal key's memberships. Revoked keys resolve to null; expired
  * ones resolve with an expiresAt in the past (the caller refuses them by time, as it does cached ones).
@@ -95,15 +109,15 @@ export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: K
   }
   return {
     keyId: k.id,
-    keyType: k.type,
+    keyType, // equal to k.type, checked above
     organizationId: k.organization_id,
-    plan: k.plan,
+    plan: internPlan(k.plan),
     apiAccess: k.api_access,
     paused: k.paused,
     scopes: internScopes(k.scopes),
     workspaceId: k.workspace_id,
     workspaceDeleted: k.type === 'workspace' ? Boolean(k.ws_deleted) || k.ws_org !== k.organization_id : false,
-    role: k.role,
+    role: internRole(k.role),
     userId: k.user_id,
     orgRole: k.org_role ?? null,
     memberships,

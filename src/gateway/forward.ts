@@ -7,7 +7,9 @@
 // and the response head is cleaned: hop-by-hop fields and the fields the gateway owns (its rate-limit
 // headers, Retry-After, X-Request-Id) never come from the upstream.
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+// The Pool's own file, not undici's index (src/gateway/undici-pool.d.ts).
+import Pool from 'undici/lib/dispatcher/pool.js';
 import { connectionOptions, type ResponseFields } from './fields.js';
 
 export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';

@@ -120,12 +120,42 @@ function identityOf(p: Principal, g: Granted | null): Identity {
   return id;
 }
 
-// The identity header does not change per request for one principal and grant: encode it once.
-const identities = new WeakMap<Principal, Map<string, string>>();
+// The identity header does not change per request for one principal and grant: encoded once. Nearly
+// every principal is forwarded under one grant only (a workspace key acts in its workspace at its role),
+// so that one is kept in a small record; a Map is made for a principal seen under a second grant (a
+// personal key in several workspaces). A Map per principal cost about 350 bytes per cached key in V8's
+// heap (its table and itself), the record about 40 (bench/RESULTS.md, issue 25).
+interface Encoded {
+  granted: boolean;
+  workspaceId: number | null;
+  role: string | null;
+  identity: string;
+}
+const identities = new WeakMap<Principal, Encoded | Map<string, string>>();
+const grantKey = (g: Granted | null) => (g ? `${g.workspaceId}|${g.role}` : '');
 function identityHeader(principal: Principal, grant: Granted | null): string {
-  let byGrant = identities.get(principal);
-  if (!byGrant) identities.set(principal, (byGrant = new Map()));
-  const k = grant ? `${grant.workspaceId}|${grant.role}` : '';
+  const held = identities.get(principal);
+  if (held === undefined) {
+    const identity = encodeIdentity(identityOf(principal, grant));
+    identities.set(principal, {
+      granted: grant !== null,
+      workspaceId: grant?.workspaceId ?? null,
+      role: grant?.role ?? null,
+      identity,
+    });
+    return identity;
+  }
+  let byGrant: Map<string, string>;
+  if (held instanceof Map) byGrant = held;
+  else if (
+    grant === null ? !held.granted : held.granted && held.workspaceId === grant.workspaceId && held.role === grant.role
+  )
+    return held.identity;
+  else {
+    byGrant = new Map([[grantKey(held.granted ? held : null), held.identity]]);
+    identities.set(principal, byGrant);
+  }
+  const k = grantKey(grant);
   let v = byGrant.get(k);
   if (v === undefined) byGrant.set(k, (v = encodeIdentity(identityOf(principal, grant))));
   return v;

@@ -5,7 +5,7 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Identity } from '../verifier/index.js';
 
 export type { Identity };
-export { contentDigest } from '../verifier/index.js';
+export { contentDigest } from '../verifier/digest.js';
 
 export function encodeIdentity(id: Identity): string {
   return Buffer.from(JSON.stringify(id)).toString('base64url');

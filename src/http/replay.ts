@@ -3,7 +3,7 @@
 // signature rather than the request id is the nonce: a client may legitimately reuse its
 // X-Request-Id, but every forwarded request carries a new timestamp and so a new signature.
 import { LRUCache } from 'lru-cache';
-import { MAX_AGE_MS } from '../verifier/index.js';
+import { MAX_AGE_MS } from '../verifier/digest.js';
 
 export interface ReplayGuard {
   /** True the first time `signature` is seen within the window; false for a replay. */

@@ -85,12 +85,9 @@ export interface ReplayCache {
   firstSeen(id: string, expiresAtMs: number): boolean | Promise<boolean>;
 }
 
-export const MAX_AGE_MS = 60_000;
+import { MAX_AGE_MS, contentDigest } from './digest.js';
 
-/** The RFC 9530 Content-Digest value of a body, as the gateway computes it. */
-export function contentDigest(body: Buffer | Uint8Array | string): string {
-  return `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
-}
+export { MAX_AGE_MS, contentDigest };
 
 /** The string the gateway's HMAC signs (see the top of this file). */
 export function hmacSigningString(p: {

@@ -171,6 +171,25 @@ describe('forwarding', () => {
     expect(id).toMatchObject({ keyType: 'personal', userId: 11, workspaceId: 100, role: 'EDITOR' });
   });
 
+  it('one personal key in two workspaces: each request carries the identity of its own grant', async () => {
+    // The encoded identity is kept per principal and grant (src/gateway/upstream.ts): the first grant in
+    // a small record, a second one moves both into a map; none may answer for another.
+    const idOf = async (path: string) => {
+      const before = rec.seen.length;
+      const r = await raw(s.gatewayUrl, 'GET', path, { authorization: `Bearer ${K.ownerPk}` });
+      expect(r.status).toBe(200);
+      return JSON.parse(Buffer.from(rec.seen[before].headers['x-gateway-identity'] as string, 'base64url').toString());
+    };
+    const order = [100, 101, 100, 101, 100];
+    for (const ws of order)
+      expect(await idOf(`/v2/workspaces/${ws}/tags`)).toMatchObject({
+        keyType: 'personal',
+        userId: 10,
+        workspaceId: ws,
+        role: 'OWNER',
+      });
+  });
+
   it('a /v1 key is not a /v2 key (150002), and a /v2 key is not a /v1 key', async () => {
     const v2 = await raw(
       s.gatewayUrl,

@@ -1,0 +1,12 @@
+// The parts of the identity contract (docs/decisions.md section 5) that the gateway's signing shares with
+// the verifier, apart from index.ts so the gateway's process does not load `jose` for them (issue 25):
+// index.ts re-exports both.
+import { createHash } from 'node:crypto';
+
+/** How old a signed identity may be when it is verified. */
+export const MAX_AGE_MS = 60_000;
+
+/** The RFC 9530 Content-Digest value of a body, as the gateway computes it. */
+export function contentDigest(body: Buffer | Uint8Array | string): string {
+  return `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
+}
