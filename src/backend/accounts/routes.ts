@@ -6,7 +6,7 @@ import type { Row } from '../../db/index.js';
 import { idParam, pagination, parse, queryObject, type Ctx, type Reply, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
 import { orgOfWorkspace } from '../warmup/index.js';
-import { assertTagsExist, replaceAccountTags } from '../tags/queries.js';
+import { assertTagsExist, replaceAccountTags } from '../tags/index.js';
 import {
   accountRecord,
   getAccount,

@@ -5,3 +5,5 @@ import { schemas } from './schemas.js';
 import { seed } from './seed.js';
 
 export const tags: BackendDomain = { name: 'tags', register, schemas, seed };
+export { assertTagsExist } from './rules.js';
+export { replaceAccountTags } from './queries.js';

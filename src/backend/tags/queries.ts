@@ -1,6 +1,5 @@
 // The SQL of tags: the tags of a workspace and the tags of an account, and the seed file's tags and
 // tag assignments.
-import { ApiError } from '../../http/errors.js';
 import type { Queryable } from '../../db/index.js';
 
 export interface Tag {
@@ -31,24 +30,13 @@ export async function listTags(db: Queryable, workspaceId: number): Promise<Tag[
   ]);
 }
 
-/** Every id must be a tag of the workspace; otherwise 400 naming the unknown ids. Returns the distinct ids. */
-export async function assertTagsExist(db: Queryable, workspaceId: number, tagIds: number[]): Promise<number[]> {
-  const ids = [...new Set(tagIds)];
-  if (!ids.length) return ids;
+/** Which of `ids` are tags of the workspace. */
+export async function knownTagIds(db: Queryable, workspaceId: number, ids: number[]): Promise<Set<number>> {
   const rows = await db.query(`SELECT id FROM tags WHERE workspace_id = $1 AND id = ANY($2::int[])`, [
     workspaceId,
     ids,
   ]);
-  const known = new Set(rows.map((r) => r.id as number));
-  const unknown = ids.filter((id) => !known.has(id));
-  if (unknown.length) {
-    throw new ApiError('invalid_request', `tagIds: unknown tag ids in this workspace: ${unknown.join(', ')}`, {
-      field: 'tagIds',
-      unknownTagIds: unknown,
-      issues: [{ field: 'tagIds', message: `unknown tag ids: ${unknown.join(', ')}` }],
-    });
-  }
-  return ids;
+  return new Set(rows.map((r) => r.id as number));
 }
 
 /** Replace the account's tags with `tagIds` (already checked to belong to the account's workspace). */

@@ -3,7 +3,8 @@
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Router } from '../router.js';
 import { getAccount } from '../mailbox/index.js';
-import { assertTagsExist, findTagByName, insertTag, listTags, replaceAccountTags } from './queries.js';
+import { findTagByName, insertTag, listTags, replaceAccountTags } from './queries.js';
+import { assertTagsExist } from './rules.js';
 import { createSchema, setTagsSchema } from './schemas.js';
 
 const WS = '/v2/workspaces/{workspaceId}';
