@@ -66,6 +66,24 @@ export default tseslint.config(
     },
   },
   {
+    // A backend domain reaches another only through that one's index.ts, which says what it offers;
+    // its other files may change without the rest of the backend noticing.
+    files: ['src/backend/*/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./[a-z-]+/(?!index\\.js$)[^/]+$',
+              message: "Import another backend domain through its index.ts (CONTRIBUTING: 'A domain').",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests and benchmarks stub freely; `any` in a fake is not a hole in the product's types.
     files: ['test/**', 'bench/**'],
     rules: {

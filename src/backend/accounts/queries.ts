@@ -2,8 +2,8 @@
 // query scoped by the path workspace, and the seed file's mailboxes (written by id). Account loading and
 // the record views are in ../mailbox/.
 import type { Queryable, Row } from '../../db/types.js';
-import type { sealMailbox } from '../credentials/accounts.js';
-import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/queries.js';
+import type { sealMailbox } from '../credentials/index.js';
+import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/index.js';
 import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {

@@ -26,7 +26,7 @@ import {
   lockAccountIds,
 } from './queries.js';
 import { bulkStatusSchema, bulkTagsSchema, connectSchema, listQuerySchema } from './schemas.js';
-import { sealMailbox } from '../credentials/accounts.js';
+import { sealMailbox } from '../credentials/index.js';
 import { isoOrNull } from '../../db/time.js';
 
 const WS = '/v2/workspaces/{workspaceId}';

@@ -5,7 +5,7 @@ import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/types.js';
 import { parse, type Ctx, type Reply, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/lookup.js';
+import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/index.js';
 import { accountIdParam, checkRange, emptyBody, loadAccount, orgOf, rate } from '../mailbox/index.js';
 import { deliverabilityBody } from './v1-schemas.js';
 import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';

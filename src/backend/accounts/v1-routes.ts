@@ -28,7 +28,7 @@ import {
   unassignTagNames,
 } from './queries.js';
 import { cancelPendingSends } from '../warmup/index.js';
-import { sealMailbox } from '../credentials/accounts.js';
+import { sealMailbox } from '../credentials/index.js';
 import { bulkDeleteBody, bulkStatusBody, connectBody, listQuery, tagsBody } from './v1-schemas.js';
 
 /** A new mailbox's max, as on /v2: 40, or the plan's per-mailbox cap when lower. */

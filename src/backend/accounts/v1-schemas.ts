@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { SchemaRegistry } from '../domain.js';
 import { connection } from './schemas.js';
-import { emptyBody, idList, notFoundItem } from '../mailbox/v1-schemas.js';
+import { emptyBody, idList, notFoundItem } from '../mailbox/index.js';
 import { isDate, isTimeZone } from '../time.js';
 import { DB_ID, isDbId } from '../../config/contract.js';
 

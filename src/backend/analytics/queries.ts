@@ -13,7 +13,7 @@
 // Every message has exactly one outcome, so deliverabilityRate + spamRate + bounceRate = 100 (up to
 // rounding) when sent > 0. With no sends every count and rate is 0 (never a 404, never null).
 import type { Queryable } from '../../db/index.js';
-import { ORG_ACCOUNTS } from '../mailbox/queries.js';
+import { ORG_ACCOUNTS } from '../mailbox/index.js';
 
 export const WINDOW_DAYS = 30;
 

@@ -4,7 +4,7 @@ import { ApiError } from '../../http/errors.js';
 import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { idParam, type Ctx, type Router } from '../router.js';
-import { readOrgBudget, quotasView } from '../provisioning/quotas.js';
+import { readOrgBudget, quotasView } from '../provisioning/index.js';
 import { resolveCapabilities } from './capabilities.js';
 import { findOrganization, mailboxCounts, orgRoleOf } from './queries.js';
 import { IP_LIMIT, WINDOW_SECONDS } from '../../config/contract.js';

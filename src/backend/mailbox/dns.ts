@@ -1,7 +1,7 @@
 // Live DNS checks of an account's sending domain, kept as the account's last check, and the setup
 // score built from them.
 import { ApiError } from '../../http/errors.js';
-import { checkDomain, domainOf, type DomainChecks } from '../dns/lookup.js';
+import { checkDomain, domainOf, type DomainChecks } from '../dns/index.js';
 import type { BackendServices } from '../services.js';
 import { storeDnsCheck } from './queries.js';
 

@@ -2,7 +2,7 @@
 // an organization for /v1), settling lowered limits that are due, the warmup sends behind the scores,
 // and the stored DNS check. Passwords are stripped in SQL (`smtp - 'password'`), so no read path holds them.
 import type { Queryable, Row } from '../../db/types.js';
-import type { DomainChecks } from '../dns/lookup.js';
+import type { DomainChecks } from '../dns/index.js';
 
 /** The columns of an account read, with its tags; `a` is the accounts alias. */
 export const ACCOUNT_COLUMNS = `a.id, a.workspace_id, a.email_address, a.from_name, a.provider, a.status, a.verification,

@@ -5,3 +5,4 @@ import { schemas } from './schemas.js';
 import { seed } from './seed.js';
 
 export const notifications: BackendDomain = { name: 'notifications', register, schemas, seed };
+export { notify } from './queries.js';

@@ -29,7 +29,7 @@ import type { Plans } from '../../config/plans.js';
 import type { Clock } from '../../limits/types.js';
 import { planOf } from '../../config/plans.js';
 import { ApiError } from '../../http/errors.js';
-import { notify } from '../notifications/queries.js';
+import { notify } from '../notifications/index.js';
 import { ProviderError, type ProviderClient, type Mailbox, type Provider } from './client.js';
 import {
   completeSync,

@@ -4,3 +4,4 @@ import { register } from './routes.js';
 import { schemas } from './schemas.js';
 
 export const provisioning: BackendDomain = { name: 'provisioning', register, schemas };
+export { readOrgBudget, quotasView } from './quotas.js';

@@ -1,7 +1,7 @@
 // Request schemas of provisioning and budgets (/v2 routes without a workspace segment).
 import { z } from 'zod';
 import type { SchemaRegistry } from '../domain.js';
-import { workspaceName } from '../workspace/schemas.js';
+import { workspaceName } from '../workspace/index.js';
 import { pgId, pgInt } from '../validation.js';
 
 export const budget = pgInt(0);

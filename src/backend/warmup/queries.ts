@@ -3,7 +3,7 @@
 // and the /v1 warmup routes' reads and writes. Column names passed to the update functions come from
 // the route's code, never from the request.
 import type { Queryable, Row } from '../../db/types.js';
-import { ORG_ACCOUNTS } from '../mailbox/queries.js';
+import { ORG_ACCOUNTS } from '../mailbox/index.js';
 
 // ---- the organization behind a workspace or an account ----------------------------------------------
 

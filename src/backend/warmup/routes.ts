@@ -3,7 +3,7 @@
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, queryObject, type Router } from '../router.js';
 import type { BackendServices } from '../services.js';
-import { requireInternal } from '../internal/auth.js';
+import { requireInternal } from '../internal/index.js';
 import { accountRecord, getAccount, getAccountById } from '../mailbox/index.js';
 import { patchSettings, patchSettingsSchema, readSettings } from './settings.js';
 import { pauseWarmup, recordVerification, startWarmup } from './lifecycle.js';

@@ -4,3 +4,4 @@ import { register } from './routes.js';
 import { schemas } from './schemas.js';
 
 export const workspace: BackendDomain = { name: 'workspace', register, schemas };
+export { workspaceName } from './schemas.js';

@@ -1,0 +1,2 @@
+// The internal interface: what other domains use from it (their internal routes' guard).
+export { requireInternal } from './auth.js';
