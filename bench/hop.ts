@@ -42,11 +42,12 @@ import { freePort, waitForPort, which } from './procs.js';
 import { nextIp, runLoad, runPaced, type LoadResult } from './load.js';
 import { median, noiseLine, pooled, ratio, slotOrder, verdict, type Ratio } from './hop-stats.js';
 import { machine, nginxConf } from './suite.js';
+import { tracingHooksCost } from './diagnostics/tracing-cost.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEERS = join(ROOT, 'bench', 'peers');
 /** The OTLP/HTTP sink keygate-traced exports to: it reads each export and answers an empty success. */
-const OTLP_SINK = `require('node:http')
+export const OTLP_SINK = `require('node:http')
   .createServer((req, res) => {
     req.resume();
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
@@ -165,6 +166,21 @@ interface FixedRound {
   bare: { rps: number; p50: number; p99: number };
   keygate: { rps: number; p50: number; p99: number };
   p99AddedMs: number;
+}
+
+/** One round of the tracing measure inside a keygate-traced process: every request sampled, and none. */
+interface SampledRound {
+  round: number;
+  proc: number;
+  noneUs: number;
+  allUs: number;
+  addedUs: number;
+}
+
+/** A W3C traceparent with fresh ids, marked sampled (flags 01) or not (00). */
+export function traceparent(sampled: boolean): string {
+  const ids = randomBytes(24).toString('hex');
+  return `00-${ids.slice(0, 32)}-${ids.slice(32)}-0${sampled ? 1 : 0}`;
 }
 
 /** keygate's seed for the suite: one organization on growth, one workspace, one key with read scopes. */
@@ -513,6 +529,7 @@ export async function runHopSuite(o: HopOptions) {
       runPaced({ url, path: PATH, connections: o.connections, duration: seconds, rate, headers });
     const results = new Map<TargetId, RoundRow[]>(loadable.map((t) => [t.id, []]));
     const fixed: FixedRound[] = [];
+    const sampledRounds: SampledRound[] = [];
     // Once, before round 1: every target twice the warm-up, so that no round-1 window carries a fresh
     // process's JIT compilation (the WORKERS=2 row has two processes to warm, each seeing half the load).
     log(`\nfirst warm-up: ${2 * o.warmup} s per process`);
@@ -609,6 +626,31 @@ export async function runHopSuite(o: HopOptions) {
           `  [${round}/${o.rounds}] fixed ${rate} req/s paced (${bare.name}, ${kg.name}): bare p50 ${f(b.p50, 2)} p99 ${f(b.p99, 2)} ms, keygate p50 ${f(k.p50, 2)} p99 ${f(k.p99, 2)} ms, p99 added ${f(k.p99 - b.p99, 2)} ms`,
         );
       }
+      // What tracing costs, measured inside one keygate-traced process so that no draw of one process
+      // against another enters (they differ by 10 to 30 %): the same process with every request
+      // sampled and with none (a W3C traceparent marked so; the sampler is parent-based), in turn.
+      // At a 1 % ratio a hundredth of the difference is added, besides the hooks every request runs.
+      const traced = turn('keygate-traced');
+      if (traced) {
+        const cpuOf = async (sampled: boolean) => {
+          const h = () => ({ ...headers(), traceparent: traceparent(sampled) });
+          await runLoad([{ url: traced.url, path: PATH, connections: o.connections, duration: o.warmup, headers: h }]);
+          const pids = traced.pids();
+          const c0 = ticks(pids);
+          const r = await runLoad([
+            { url: traced.url, path: PATH, connections: o.connections, duration: o.duration, headers: h },
+          ]);
+          return r.requests ? ((ticks(pids) - c0) * 1e6) / CLK_TCK / r.requests : NaN;
+        };
+        const [first, second] = round % 2 ? [false, true] : [true, false];
+        const one = await cpuOf(first);
+        const two = await cpuOf(second);
+        const [noneUs, allUs] = first ? [two, one] : [one, two];
+        sampledRounds.push({ round, proc: traced.proc, noneUs, allUs, addedUs: allUs - noneUs });
+        log(
+          `  [${round}/${o.rounds}] ${traced.name}: none sampled ${f(noneUs, 0)} µs/req, all sampled ${f(allUs, 0)} µs/req, a sampled request adds ${f(allUs - noneUs, 0)} µs`,
+        );
+      }
     }
 
     // ---- Summary: per target the median over its processes and rounds, and the spread between its
@@ -660,6 +702,22 @@ export async function runHopSuite(o: HopOptions) {
     const twoOverOne = ratioOf('keygate-2w', 'keygate', (x) => x.cpuUs);
     const tracedOverOff = ratioOf('keygate-traced', 'keygate', (x) => x.cpuUs);
     const kgCpu = ratioOf('keygate', 'bare', (x) => x.cpuUs);
+    // Tracing at 1 %: the hooks' cost (measured in this process, tracing-cost.ts) and a hundredth of
+    // what a sampled request adds, against the traced process's request with nothing sampled.
+    let tracingAt1: { value: number; rounds: number[]; hooksUs: number; addedUs: number; requestUs: number } | null =
+      null;
+    if (sampledRounds.length) {
+      const hooksUs = (await tracingHooksCost()).find((x) => x.name === '1 %')!.addedUs;
+      const addedUs = median(sampledRounds.map((x) => x.addedUs));
+      const requestUs = median(sampledRounds.map((x) => x.noneUs));
+      tracingAt1 = {
+        value: 1 + (hooksUs + 0.01 * addedUs) / requestUs,
+        rounds: sampledRounds.map((x) => 1 + (hooksUs + 0.01 * x.addedUs) / x.noneUs),
+        hooksUs,
+        addedUs,
+        requestUs,
+      };
+    }
     const p99Added = { median: median(fixed.map((x) => x.p99AddedMs)), rounds: fixed.map((x) => x.p99AddedMs) };
     const ratioTarget = (target: string, r: Ratio, limit: number, baseName: string) => ({
       target,
@@ -674,7 +732,22 @@ export async function runHopSuite(o: HopOptions) {
     const targetsOut = [
       ratioTarget('keygate CPU µs/req ≤ 1.10 × bare http-proxy-3', kgCpu, 1.1, 'bare'),
       ratioTarget('WORKERS=2 CPU µs/req ≤ 1.10 × one worker', twoOverOne, 1.1, 'keygate'),
-      ratioTarget('tracing at 1 % CPU µs/req ≤ 1.05 × tracing off', tracedOverOff, 1.05, 'keygate'),
+      ...(tracingAt1
+        ? [
+            {
+              target: 'tracing at 1 % CPU µs/req ≤ 1.05 × tracing off (inside the traced process)',
+              value: tracingAt1.value,
+              rounds: tracingAt1.rounds,
+              verdict: verdict(tracingAt1.value, 1.05),
+              noise: `hooks ${f(tracingAt1.hooksUs, 2)} µs + 1 % of ${f(tracingAt1.addedUs, 0)} µs a sampled request adds, on ${f(tracingAt1.requestUs, 0)} µs a request`,
+            },
+          ]
+        : []),
+      // Between processes, one traced against one untraced: within the processes' own spread (see its noise line).
+      {
+        ...ratioTarget('tracing at 1 % × tracing off, between processes', tracedOverOff, 1.05, 'keygate'),
+        verdict: 'INFO',
+      },
       {
         target: "p99 added ≤ +1 ms at half the bare proxy's throughput",
         value: p99Added.median,
@@ -750,6 +823,7 @@ export async function runHopSuite(o: HopOptions) {
         skipped,
         summary,
         fixed,
+        sampledRounds,
         targets: targetsOut,
         rounds: Object.fromEntries(results),
       },

@@ -11,6 +11,12 @@
 //   AB_TARGETS="bare=bare;a=bench/.build/a/cli.js;b=bench/.build/b/cli.js" npx tsx bench/diagnostics/builds-ab.ts
 // A target is name=entry, entry `bare`, `undici-min` or a keygate cli.js; `@--flag` adds a node flag
 // and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
+// AB_SAMPLED=on measures what tracing a request costs, inside each keygate process (so no draw of one
+// process against another enters): every keygate target exports to an OTLP sink with the
+// parent-based sampler at 1 %, and each round loads it twice, every request carrying a W3C
+// `traceparent` marked sampled in one window and not sampled in the other. The difference per request
+// is what a sampled request adds; at a 1 % ratio tracing adds a hundredth of it, plus the hooks every
+// request runs (bench/diagnostics/tracing-cost.ts).
 // Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off; CPU per request at that paced
 // rate too), AB_SATURATE (on; `off` runs only the paced rounds), DATABASE_URL (required).
 // Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
@@ -22,7 +28,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runLoad, runPaced, nextIp } from '../load.js';
-import { HOP_PATH as PATH, hopSeed, ticks, tree } from '../hop.js';
+import { HOP_PATH as PATH, OTLP_SINK, hopSeed, ticks, traceparent, tree } from '../hop.js';
 import { freePort, waitForPort } from '../procs.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -48,6 +54,35 @@ const start = (name: string, cmd: string, args: string[], e: Record<string, stri
 /** CPU time of processes so far, in µs (clock ticks of 10 ms). */
 const cpuUs = (pids: number[]) => ticks(pids) * 10_000;
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+
+/** AB_SAMPLED: each keygate target, round by round, with every request sampled and with none (see the head). */
+async function sampledRounds(targets: Target[], headers: () => Record<string, string>) {
+  const keygates = targets.filter((t) => t.adminPort !== null);
+  const rows: Record<string, { off: number[]; on: number[] }> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const t of round % 2 ? [...keygates].reverse() : keygates) {
+      for (const sampled of round % 2 ? [true, false] : [false, true]) {
+        const h = () => ({ ...headers(), traceparent: traceparent(sampled) });
+        await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers: h }]);
+        const pids = tree(t.pid);
+        const c0 = cpuUs(pids);
+        const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers: h }]);
+        const us = (cpuUs(pids) - c0) / r.requests;
+        (rows[t.name] ??= { off: [], on: [] })[sampled ? 'on' : 'off'].push(us);
+        console.log(
+          `round ${round + 1} ${t.name.padEnd(12)} ${sampled ? 'all sampled ' : 'none sampled'} ${Math.round(r.rps)} req/s  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`,
+        );
+      }
+    }
+  }
+  for (const [name, { off, on }] of Object.entries(rows)) {
+    const added = on.map((v, i) => v - off[i]);
+    const at1 = median(added.map((a, i) => (0.01 * a) / off[i]));
+    console.log(
+      `${name.padEnd(12)} none sampled ${median(off).toFixed(1)} µs/req, all sampled ${median(on).toFixed(1)} µs/req; a sampled request adds ${median(added).toFixed(1)} µs [${added.map((a) => a.toFixed(1)).join(', ')}]; at 1 %: +${(100 * at1).toFixed(2)} % of a request, besides the hooks`,
+    );
+  }
+}
 
 interface Target {
   name: string;
@@ -89,6 +124,20 @@ async function main() {
     GATEWAY_SECRET: SECRET,
   };
 
+  const sampledMode = env.AB_SAMPLED === 'on';
+  const otel: Record<string, string> = {};
+  if (sampledMode) {
+    const sinkPort = await freePort();
+    start('otlp-sink', process.execPath, ['-e', OTLP_SINK], { PORT: String(sinkPort) });
+    await waitForPort(sinkPort, 10_000);
+    Object.assign(otel, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sinkPort}`,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.01',
+      OTEL_SERVICE_NAME: 'keygate-ab',
+    });
+  }
+
   const targets: Target[] = [];
   for (const spec of (env.AB_TARGETS ?? 'bare=bare').split(';')) {
     const eq = spec.indexOf('=');
@@ -118,6 +167,7 @@ async function main() {
         PLANS_FILE: join(ROOT, 'bench', 'plans.json'),
         SEED_FILE: seed,
         ACCESS_LOG: 'off',
+        ...otel,
         ...vars,
       });
     }
@@ -134,8 +184,10 @@ async function main() {
     console.log(`warm-up ${t.name}: ${Math.round(r.rps)} req/s ${JSON.stringify(r.statuses)}`);
   }
 
+  if (sampledMode) await sampledRounds(targets, headers);
+
   const cpu: Record<string, number[]> = {};
-  for (let round = 0; round < (env.AB_SATURATE === 'off' ? 0 : rounds); round++) {
+  for (let round = 0; round < (env.AB_SATURATE === 'off' || sampledMode ? 0 : rounds); round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
       await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
       const pids = tree(t.pid);
