@@ -26,10 +26,10 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { runLoad, runPaced, nextIp } from '../load.js';
 import { HOP_PATH as PATH, OTLP_SINK, hopSeed, ticks, traceparent, tree } from '../hop.js';
 import { freePort, waitForPort } from '../procs.js';
+import { freshSchema, startRedisAndUpstream } from './stack.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const PEERS = join(ROOT, 'bench', 'peers');
@@ -95,26 +95,11 @@ async function main() {
   if (!databaseUrl) throw new Error('set DATABASE_URL (keygate reads its key from PostgreSQL)');
   // Ports from the bench's checked allocator (bench/ports.ts): counting up from a random port in
   // 40000-60000, unchecked, left one of six keygate targets without its port.
-  const redisPort = await freePort();
-  start(
-    'redis',
-    'redis-server',
-    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {},
-  );
-  const upstreamPort = await freePort();
-  start('upstream', process.execPath, [join(PEERS, 'upstream.mjs')], { PORT: String(upstreamPort) });
-  await Promise.all([waitForPort(redisPort, 10_000), waitForPort(upstreamPort, 10_000)]);
-  const schema = 'ab_' + randomBytes(3).toString('hex');
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
+  const { redisPort, upstreamPort } = await startRedisAndUpstream(start);
+  const { url: dbUrl, drop } = await freshSchema(databaseUrl, 'ab');
   const work = mkdtempSync(join(tmpdir(), 'builds-ab-'));
   const seed = join(work, 'seed.json');
   writeFileSync(seed, JSON.stringify(hopSeed(KEY)));
-  const dbUrl = new URL(databaseUrl);
-  dbUrl.searchParams.set('options', `-c search_path=${schema}`);
   const common = {
     HOST: '127.0.0.1',
     UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
@@ -268,9 +253,7 @@ async function main() {
       );
     }
   }
-  const end = new pg.Client({ connectionString: databaseUrl });
-  await end.connect();
-  await end.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => end.end());
+  await drop();
 }
 
 main()

@@ -32,9 +32,9 @@ import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { runLoad, nextIp } from '../load.js';
 import { freePort } from '../procs.js';
+import { freshSchema, startRedisAndUpstream } from './stack.js';
 import { benchSeed, manyKeys, ONE_KEY, WS } from '../seed.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -128,30 +128,10 @@ async function snap(pid: number, dir: string, n: number) {
 async function main() {
   if (!databaseUrl) throw new Error('set DATABASE_URL (keygate reads its keys from PostgreSQL)');
   if (!existsSync(entry)) throw new Error(`${entry} is absent: build it first (see the head of this file)`);
-  const redisPort = await freePort();
-  start(
-    'redis',
-    'redis-server',
-    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {},
-  );
-  const upstreamPort = await freePort();
-  start('upstream', process.execPath, [join(ROOT, 'bench', 'peers', 'upstream.mjs')], { PORT: String(upstreamPort) });
-  await sleep(500);
-
-  const schema = 'rss_' + randomBytes(3).toString('hex');
-  const admin = new pg.Client({ connectionString: databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.end();
+  const { redisPort, upstreamPort } = await startRedisAndUpstream(start);
+  const { url: dbUrl, drop } = await freshSchema(databaseUrl, 'rss');
   // Dropped at the end whatever happened (a failed or interrupted run leaves no schema behind).
-  atEnd = async () => {
-    const end = new pg.Client({ connectionString: databaseUrl });
-    await end.connect();
-    await end.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => end.end());
-  };
-  const dbUrl = new URL(databaseUrl);
-  dbUrl.searchParams.set('options', `-c search_path=${schema}`);
+  atEnd = drop;
   const seedFile = join(out, 'seed.json');
   writeFileSync(seedFile, JSON.stringify(benchSeed(keyCount)));
   const oneSeed = benchSeed(0);

@@ -1,0 +1,40 @@
+// What the diagnostics that start compiled gateways share: a private redis-server and the trivial
+// upstream on checked ports, and a PostgreSQL schema of the run's own.
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { freePort, waitForPort } from '../procs.js';
+
+const UPSTREAM = fileURLToPath(new URL('../peers/upstream.mjs', import.meta.url));
+
+type Start = (name: string, cmd: string, args: string[], env: Record<string, string>) => ChildProcess;
+
+/** redis-server and the upstream, started through the diagnostic's own `start` (its logs), both listening. */
+export async function startRedisAndUpstream(start: Start): Promise<{ redisPort: number; upstreamPort: number }> {
+  const redisPort = await freePort();
+  start(
+    'redis',
+    'redis-server',
+    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {},
+  );
+  const upstreamPort = await freePort();
+  start('upstream', process.execPath, [UPSTREAM], { PORT: String(upstreamPort) });
+  await Promise.all([waitForPort(redisPort, 10_000), waitForPort(upstreamPort, 10_000)]);
+  return { redisPort, upstreamPort };
+}
+
+/** A new schema named `<prefix>_<random>`: the DATABASE_URL that puts keygate in it, and its drop. */
+export async function freshSchema(databaseUrl: string, prefix: string): Promise<{ url: URL; drop(): Promise<void> }> {
+  const schema = `${prefix}_${randomBytes(3).toString('hex')}`;
+  const sql = async (text: string) => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(text).finally(() => client.end());
+  };
+  await sql(`CREATE SCHEMA ${schema}`);
+  const url = new URL(databaseUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url, drop: () => sql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+}
