@@ -55,6 +55,20 @@ const start = (name: string, cmd: string, args: string[], e: Record<string, stri
 const cpuUs = (pids: number[]) => ticks(pids) * 10_000;
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 
+/** A load on one target, and the CPU its processes spent on it per request. */
+async function measured<R extends { requests: number }>(t: Target, load: () => Promise<R>) {
+  const pids = tree(t.pid);
+  const c0 = cpuUs(pids);
+  const r = await load();
+  return { r, us: (cpuUs(pids) - c0) / r.requests };
+}
+
+/** One saturating window of `duration` s at 50 connections, after a second of warm-up. */
+async function saturated(t: Target, headers: () => Record<string, string>) {
+  await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
+  return measured(t, () => runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers }]));
+}
+
 /** AB_SAMPLED: each keygate target, round by round, with every request sampled and with none (see the head). */
 async function sampledRounds(targets: Target[], headers: () => Record<string, string>) {
   const keygates = targets.filter((t) => t.adminPort !== null);
@@ -63,11 +77,7 @@ async function sampledRounds(targets: Target[], headers: () => Record<string, st
     for (const t of round % 2 ? [...keygates].reverse() : keygates) {
       for (const sampled of round % 2 ? [true, false] : [false, true]) {
         const h = () => ({ ...headers(), traceparent: traceparent(sampled) });
-        await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers: h }]);
-        const pids = tree(t.pid);
-        const c0 = cpuUs(pids);
-        const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers: h }]);
-        const us = (cpuUs(pids) - c0) / r.requests;
+        const { r, us } = await saturated(t, h);
         (rows[t.name] ??= { off: [], on: [] })[sampled ? 'on' : 'off'].push(us);
         console.log(
           `round ${round + 1} ${t.name.padEnd(12)} ${sampled ? 'all sampled ' : 'none sampled'} ${Math.round(r.rps)} req/s  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`,
@@ -174,11 +184,7 @@ async function main() {
   const cpu: Record<string, number[]> = {};
   for (let round = 0; round < (env.AB_SATURATE === 'off' || sampledMode ? 0 : rounds); round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
-      await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 1, headers }]);
-      const pids = tree(t.pid);
-      const c0 = cpuUs(pids);
-      const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration, headers }]);
-      const us = (cpuUs(pids) - c0) / r.requests;
+      const { r, us } = await saturated(t, headers);
       (cpu[t.name] ??= []).push(us);
       console.log(
         `round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`,
@@ -207,19 +213,18 @@ async function main() {
       for (const t of round % 2 ? [...targets].reverse() : targets) {
         await lagOf(t); // prom-client resets its loop-delay histogram at each scrape
         const slow: [number, number][] = [];
-        const pids = tree(t.pid);
-        const c0 = cpuUs(pids);
         const t0 = performance.now();
-        const r = await runPaced({
-          url: t.url,
-          path: PATH,
-          connections: 50,
-          duration,
-          rate,
-          headers,
-          onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])),
-        });
-        const us = (cpuUs(pids) - c0) / r.requests;
+        const { r, us } = await measured(t, () =>
+          runPaced({
+            url: t.url,
+            path: PATH,
+            connections: 50,
+            duration,
+            rate,
+            headers,
+            onSample: (origin, ms) => void (ms > 5 && slow.push([origin - t0, ms])),
+          }),
+        );
         (fixedCpu[t.name] ??= []).push(us);
         const lag = await lagOf(t);
         // Slow requests (> 5 ms) grouped into episodes: gaps of more than 20 ms between them.
