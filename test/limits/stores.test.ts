@@ -399,6 +399,7 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
         [
           `${p}af:{192.0.2.30}:failures`,
           `${p}af:{192.0.2.31}:cooldown`,
+          `${p}af:{cooldowns}:latest`,
           `${p}av:{42}`,
           `${p}rl:{ip:203.0.113.7}:${MINUTE}`,
           `${p}rl:{k:1000:read}:${MINUTE}`,
@@ -471,6 +472,80 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
     } finally {
       await stores.close();
     }
+  });
+
+  describe('the latest cooldown end', () => {
+    const spendFrom = (address: string) => ({
+      ip: address,
+      orgId: 5,
+      version: 0,
+      spend: [
+        { id: 'k:1:read', limit: 1000 },
+        { id: `ip:${address}`, limit: 100 },
+      ] as [CounterRef, CounterRef],
+    });
+
+    it("reads no address's cooldown while none runs, and every one while one does", async () => {
+      const p = `${prefix}latest-reads:`;
+      const stores = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock: fakeClock(T0) });
+      const monitor = await admin!.monitor();
+      const reads: string[] = [];
+      let seenEnd: () => void = () => {};
+      const end = new Promise<void>((resolve) => (seenEnd = resolve));
+      // MONITOR shows the commands a script runs too; only this test's keys are counted.
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toLowerCase() !== 'get') return;
+        if (args[1] === `${p}end`) seenEnd();
+        else if (args[1]?.startsWith(`${p}af:{`)) reads.push(args[1]);
+      });
+      try {
+        const batch = () => Promise.all(Array.from({ length: 8 }, (_, n) => stores.gate(spendFrom(`198.51.100.${n}`))));
+        expect((await batch()).every((g) => g.kind === 'spent')).toBe(true);
+        for (let n = 0; n < 5; n++) await stores.cooldown.recordFailure('198.51.100.3');
+        const cooling = await batch();
+        expect(cooling[3]).toEqual({ kind: 'cooldown', seconds: 900 });
+        expect(cooling.filter((g) => g.kind === 'spent')).toHaveLength(7);
+        // MONITOR's lines arrive in order: once this GET's line is in, every earlier one is.
+        await admin!.get(`${p}end`);
+        await end;
+        const perAddress = reads.filter((k) => k.endsWith(':cooldown'));
+        // The first batch read only the latest end; the second, it and each of its 8 addresses' cooldowns.
+        expect(perAddress.filter((k) => !k.includes('{198.51.100.3}'))).toHaveLength(7);
+        expect(reads.filter((k) => k === `${p}af:{cooldowns}:latest`).length).toBeGreaterThanOrEqual(2);
+        expect(perAddress.filter((k) => k.includes('{198.51.100.3}'))).toHaveLength(
+          // the failure script's own read of it (each of 5 failures) and the gate's
+          6,
+        );
+      } finally {
+        monitor.disconnect();
+        await stores.close();
+      }
+    });
+
+    it('keeps the latest end of all: an earlier cooldown ending does not end a later one, whatever the clocks', async () => {
+      const p = `${prefix}latest-ends:`;
+      const ahead = fakeClock(T0 + 10 * 60_000);
+      const behind = fakeClock(T0);
+      const a = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock: ahead });
+      const b = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock: behind });
+      try {
+        // An instance whose clock is 10 minutes ahead cools one address down until T0 + 25 min; one
+        // behind cools another until T0 + 15 min, which must not lower what the first set.
+        for (let n = 0; n < 5; n++) await a.cooldown.recordFailure('198.51.100.40');
+        for (let n = 0; n < 5; n++) await b.cooldown.recordFailure('198.51.100.41');
+        expect(await admin!.get(`${p}af:{cooldowns}:latest`)).toBe(String(T0 + 25 * 60_000));
+        behind.set(T0 + 16 * 60_000);
+        expect(await b.gate(spendFrom('198.51.100.41'))).toMatchObject({ kind: 'spent' });
+        expect(await b.gate(spendFrom('198.51.100.40'))).toEqual({ kind: 'cooldown', seconds: 540 });
+        behind.set(T0 + 25 * 60_000);
+        expect(await b.gate(spendFrom('198.51.100.40'))).toMatchObject({ kind: 'spent' });
+        // The key lives as long as the cooldowns it stands for, no longer.
+        expect(await admin!.pttl(`${p}af:{cooldowns}:latest`)).toBeGreaterThan(14 * 60_000);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
   });
 
   it('fails a gate call whose reply is missing from its batch instead of leaving it waiting', async () => {
