@@ -5,6 +5,9 @@
 // a window, as in the shared harness, so a quarter of the IP counters are new and get their PEXPIRE).
 // Run: node bench/diagnostics/gate-redis-cpu.mjs                 (needs redis-server on PATH)
 //      GATE_BASE=<commit> GATE_ROUNDS=6 node bench/diagnostics/gate-redis-cpu.mjs
+// GATE_IPS (5,000) sets the addresses in turn (16000000: every counter new, as in the shared harness,
+// whose addresses rotate through a /16 faster than a window), GATE_BATCH (16) the requests per script
+// (the harness's batches hold about 9), GATE_ALT a file holding a hand-written script to compare.
 import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -21,7 +24,9 @@ if (process.env.GATE_BASE)
   );
 // Scripts before the numeric operation field took 's2' for a spend of two counters.
 const spendOfTwo = (lua) => (lua.includes('string.match(op') ? 's2' : '2');
+if (process.env.GATE_ALT) variants.alt = readFileSync(process.env.GATE_ALT, 'utf8');
 const IPS = Number(process.env.GATE_IPS ?? 5000);
+const B = Number(process.env.GATE_BATCH ?? 16);
 const ROUNDS = Number(process.env.GATE_ROUNDS ?? 3);
 
 const port = 20000 + Math.floor(Math.random() * 20000);
@@ -44,7 +49,6 @@ try {
     for (const name of order) {
       const op = spendOfTwo(variants[name]);
       const N = 20_000;
-      const B = 16;
       const now = Date.now();
       const start = now - (now % 60_000);
       const c0 = await cpu();
@@ -55,7 +59,14 @@ try {
           const ip = `10.${(a >> 16) & 255}.${(a >> 8) & 255}.${a & 255}`;
           fields += `0\n${op}\nkg:af:{${ip}}:cooldown\nkg:av:{7}\nkg:rl:{k:1:read}:${start}\nkg:rl:{ip:${ip}}:${start}\n`;
         }
-        const reply = await r[`gate${names.indexOf(name)}`](now, 65_000, fields, 86_400_000);
+        // Scripts before the latest cooldown end (ARGV[5]) ignore the extra argument.
+        const reply = await r[`gate${names.indexOf(name)}`](
+          now,
+          65_000,
+          fields,
+          86_400_000,
+          'kg:af:{cooldowns}:latest',
+        );
         if (reply.split('\n').length !== B || !reply.startsWith('s ')) throw new Error(`unexpected reply: ${reply}`);
       }
       const us = ((await cpu()) - c0) / N;

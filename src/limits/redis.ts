@@ -6,6 +6,8 @@
 //   <prefix>rl:{<counter id>}:<window start ms>   fixed-window counter, TTL = rest of window + slack
 //   <prefix>af:{<address>}:failures                hash {n, until}: failed authentications, TTL 15 min
 //   <prefix>af:{<address>}:cooldown                cooldown end (clock ms), TTL 15 min
+//   <prefix>af:{cooldowns}:latest                  the latest end of any cooldown (clock ms), TTL 15 min
+//                                                  from the last one set; standalone only (see FAILURE_LUA)
 // where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
 //   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day
@@ -184,7 +186,11 @@ end
 return out
 `;
 
-// KEYS[1]: failures hash, KEYS[2]: cooldown key (same hash tag, so same slot).
+// KEYS[1]: failures hash, KEYS[2]: cooldown key (same hash tag, so same slot), KEYS[3] (standalone
+// only): the latest end of any cooldown, which the gate script reads once per batch and skips every
+// address's cooldown key while it lies in the past (GATE_LUA). It is raised, never lowered, in the same
+// step as the cooldown and with the same TTL, so it outlives every cooldown key; a Cluster cannot hold
+// it beside KEYS[1..2] (another slot), and its gate reads each address's cooldown anyway.
 // ARGV: now, failure window end, failure limit, cooldown end, TTL of both (ms).
 // The failure window's end is kept in the hash and compared with the caller's clock, so every
 // instance (and a test's fake clock) agrees on it; the PX TTL only frees the memory afterwards.
@@ -207,6 +213,9 @@ local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
 if n >= tonumber(ARGV[3]) then
   redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
   redis.call('DEL', KEYS[1])
+  if KEYS[3] and tonumber(ARGV[4]) > tonumber(redis.call('GET', KEYS[3]) or '0') then
+    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[5])
+  end
 end
 return 0
 `;
@@ -242,15 +251,8 @@ interface ScriptCommands {
   keygateMonthSpend(key: string, quota: number, ttlMs: number): Promise<number>;
   keygateLimitAdd(key: string, count: number, ttlMs: number): Promise<number>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
-  keygateRecordFailure(
-    failuresKey: string,
-    cooldownKey: string,
-    now: number,
-    failuresUntil: number,
-    limit: number,
-    cooldownUntil: number,
-    ttlMs: number,
-  ): Promise<number>;
+  /** KEYS: the failures hash, the cooldown key and (standalone) the latest cooldown's end; see FAILURE_LUA. */
+  keygateRecordFailure(numKeys: 2 | 3, ...keysThenArgs: (string | number)[]): Promise<number>;
   keygateFleetBeat(fleetKey: string, id: string, ttlMs: number): Promise<number>;
 }
 
@@ -360,7 +362,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const redis = opts.redis;
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(HIT_CMD, { lua: HIT_LUA });
-  redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA, numberOfKeys: 2 });
+  redis.defineCommand(FAILURE_CMD, { lua: FAILURE_LUA });
   redis.defineCommand(MONTH_CMD, { lua: MONTH_LUA, numberOfKeys: 1 });
   redis.defineCommand(ADD_CMD, { lua: ADD_LUA, numberOfKeys: 1 });
   redis.defineCommand(FLEET_BEAT_CMD, { lua: FLEET_BEAT_LUA, numberOfKeys: 1 });
@@ -371,6 +373,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
   const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
   const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
+  const latestCooldownKey = `${prefix}af:{cooldowns}:latest`;
   const fleetKey = `${prefix}fleet:{gateways}`;
 
   /**
@@ -394,7 +397,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     : createGateBatcher({
         redis: redis as Redis,
         clock,
-        keys: { counter: counterKey, cooldown: cooldownKey, version: versionKey },
+        keys: { counter: counterKey, cooldown: cooldownKey, version: versionKey, latestCooldown: latestCooldownKey },
         ttlSlackMs: TTL_SLACK_MS,
       });
 
@@ -482,9 +485,12 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
       },
       async recordFailure(ip) {
         const now = clock.now();
+        const keys = cluster
+          ? [failuresKey(ip), cooldownKey(ip)]
+          : [failuresKey(ip), cooldownKey(ip), latestCooldownKey];
         return scripts.keygateRecordFailure(
-          failuresKey(ip),
-          cooldownKey(ip),
+          keys.length as 2 | 3,
+          ...keys,
           now,
           now + FAILURE_WINDOW_MS,
           FAILURE_LIMIT,
