@@ -9,7 +9,8 @@
 //   npx tsc -p tsconfig.build.json --outDir bench/.build/<name> && cp -r src/db/migrations bench/.build/<name>/db/
 // Run:
 //   AB_TARGETS="bare=bare;a=bench/.build/a/cli.js;b=bench/.build/b/cli.js" npx tsx bench/diagnostics/builds-ab.ts
-// A target is name=entry, entry `bare`, `undici-min` or a keygate cli.js; `@--flag` adds a node flag
+// A target is name=entry, entry `bare`, `undici-min`, `floor` (node:http + undici dispatch, no checks:
+// bench/peers/dispatch-floor.mjs) or a keygate cli.js; `@--flag` adds a node flag
 // and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
 // AB_SAMPLED=on measures what tracing a request costs, inside each keygate process (so no draw of one
 // process against another enters): every keygate target exports to an OTLP sink with the
@@ -32,6 +33,12 @@ import { freePort, waitForPort } from '../procs.js';
 import { freshSchema, startRedisAndUpstream } from './stack.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** Targets that are not keygate builds: their files in bench/peers/. */
+const PEER_FILES: Record<string, string> = {
+  bare: 'bare-proxy.mjs',
+  'undici-min': 'undici-min.mjs',
+  floor: 'dispatch-floor.mjs',
+};
 const PEERS = join(ROOT, 'bench', 'peers');
 const env = process.env;
 const rounds = Number(env.AB_ROUNDS ?? 3);
@@ -142,13 +149,12 @@ async function main() {
     const p = await freePort();
     let cp: ChildProcess;
     let adminPort: number | null = null;
-    if (entry === 'bare' || entry === 'undici-min') {
-      cp = start(
-        name,
-        process.execPath,
-        [...flags, join(PEERS, entry === 'bare' ? 'bare-proxy.mjs' : 'undici-min.mjs')],
-        { ...common, PORT: String(p), ...vars },
-      );
+    if (entry in PEER_FILES) {
+      cp = start(name, process.execPath, [...flags, join(PEERS, PEER_FILES[entry])], {
+        ...common,
+        PORT: String(p),
+        ...vars,
+      });
     } else {
       adminPort = await freePort();
       cp = start(name, process.execPath, [...flags, resolve(ROOT, entry), 'gateway'], {
