@@ -487,7 +487,11 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
 
     it("reads no address's cooldown while none runs, and every one while one does", async () => {
       const p = `${prefix}latest-reads:`;
-      const stores = createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: p, clock: fakeClock(T0) });
+      const stores = createRedisStores({
+        redis: createRedisClient({ url: REDIS_URL }),
+        prefix: p,
+        clock: fakeClock(T0),
+      });
       const monitor = await admin!.monitor();
       const reads: string[] = [];
       let seenEnd: () => void = () => {};
