@@ -95,12 +95,11 @@ function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingH
   const xff = h['x-forwarded-for'];
   out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
   out['x-forwarded-proto'] = proto;
-  const forwarded = [`for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip}`, `proto=${proto}`];
+  const forwarded = `for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip};proto=${proto}`;
   if (host && HOST.test(host)) {
     out['x-forwarded-host'] = host;
-    forwarded.push(`host="${host}"`);
-  }
-  out.forwarded = forwarded.join(';');
+    out.forwarded = `${forwarded};host="${host}"`;
+  } else out.forwarded = forwarded;
 }
 
 /** What the upstream is told of the request's key: the principal, at the role and workspace granted. */
@@ -227,14 +226,26 @@ export function forwardAuthorized(
   );
 }
 
-/** Read the body (only now: the request is authorized and within its limits), then forward. */
-export async function forwardWithBody(
+/**
+ * Read the body (only now: the request is authorized and within its limits), then forward. A request
+ * without a body is forwarded at once, without a promise of its own.
+ */
+export function forwardWithBody(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+): Promise<void> | void {
+  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
+  return readAndForward(deps, ctx, principal, grant);
+}
+
+async function readAndForward(
   deps: GatewayDeps,
   ctx: RequestContext,
   principal: Principal,
   grant: Granted | null,
 ): Promise<void> {
-  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
   const owner = { key: String(principal.keyId), address: ctx.ip };
   const body = await readBody(ctx.req, ctx.res, {
     maxBytes: deps.bodyLimitBytes,
