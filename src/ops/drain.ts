@@ -35,7 +35,11 @@ export interface ReportedDrainable extends Drainable {
   ended(req: http.IncomingMessage): void;
 }
 
-/** A connection's requests in progress, and since when it has had none. */
+/**
+ * A connection's requests in progress, and since when it has had none. That moment counts only from
+ * the drain's start on (the grace runs from the later of the two), so before it any earlier time will
+ * do and the clock is not read for every request.
+ */
 interface Use {
   active: number;
   idleSince: number;
@@ -64,7 +68,7 @@ export function drainable(server: http.Server, reported?: 'reported'): ReportedD
     const use = uses.get(req.socket);
     if (!use) return;
     use.active--;
-    use.idleSince = Date.now();
+    use.idleSince = draining ? Date.now() : 0;
   };
   if (reported === undefined) {
     // Runs before the request handlers (listeners are called in order; this one is added first).
