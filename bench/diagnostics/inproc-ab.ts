@@ -6,6 +6,9 @@
 // minute to the next: here the builds share the process (the same undici, ioredis, pino and node:http
 // instances, one heap) and neighbouring windows share the machine's moment. What differs is keygate's
 // own code. Absolute figures are not those of a gateway alone (shared call sites see several builds).
+// It does not remove the machine's own noise: on 2026-11-26 at 14:00 UTC, with another benchmark
+// running on the same 2 cores, one build against itself read 0.72 to 1.68 from one window to the next
+// (12 rounds of 2 s), no steadier than builds-ab.ts's separate processes in that hour.
 //
 // Build each variant first:
 //   npx tsc -p tsconfig.build.json --outDir bench/.build/<name> && cp -r src/db/migrations bench/.build/<name>/db/

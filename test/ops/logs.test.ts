@@ -274,6 +274,25 @@ describe('the access line writer', () => {
     expect(strip(viaWriter.raw())).toBe(strip(viaPino.raw()));
   });
 
+  it('writes every duration, route and method as pino does, line after line', async () => {
+    const viaPino = capture('info');
+    const viaWriter = capture('info');
+    const write = accessLogWriter(viaWriter.log);
+    const durations = [0, -0, 0.04, 0.05, 0.95, 1, 9.96, 12.345, 99.99, 1234.56, 1e7 + 0.3, 1e16 + 0.5];
+    for (let i = 0; i < 200; i++) durations.push(Math.random() * 10 ** (i % 7));
+    const routes = ['/v2/workspaces/{workspaceId}/tags', 'unmatched', 'unmatched "q"', '/v2/x?y=1'];
+    const methods = ['GET', 'GET', 'POST', 'DELETE'];
+    durations.forEach((ms, i) => {
+      const line = { ...source, ms, route: routes[i % 4], method: methods[(i >> 2) % 4] };
+      logAccess(viaPino.log, line);
+      write(line);
+    });
+    await settle();
+    const strip = (raw: string) => raw.replace(/"time":\d+/g, '"time":0');
+    expect(viaWriter.lines).toHaveLength(durations.length);
+    expect(strip(viaWriter.raw())).toBe(strip(viaPino.raw()));
+  });
+
   it('keeps the child logger bindings and escapes what JSON must escape', async () => {
     const out = capture('info');
     const write = accessLogWriter(out.log.child({ worker: 2 }));
