@@ -10,6 +10,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
+import { headerNameToString } from 'undici/lib/core/util.js';
 import { connectionOptions, type ResponseFields } from './fields.js';
 
 export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';
@@ -65,7 +66,8 @@ function copyResponseHeaders(raw: Buffer[], status: number, head: ResponseFields
   let named: Set<string> | null = null;
   const names: string[] = new Array(raw.length >> 1);
   for (let i = 0; i < raw.length; i += 2) {
-    const name = (names[i >> 1] = raw[i].toString('latin1').toLowerCase());
+    // A known name is read from undici's table of lower-cased names, without a string made and lowered.
+    const name = (names[i >> 1] = headerNameToString(raw[i]));
     if (name === 'connection') named = connectionOptions(raw[i + 1].toString('latin1'));
   }
   let vary: string | null = null;
@@ -97,6 +99,73 @@ const TIMEOUT_CODES = new Set([
 ]);
 
 /**
+ * The forwarder's exchanges in the order their time runs out, under one timer. Every exchange of a
+ * forwarder has the same bound and each restart sets it from now, so an exchange restarted moves to
+ * the tail and the head is always the first due. A Node timer per exchange, restarted at the head and
+ * at every chunk, cost about 1 µs a request (a Timeout object, the libuv clock read on each restart);
+ * here a restart is a clock read and two links. An exchange removed is unlinked both ways and forgets
+ * its neighbours (src/ops/live-list.ts says why that matters to the young generation).
+ */
+class Deadlines {
+  private head: Exchange | null = null;
+  private tail: Exchange | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly ms: number) {}
+
+  /** (Re)starts the bound of `x` from `now` (performance.now()). */
+  restart(x: Exchange, now: number): void {
+    x.deadline = now + this.ms;
+    if (x !== this.tail) {
+      if (x.queued) this.unlink(x);
+      x.prev = this.tail;
+      if (this.tail) this.tail.next = x;
+      else this.head = x;
+      this.tail = x;
+      x.queued = true;
+    }
+    this.timer ??= setTimeout(this.expire, this.ms);
+  }
+
+  remove(x: Exchange): void {
+    if (!x.queued) return;
+    this.unlink(x);
+    if (this.head === null && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private unlink(x: Exchange): void {
+    if (x.prev) x.prev.next = x.next;
+    else this.head = x.next;
+    if (x.next) x.next.prev = x.prev;
+    else this.tail = x.prev;
+    x.prev = x.next = null;
+    x.queued = false;
+  }
+
+  private readonly expire = () => {
+    this.timer = null;
+    const now = performance.now();
+    // Within a millisecond of its bound counts as due: Node's own timers keep milliseconds of the loop's clock.
+    while (this.head && this.head.deadline - now < 1) {
+      const x = this.head;
+      this.unlink(x);
+      x.timedOut();
+    }
+    // A restart during the loop may have set a timer for a full bound; the head may be due sooner.
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = this.head ? setTimeout(this.expire, Math.ceil(this.head.deadline - now)) : null;
+  };
+}
+
+/**
  * One forwarded request: undici's dispatch handler. It may be aborted (timeout, client gone) before
  * undici hands it a connection; the abort is then applied as soon as it does.
  */
@@ -104,21 +173,31 @@ class Exchange implements Dispatcher.DispatchHandlers {
   private abortUpstream: ((err: Error) => void) | null = null;
   private reason: Error | null = null;
   private finished = false;
-  private readonly timer: NodeJS.Timeout;
   private readonly started = performance.now();
   private resumeUpstream: (() => void) | null = null;
+  private waitsForDrain = false;
+  /** Its place in the forwarder's Deadlines. */
+  deadline = 0;
+  queued = false;
+  prev: Exchange | null = null;
+  next: Exchange | null = null;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly head: ResponseFields,
     private readonly options: ForwarderOptions,
+    private readonly deadlines: Deadlines,
     private readonly onFail: (kind: UpstreamFailure) => void,
     private done: (() => void) | undefined,
   ) {
     // Bounded from the moment it is handed over: a queued request waits for a connection inside this.
-    // After the head the same timer bounds the silence between body chunks (restarted on each).
-    this.timer = setTimeout(() => this.abort(new UpstreamTimeout('upstream timeout')), options.timeoutMs);
+    // After the head the same bound applies to the silence between body chunks (restarted on each).
+    deadlines.restart(this, this.started);
     res.on('close', this.onClientClose);
+  }
+
+  timedOut(): void {
+    this.abort(new UpstreamTimeout('upstream timeout'));
   }
 
   /** The client went away: the upstream need not finish the work for nobody. */
@@ -127,11 +206,16 @@ class Exchange implements Dispatcher.DispatchHandlers {
     this.end();
   };
 
-  private readonly onDrain = () => {
+  /** Restarts the bound; a finished exchange has none (no longer in the Deadlines). */
+  private restart(now: number): void {
+    if (!this.finished) this.deadlines.restart(this, now);
+  }
+
+  private drained(): void {
     // The client took what was written: its pace, not the upstream's silence, held the body up.
-    this.timer.refresh();
+    this.restart(performance.now());
     this.resumeUpstream?.();
-  };
+  }
 
   private abort(err: Error): void {
     if (this.reason) return;
@@ -145,7 +229,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
   private end(): void {
     if (this.finished) return;
     this.finished = true;
-    clearTimeout(this.timer);
+    this.deadlines.remove(this);
     this.release();
   }
 
@@ -163,7 +247,8 @@ class Exchange implements Dispatcher.DispatchHandlers {
 
   onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
     if (statusCode < 200) return true; // an interim answer (102, 103): the final one follows
-    this.timer.refresh();
+    const now = performance.now();
+    this.restart(now);
     const { res, options } = this;
     if (res.headersSent || res.destroyed) {
       // Answered meanwhile (the drain's deadline) or the client is gone: nothing to relay, and that
@@ -173,18 +258,23 @@ class Exchange implements Dispatcher.DispatchHandlers {
       return false;
     }
     this.release();
-    options.observe?.((performance.now() - this.started) / 1000);
+    options.observe?.((now - this.started) / 1000);
     copyResponseHeaders(raw, statusCode, this.head, options.ownCors === true);
     res.writeHead(statusCode, statusText || undefined, this.head);
     this.resumeUpstream = resume;
-    res.on('drain', this.onDrain);
     return true;
   }
 
   onData(chunk: Buffer): boolean {
-    this.timer.refresh();
+    this.restart(performance.now());
     // false pauses the upstream until the client has taken what was written ('drain').
-    return this.res.write(chunk);
+    if (this.res.write(chunk)) return true;
+    // Listened to from the first time it is needed: most answers never fill the socket's buffer.
+    if (!this.waitsForDrain) {
+      this.waitsForDrain = true;
+      this.res.on('drain', () => this.drained());
+    }
+    return false;
   }
 
   onComplete(): void {
@@ -213,17 +303,18 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     pipelining: 1,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 600_000,
-    // Each Exchange's own timer bounds the head and the silences of the body; undici's own (pooled
-    // timers, swept every half second) would only repeat it.
+    // The Deadlines bound the head and the silences of the body; undici's own (pooled timers, swept
+    // every half second) would only repeat it.
     headersTimeout: 0,
     bodyTimeout: 0,
     connectTimeout: options.timeoutMs,
   });
   const basePath = base.pathname === '/' ? '' : base.pathname.replace(/\/$/, '');
+  const deadlines = new Deadlines(options.timeoutMs);
 
   return {
     forward(request, res, onFail, done) {
-      const exchange = new Exchange(res, request.head, options, onFail, done);
+      const exchange = new Exchange(res, request.head, options, deadlines, onFail, done);
       pool.dispatch(
         {
           origin: base.origin,
@@ -236,6 +327,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       );
     },
     close() {
+      deadlines.stop();
       return pool.destroy();
     },
   };

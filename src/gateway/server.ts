@@ -26,8 +26,9 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const inFlight = new LiveList<RequestContext>();
   const writeAccess = deps.accessLog ? accessLogWriter(deps.log) : null;
   const server = http.createServer();
-  const drain = drainable(server);
+  const drain = drainable(server, 'reported');
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    drain.began(req, res);
     // An answer given before its body was read (a refusal) lingers before the connection closes.
     if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
     const ctx = contextOf(deps, req, res);
@@ -35,6 +36,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
     // client went away first (then there is no answer to count).
     res.on('close', () => {
+      drain.ended(req);
       inFlight.delete(entry);
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
       ctx.span?.end(ctx.trace, res.writableFinished ? res.statusCode : 499);
@@ -43,7 +45,14 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
     deps.cors.decorate(req, res);
     if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
-    dispatch(deps, ctx).catch((err) => {
+    dispatch(deps, ctx)?.catch((err: unknown) => {
+      try {
+        // The outage itself is logged once per transition by the store's breaker, not once per request.
+        const unavailable = res.headersSent ? null : unavailableRefusal(err);
+        if (unavailable) return refuse(ctx, unavailable);
+      } catch (failed) {
+        err = failed;
+      }
       deps.log.error(
         { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
         'gateway request failed',
@@ -145,29 +154,29 @@ function recordAnswer(
     });
 }
 
-async function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
-  // The API description: before any step, without a key and spending nothing (a client reads it
-  // before it holds a key).
-  const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
-  if (doc) {
-    ctx.trace.route = ctx.path;
-    ctx.head.push(
-      'content-type',
-      'application/json; charset=utf-8',
-      'content-length',
-      doc.length,
-      'cache-control',
-      'public, max-age=300',
-    );
-    ctx.res.writeHead(200, ctx.head);
-    return void ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
-  }
+/** The API description, or the interface's pipeline (its promise; a dependency's failure is answered by the caller). */
+function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> | undefined {
   try {
-    await (ctx.api === 'v2' ? v2(deps, ctx) : v1(deps, ctx));
+    // The API description: before any step, without a key and spending nothing (a client reads it
+    // before it holds a key).
+    const doc = ctx.method === 'GET' || ctx.method === 'HEAD' ? deps.openApi(ctx.path) : null;
+    if (doc) {
+      ctx.trace.route = ctx.path;
+      ctx.head.push(
+        'content-type',
+        'application/json; charset=utf-8',
+        'content-length',
+        doc.length,
+        'cache-control',
+        'public, max-age=300',
+      );
+      ctx.res.writeHead(200, ctx.head);
+      ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
+      return undefined;
+    }
+    return ctx.api === 'v2' ? v2(deps, ctx) : v1(deps, ctx);
   } catch (err) {
-    // The outage itself is logged once per transition by the store's breaker, not once per request.
-    const unavailable = ctx.res.headersSent ? null : unavailableRefusal(err);
-    if (unavailable) return refuse(ctx, unavailable);
-    throw err;
+    // Answered like a failure of the pipeline itself, never thrown into node:http's 'request' event.
+    return Promise.reject(err);
   }
 }

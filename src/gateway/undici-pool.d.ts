@@ -5,3 +5,7 @@ declare module 'undici/lib/dispatcher/pool.js' {
   import { Pool } from 'undici';
   export default Pool;
 }
+// The lower-cased name of a raw header name, from undici's table of known names (src/gateway/forward.ts).
+declare module 'undici/lib/core/util.js' {
+  export function headerNameToString(value: string | Buffer): string;
+}

@@ -68,6 +68,16 @@ const DROPPED = new Set([
 
 /** A Host value (RFC 9110 section 7.2): a name or an IP literal, an optional port; nothing else. */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+// Nearly every request names the same host as the one before it: that verdict is kept.
+let lastHost = '';
+let lastHostValid = false;
+function validHost(host: string): boolean {
+  if (host !== lastHost) {
+    lastHostValid = HOST.test(host);
+    lastHost = host;
+  }
+  return lastHostValid;
+}
 
 function single(v: string | string[] | undefined): string | undefined {
   if (Array.isArray(v)) return v.length === 1 ? v[0] : undefined;
@@ -90,17 +100,16 @@ function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingH
     const p = single(h['x-forwarded-proto'])?.trim().toLowerCase();
     if (p === 'http' || p === 'https') proto = p;
     const fh = single(h['x-forwarded-host'])?.trim();
-    if (fh && HOST.test(fh)) host = fh;
+    if (fh && validHost(fh)) host = fh;
   }
   const xff = h['x-forwarded-for'];
   out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
   out['x-forwarded-proto'] = proto;
-  const forwarded = [`for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip}`, `proto=${proto}`];
-  if (host && HOST.test(host)) {
+  const forwarded = `for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip};proto=${proto}`;
+  if (host && validHost(host)) {
     out['x-forwarded-host'] = host;
-    forwarded.push(`host="${host}"`);
-  }
-  out.forwarded = forwarded.join(';');
+    out.forwarded = `${forwarded};host="${host}"`;
+  } else out.forwarded = forwarded;
 }
 
 /** What the upstream is told of the request's key: the principal, at the role and workspace granted. */
@@ -227,14 +236,26 @@ export function forwardAuthorized(
   );
 }
 
-/** Read the body (only now: the request is authorized and within its limits), then forward. */
-export async function forwardWithBody(
+/**
+ * Read the body (only now: the request is authorized and within its limits), then forward. A request
+ * without a body is forwarded at once, without a promise of its own.
+ */
+export function forwardWithBody(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+): Promise<void> | void {
+  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
+  return readAndForward(deps, ctx, principal, grant);
+}
+
+async function readAndForward(
   deps: GatewayDeps,
   ctx: RequestContext,
   principal: Principal,
   grant: Granted | null,
 ): Promise<void> {
-  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
   const owner = { key: String(principal.keyId), address: ctx.ip };
   const body = await readBody(ctx.req, ctx.res, {
     maxBytes: deps.bodyLimitBytes,

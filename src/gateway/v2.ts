@@ -38,7 +38,9 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   const { principal, decision, states } = access;
   ctx.trace.organizationId = principal.organizationId;
   ctx.trace.keyId = principal.keyId;
-  addRateLimitFields(ctx.head, limitOutcome('v2', decision, states), deps.clock.now());
+  // One reading of the clock for every field and refusal of this answer.
+  const now = deps.clock.now();
+  addRateLimitFields(ctx.head, limitOutcome('v2', decision, states), now);
 
   if (decision.kind === 'status') return rateLimitStatus(deps, ctx, principal, states);
   if (decision.kind === 'refuse') return refuse(ctx, decision.refusal);
@@ -47,7 +49,7 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
   const [key, ip, month] = states;
   deps.metrics.rateLimit('key', key.used > key.limit, key.remaining === 0);
   deps.metrics.rateLimit('ip', ip.used > ip.limit, ip.remaining === 0);
-  const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, deps.clock.now());
+  const limited = rateLimitGuard(key, ip, decision.bucket, ctx.ip, now);
   // Limits and the quota refuse only where they are enforced; in shadow the refusal is logged, counted and
   // the request forwarded with the same headers (./shadow.ts).
   const enforce = limitModeOf(deps.limitMode, planOf(deps.plans(), principal.plan).plan, decision.route) === 'enforce';
@@ -56,7 +58,7 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     recordShadowRefusal(deps, ctx, limited, layersOver(['key', key], ['ip', ip]));
   }
   if (month) deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
-  const exhausted = monthlyQuotaGuard(month, deps.clock.now());
+  const exhausted = monthlyQuotaGuard(month, now);
   if (exhausted) {
     if (enforce) return refuse(ctx, exhausted);
     recordShadowRefusal(deps, ctx, exhausted, ['month']);

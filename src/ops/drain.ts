@@ -24,13 +24,30 @@ export interface Drainable {
   drain(ms: number, beforeForce?: () => void): Promise<void>;
 }
 
-/** A connection's requests in progress, and since when it has had none. */
+/**
+ * A listener whose own request handler reports each request's start and close: one 'request' and one
+ * 'close' listener per request instead of two of each (the gateway's, ../gateway/server.ts).
+ */
+export interface ReportedDrainable extends Drainable {
+  /** First thing for every request ('request' and 'checkContinue'). */
+  began(req: http.IncomingMessage, res: http.ServerResponse): void;
+  /** The request's response closed. */
+  ended(req: http.IncomingMessage): void;
+}
+
+/**
+ * A connection's requests in progress, and since when it has had none. That moment counts only from
+ * the drain's start on (the grace runs from the later of the two), so before it any earlier time will
+ * do and the clock is not read for every request.
+ */
 interface Use {
   active: number;
   idleSince: number;
 }
 
-export function drainable(server: http.Server): Drainable {
+export function drainable(server: http.Server): Drainable;
+export function drainable(server: http.Server, reported: 'reported'): ReportedDrainable;
+export function drainable(server: http.Server, reported?: 'reported'): ReportedDrainable {
   let draining = false;
   const uses = new Map<net.Socket, Use>();
   let onGone: (() => void) | null = null;
@@ -41,21 +58,31 @@ export function drainable(server: http.Server): Drainable {
       onGone?.();
     });
   });
-  // Runs before the request handlers (listeners are called in order; this one is added first).
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const began = (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (draining) res.setHeader('connection', 'close');
     const use = uses.get(req.socket);
-    if (!use) return;
-    use.active++;
-    res.once('close', () => {
-      use.active--;
-      use.idleSince = Date.now();
-    });
+    if (use) use.active++;
   };
-  server.prependListener('request', onRequest);
-  // node:http emits 'checkContinue' instead of 'request' for `Expect: 100-continue` when it is listened to.
-  server.prependListener('checkContinue', onRequest);
+  const ended = (req: http.IncomingMessage) => {
+    // A connection already gone was forgotten with its count.
+    const use = uses.get(req.socket);
+    if (!use) return;
+    use.active--;
+    use.idleSince = draining ? Date.now() : 0;
+  };
+  if (reported === undefined) {
+    // Runs before the request handlers (listeners are called in order; this one is added first).
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      began(req, res);
+      res.once('close', () => ended(req));
+    };
+    server.prependListener('request', onRequest);
+    // node:http emits 'checkContinue' instead of 'request' for `Expect: 100-continue` when it is listened to.
+    server.prependListener('checkContinue', onRequest);
+  }
   return {
+    began,
+    ended,
     get draining() {
       return draining;
     },

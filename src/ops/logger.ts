@@ -162,15 +162,27 @@ export function accessLogWriter(log: Logger): (source: AccessLogSource) => void 
   };
   // The logger's bindings, already serialized by pino: `,"svc":"keygate"` and any child's.
   const bindings = internals[pino.symbols.chindingsSym] as string;
+  // Nearly every line has the route and method of the line before it: their JSON is kept.
+  let route = '';
+  let routeJson = '""';
+  let method = '';
+  let methodJson = '""';
   return (source) => {
     if (log.levelVal > INFO) return;
-    const q = source.route.indexOf('?');
-    const route = q === -1 ? source.route : source.route.slice(0, q);
+    if (source.route !== route) {
+      route = source.route;
+      const q = route.indexOf('?');
+      routeJson = jsonString(q === -1 ? route : route.slice(0, q));
+    }
+    if (source.method !== method) {
+      method = source.method;
+      methodJson = jsonString(method);
+    }
     const code = source.code ?? null;
     const line =
       `{"level":30,"time":${Date.now()}${bindings},"requestId":${jsonString(source.requestId)}` +
-      `,"method":${jsonString(source.method)},"route":${jsonString(route)},"status":${source.status}` +
-      `,"code":${code === null ? 'null' : jsonString(code)},"ms":${Math.round(source.ms * 10) / 10}` +
+      `,"method":${methodJson},"route":${routeJson},"status":${source.status}` +
+      `,"code":${code === null ? 'null' : jsonString(code)},"ms":${tenths(source.ms)}` +
       `,"organizationId":${source.organizationId ?? null},"keyId":${source.keyId ?? null}` +
       // A trace id is 32 hex digits (OpenTelemetry's own), so it needs no escaping.
       (source.traceId === undefined ? '' : `,"traceId":"${source.traceId}"`) +
@@ -189,6 +201,17 @@ const ACCESS_FLUSH_MS = 25;
 const ACCESS_FLUSH_BYTES = 16_384;
 /** Characters a JSON string must escape (and the two line separators some readers split on). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/;
+
+/**
+ * `Math.round(ms * 10) / 10` as JavaScript writes it, from integers: a fraction's shortest spelling
+ * (V8's double to string) cost several times the rest of the field. A number of tenths k/10 is
+ * spelled with its one decimal, or none when k/10 is whole.
+ */
+function tenths(ms: number): string {
+  const t = Math.round(ms * 10);
+  const r = t % 10;
+  return r > 0 && t < 1e15 ? `${(t - r) / 10}.${r}` : `${t / 10}`;
+}
 
 function jsonString(value: string): string {
   return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
