@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { runLoad, runPaced, nextIp } from '../load.js';
 import { HOP_PATH as PATH, OTLP_SINK, hopSeed, ticks, traceparent, tree } from '../hop.js';
 import { freePort, waitForPort } from '../procs.js';
-import { freshSchema, startRedisAndUpstream } from './stack.js';
+import { freshSchema, runThenStop, startRedisAndUpstream } from './stack.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** Targets that are not keygate builds: their files in bench/peers/. */
@@ -48,7 +48,6 @@ const KEY = 'svc_ws_' + randomBytes(30).toString('hex').slice(0, 40);
 const SECRET = randomBytes(32).toString('hex');
 const procs: ChildProcess[] = [];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const start = (name: string, cmd: string, args: string[], e: Record<string, string>) => {
   const out = openSync(join(tmpdir(), `builds-ab-${name}.log`), 'w');
   const cp = spawn(cmd, args, {
@@ -267,13 +266,4 @@ async function main() {
   await drop();
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const p of procs) p.kill('SIGTERM');
-    await sleep(500);
-    process.exit();
-  });
+runThenStop(main, procs);

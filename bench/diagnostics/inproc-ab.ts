@@ -25,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { runLoad, nextIp } from '../load.js';
 import { HOP_PATH as PATH, hopSeed } from '../hop.js';
-import { freshSchema, startRedisAndUpstream } from './stack.js';
+import { freshSchema, runThenStop, startRedisAndUpstream } from './stack.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -132,13 +132,4 @@ async function main() {
   await drop();
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const p of procs) p.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    process.exit();
-  });
+runThenStop(main, procs);

@@ -38,3 +38,20 @@ export async function freshSchema(databaseUrl: string, prefix: string): Promise<
   url.searchParams.set('options', `-c search_path=${schema}`);
   return { url, drop: () => sql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
 }
+
+/**
+ * Runs a diagnostic's `main`, then stops every process it started, whatever happened: a failure is
+ * printed and sets the exit code, and the processes get half a second for SIGTERM before the exit.
+ */
+export function runThenStop(main: () => Promise<void>, procs: ChildProcess[]): void {
+  main()
+    .catch((err) => {
+      console.error(err);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      for (const p of procs) p.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 500));
+      process.exit();
+    });
+}
