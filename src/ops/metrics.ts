@@ -237,9 +237,7 @@ class Tally<L extends string> {
 
   /** One more under `key`, a string naming the label values; `labels` is called once per new key. */
   add(key: string, labels: () => Record<L, string>): void {
-    const e = this.counts.get(key);
-    if (e) e.n++;
-    else this.counts.set(key, { labels: labels(), n: 1 });
+    this.entry(key, labels).n++;
   }
 
   /** The entry under `key`, made (at 0) on first use; it stays the key's for good, so a caller may keep it. */
