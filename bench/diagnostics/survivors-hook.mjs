@@ -5,7 +5,8 @@
 // the samples of objects still alive or collected by a full collection, not those a young collection
 // freed. Those are what grows the old generation between its collections. The profile (the format of
 // Chrome's "allocation sampling") goes to SURVIVORS_OUT; `node bench/diagnostics/survivors-sites.mjs
-// <file>` lists its allocation sites. The session costs the process much CPU: a paced load that it
+// <file>` lists its allocation sites. SURVIVORS_INTERVAL sets the mean bytes between samples (2048; 16384
+// costs the process less). The session costs the process much CPU: a paced load that it
 // saturates keeps requests in flight across young collections, so read the shares, not the rates.
 import inspector from 'node:inspector';
 import { writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ setTimeout(
   async () => {
     await post('HeapProfiler.enable');
     await post('HeapProfiler.startSampling', {
-      samplingInterval: 2048,
+      samplingInterval: Number(env.SURVIVORS_INTERVAL ?? 2048),
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: false,
     });

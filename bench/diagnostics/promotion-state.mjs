@@ -1,0 +1,85 @@
+// Which processes of a run were in the high-promotion state (bench/RESULTS.md, "the high-promotion state"):
+// reads V8's `--trace-gc-nvp` lines from each process's log and prints, per process, its young and full
+// collections, what the young collections promoted and how much of the young generation each kept
+// (median), and, when the log also has `--trace-incremental-marking`, the young collections that ran
+// during a marking apart from the others.
+//
+//   AB_TARGETS="k1=bench/.build/cur/cli.js@--trace-gc-nvp;k2=bench/.build/cur/cli.js@--trace-gc-nvp" \
+//     AB_FIXED=4000 AB_SATURATE=off AB_ROUNDS=3 AB_DURATION=8 DATABASE_URL=... npx tsx bench/diagnostics/builds-ab.ts
+//   node bench/diagnostics/promotion-state.mjs /tmp/builds-ab-k1.log /tmp/builds-ab-k2.log
+//
+// A young collection under load keeps 35 to 250 KB in the normal state and 1.9 to 3.0 MB in the high one
+// (HIGH_KEPT_BYTES lies between); a process is `high` when more than HIGH_SHARE of them kept more than
+// that (a process may enter the state during a run, and a few collections at the first load keep more).
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const HIGH_KEPT_BYTES = 1_000_000;
+export const HIGH_SHARE = 0.25;
+/** Young collections that freed less than this were forced (start-up, idle), not load. */
+const MIN_ALLOCATED = 5_000_000;
+
+const field = (line, name) => {
+  const m = new RegExp(`\\b${name}=(\\d+)`).exec(line);
+  return m ? Number(m[1]) : 0;
+};
+const median = (xs) => {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1];
+};
+
+/** The collections of one log: `--trace-gc-nvp` lines, marking spans from `--trace-incremental-marking`. */
+export function promotionState(text) {
+  let marking = false;
+  let young = 0;
+  let full = 0;
+  let promoted = 0;
+  const kept = { marking: [], other: [] };
+  for (const line of text.split('\n')) {
+    if (line.includes('[IncrementalMarking] Start marking')) marking = true;
+    else if (/\bgc=(mc|ms)\b/.test(line)) {
+      full++;
+      marking = false;
+    } else if (/\bgc=s\b/.test(line)) {
+      young++;
+      promoted += field(line, 'promoted');
+      if (field(line, 'allocated') >= MIN_ALLOCATED)
+        (marking ? kept.marking : kept.other).push(field(line, 'new_space_survived'));
+    }
+  }
+  const all = [...kept.marking, ...kept.other];
+  const keptMedian = median(all);
+  const highShare = all.length ? all.filter((b) => b > HIGH_KEPT_BYTES).length / all.length : null;
+  return {
+    young,
+    full,
+    promotedBytes: promoted,
+    keptMedianBytes: keptMedian,
+    /** Share of the young collections under load that kept more than HIGH_KEPT_BYTES. */
+    highShare,
+    keptDuringMarking: { count: kept.marking.length, medianBytes: median(kept.marking) },
+    keptOtherwise: { count: kept.other.length, medianBytes: median(kept.other) },
+    state: highShare === null ? 'unknown' : highShare > HIGH_SHARE ? 'high' : 'normal',
+  };
+}
+
+const kb = (b) => (b === null ? '-' : `${Math.round(b / 1e3)} KB`);
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const files = process.argv.slice(2);
+  if (files.length === 0) {
+    console.error('usage: node bench/diagnostics/promotion-state.mjs <log with --trace-gc-nvp>...');
+    process.exit(2);
+  }
+  for (const file of files) {
+    const s = promotionState(readFileSync(file, 'utf8'));
+    const marking = s.keptDuringMarking.count
+      ? `; during a marking ${s.keptDuringMarking.count} kept ${kb(s.keptDuringMarking.medianBytes)}, otherwise ${kb(s.keptOtherwise.medianBytes)}`
+      : '';
+    console.log(
+      `${basename(file).padEnd(28)} ${s.state.padEnd(7)} young ${String(s.young).padStart(4)}  full ${String(s.full).padStart(3)}  promoted ${Math.round(s.promotedBytes / 1e6)} MB  kept a young collection (median) ${kb(s.keptMedianBytes)}, over 1 MB ${s.highShare === null ? '-' : `${Math.round(100 * s.highShare)} %`}${marking}`,
+    );
+  }
+}
