@@ -13,10 +13,18 @@ export interface LossyLinkOptions {
   delayMs: [number, number];
 }
 
+/** client -> server (the requests) or server -> client (the replies). */
+export type LinkDirection = 'toServer' | 'toClient';
+
 export interface LossyProxy {
   port: number;
   /** Chunks held so far (how many "retransmissions" the link made). */
   readonly delayed: number;
+  /**
+   * "Lose" the next chunk that travels `direction`: it and everything behind it wait `ms`. `then` runs
+   * when it is released, just before it is delivered (so a reply it provokes can be held in turn).
+   */
+  retransmitNext(direction: LinkDirection, ms: number, then?: () => void): void;
   /** Hold every byte from now on, connections open (a silent partition). */
   partition(): void;
   /** Let held and new bytes through again. */
@@ -29,9 +37,10 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
   const pipes: { flush(): void }[] = [];
   let partitioned = false;
   let delayed = 0;
+  const forced: Record<LinkDirection, { ms: number; then?: () => void } | null> = { toServer: null, toClient: null };
 
   /** One direction: chunks leave in order, none before `releaseAt`. */
-  function pipe(from: net.Socket, to: net.Socket) {
+  function pipe(from: net.Socket, to: net.Socket, direction: LinkDirection) {
     const queue: Buffer[] = [];
     let releaseAt = 0;
     let timer: NodeJS.Timeout | undefined;
@@ -46,7 +55,14 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
       while (queue.length > 0) to.write(queue.shift()!);
     };
     from.on('data', (chunk: Buffer) => {
-      if (Math.random() < o.loss) {
+      const force = forced[direction];
+      if (force) {
+        forced[direction] = null;
+        delayed++;
+        releaseAt = Math.max(releaseAt, performance.now() + force.ms);
+        // Created before the flush's timer of the same delay, so it runs first.
+        if (force.then) setTimeout(force.then, force.ms);
+      } else if (Math.random() < o.loss) {
         delayed++;
         const [lo, hi] = o.delayMs;
         releaseAt = Math.max(releaseAt, performance.now() + lo + Math.random() * (hi - lo));
@@ -68,14 +84,17 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
       });
       s.on('error', () => {});
     }
-    pipe(client, upstream);
-    pipe(upstream, client);
+    pipe(client, upstream, 'toServer');
+    pipe(upstream, client, 'toClient');
   });
   const { port } = await listenLocal(server);
   return {
     port,
     get delayed() {
       return delayed;
+    },
+    retransmitNext(direction, ms, then) {
+      forced[direction] = { ms, then };
     },
     partition: () => void (partitioned = true),
     heal() {
