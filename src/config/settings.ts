@@ -98,7 +98,7 @@ export const settingsSchema = z
       .int()
       .positive()
       .default(1024 * 1024),
-    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(650),
+    REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().positive().default(900),
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     // How long the audit trail keeps its rows (src/access/service/audit.ts); the backend purges hourly.
     AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),

@@ -103,14 +103,15 @@ export interface ResilientOptions {
  *   - a lost TCP segment. Nothing after it is delivered until it is retransmitted, at least 200 ms
  *     later on Linux (the minimum retransmission timeout; more when the link's round trip varies),
  *     and every reply behind it waits too. At 5 % loss that happens several times a second under
- *     load: a lossy link must not count as an outage.
+ *     load, and now and then a request is held by one and its reply by another, back to back: a
+ *     lossy link must not count as an outage.
  *   - a loaded machine keeping Redis off the CPU (silences of 54 and 65 ms of free loop time, every
  *     reply then arriving, in a bench at load average 21 on 2 cores).
- * 650 ms waits for one retransmission with room for a round trip up to ~200 ms and the machine's
- * noise, and still switches within a second of a silent partition or a stall (a killed Redis closes
- * its connection and switches at once).
+ * 900 ms waits for a retransmission each way of up to 400 ms (a round trip that varies by up to
+ * ~200 ms) with room for the machine's noise, and still switches within about a second of a silent
+ * partition or a stall (a killed Redis closes its connection and switches at once).
  */
-export const MIN_SILENCE_MS = 650;
+export const MIN_SILENCE_MS = 900;
 
 /** How often the Cluster's slot map is read again while one of its primaries is down. */
 export const CLUSTER_REFRESH_MS = 200;

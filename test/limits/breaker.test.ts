@@ -5,7 +5,7 @@ import { createBreaker, type Breaker, type BreakerState } from '../../src/limits
 import { createLoopClock } from '../../src/limits/loop-clock.js';
 
 const TICK_MS = 10;
-const SILENCE_MS = 650;
+const SILENCE_MS = 900;
 const PROBE_MS = 1_000;
 
 let wall: number;
