@@ -44,6 +44,8 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
     const queue: Buffer[] = [];
     let releaseAt = 0;
     let timer: NodeJS.Timeout | undefined;
+    // What a forced hold runs at its release, before the held bytes are written.
+    let onRelease: (() => void)[] = [];
     const flush = () => {
       timer = undefined;
       if (partitioned) return;
@@ -52,20 +54,28 @@ export async function startLossyProxy(targetPort: number, o: LossyLinkOptions): 
         timer = setTimeout(flush, wait);
         return;
       }
+      const released = onRelease;
+      onRelease = [];
+      for (const run of released) run();
       while (queue.length > 0) to.write(queue.shift()!);
     };
-    from.on('data', (chunk: Buffer) => {
+    /** The hold of a "lost" chunk: its retransmission delay in ms, 0 when it is not lost. */
+    const holdOf = (): number => {
       const force = forced[direction];
       if (force) {
         forced[direction] = null;
+        if (force.then) onRelease.push(force.then);
+        return force.ms;
+      }
+      if (Math.random() >= o.loss) return 0;
+      const [lo, hi] = o.delayMs;
+      return lo + Math.random() * (hi - lo);
+    };
+    from.on('data', (chunk: Buffer) => {
+      const hold = holdOf();
+      if (hold > 0) {
         delayed++;
-        releaseAt = Math.max(releaseAt, performance.now() + force.ms);
-        // Created before the flush's timer of the same delay, so it runs first.
-        if (force.then) setTimeout(force.then, force.ms);
-      } else if (Math.random() < o.loss) {
-        delayed++;
-        const [lo, hi] = o.delayMs;
-        releaseAt = Math.max(releaseAt, performance.now() + lo + Math.random() * (hi - lo));
+        releaseAt = Math.max(releaseAt, performance.now() + hold);
       }
       queue.push(chunk);
       if (timer === undefined) flush();

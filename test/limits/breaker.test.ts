@@ -3,9 +3,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBreaker, type Breaker, type BreakerState } from '../../src/limits/breaker.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
+import { MIN_SILENCE_MS } from '../../src/limits/resilient.js';
 
 const TICK_MS = 10;
-const SILENCE_MS = 900;
+// The product's floor, so these transitions are the ones a gateway makes.
+const SILENCE_MS = MIN_SILENCE_MS;
 const PROBE_MS = 1_000;
 
 let wall: number;
