@@ -2,7 +2,10 @@
 // reads V8's `--trace-gc-nvp` lines from each process's log and prints, per process, its young and full
 // collections, what the young collections promoted and how much of the young generation each kept
 // (median), and, when the log also has `--trace-incremental-marking`, the young collections that ran
-// during a marking apart from the others.
+// during a marking apart from the others, and when it also has `--trace-pretenuring`, how many allocation
+// sites V8 decided to allocate in the old generation (`tenured`: V8 prints a line only for a site it
+// decides on, so 0 means none only when the process ran with that flag; none in any of 45 processes, one in
+// the state, in bench/RESULTS.md, so V8's pretenuring is not what starts the state).
 //
 //   AB_TARGETS="k1=bench/.build/cur/cli.js@--trace-gc-nvp;k2=bench/.build/cur/cli.js@--trace-gc-nvp" \
 //     AB_FIXED=4000 AB_SATURATE=off AB_ROUNDS=3 AB_DURATION=8 DATABASE_URL=... npx tsx bench/diagnostics/builds-ab.ts
@@ -19,6 +22,8 @@ export const HIGH_KEPT_BYTES = 1_000_000;
 export const HIGH_SHARE = 0.25;
 /** Young collections that freed less than this were forced (start-up, idle), not load. */
 const MIN_ALLOCATED = 5_000_000;
+/** A process entered the state at the first of this many young collections in a row that each kept over HIGH_KEPT_BYTES. */
+export const ENTRY_RUN = 5;
 
 const field = (line, name) => {
   const m = new RegExp(`\\b${name}=(\\d+)`).exec(line);
@@ -37,16 +42,30 @@ export function promotionState(text) {
   let full = 0;
   let promoted = 0;
   const kept = { marking: [], other: [] };
+  let run = 0;
+  let runStart = null;
+  let enteredAtMs = null;
+  let tenured = 0;
   for (const line of text.split('\n')) {
-    if (line.includes('[IncrementalMarking] Start marking')) marking = true;
+    if (line.includes('pretenuring:')) {
+      // `... (created, found, ratio) (2047, 2047, 1.000000) maybe tenure => tenure`: a site's decision, from => to.
+      const decision = /\) ([a-z ]+) => ([a-z ]+)$/.exec(line.trimEnd());
+      if (decision && decision[2] === 'tenure' && decision[1] !== 'tenure') tenured++;
+    } else if (line.includes('[IncrementalMarking] Start marking')) marking = true;
     else if (/\bgc=(mc|ms)\b/.test(line)) {
       full++;
       marking = false;
     } else if (/\bgc=s\b/.test(line)) {
       young++;
       promoted += field(line, 'promoted');
-      if (field(line, 'allocated') >= MIN_ALLOCATED)
-        (marking ? kept.marking : kept.other).push(field(line, 'new_space_survived'));
+      if (field(line, 'allocated') >= MIN_ALLOCATED) {
+        const bytes = field(line, 'new_space_survived');
+        (marking ? kept.marking : kept.other).push(bytes);
+        if (bytes > HIGH_KEPT_BYTES) {
+          if (run++ === 0) runStart = Number(/(\d+) ms: /.exec(line)?.[1] ?? NaN);
+          if (run === ENTRY_RUN) enteredAtMs ??= runStart;
+        } else run = 0;
+      }
     }
   }
   const all = [...kept.marking, ...kept.other];
@@ -62,6 +81,10 @@ export function promotionState(text) {
     keptDuringMarking: { count: kept.marking.length, medianBytes: median(kept.marking) },
     keptOtherwise: { count: kept.other.length, medianBytes: median(kept.other) },
     state: highShare === null ? 'unknown' : highShare > HIGH_SHARE ? 'high' : 'normal',
+    /** Process time (ms) of the first of ENTRY_RUN young collections in a row under load that kept over HIGH_KEPT_BYTES; null if none. */
+    enteredAtMs,
+    /** Allocation sites V8 decided to pretenure (read from `--trace-pretenuring` lines). */
+    tenured,
   };
 }
 
@@ -78,8 +101,9 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const marking = s.keptDuringMarking.count
       ? `; during a marking ${s.keptDuringMarking.count} kept ${kb(s.keptDuringMarking.medianBytes)}, otherwise ${kb(s.keptOtherwise.medianBytes)}`
       : '';
+    const entered = s.enteredAtMs === null ? '' : `; ${ENTRY_RUN} in a row over 1 MB from ${s.enteredAtMs} ms`;
     console.log(
-      `${basename(file).padEnd(28)} ${s.state.padEnd(7)} young ${String(s.young).padStart(4)}  full ${String(s.full).padStart(3)}  promoted ${Math.round(s.promotedBytes / 1e6)} MB  kept a young collection (median) ${kb(s.keptMedianBytes)}, over 1 MB ${s.highShare === null ? '-' : `${Math.round(100 * s.highShare)} %`}${marking}`,
+      `${basename(file).padEnd(28)} ${s.state.padEnd(7)} young ${String(s.young).padStart(4)}  full ${String(s.full).padStart(3)}  promoted ${Math.round(s.promotedBytes / 1e6)} MB  kept a young collection (median) ${kb(s.keptMedianBytes)}, over 1 MB ${s.highShare === null ? '-' : `${Math.round(100 * s.highShare)} %`}${marking}${entered}; sites pretenured ${s.tenured}`,
     );
   }
 }

@@ -5,8 +5,8 @@ import { describe, it, expect } from 'vitest';
 // @ts-expect-error: a plain .mjs diagnostic without declarations
 import { promotionState } from '../../bench/diagnostics/promotion-state.mjs';
 
-const young = (kept: number, promoted = 0, allocated = 11_000_000) =>
-  `[1:0x1]  5094 ms: pause=4.5 mutator=30.1 gc=s reduce_memory=0 allocated=${allocated} promoted=${promoted} new_space_survived=${kept} promotion_ratio=0.0%`;
+const young = (kept: number, promoted = 0, allocated = 11_000_000, at = 5094) =>
+  `[1:0x1]  ${at} ms: pause=4.5 mutator=30.1 gc=s reduce_memory=0 allocated=${allocated} promoted=${promoted} new_space_survived=${kept} promotion_ratio=0.0%`;
 const full =
   '[1:0x1]  5015 ms: pause=1.7 mutator=20.0 gc=mc reduce_memory=0 allocated=1208744 promoted=794368 new_space_survived=0';
 const markingStarts = '[1:0x1]  4990 ms: [IncrementalMarking] Start marking';
@@ -42,6 +42,25 @@ describe('promotion-state.mjs', () => {
     const s = promotionState(lines(young(90_000), markingStarts, young(4_188_000), full, young(99_000)));
     expect(s.keptDuringMarking).toEqual({ count: 1, medianBytes: 4_188_000 });
     expect(s.keptOtherwise).toEqual({ count: 2, medianBytes: 99_000 });
+  });
+
+  it('dates the entry at the first of five young collections in a row that kept over 1 MB', () => {
+    const normal = Array(10).fill(young(100_000));
+    const burst = [young(4_800_000, 0, 20_000_000, 5412), young(700_000, 3_500_000, 12_000_000, 5881)];
+    const high = [6324, 6721, 7112, 7368, 7549, 7725].map((at) => young(2_300_000, 2_200_000, 13_000_000, at));
+    expect(promotionState(lines(...normal, ...burst, ...high)).enteredAtMs).toBe(6324);
+    // The burst's one collection over 1 MB, and four in a row, are not an entry.
+    expect(promotionState(lines(...normal, ...burst, ...high.slice(0, 4), ...normal)).enteredAtMs).toBeNull();
+  });
+
+  it('counts the allocation sites V8 decided to pretenure, once each', () => {
+    const site = (from: string, to: string) =>
+      `[1:0x1] pretenuring: AllocationSite(0x15e3951): (created, found, ratio) (2047, 2047, 1.000000) ${from} => ${to}`;
+    const s = promotionState(
+      lines(site('undecided', 'maybe tenure'), site('maybe tenure', 'tenure'), young(90_000), site('tenure', 'tenure')),
+    );
+    expect(s.tenured).toBe(1);
+    expect(promotionState(lines(young(90_000))).tenured).toBe(0);
   });
 
   it('reads a log without collections as unknown', () => {
