@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The entry: start (all-in-one) | gateway | backend | migrate | seed (docs/decisions.md sections 1 and 8), and
 // the key-management commands keys | orgs | sessions (src/cli/). Exit code 2: a bad setting or argument.
+// First: V8 settings that must hold before any other module's code runs (./ops/v8-flags.ts says which and why).
+import './ops/v8-flags.js';
 import { ConfigError } from './config/errors.js';
 import { loadSettings, withGeneratedSecrets, type Mode, type Settings } from './config/settings.js';
 import { readJson } from './config/plans.js';

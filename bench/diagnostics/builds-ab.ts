@@ -19,7 +19,9 @@
 // is what a sampled request adds; at a 1 % ratio tracing adds a hundredth of it, plus the hooks every
 // request runs (bench/diagnostics/tracing-cost.ts).
 // Settings: AB_ROUNDS (3), AB_DURATION (5 s), AB_FIXED (req/s, off; CPU per request at that paced
-// rate too), AB_SATURATE (on; `off` runs only the paced rounds), DATABASE_URL (required).
+// rate too), AB_SATURATE (on; `off` runs only the paced rounds), AB_WARMUP_CONNECTIONS (50: the first
+// load each process sees, 3 s saturating; more connections leave more requests in flight at its first
+// young collections), DATABASE_URL (required).
 // Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync, mkdtempSync, openSync } from 'node:fs';
@@ -43,6 +45,7 @@ const PEERS = join(ROOT, 'bench', 'peers');
 const env = process.env;
 const rounds = Number(env.AB_ROUNDS ?? 3);
 const duration = Number(env.AB_DURATION ?? 5);
+const warmupConnections = Number(env.AB_WARMUP_CONNECTIONS ?? 50);
 const databaseUrl = env.DATABASE_URL;
 const KEY = 'svc_ws_' + randomBytes(30).toString('hex').slice(0, 40);
 const SECRET = randomBytes(32).toString('hex');
@@ -180,7 +183,7 @@ async function main() {
   }
   const headers = () => ({ authorization: `Bearer ${KEY}`, 'x-forwarded-for': nextIp() });
   for (const t of targets) {
-    const r = await runLoad([{ url: t.url, path: PATH, connections: 50, duration: 3, headers }]);
+    const r = await runLoad([{ url: t.url, path: PATH, connections: warmupConnections, duration: 3, headers }]);
     console.log(`warm-up ${t.name}: ${Math.round(r.rps)} req/s ${JSON.stringify(r.statuses)}`);
   }
 

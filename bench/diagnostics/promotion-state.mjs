@@ -22,7 +22,10 @@ export const HIGH_KEPT_BYTES = 1_000_000;
 export const HIGH_SHARE = 0.25;
 /** Young collections that freed less than this were forced (start-up, idle), not load. */
 const MIN_ALLOCATED = 5_000_000;
-/** A process entered the state at the first of this many young collections in a row that each kept over HIGH_KEPT_BYTES. */
+/**
+ * A process in the state entered it at the first of its longest run of young collections in a row that
+ * each kept over HIGH_KEPT_BYTES, at least this many (start-up's first collections may make a short run).
+ */
 export const ENTRY_RUN = 5;
 
 const field = (line, name) => {
@@ -44,7 +47,7 @@ export function promotionState(text) {
   const kept = { marking: [], other: [] };
   let run = 0;
   let runStart = null;
-  let enteredAtMs = null;
+  let longest = { length: 0, startMs: null };
   let tenured = 0;
   for (const line of text.split('\n')) {
     if (line.includes('pretenuring:')) {
@@ -63,7 +66,7 @@ export function promotionState(text) {
         (marking ? kept.marking : kept.other).push(bytes);
         if (bytes > HIGH_KEPT_BYTES) {
           if (run++ === 0) runStart = Number(/(\d+) ms: /.exec(line)?.[1] ?? NaN);
-          if (run === ENTRY_RUN) enteredAtMs ??= runStart;
+          if (run > longest.length) longest = { length: run, startMs: runStart };
         } else run = 0;
       }
     }
@@ -71,6 +74,7 @@ export function promotionState(text) {
   const all = [...kept.marking, ...kept.other];
   const keptMedian = median(all);
   const highShare = all.length ? all.filter((b) => b > HIGH_KEPT_BYTES).length / all.length : null;
+  const state = highShare === null ? 'unknown' : highShare > HIGH_SHARE ? 'high' : 'normal';
   return {
     young,
     full,
@@ -80,9 +84,9 @@ export function promotionState(text) {
     highShare,
     keptDuringMarking: { count: kept.marking.length, medianBytes: median(kept.marking) },
     keptOtherwise: { count: kept.other.length, medianBytes: median(kept.other) },
-    state: highShare === null ? 'unknown' : highShare > HIGH_SHARE ? 'high' : 'normal',
-    /** Process time (ms) of the first of ENTRY_RUN young collections in a row under load that kept over HIGH_KEPT_BYTES; null if none. */
-    enteredAtMs,
+    state,
+    /** For a process in the state, process time (ms) of the collection it entered it at (ENTRY_RUN); otherwise null. */
+    enteredAtMs: state === 'high' && longest.length >= ENTRY_RUN ? longest.startMs : null,
     /** Allocation sites V8 decided to pretenure (read from `--trace-pretenuring` lines). */
     tenured,
   };
@@ -101,7 +105,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     const marking = s.keptDuringMarking.count
       ? `; during a marking ${s.keptDuringMarking.count} kept ${kb(s.keptDuringMarking.medianBytes)}, otherwise ${kb(s.keptOtherwise.medianBytes)}`
       : '';
-    const entered = s.enteredAtMs === null ? '' : `; ${ENTRY_RUN} in a row over 1 MB from ${s.enteredAtMs} ms`;
+    const entered = s.enteredAtMs === null ? '' : `; entered at ${s.enteredAtMs} ms`;
     console.log(
       `${basename(file).padEnd(28)} ${s.state.padEnd(7)} young ${String(s.young).padStart(4)}  full ${String(s.full).padStart(3)}  promoted ${Math.round(s.promotedBytes / 1e6)} MB  kept a young collection (median) ${kb(s.keptMedianBytes)}, over 1 MB ${s.highShare === null ? '-' : `${Math.round(100 * s.highShare)} %`}${marking}${entered}; sites pretenured ${s.tenured}`,
     );

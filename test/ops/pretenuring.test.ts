@@ -5,7 +5,7 @@
 // a young collection instead of 0.1 to 0.3, a full collection every 1 to 2 s (bench/RESULTS.md, "the
 // high-promotion state"). Which sites start-up tenures depends on when its collections fall, so the
 // state came to about one process in ten; the decisions themselves come at every start, and V8 prints
-// each with `--trace-pretenuring-statistics`. Naming the flag on the command line keeps V8's default
+// each with `--trace-pretenuring-statistics`. Naming the flag on node's command line keeps V8's default
 // (src/ops/v8-flags.ts): the second program shows the test sees the decisions when they are made.
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -32,7 +32,7 @@ afterAll(async () => {
   upstream?.close();
 });
 
-async function start(nodeArgs: string[]): Promise<Program & { port: number }> {
+async function start(nodeArgs: string[] = []): Promise<Program & { port: number }> {
   const port = await freePort();
   const program = await startProgram(
     {
@@ -96,8 +96,8 @@ function tenured(output: string): string[] {
 
 describe('allocation-site pretenuring', () => {
   it('no literal of the program is tenured, at start-up or under load', async () => {
-    const program = await start([]);
-    expect(new Set(await load(program.port, 3000))).toEqual(new Set([200]));
+    const program = await start();
+    expect(new Set(await load(program.port, 2000))).toEqual(new Set([200]));
     // The statistics lines are there (V8 counted the sites): only no decision to tenure came of them.
     expect(program.output()).toContain('pretenuring:');
     expect(tenured(program.output())).toEqual([]);
@@ -105,7 +105,7 @@ describe('allocation-site pretenuring', () => {
 
   it('with the flag named on the command line, V8 decides as by default (and this test sees it)', async () => {
     const program = await start(['--allocation-site-pretenuring']);
-    expect(new Set(await load(program.port, 3000))).toEqual(new Set([200]));
+    expect(new Set(await load(program.port, 2000))).toEqual(new Set([200]));
     expect(tenured(program.output()).length).toBeGreaterThan(0);
   }, 120_000);
 });
