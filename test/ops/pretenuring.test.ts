@@ -6,7 +6,8 @@
 // high-promotion state"). Which sites start-up tenures depends on when its collections fall, so the
 // state came to about one process in ten; the decisions themselves come at every start, and V8 prints
 // each with `--trace-pretenuring-statistics`. Naming the flag on node's command line keeps V8's default
-// (src/ops/v8-flags.ts): the second program shows the test sees the decisions when they are made.
+// (src/ops/v8-flags.ts): the second program shows the test sees the decisions when they are made (with
+// pretenuring off V8 counts nothing, so the first may print no statistics line at all).
 import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,8 +99,6 @@ describe('allocation-site pretenuring', () => {
   it('no literal of the program is tenured, at start-up or under load', async () => {
     const program = await start();
     expect(new Set(await load(program.port, 2000))).toEqual(new Set([200]));
-    // The statistics lines are there (V8 counted the sites): only no decision to tenure came of them.
-    expect(program.output()).toContain('pretenuring:');
     expect(tenured(program.output())).toEqual([]);
   }, 120_000);
 
