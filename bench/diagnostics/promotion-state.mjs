@@ -23,10 +23,12 @@ export const HIGH_SHARE = 0.25;
 /** Young collections that freed less than this were forced (start-up, idle), not load. */
 const MIN_ALLOCATED = 5_000_000;
 /**
- * A process in the state entered it at the first of its longest run of young collections in a row that
- * each kept over HIGH_KEPT_BYTES, at least this many (start-up's first collections may make a short run).
+ * A process in the state entered it at the first of ENTRY_RUN young collections in a row that each kept
+ * over HIGH_KEPT_BYTES, counted from its first pause of more than IDLE_MS between two young collections
+ * on (the end of start-up, whose collections keep what start-up made; from the start when it has none).
  */
 export const ENTRY_RUN = 5;
+const IDLE_MS = 1_000;
 
 const field = (line, name) => {
   const m = new RegExp(`\\b${name}=(\\d+)`).exec(line);
@@ -45,14 +47,18 @@ export function promotionState(text) {
   let full = 0;
   let promoted = 0;
   const kept = { marking: [], other: [] };
-  let run = 0;
-  let runStart = null;
-  let longest = { length: 0, startMs: null };
+  // [from the start, from the end of start-up]: the first run of ENTRY_RUN of each.
+  const runs = [
+    { run: 0, startMs: null, entryMs: null },
+    { run: 0, startMs: null, entryMs: null },
+  ];
+  let lastMs = null;
+  let startedUp = false;
   let tenured = 0;
   for (const line of text.split('\n')) {
     if (line.includes('pretenuring:')) {
       // `... (created, found, ratio) (2047, 2047, 1.000000) maybe tenure => tenure`: a site's decision, from => to.
-      const decision = /\) ([a-z ]+) => ([a-z ]+)$/.exec(line.trimEnd());
+      const decision = /\) ([a-z' ]+) => ([a-z' ]+)$/.exec(line.trimEnd());
       if (decision && decision[2] === 'tenure' && decision[1] !== 'tenure') tenured++;
     } else if (line.includes('[IncrementalMarking] Start marking')) marking = true;
     else if (/\bgc=(mc|ms)\b/.test(line)) {
@@ -61,13 +67,17 @@ export function promotionState(text) {
     } else if (/\bgc=s\b/.test(line)) {
       young++;
       promoted += field(line, 'promoted');
+      const ms = Number(/(\d+) ms: /.exec(line)?.[1] ?? NaN);
+      if (lastMs !== null && ms - lastMs > IDLE_MS) startedUp = true;
+      lastMs = ms;
       if (field(line, 'allocated') >= MIN_ALLOCATED) {
         const bytes = field(line, 'new_space_survived');
         (marking ? kept.marking : kept.other).push(bytes);
-        if (bytes > HIGH_KEPT_BYTES) {
-          if (run++ === 0) runStart = Number(/(\d+) ms: /.exec(line)?.[1] ?? NaN);
-          if (run > longest.length) longest = { length: run, startMs: runStart };
-        } else run = 0;
+        for (const r of startedUp ? runs : runs.slice(0, 1)) {
+          if (bytes <= HIGH_KEPT_BYTES) r.run = 0;
+          else if (r.run++ === 0) r.startMs = ms;
+          if (r.run === ENTRY_RUN) r.entryMs ??= r.startMs;
+        }
       }
     }
   }
@@ -86,7 +96,7 @@ export function promotionState(text) {
     keptOtherwise: { count: kept.other.length, medianBytes: median(kept.other) },
     state,
     /** For a process in the state, process time (ms) of the collection it entered it at (ENTRY_RUN); otherwise null. */
-    enteredAtMs: state === 'high' && longest.length >= ENTRY_RUN ? longest.startMs : null,
+    enteredAtMs: state === 'high' ? (startedUp ? runs[1].entryMs : runs[0].entryMs) : null,
     /** Allocation sites V8 decided to pretenure (read from `--trace-pretenuring` lines). */
     tenured,
   };

@@ -50,6 +50,9 @@ describe('promotion-state.mjs', () => {
     const burst = [young(4_800_000, 0, 20_000_000, 5412), young(700_000, 3_500_000, 12_000_000, 5881)];
     const high = [6324, 6721, 7112, 7368, 7549, 7725, 7962].map((at) => young(2_300_000, 2_200_000, 13_000_000, at));
     expect(promotionState(lines(...startUp, ...normal, ...burst, ...high)).enteredAtMs).toBe(6324);
+    // In the state from the first load on, after start-up and an idle pause: the entry is the load's.
+    const early = [300, 340, 380, 420, 460, 520].map((at) => young(1_500_000, 0, 6_000_000, at));
+    expect(promotionState(lines(...early, ...high)).enteredAtMs).toBe(6324);
     // A normal process has no entry, even with a run at start-up.
     const s = promotionState(lines(...startUp, ...Array(30).fill(young(100_000))));
     expect(s).toMatchObject({ state: 'normal', enteredAtMs: null });
