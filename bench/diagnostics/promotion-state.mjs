@@ -2,10 +2,9 @@
 // reads V8's `--trace-gc-nvp` lines from each process's log and prints, per process, its young and full
 // collections, what the young collections promoted and how much of the young generation each kept
 // (median), and, when the log also has `--trace-incremental-marking`, the young collections that ran
-// during a marking apart from the others, and when it also has `--trace-pretenuring`, how many allocation
-// sites V8 decided to allocate in the old generation (`tenured`: V8 prints a line only for a site it
-// decides on, so 0 means none only when the process ran with that flag; none in any of 45 processes, one in
-// the state, in bench/RESULTS.md, so V8's pretenuring is not what starts the state).
+// during a marking apart from the others, and when it also has `--trace-pretenuring-statistics`, how many
+// literal sites V8 decided to tenure (make in the old generation; bench/RESULTS.md, `62f145d`: what
+// started the state; `--trace-pretenuring` alone prints no decision).
 //
 //   AB_TARGETS="k1=bench/.build/cur/cli.js@--trace-gc-nvp;k2=bench/.build/cur/cli.js@--trace-gc-nvp" \
 //     AB_FIXED=4000 AB_SATURATE=off AB_ROUNDS=3 AB_DURATION=8 DATABASE_URL=... npx tsx bench/diagnostics/builds-ab.ts
@@ -30,6 +29,15 @@ const MIN_ALLOCATED = 5_000_000;
 export const ENTRY_RUN = 5;
 const IDLE_MS = 1_000;
 
+/**
+ * Whether a line of `--trace-pretenuring-statistics` is V8 deciding to tenure a literal site:
+ * `... AllocationSite(0x...): (created, found, ratio) (2047, 2047, 1.000000) maybe tenure => tenure`.
+ */
+export function isTenureDecision(line) {
+  const decision = /pretenuring: AllocationSite.*\) ([a-z' ]+) => ([a-z' ]+)$/.exec(line.trimEnd());
+  return decision !== null && decision[2] === 'tenure' && decision[1] !== 'tenure';
+}
+
 const field = (line, name) => {
   const m = new RegExp(`\\b${name}=(\\d+)`).exec(line);
   return m ? Number(m[1]) : 0;
@@ -47,19 +55,17 @@ export function promotionState(text) {
   let full = 0;
   let promoted = 0;
   const kept = { marking: [], other: [] };
-  // [from the start, from the end of start-up]: the first run of ENTRY_RUN of each.
-  const runs = [
-    { run: 0, startMs: null, entryMs: null },
-    { run: 0, startMs: null, entryMs: null },
-  ];
+  // The current run of young collections over HIGH_KEPT_BYTES, and the entry: the first run of ENTRY_RUN,
+  // forgotten at the end of start-up (its first idle pause).
+  let run = 0;
+  let runStartMs = null;
+  let entryMs = null;
   let lastMs = null;
   let startedUp = false;
   let tenured = 0;
   for (const line of text.split('\n')) {
     if (line.includes('pretenuring:')) {
-      // `... (created, found, ratio) (2047, 2047, 1.000000) maybe tenure => tenure`: a site's decision, from => to.
-      const decision = /\) ([a-z' ]+) => ([a-z' ]+)$/.exec(line.trimEnd());
-      if (decision && decision[2] === 'tenure' && decision[1] !== 'tenure') tenured++;
+      if (isTenureDecision(line)) tenured++;
     } else if (line.includes('[IncrementalMarking] Start marking')) marking = true;
     else if (/\bgc=(mc|ms)\b/.test(line)) {
       full++;
@@ -68,16 +74,18 @@ export function promotionState(text) {
       young++;
       promoted += field(line, 'promoted');
       const ms = Number(/(\d+) ms: /.exec(line)?.[1] ?? NaN);
-      if (lastMs !== null && ms - lastMs > IDLE_MS) startedUp = true;
+      if (!startedUp && lastMs !== null && ms - lastMs > IDLE_MS) {
+        startedUp = true;
+        run = 0;
+        entryMs = null;
+      }
       lastMs = ms;
       if (field(line, 'allocated') >= MIN_ALLOCATED) {
         const bytes = field(line, 'new_space_survived');
         (marking ? kept.marking : kept.other).push(bytes);
-        for (const r of startedUp ? runs : runs.slice(0, 1)) {
-          if (bytes <= HIGH_KEPT_BYTES) r.run = 0;
-          else if (r.run++ === 0) r.startMs = ms;
-          if (r.run === ENTRY_RUN) r.entryMs ??= r.startMs;
-        }
+        if (bytes <= HIGH_KEPT_BYTES) run = 0;
+        else if (run++ === 0) runStartMs = ms;
+        if (run === ENTRY_RUN) entryMs ??= runStartMs;
       }
     }
   }
@@ -96,8 +104,8 @@ export function promotionState(text) {
     keptOtherwise: { count: kept.other.length, medianBytes: median(kept.other) },
     state,
     /** For a process in the state, process time (ms) of the collection it entered it at (ENTRY_RUN); otherwise null. */
-    enteredAtMs: state === 'high' ? (startedUp ? runs[1].entryMs : runs[0].entryMs) : null,
-    /** Allocation sites V8 decided to pretenure (read from `--trace-pretenuring` lines). */
+    enteredAtMs: state === 'high' ? entryMs : null,
+    /** Literal sites V8 decided to tenure (`--trace-pretenuring-statistics` lines). */
     tenured,
   };
 }

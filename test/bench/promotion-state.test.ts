@@ -44,7 +44,7 @@ describe('promotion-state.mjs', () => {
     expect(s.keptOtherwise).toEqual({ count: 2, medianBytes: 99_000 });
   });
 
-  it('dates the entry of a process in the state at the first of its longest run of collections over 1 MB', () => {
+  it('dates the entry of a process in the state at its first five collections in a row over 1 MB after start-up', () => {
     const startUp = [300, 340, 380, 420, 460].map((at) => young(1_500_000, 0, 6_000_000, at));
     const normal = Array(10).fill(young(100_000));
     const burst = [young(4_800_000, 0, 20_000_000, 5412), young(700_000, 3_500_000, 12_000_000, 5881)];

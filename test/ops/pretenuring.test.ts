@@ -9,23 +9,18 @@
 // (src/ops/v8-flags.ts): the second program shows the test sees the decisions when they are made (with
 // pretenuring off V8 counts nothing, so the first may print no statistics line at all).
 import type { ChildProcess } from 'node:child_process';
-import http from 'node:http';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/redis-server.js';
-import { startProgram, type Program } from '../helpers/program.js';
-import { listenLocal } from '../helpers/listen.js';
+import { loadTags, startForwarding, tagsUpstream } from '../helpers/forwarding.js';
+// @ts-expect-error: a plain .mjs diagnostic without declarations
+import { isTenureDecision } from '../../bench/diagnostics/promotion-state.mjs';
 
-const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
 const started: ChildProcess[] = [];
 let upstream: http.Server;
 let upstreamUrl: string;
 
 beforeAll(async () => {
-  upstream = http.createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"data":[{"id":1,"name":"tag"}]}');
-  });
-  ({ url: upstreamUrl } = await listenLocal(upstream));
+  ({ server: upstream, url: upstreamUrl } = await tagsUpstream());
 });
 afterAll(async () => {
   for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
@@ -33,67 +28,16 @@ afterAll(async () => {
   upstream?.close();
 });
 
-async function start(nodeArgs: string[] = []): Promise<Program & { port: number }> {
-  const port = await freePort();
-  const program = await startProgram(
-    {
-      PORT: String(port),
-      ADMIN_PORT: String(await freePort()),
-      BACKEND_PORT: String(await freePort()),
-      HOST: '127.0.0.1',
-      DATA_DIR: 'memory://',
-      // Limits far above this test's load (bench/plans.json), and the client address from X-Forwarded-For.
-      PLANS_FILE: 'bench/plans.json',
-      TRUST_PROXY: '127.0.0.1',
-      UPSTREAM_URL: upstreamUrl,
-      ACCESS_LOG: 'off',
-      LOG_LEVEL: 'warn',
-    },
-    ['--trace-pretenuring-statistics', ...nodeArgs],
-  );
+async function start(nodeArgs: string[] = []) {
+  const program = await startForwarding(upstreamUrl, ['--trace-pretenuring-statistics', ...nodeArgs]);
   started.push(program.child);
-  return { ...program, port };
+  return program;
 }
 
-/** `n` GETs over 8 keep-alive connections; their statuses. */
-async function load(port: number, n: number): Promise<number[]> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  const statuses: number[] = [];
-  let next = 0;
-  const one = (i: number) =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.get(
-        {
-          host: '127.0.0.1',
-          port,
-          path: '/v2/workspaces/100/tags',
-          agent,
-          headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `10.2.${i % 200}.1` },
-        },
-        (res) => {
-          statuses.push(res.statusCode ?? 0);
-          res.resume();
-          res.on('end', resolve);
-        },
-      );
-      req.on('error', reject);
-    });
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (next < n) await one(next++);
-    }),
-  );
-  agent.destroy();
-  return statuses;
-}
+const load = (port: number, n: number) => loadTags(port, n, { connections: 8, subnet: '10.2' });
 
-/** The allocation sites V8 decided to tenure, from its `pretenuring:` lines (`... maybe tenure => tenure`). */
-function tenured(output: string): string[] {
-  return output.split('\n').filter((line) => {
-    const decision = /pretenuring: AllocationSite.*\) ([a-z' ]+) => ([a-z' ]+)$/.exec(line.trimEnd());
-    return decision !== null && decision[2] === 'tenure' && decision[1] !== 'tenure';
-  });
-}
+/** The literal sites V8 decided to tenure, from its `pretenuring:` lines (`... maybe tenure => tenure`). */
+const tenured = (output: string): string[] => output.split('\n').filter(isTenureDecision);
 
 describe('allocation-site pretenuring', () => {
   it('no literal of the program is tenured, at start-up or under load', async () => {

@@ -1,0 +1,80 @@
+// The real all-in-one program forwarding `/v2/workspaces/100/tags` to a trivial upstream, and a keep-alive
+// load of it: for the checks of what V8 does under a steady load (test/gateway/young-garbage.test.ts,
+// test/ops/pretenuring.test.ts). The demo workspace key, limits far above the load (bench/plans.json),
+// the client address from X-Forwarded-For, no access log.
+import http from 'node:http';
+import { freePort } from './redis-server.js';
+import { startProgram, type Program } from './program.js';
+import { listenLocal } from './listen.js';
+
+const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
+
+/** An upstream answering every request 200 with a small JSON body; its URL. */
+export async function tagsUpstream(): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"data":[{"id":1,"name":"tag"}]}');
+  });
+  const { url } = await listenLocal(server);
+  return { server, url };
+}
+
+/** `node [nodeArgs] <the program> start` on in-memory stores, forwarding to `upstreamUrl`. */
+export async function startForwarding(upstreamUrl: string, nodeArgs: string[]): Promise<Program & { port: number }> {
+  const port = await freePort();
+  const program = await startProgram(
+    {
+      PORT: String(port),
+      ADMIN_PORT: String(await freePort()),
+      BACKEND_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      DATA_DIR: 'memory://',
+      PLANS_FILE: 'bench/plans.json',
+      TRUST_PROXY: '127.0.0.1',
+      UPSTREAM_URL: upstreamUrl,
+      ACCESS_LOG: 'off',
+      LOG_LEVEL: 'warn',
+    },
+    nodeArgs,
+  );
+  return { ...program, port };
+}
+
+/**
+ * `n` GETs over `connections` keep-alive connections, the client address `<subnet>.<k>.1` with k cycling
+ * over 200 from `offset` (each well under the address layer's 100 a minute); their statuses.
+ */
+export async function loadTags(
+  port: number,
+  n: number,
+  { connections, subnet, offset = 0 }: { connections: number; subnet: string; offset?: number },
+): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const statuses: number[] = [];
+  let next = 0;
+  const one = (i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v2/workspaces/100/tags',
+          agent,
+          headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `${subnet}.${(offset + i) % 200}.1` },
+        },
+        (res) => {
+          statuses.push(res.statusCode ?? 0);
+          res.resume();
+          res.on('end', resolve);
+        },
+      );
+      req.on('error', reject);
+    });
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < n) await one(next++);
+    }),
+  );
+  agent.destroy();
+  return statuses;
+}
