@@ -37,11 +37,55 @@ export interface FleetShare {
   limiter(inner: RateLimiter): RateLimiter;
 }
 
+/**
+ * An IPv4 address counter's id (`ip:a.b.c.d`, as ../gateway/guards/rate-limit.ts names it) as one 32-bit
+ * integer, or null for any other id (keys, IPv6 /64s, a spelling with leading zeros). Under load from
+ * many clients most counters seen are addresses, one new each per client and window; a number is kept
+ * inside the Map's own table, where a string id would be one more object per address to hash, keep and
+ * promote (bench/RESULTS.md, "2026-11-27: the fleet's memory of counters").
+ */
+export function ipv4CounterId(id: string): number | null {
+  // 'i', 'p', ':'
+  if (
+    id.length < 10 ||
+    id.length > 18 ||
+    id.charCodeAt(0) !== 105 ||
+    id.charCodeAt(1) !== 112 ||
+    id.charCodeAt(2) !== 58
+  )
+    return null;
+  let n = 0;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 3; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || part > 255 || dots === 3) return null;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57) {
+      if (digits === 1 && part === 0) return null; // a leading zero: another spelling, kept as a string
+      part = part * 10 + (c - 48);
+      digits++;
+    } else {
+      return null;
+    }
+  }
+  if (dots !== 3 || digits === 0 || part > 255) return null;
+  // As a signed 32-bit integer: a small integer to V8, stored in the Map's table without an object.
+  return (n * 256 + part) | 0;
+}
+
 export function createFleetShare(): FleetShare {
   let live = 1;
   // One window's counts (the newest seen); numbers only, so updating a known counter allocates nothing.
+  // IPv4 address counters by their address as a number, every other counter by its id.
   let seenStart = 0;
   let seen = new Map<string, number>();
+  let seenV4 = new Map<number, number>();
 
   function saw(refs: readonly CounterRef[], states: readonly LayerState[]) {
     for (let n = 0; n < refs.length && n < states.length; n++) {
@@ -50,20 +94,28 @@ export function createFleetShare(): FleetShare {
       if (start > seenStart) {
         seenStart = start;
         seen = new Map();
+        seenV4 = new Map();
       } else if (start < seenStart) {
         continue;
       }
       const id = refs[n].id;
-      if (seen.size >= MAX_SEEN && !seen.has(id)) continue;
-      const before = seen.get(id) ?? 0;
+      const v4 = ipv4CounterId(id);
+      const before = v4 === null ? seen.get(id) : seenV4.get(v4);
       // Replies of one window may arrive out of order: the highest count is the latest.
-      if (state.used > before) seen.set(id, state.used);
+      if (state.used <= (before ?? 0)) continue;
+      if (before === undefined && seen.size + seenV4.size >= MAX_SEEN) continue;
+      if (v4 === null) seen.set(id, state.used);
+      else seenV4.set(v4, state.used);
     }
   }
 
   /** How far the in-memory counter starts into the budget: limit - allowance. */
   function offset(ref: CounterRef, start: number): number {
-    const used = start === seenStart ? (seen.get(ref.id) ?? 0) : 0;
+    let used = 0;
+    if (start === seenStart) {
+      const v4 = ipv4CounterId(ref.id);
+      used = (v4 === null ? seen.get(ref.id) : seenV4.get(v4)) ?? 0;
+    }
     if (used >= ref.limit) return ref.limit;
     const allowance = Math.max(1, Math.ceil((ref.limit - used) / live));
     return ref.limit - allowance;
