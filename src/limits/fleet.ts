@@ -42,7 +42,7 @@ export interface FleetShare {
  * integer, or null for any other id (keys, IPv6 /64s, a spelling with leading zeros). Under load from
  * many clients most counters seen are addresses, one new each per client and window; a number is kept
  * inside the Map's own table, where a string id would be one more object per address to hash, keep and
- * promote (bench/RESULTS.md, "2026-11-27: the fleet's memory of counters").
+ * promote (bench/RESULTS.md, "2026-11-27, `d10f5d5`").
  */
 export function ipv4CounterId(id: string): number | null {
   // 'i', 'p', ':'
