@@ -1,0 +1,77 @@
+// Young collections run on the main thread alone (src/ops/v8-flags.ts): a gateway's young collection keeps
+// only the requests in flight, and splitting it among V8's helper threads cost more CPU per request
+// than it saved (bench/RESULTS.md, `d10f5d5`). `--trace-parallel-scavenge` prints one line per scavenger
+// that took part in a young collection, named by its address, before the collection's `--trace-gc`
+// line. The program is given a workload with much to keep (test/fixtures/survivors-workload.mjs, started
+// once it is ready, so that what ran before its first import does not count), where helpers take part
+// if they may: with the setting, one scavenger does it all. Naming the flag on node's command line
+// keeps V8's default, and the second program shows that the test sees the helpers.
+import type { ChildProcess } from 'node:child_process';
+import type http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startForwarding, tagsUpstream } from '../helpers/forwarding.js';
+
+const WORKLOAD = fileURLToPath(new URL('../fixtures/survivors-workload.mjs', import.meta.url));
+const started: ChildProcess[] = [];
+let upstream: http.Server;
+let upstreamUrl: string;
+
+beforeAll(async () => {
+  ({ server: upstream, url: upstreamUrl } = await tagsUpstream());
+});
+afterAll(async () => {
+  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+  upstream?.closeAllConnections();
+  upstream?.close();
+});
+
+/** The young collections from `fromMs` on (V8's clock), each with the scavengers that took part. */
+function scavengesFrom(output: string, fromMs: number): string[][] {
+  const out: string[][] = [];
+  let ids: string[] = [];
+  for (const line of output.split('\n')) {
+    const id = /scavenge\[(0x[0-9a-f]+)\]: time=/.exec(line);
+    if (id) ids.push(id[1]);
+    const gc = /\s(\d+) ms: Scavenge/.exec(line);
+    if (gc) {
+      if (Number(gc[1]) >= fromMs) out.push(ids);
+      ids = [];
+    }
+  }
+  return out;
+}
+
+async function run(nodeArgs: string[] = []): Promise<string[][]> {
+  const program = await startForwarding(upstreamUrl, [
+    '--trace-gc',
+    '--trace-parallel-scavenge',
+    `--import=${WORKLOAD}`,
+    ...nodeArgs,
+  ]);
+  started.push(program.child);
+  program.child.kill('SIGUSR2');
+  const deadline = Date.now() + 60_000;
+  while (!program.output().includes('survivors: done') && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  // V8 writes its traces through C's buffered stdout: the program's exit flushes them.
+  const exited = new Promise((r) => program.child.once('exit', r));
+  program.child.kill('SIGTERM');
+  await exited;
+  const from = /survivors: from (\d+) ms/.exec(program.output());
+  expect(from, 'the workload ran').not.toBeNull();
+  return scavengesFrom(program.output(), Number(from![1]));
+}
+
+describe('young collections', () => {
+  it('run on one scavenger, the main thread', async () => {
+    const scavenges = await run();
+    expect(scavenges.length).toBeGreaterThan(10);
+    expect(new Set(scavenges.flat()).size).toBe(1);
+  }, 120_000);
+
+  it('with the flag named on the command line, helpers take part as by default (and this test sees it)', async () => {
+    const scavenges = await run(['--parallel-scavenge']);
+    expect(scavenges.some((ids) => ids.length > 1)).toBe(true);
+  }, 120_000);
+});
