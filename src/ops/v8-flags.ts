@@ -13,10 +13,24 @@
 // seven in nine after a first burst of 400 connections; none of the processes run with this setting).
 // A proxy's per-request objects die young; what start-up makes is copied once more instead.
 //
-// `node --allocation-site-pretenuring dist/cli.js ...` keeps V8's default: an operator who names the
-// flag gets what they named (NODE_OPTIONS does not take V8 flags of this kind).
+//
+// Parallel scavenging off. V8 splits a young collection among helper threads (up to node's four
+// platform workers and the main thread) when there is enough to do. What a gateway's young collection
+// keeps is small (the requests in flight, 80 to 200 KB), so the split buys little pause time and costs
+// the waking, dividing and joining of the helpers: with the main thread scavenging alone, the CPU per
+// request was 0.94 to 1.00 × (median about 0.97) in 10 interleaved pairs of processes, saturated and
+// paced, with no change to the p99 (bench/RESULTS.md, `d10f5d5` section). A young collection of a
+// burst (4 to 5 MB kept) then takes a few milliseconds on one thread.
+//
+// `node --allocation-site-pretenuring dist/cli.js ...` (or `--parallel-scavenge`) keeps V8's default:
+// an operator who names a flag gets what they named (NODE_OPTIONS does not take V8 flags of this kind).
 import v8 from 'node:v8';
 
-/** Whether node was started with the flag named, either way (`--x`, `--no-x`, `--x=...`). */
-const named = process.execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring(=|$)/.test(arg));
-if (!named) v8.setFlagsFromString('--no-allocation-site-pretenuring');
+/** Whether node was started with the flag named, either way (`--x`, `--no-x`, `--x=...`); `-` and `_` alike. */
+function named(flag: string): boolean {
+  const pattern = new RegExp(`^--(no-)?${flag.replace(/-/g, '[-_]')}(=|$)`);
+  return process.execArgv.some((arg) => pattern.test(arg));
+}
+
+for (const flag of ['allocation-site-pretenuring', 'parallel-scavenge'])
+  if (!named(flag)) v8.setFlagsFromString(`--no-${flag}`);
