@@ -18,8 +18,8 @@
 // platform workers and the main thread) when there is enough to do. What a gateway's young collection
 // keeps is small (the requests in flight, 80 to 200 KB), so the split buys little pause time and costs
 // the waking, dividing and joining of the helpers: with the main thread scavenging alone, the CPU per
-// request was 0.94 to 1.00 × (median about 0.97) in 10 interleaved pairs of processes, saturated and
-// paced, with no change to the p99 (bench/RESULTS.md, `d10f5d5` section). A young collection of a
+// request was 0.94 to 1.06 × (median 0.976, 12 of 14 below 1) in 14 interleaved pairs of processes,
+// saturated and paced, with no change to the p99 (bench/RESULTS.md, `4a6145b`). A young collection of a
 // burst (4 to 5 MB kept) then takes a few milliseconds on one thread.
 //
 // `node --allocation-site-pretenuring dist/cli.js ...` (or `--parallel-scavenge`) keeps V8's default:

@@ -1,6 +1,6 @@
 // Young collections run on the main thread alone (src/ops/v8-flags.ts): a gateway's young collection keeps
 // only the requests in flight, and splitting it among V8's helper threads cost more CPU per request
-// than it saved (bench/RESULTS.md, `d10f5d5`). `--trace-parallel-scavenge` prints one line per scavenger
+// than it saved (bench/RESULTS.md, `4a6145b`). `--trace-parallel-scavenge` prints one line per scavenger
 // that took part in a young collection, named by its address, before the collection's `--trace-gc`
 // line. The program is given a workload with much to keep (test/fixtures/survivors-workload.mjs, started
 // once it is ready, so that what ran before its first import does not count), where helpers take part
