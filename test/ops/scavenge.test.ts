@@ -1,11 +1,12 @@
 // Young collections run on the main thread alone (src/ops/v8-flags.ts): a gateway's young collection keeps
 // only the requests in flight, and splitting it among V8's helper threads cost more CPU per request
 // than it saved (bench/RESULTS.md, `4a6145b`). `--trace-parallel-scavenge` prints one line per scavenger
-// that took part in a young collection, named by its address, before the collection's `--trace-gc`
-// line. The program is given a workload with much to keep (test/fixtures/survivors-workload.mjs, started
-// once it is ready, so that what ran before its first import does not count), where helpers take part
-// if they may: with the setting, one scavenger does it all. Naming the flag on node's command line
-// keeps V8's default, and the second program shows that the test sees the helpers.
+// that took part in a young collection, before the collection's `--trace-gc` line, so a collection
+// with helpers prints several. The program is given a workload with much to keep
+// (test/fixtures/survivors-workload.mjs, started once it is ready, so that what ran before its first
+// import does not count), where helpers take part if they may: with the setting, each collection has
+// one scavenger. Naming the flag on node's command line keeps V8's default, and the second program
+// shows that the test sees the helpers.
 import type { ChildProcess } from 'node:child_process';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -67,7 +68,8 @@ describe('young collections', () => {
   it('run on one scavenger, the main thread', async () => {
     const scavenges = await run();
     expect(scavenges.length).toBeGreaterThan(10);
-    expect(new Set(scavenges.flat()).size).toBe(1);
+    // One scavenger line per collection (its address may differ from one collection to the next).
+    expect(scavenges.filter((ids) => ids.length !== 1)).toEqual([]);
   }, 120_000);
 
   it('with the flag named on the command line, helpers take part as by default (and this test sees it)', async () => {
