@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { runLoad, runPaced, nextIp } from '../load.js';
 import { HOP_PATH as PATH, OTLP_SINK, hopSeed, ticks, traceparent, tree } from '../hop.js';
 import { freePort, waitForPort } from '../procs.js';
-import { freshSchema, runThenStop, startRedisAndUpstream } from './stack.js';
+import { freshSchema, runThenStop, startRedisAndUpstream, stopBeforeDrop } from './stack.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 /** Targets that are not keygate builds: their files in bench/peers/. */
@@ -266,6 +266,7 @@ async function main() {
       );
     }
   }
+  await stopBeforeDrop(procs);
   await drop();
 }
 
