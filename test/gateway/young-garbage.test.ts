@@ -5,24 +5,16 @@
 // with `--trace-gc-nvp`, which prints what each young collection promoted; under a steady load the
 // bytes promoted per request stay near nothing (the bare proxy's), not the few kilobytes of a whole
 // request's objects.
-import type http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Program } from '../helpers/program.js';
-import { loadTags, startForwarding, tagsUpstream } from '../helpers/forwarding.js';
+import { forwardingPrograms, loadTags } from '../helpers/forwarding.js';
 
+const startProgram = forwardingPrograms();
 let program: Program & { port: number };
-let upstream: http.Server;
 
 beforeAll(async () => {
-  const up = await tagsUpstream();
-  upstream = up.server;
-  program = await startForwarding(up.url, ['--trace-gc-nvp']);
+  program = await startProgram(['--trace-gc-nvp']);
 }, 90_000);
-afterAll(async () => {
-  if (program && program.child.exitCode === null) program.child.kill('SIGKILL');
-  upstream?.closeAllConnections();
-  upstream?.close();
-});
 
 const load = (n: number, connections: number, offset: number) =>
   loadTags(program.port, n, { connections, subnet: '10.1', offset });

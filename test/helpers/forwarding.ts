@@ -3,6 +3,7 @@
 // test/ops/pretenuring.test.ts). The demo workspace key, limits far above the load (bench/plans.json),
 // the client address from X-Forwarded-For, no access log.
 import http from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from './redis-server.js';
 import { startProgram, type Program } from './program.js';
 import { listenLocal } from './listen.js';
@@ -38,6 +39,29 @@ export async function startForwarding(upstreamUrl: string, nodeArgs: string[]): 
     nodeArgs,
   );
   return { ...program, port };
+}
+
+/**
+ * For a test file: the trivial upstream for its whole run, and a `start` that runs the forwarding program
+ * with the given node flags in front of it. Every program started and the upstream go when the file ends.
+ */
+export function forwardingPrograms(): (nodeArgs: string[]) => Promise<Program & { port: number }> {
+  const started: Program[] = [];
+  let upstream: http.Server | undefined;
+  let upstreamUrl = '';
+  beforeAll(async () => {
+    ({ server: upstream, url: upstreamUrl } = await tagsUpstream());
+  });
+  afterAll(async () => {
+    for (const { child } of started) if (child.exitCode === null) child.kill('SIGKILL');
+    upstream?.closeAllConnections();
+    upstream?.close();
+  });
+  return async (nodeArgs) => {
+    const program = await startForwarding(upstreamUrl, nodeArgs);
+    started.push(program);
+    return program;
+  };
 }
 
 /**

@@ -8,31 +8,13 @@
 // each with `--trace-pretenuring-statistics`. Naming the flag on node's command line keeps V8's default
 // (src/ops/v8-flags.ts): the second program shows the test sees the decisions when they are made (with
 // pretenuring off V8 counts nothing, so the first may print no statistics line at all).
-import type { ChildProcess } from 'node:child_process';
-import type http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadTags, startForwarding, tagsUpstream } from '../helpers/forwarding.js';
+import { describe, expect, it } from 'vitest';
+import { forwardingPrograms, loadTags } from '../helpers/forwarding.js';
 // @ts-expect-error: a plain .mjs diagnostic without declarations
 import { isTenureDecision } from '../../bench/diagnostics/promotion-state.mjs';
 
-const started: ChildProcess[] = [];
-let upstream: http.Server;
-let upstreamUrl: string;
-
-beforeAll(async () => {
-  ({ server: upstream, url: upstreamUrl } = await tagsUpstream());
-});
-afterAll(async () => {
-  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
-  upstream?.closeAllConnections();
-  upstream?.close();
-});
-
-async function start(nodeArgs: string[] = []) {
-  const program = await startForwarding(upstreamUrl, ['--trace-pretenuring-statistics', ...nodeArgs]);
-  started.push(program.child);
-  return program;
-}
+const startProgram = forwardingPrograms();
+const start = (nodeArgs: string[] = []) => startProgram(['--trace-pretenuring-statistics', ...nodeArgs]);
 
 const load = (port: number, n: number) => loadTags(port, n, { connections: 8, subnet: '10.2' });
 

@@ -7,25 +7,12 @@
 // import does not count), where helpers take part if they may: with the setting, each collection has
 // one scavenger. Naming the flag on node's command line keeps V8's default, and the second program
 // shows that the test sees the helpers.
-import type { ChildProcess } from 'node:child_process';
-import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startForwarding, tagsUpstream } from '../helpers/forwarding.js';
+import { describe, expect, it } from 'vitest';
+import { forwardingPrograms } from '../helpers/forwarding.js';
 
 const WORKLOAD = fileURLToPath(new URL('../fixtures/survivors-workload.mjs', import.meta.url));
-const started: ChildProcess[] = [];
-let upstream: http.Server;
-let upstreamUrl: string;
-
-beforeAll(async () => {
-  ({ server: upstream, url: upstreamUrl } = await tagsUpstream());
-});
-afterAll(async () => {
-  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
-  upstream?.closeAllConnections();
-  upstream?.close();
-});
+const startProgram = forwardingPrograms();
 
 /** The young collections from `fromMs` on (V8's clock), each with the scavengers that took part. */
 function scavengesFrom(output: string, fromMs: number): string[][] {
@@ -44,13 +31,7 @@ function scavengesFrom(output: string, fromMs: number): string[][] {
 }
 
 async function run(nodeArgs: string[] = []): Promise<string[][]> {
-  const program = await startForwarding(upstreamUrl, [
-    '--trace-gc',
-    '--trace-parallel-scavenge',
-    `--import=${WORKLOAD}`,
-    ...nodeArgs,
-  ]);
-  started.push(program.child);
+  const program = await startProgram(['--trace-gc', '--trace-parallel-scavenge', `--import=${WORKLOAD}`, ...nodeArgs]);
   program.child.kill('SIGUSR2');
   const deadline = Date.now() + 60_000;
   while (!program.output().includes('survivors: done') && Date.now() < deadline)
