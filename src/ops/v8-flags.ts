@@ -13,7 +13,6 @@
 // seven in nine after a first burst of 400 connections; none of the processes run with this setting).
 // A proxy's per-request objects die young; what start-up makes is copied once more instead.
 //
-//
 // Parallel scavenging off. V8 splits a young collection among helper threads (up to node's four
 // platform workers and the main thread) when there is enough to do. What a gateway's young collection
 // keeps is small (the requests in flight, 80 to 200 KB), so the split buys little pause time and costs
