@@ -5,7 +5,7 @@
 // The parent talks to it over IPC: 'stats' (Redis round trips made by this process, RSS), 'profile-start' /
 // 'profile-stop' (a CPU profile of the measured window, the same .cpuprofile format as node --cpu-prof),
 // and 'stop'.
-import { readFileSync, writeFileSync, createWriteStream } from 'node:fs';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import net, { type AddressInfo } from 'node:net';
 import { memory, type ChildConfig, type FromChild, type ToChild } from './protocol.js';
@@ -55,6 +55,7 @@ async function main() {
     const { startApp } = await import('../src/app.js');
     const { settingsSchema } = await import('../src/config/settings.js');
     const { createLogger } = await import('../src/ops/logger.js');
+    const { LogSink } = await import('../src/ops/log-sink.js');
     const { openDb } = await import('../src/db/index.js');
     const settings = settingsSchema.parse({
       HOST: '127.0.0.1',
@@ -67,8 +68,9 @@ async function main() {
       ...(cfg.redisUrl ? { REDIS_URL: cfg.redisUrl } : {}),
       ...(cfg.databaseUrl ? { DATABASE_URL: cfg.databaseUrl } : { DATA_DIR: 'memory://' }),
     });
-    // pino at the production default level, to a file: what a deployed gateway would pay for logging.
-    const log = createLogger(settings.LOG_LEVEL, createWriteStream(cfg.logFile, { flags: 'a' }));
+    // pino at the production default level through the production output (a LogSink, as on stdout), to
+    // a file: what a deployed gateway would pay for logging.
+    const log = createLogger(settings.LOG_LEVEL, new LogSink(openSync(cfg.logFile, 'a')));
     const db = await openDb({ databaseUrl: cfg.databaseUrl, dataDir: 'memory://', schema: cfg.schema });
     if (cfg.role === 'gateway' && cfg.redisUrl)
       countRedisWrites(Number(new URL(cfg.redisUrl).port || 6379), redisWrites);

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
+import { LogSink } from './log-sink.js';
 
 /**
  * Field names whose values are secret wherever they appear: request and response headers
@@ -76,10 +77,15 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   };
   if (destination) return pino(options, destination);
   const pretty = logFormatFor(process.stdout) === 'pretty' ? prettyStream() : null;
-  // JSON lines are written asynchronously (sonic-boom coalesces the lines of one turn into one
-  // write): a synchronous write per line cost the gateway about 40 µs per request with the access log
-  // on (bench/RESULTS.md). pino flushes what is pending when the process exits.
-  return pretty ? pino(options, pretty) : pino(options, pino.destination({ dest: 1, sync: false }));
+  if (pretty) return pino(options, pretty);
+  // JSON lines are written in chunks off the event loop (./log-sink.ts): a synchronous write per
+  // line cost the gateway about 40 µs per request with the access log on (bench/RESULTS.md). What is
+  // pending is written when the process exits.
+  const sink = new LogSink(1, {
+    dropNotice: (dropped) =>
+      `{"level":40,"time":${Date.now()},"svc":"keygate","dropped":${dropped},"msg":"log lines dropped: the log output did not keep up"}\n`,
+  });
+  return pino(options, sink);
 }
 
 /** pino-pretty writing synchronously to stdout (so the last lines before an exit are not lost), or null when absent. */
@@ -148,18 +154,19 @@ export function accessLogFields(source: AccessLogSource): AccessLogFields {
  *
  * Built by hand rather than through pino: every field is allow-listed and of a known shape (a validated
  * request id, a route template, numbers), so pino's generic path (redaction over some 300 secret paths,
- * serializers) buys nothing here. And the lines reach the stream in batches, one write per
- * ACCESS_FLUSH_MS or ACCESS_FLUSH_BYTES, whichever comes first (nginx's `access_log ... buffer= flush=`):
- * sonic-boom measures the byte length of its whole pending buffer on every write, and a write per line or
- * per event-loop turn cost more than building the line (bench/diagnostics/access-line.ts). Lines pending
- * at exit are written by the process's 'exit' handler; only a kill -9 loses them (at most ACCESS_FLUSH_MS).
+ * serializers) buys nothing here. The process's own output (a LogSink, ./log-sink.ts) takes each line
+ * and gathers the lines into chunks itself. Any other stream (a test's, a file the bench opens) gets
+ * them in batches, one write per ACCESS_FLUSH_MS or ACCESS_FLUSH_BYTES, whichever comes first: a write
+ * per line or per event-loop turn cost more than building the line (bench/diagnostics/access-line.ts).
+ * Lines pending at exit are written by the process's 'exit' handlers; only a kill -9 loses them (at most
+ * the last 25 ms).
  */
 export function accessLogWriter(log: Logger): (source: AccessLogSource) => void {
   const internals = log as unknown as Record<symbol, unknown>;
-  const batch: AccessBatch = {
-    stream: internals[pino.symbols.streamSym] as AccessBatch['stream'],
-    pending: '',
-  };
+  const stream = internals[pino.symbols.streamSym] as AccessBatch['stream'];
+  // A LogSink gathers lines into chunks itself: each line goes straight into it.
+  const sink = stream instanceof LogSink ? stream : null;
+  const batch: AccessBatch = { stream, pending: '' };
   // The logger's bindings, already serialized by pino: `,"svc":"keygate"` and any child's.
   const bindings = internals[pino.symbols.chindingsSym] as string;
   // Nearly every line has the route and method of the line before it: their JSON is kept.
@@ -187,6 +194,7 @@ export function accessLogWriter(log: Logger): (source: AccessLogSource) => void 
       // A trace id is 32 hex digits (OpenTelemetry's own), so it needs no escaping.
       (source.traceId === undefined ? '' : `,"traceId":"${source.traceId}"`) +
       `,"msg":"request"}\n`;
+    if (sink) return void sink.write(line);
     if (batch.pending === '') {
       unflushed.add(batch);
       setTimeout(flushBatch, ACCESS_FLUSH_MS, batch).unref();

@@ -9,6 +9,7 @@ import {
   type MetricObjectWithValues,
   type MetricValueWithName,
 } from 'prom-client';
+import { logLinesDropped } from './log-sink.js';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -107,6 +108,17 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.',
     labelNames: ['mode'],
     registers: [registry],
+  });
+  let droppedReported = 0;
+  new Counter({
+    name: 'keygate_log_lines_dropped_total',
+    help: 'Log lines dropped because the log output (stdout) did not keep up or failed.',
+    registers: [registry],
+    collect() {
+      const dropped = logLinesDropped();
+      if (dropped > droppedReported) this.inc(dropped - droppedReported);
+      droppedReported = dropped;
+    },
   });
   const redisLat = new FastHistogram<'op' | 'outcome'>(
     registry,
