@@ -66,12 +66,17 @@ export function forwardingPrograms(): (nodeArgs: string[]) => Promise<Program & 
 
 /**
  * `n` GETs over `connections` keep-alive connections, the client address `<subnet>.<k>.1` with k cycling
- * over 200 from `offset` (each well under the address layer's 100 a minute); their statuses.
+ * over 200 from `offset` (each well under the address layer's 100 a minute), or `address(i)`; their statuses.
  */
 export async function loadTags(
   port: number,
   n: number,
-  { connections, subnet, offset = 0 }: { connections: number; subnet: string; offset?: number },
+  {
+    connections,
+    subnet,
+    offset = 0,
+    address = (i) => `${subnet}.${(offset + i) % 200}.1`,
+  }: { connections: number; subnet: string; offset?: number; address?: (i: number) => string },
 ): Promise<number[]> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const statuses: number[] = [];
@@ -84,7 +89,7 @@ export async function loadTags(
           port,
           path: '/v2/workspaces/100/tags',
           agent,
-          headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': `${subnet}.${(offset + i) % 200}.1` },
+          headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': address(i) },
         },
         (res) => {
           statuses.push(res.statusCode ?? 0);

@@ -1,0 +1,76 @@
+// The real program with the access log on, its stdout not read while it answers 30,000 requests: it keeps
+// answering, holds a bounded backlog of log lines (src/ops/log-sink.ts: 4 MiB) and drops the rest, and
+// once stdout is read again every request is either logged, in order, or counted in a line that says so.
+import type http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/redis-server.js';
+import { startProgram, type Program } from '../helpers/program.js';
+import { loadTags, tagsUpstream } from '../helpers/forwarding.js';
+
+const REQUESTS = 30_000;
+
+describe('a gateway whose stdout nobody reads', () => {
+  let upstream: http.Server;
+  let program: Program;
+  let port: number;
+  beforeAll(async () => {
+    const up = await tagsUpstream();
+    upstream = up.server;
+    port = await freePort();
+    program = await startProgram({
+      PORT: String(port),
+      ADMIN_PORT: String(await freePort()),
+      BACKEND_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      DATA_DIR: 'memory://',
+      PLANS_FILE: 'bench/plans.json',
+      TRUST_PROXY: '127.0.0.1',
+      UPSTREAM_URL: up.url,
+      ACCESS_LOG: 'on',
+      LOG_LEVEL: 'info',
+    });
+  });
+  afterAll(async () => {
+    if (program?.child.exitCode === null) program.child.kill('SIGKILL');
+    upstream?.closeAllConnections();
+    upstream?.close();
+  });
+
+  it('keeps answering, drops log lines past its bound, and accounts for every request once read again', async () => {
+    const stdout = program.child.stdout!;
+    stdout.pause();
+    // A client address per request: no address reaches its layer's limit.
+    const statuses = await loadTags(port, REQUESTS, {
+      connections: 32,
+      subnet: '',
+      address: (i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+    });
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    stdout.resume();
+
+    type Line = { msg?: string; requestId?: string; dropped?: number };
+    const read = () =>
+      program
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Line);
+    const count = () => {
+      const lines = read();
+      const logged = lines.filter((l) => l.msg === 'request').length;
+      const dropped = lines.filter((l) => l.dropped !== undefined).reduce((a, l) => a + l.dropped!, 0);
+      return { logged, dropped };
+    };
+    // The backlog drains and the notice follows within the sink's flush interval of the last write.
+    const deadline = Date.now() + 20_000;
+    let seen = count();
+    while (seen.logged + seen.dropped < REQUESTS && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      seen = count();
+    }
+    expect(seen.dropped).toBeGreaterThan(0);
+    expect(seen.logged + seen.dropped).toBe(REQUESTS);
+    const notice = read().find((l) => l.dropped !== undefined)!;
+    expect(notice.msg).toBe('log lines dropped: the log output did not keep up');
+  }, 120_000);
+});
