@@ -55,7 +55,10 @@ async function main() {
     );
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
-  const log = createLogger(settings.LOG_LEVEL);
+  // With WORKERS > 1 the primary and its workers write to one stdout.
+  const log = createLogger(settings.LOG_LEVEL, undefined, {
+    shared: mode !== 'backend' && mode !== 'migrate' && mode !== 'seed' && workerCount(settings.WORKERS) > 1,
+  });
 
   if (mode === 'migrate' || mode === 'seed') {
     const db = await openDatabase(settings);

@@ -69,7 +69,12 @@ export function logFormatFor(stdout: { isTTY?: boolean }): LogFormat {
  * terminal and pino-pretty is installed (it is a production dependency; an image built without it
  * still logs, as JSON), JSON lines otherwise. Tests pass a destination to read the lines.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- used by the next commit
+  output: { shared?: boolean } = {},
+): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { svc: 'keygate' },
@@ -80,7 +85,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   if (pretty) return pino(options, pretty);
   // JSON lines are written in chunks off the event loop (./log-sink.ts): a synchronous write per
   // line cost the gateway about 40 µs per request with the access log on (bench/RESULTS.md). What is
-  // pending is written when the process exits.
+  // pending is written when the process exits. `shared`: other processes write to the same stdout.
   const sink = new LogSink(1, {
     dropNotice: (dropped) =>
       `{"level":40,"time":${Date.now()},"svc":"keygate","dropped":${dropped},"msg":"log lines dropped: the log output did not keep up"}\n`,

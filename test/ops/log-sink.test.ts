@@ -1,6 +1,9 @@
 // The log output (src/ops/log-sink.ts): lines in order and whole, one write per chunk, at most one
 // write under way, a bound on what waits for a slow reader, and what is lost said in a line.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LogSink, logLinesDropped, type SinkIo } from '../../src/ops/log-sink.js';
@@ -256,5 +259,61 @@ describe('the process log output against a reader that stops reading', () => {
     for (let i = 1; i < delivered.length; i++) expect(delivered[i]).toBeGreaterThan(delivered[i - 1]);
     const notice = parsed.find((l) => l.dropped !== undefined)!;
     expect(notice.msg).toBe('log lines dropped: the log output did not keep up');
+  }, 60_000);
+});
+
+describe('several processes on one stdout (the workers of WORKERS > 1)', () => {
+  it('with a shared output every line arrives whole, however slowly the pipe is read', async () => {
+    const LOGGER = fileURLToPath(new URL('../../src/ops/logger.ts', import.meta.url));
+    const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+    // Each writer logs 20,000 lines of about 350 bytes as fast as it can, then exits once they are out.
+    const file = join(mkdtempSync(join(tmpdir(), 'keygate-shared-')), 'writer.mjs');
+    writeFileSync(
+      file,
+      `const { createLogger } = await import(${JSON.stringify(LOGGER)});
+      const log = createLogger('info', undefined, { shared: true });
+      const pad = 'p'.repeat(280);
+      let n = 0;
+      const burst = () => {
+        for (let i = 0; i < 500 && n < 20000; i++) log.info({ w: process.env.W, n: n++, pad }, 'line');
+        if (n < 20000) return setImmediate(burst);
+        log.flush(() => process.exit(0));
+      };
+      burst();`,
+    );
+    const node = (w: string) => `W=${w} "${process.execPath}" --import tsx "${file}"`;
+    const child = spawn('sh', ['-c', `${node('a')} & ${node('b')} & wait`], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => void (err += d));
+    let rest = '';
+    let torn = 0;
+    const seen: Record<string, number> = { a: 0, b: 0 };
+    let dropped = 0;
+    child.stdout.on('data', (d: Buffer) => {
+      rest += d;
+      let nl;
+      while ((nl = rest.indexOf('\n')) !== -1) {
+        const text = rest.slice(0, nl);
+        rest = rest.slice(nl + 1);
+        try {
+          const l = JSON.parse(text) as { w?: string; dropped?: number };
+          if (l.dropped !== undefined) dropped += l.dropped;
+          else seen[l.w!]++;
+        } catch {
+          torn++;
+        }
+      }
+      // A reader slower than the writers: the pipe fills and stays nearly full.
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), 1);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect(torn).toBe(0);
+    expect(seen.a + seen.b + dropped).toBe(40_000);
   }, 60_000);
 });
