@@ -30,7 +30,11 @@ export interface SinkIo {
 export interface LogSinkOptions {
   /** A line waits at most this long before its chunk is handed over (25). */
   flushMs?: number;
-  /** The size of a chunk: one write each (65,536). */
+  /**
+   * The size of a chunk: one write each (65,536). Several processes writing to one pipe (the workers
+   * of WORKERS > 1 share the primary's stdout) need chunks of at most PIPE_BUF_BYTES: only a write that
+   * small is whole on a pipe, where larger ones interleave with the other processes' and cut lines.
+   */
   chunkBytes?: number;
   /** Bytes handed over but not yet written at most; past it lines are dropped (4 MiB). */
   maxQueuedBytes?: number;
@@ -52,6 +56,9 @@ const NODE_IO: SinkIo = {
   write: (fd, buf, offset, length, done) => fs.write(fd, buf, offset, length, null, done),
   writeSync: (fd, buf, offset, length) => fs.writeSync(fd, buf, offset, length),
 };
+
+/** POSIX's PIPE_BUF on Linux: a write of at most this many bytes to a pipe is never interleaved with another. */
+export const PIPE_BUF_BYTES = 4096;
 
 /** A descriptor that is not ready (a non-blocking pipe that is full) is tried again after this. */
 const RETRY_MS = 10;
@@ -209,8 +216,10 @@ export class LogSink {
   private readonly written = (err: NodeJS.ErrnoException | null, n: number) => {
     this.writing = false;
     if (err) {
+      // Not unref'd: a process that ends on its own waits for its log to go out, as one writing
+      // synchronously would (one that calls exit writes what waits in flushSync).
       if (err.code === 'EAGAIN') {
-        setTimeout(() => this.pump(), RETRY_MS).unref();
+        setTimeout(() => this.pump(), RETRY_MS);
         return;
       }
       return this.fail(err);

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
-import { LogSink } from './log-sink.js';
+import { LogSink, PIPE_BUF_BYTES } from './log-sink.js';
 
 /**
  * Field names whose values are secret wherever they appear: request and response headers
@@ -72,7 +72,6 @@ export function logFormatFor(stdout: { isTTY?: boolean }): LogFormat {
 export function createLogger(
   level: string,
   destination?: pino.DestinationStream,
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars -- used by the next commit
   output: { shared?: boolean } = {},
 ): Logger {
   const options: pino.LoggerOptions = {
@@ -87,6 +86,7 @@ export function createLogger(
   // line cost the gateway about 40 µs per request with the access log on (bench/RESULTS.md). What is
   // pending is written when the process exits. `shared`: other processes write to the same stdout.
   const sink = new LogSink(1, {
+    chunkBytes: output.shared ? PIPE_BUF_BYTES : undefined,
     dropNotice: (dropped) =>
       `{"level":40,"time":${Date.now()},"svc":"keygate","dropped":${dropped},"msg":"log lines dropped: the log output did not keep up"}\n`,
   });
