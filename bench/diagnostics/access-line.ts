@@ -9,7 +9,7 @@
 import { openSync } from 'node:fs';
 import pino from 'pino';
 import { accessLogWriter, createLogger, logAccess, type AccessLogSource } from '../../src/ops/logger.js';
-import { LogSink } from '../../src/ops/log-sink.js';
+import { LogSink, PIPE_BUF_BYTES } from '../../src/ops/log-sink.js';
 
 const BURST = Number(process.env.BURST ?? 20);
 const ROUNDS = Number(process.env.ROUNDS ?? 2000);
@@ -59,12 +59,16 @@ const sonic = () => pino.destination({ dest: fd, sync: false });
 const viaPino = createLogger('info', sonic());
 const viaWriter = createLogger('info', sonic());
 const viaSink = createLogger('info', new LogSink(fd));
+// As the processes of WORKERS > 1 write (one stdout shared): chunks a pipe keeps whole.
+const viaShared = createLogger('info', new LogSink(fd, { chunkBytes: PIPE_BUF_BYTES }));
 const writer = accessLogWriter(viaWriter);
 const sinkWriter = accessLogWriter(viaSink);
+const sharedWriter = accessLogWriter(viaShared);
 // The writer's own batches are handed over on a 25 ms timer; then the destination flushes.
 const settled = (log: pino.Logger) => (done: () => void) => setTimeout(() => log.flush(() => done()), 30);
 for (let pass = 0; pass < 2; pass++) {
   await measure('pino log.info, sonic-boom', (s) => logAccess(viaPino, s), settled(viaPino));
   await measure('accessLogWriter, sonic-boom', writer, settled(viaWriter));
   await measure('accessLogWriter, LogSink', sinkWriter, settled(viaSink));
+  await measure('accessLogWriter, LogSink of 4 KiB chunks', sharedWriter, settled(viaShared));
 }
