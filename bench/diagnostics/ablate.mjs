@@ -16,9 +16,7 @@ import { pathToFileURL } from 'node:url';
 
 export const CUTS = {
   // The identity signature: a constant instead of the HMAC.
-  'no-sign': [
-    ['gateway/upstream.js', "out['x-gateway-signature'] = sign(", "out['x-gateway-signature'] = 'cut' || sign("],
-  ],
+  'no-sign': [['gateway/upstream.js', 'const signature = sign(', "const signature = 'cut' || sign("]],
   // The seven rate-limit fields of the answer.
   'no-limit-fields': [
     [

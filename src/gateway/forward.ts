@@ -15,11 +15,15 @@ import { connectionOptions, type ResponseFields } from './fields.js';
 
 export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';
 
+/** Request fields as a flat list, name then value (a value of several is an array), in the order sent. */
+export type FieldList = (string | string[])[];
+
 export interface UpstreamRequest {
   method: string;
   /** Origin-form target: path and query exactly as authorized and signed. */
   target: string;
-  headers: OutgoingHttpHeaders;
+  /** A flat list is handed to undici as it is; an object is walked by its keys first. */
+  headers: FieldList | OutgoingHttpHeaders;
   body: Buffer | null;
   /** The gateway's own response fields: the upstream's are appended and all written in one writeHead. */
   head: ResponseFields;
@@ -320,7 +324,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
           origin: base.origin,
           method: request.method as Dispatcher.HttpMethod,
           path: basePath + request.target,
-          headers: request.headers as Record<string, string | string[]>,
+          headers: request.headers as Record<string, string | string[]> | string[],
           body: request.body,
         },
         exchange,

@@ -8,7 +8,7 @@ import type { Principal } from '../access/principal.js';
 import type { Granted } from './guards/permission.js';
 import { contentDigest, encodeIdentity, sign, type Identity } from '../http/identity.js';
 import type { GatewayDeps, RequestContext } from './context.js';
-import type { UpstreamFailure } from './forward.js';
+import type { FieldList, UpstreamFailure } from './forward.js';
 import { connectionOptions } from './fields.js';
 import { announcesBody, readBody, type ReadBody } from './body.js';
 import { refuse } from './refusals.js';
@@ -91,7 +91,7 @@ function single(v: string | string[] | undefined): string | undefined {
  * host the request's Host field. X-Forwarded-For keeps what came before and appends the client address
  * (docs/decisions.md section 5); Forwarded (RFC 7239) is one element of the gateway's own, replacing the client's.
  */
-function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingHttpHeaders): void {
+function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: FieldList): void {
   const h = ctx.req.headers;
   const peerTrusted = !deps.trusted.empty && deps.trusted.has(normalizeIp(ctx.req.socket.remoteAddress));
   let proto = 'http';
@@ -103,13 +103,15 @@ function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: OutgoingH
     if (fh && validHost(fh)) host = fh;
   }
   const xff = h['x-forwarded-for'];
-  out['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip;
-  out['x-forwarded-proto'] = proto;
+  out.push(
+    'x-forwarded-for',
+    xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ctx.ip}` : ctx.ip,
+    'x-forwarded-proto',
+    proto,
+  );
   const forwarded = `for=${ctx.ip.includes(':') ? `"[${ctx.ip}]"` : ctx.ip};proto=${proto}`;
-  if (host && validHost(host)) {
-    out['x-forwarded-host'] = host;
-    out.forwarded = `${forwarded};host="${host}"`;
-  } else out.forwarded = forwarded;
+  if (host && validHost(host)) out.push('x-forwarded-host', host, 'forwarded', `${forwarded};host="${host}"`);
+  else out.push('forwarded', forwarded);
 }
 
 /** What the upstream is told of the request's key: the principal, at the role and workspace granted. */
@@ -170,13 +172,20 @@ function identityHeader(principal: Principal, grant: Granted | null): string {
   return v;
 }
 
-function cleanHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+/**
+ * The client's fields that travel upstream, as a flat list undici takes as it is: an object was walked
+ * again by undici (its keys, then a keyed load each), in V8's megamorphic paths. Every field the gateway
+ * sets itself is dropped here (DROPPED, `x-gateway-*`; the trace context when a trace hook sets it), so
+ * appending the gateway's own never sends a name twice.
+ */
+function cleanHeaders(headers: IncomingHttpHeaders, traced: boolean): FieldList {
   const named = connectionOptions(headers.connection);
-  // A fresh object rather than `delete`s on the parsed one (a deleted property makes a slow dictionary).
-  const out: OutgoingHttpHeaders = {};
+  const out: FieldList = [];
   for (const k in headers) {
     if (DROPPED.has(k) || k.startsWith('x-gateway-') || k.includes('_') || named?.has(k)) continue;
-    out[k] = headers[k];
+    if (traced && (k === 'traceparent' || k === 'tracestate')) continue;
+    const v = headers[k];
+    if (v !== undefined) out.push(k, v);
   }
   return out;
 }
@@ -188,23 +197,21 @@ export function forwardAuthorized(
   grant: Granted | null,
   body: ReadBody | null,
 ): void {
-  const out = cleanHeaders(ctx.req.headers);
+  const out = cleanHeaders(ctx.req.headers, ctx.span !== null);
   const now = deps.clock.now();
-  out['x-request-id'] = ctx.requestId;
+  out.push('x-request-id', ctx.requestId);
   let digest: string | undefined;
   if (body) {
     digest = contentDigest(body.bytes);
-    out['content-digest'] = digest;
-    out['content-length'] = String(body.bytes.length);
+    out.push('content-digest', digest, 'content-length', String(body.bytes.length));
   } else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-    out['content-length'] = '0';
+    out.push('content-length', '0');
   }
   if (deps.identityHmac) {
     const identity = identityHeader(principal, grant);
     const ts = String(now);
-    out['x-gateway-identity'] = identity;
-    out['x-gateway-timestamp'] = ts;
-    out['x-gateway-signature'] = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, ctx.target, identity, digest);
+    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, ctx.target, identity, digest);
+    out.push('x-gateway-identity', identity, 'x-gateway-timestamp', ts, 'x-gateway-signature', signature);
   }
   if (deps.identityJwt) {
     const jwt = deps.identityJwt;
@@ -218,10 +225,14 @@ export function forwardAuthorized(
       },
       now,
     );
-    out[jwt.header] = jwt.headerValue(token);
+    out.push(jwt.header, jwt.headerValue(token));
   }
   forwardingFields(deps, ctx, out);
-  ctx.span?.upstream(out);
+  if (ctx.span) {
+    const trace: OutgoingHttpHeaders = {};
+    ctx.span.upstream(trace);
+    for (const k in trace) out.push(k, String(trace[k]));
+  }
   deps.forwarder.forward(
     { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
     ctx.res,
