@@ -55,10 +55,9 @@ async function main() {
     );
   }
   const settings = withDataFiles(loadSettings(process.env, mode));
-  // With WORKERS > 1 the primary and its workers write to one stdout.
-  const log = createLogger(settings.LOG_LEVEL, undefined, {
-    shared: mode !== 'backend' && mode !== 'migrate' && mode !== 'seed' && workerCount(settings.WORKERS) > 1,
-  });
+  // WORKERS > 1 makes the gateway a cluster (below), whose primary and workers write to one stdout.
+  const clustered = mode !== 'backend' && mode !== 'migrate' && mode !== 'seed' && workerCount(settings.WORKERS) > 1;
+  const log = createLogger(settings.LOG_LEVEL, undefined, { shared: clustered });
 
   if (mode === 'migrate' || mode === 'seed') {
     const db = await openDatabase(settings);
@@ -75,7 +74,7 @@ async function main() {
   }
 
   // WORKERS > 1: this process becomes the primary of src/ops/cluster.ts; its workers run the gateway below.
-  if (mode !== 'backend' && workerCount(settings.WORKERS) > 1) {
+  if (clustered) {
     if (cluster.isPrimary) return runGatewayCluster(mode, settings, log);
     // All-in-one's backend stays in the primary, which applied the seed and passed its URL and secrets.
     const app = await startApp({

@@ -127,11 +127,10 @@ export class LogSink {
       return true;
     }
     // A UTF-16 unit takes at most 3 bytes in UTF-8: only a line near the chunk's end is measured.
-    let room = this.chunkBytes - this.used;
-    if (text.length * 3 > room && Buffer.byteLength(text) > room) {
-      this.seal();
-      room = this.chunkBytes;
-      if (Buffer.byteLength(text) > room) {
+    if (text.length * 3 > this.chunkBytes - this.used) {
+      const bytes = Buffer.byteLength(text);
+      if (bytes > this.chunkBytes - this.used) this.seal();
+      if (bytes > this.chunkBytes) {
         // Longer than a chunk: handed over on its own.
         const own = Buffer.from(text);
         this.enqueue({ buf: own, len: own.length, off: 0, lines: 1 });

@@ -1,7 +1,8 @@
 // The real all-in-one program forwarding `/v2/workspaces/100/tags` to a trivial upstream, and a keep-alive
 // load of it: for the checks of what V8 does under a steady load (test/gateway/young-garbage.test.ts,
-// test/ops/pretenuring.test.ts). The demo workspace key, limits far above the load (bench/plans.json),
-// the client address from X-Forwarded-For, no access log.
+// test/ops/pretenuring.test.ts) and of its log output (test/ops/log-backpressure.test.ts). The demo
+// workspace key, limits far above the load (bench/plans.json), the client address from X-Forwarded-For,
+// no access log unless a test's settings turn it on.
 import http from 'node:http';
 import { afterAll, beforeAll } from 'vitest';
 import { freePort } from './redis-server.js';
@@ -20,8 +21,12 @@ export async function tagsUpstream(): Promise<{ server: http.Server; url: string
   return { server, url };
 }
 
-/** `node [nodeArgs] <the program> start` on in-memory stores, forwarding to `upstreamUrl`. */
-export async function startForwarding(upstreamUrl: string, nodeArgs: string[]): Promise<Program & { port: number }> {
+/** `node [nodeArgs] <the program> start` on in-memory stores, forwarding to `upstreamUrl`; `env` on top. */
+export async function startForwarding(
+  upstreamUrl: string,
+  nodeArgs: string[],
+  env: Record<string, string> = {},
+): Promise<Program & { port: number }> {
   const port = await freePort();
   const program = await startProgram(
     {
@@ -35,6 +40,7 @@ export async function startForwarding(upstreamUrl: string, nodeArgs: string[]): 
       UPSTREAM_URL: upstreamUrl,
       ACCESS_LOG: 'off',
       LOG_LEVEL: 'warn',
+      ...env,
     },
     nodeArgs,
   );
@@ -43,9 +49,13 @@ export async function startForwarding(upstreamUrl: string, nodeArgs: string[]): 
 
 /**
  * For a test file: the trivial upstream for its whole run, and a `start` that runs the forwarding program
- * with the given node flags in front of it. Every program started and the upstream go when the file ends.
+ * with the given node flags (and settings) in front of it. Every program started and the upstream go when
+ * the file ends.
  */
-export function forwardingPrograms(): (nodeArgs: string[]) => Promise<Program & { port: number }> {
+export function forwardingPrograms(): (
+  nodeArgs: string[],
+  env?: Record<string, string>,
+) => Promise<Program & { port: number }> {
   const started: Program[] = [];
   let upstream: http.Server | undefined;
   let upstreamUrl = '';
@@ -57,8 +67,8 @@ export function forwardingPrograms(): (nodeArgs: string[]) => Promise<Program & 
     upstream?.closeAllConnections();
     upstream?.close();
   });
-  return async (nodeArgs) => {
-    const program = await startForwarding(upstreamUrl, nodeArgs);
+  return async (nodeArgs, env) => {
+    const program = await startForwarding(upstreamUrl, nodeArgs, env);
     started.push(program);
     return program;
   };

@@ -1,39 +1,17 @@
 // The real program with the access log on, its stdout not read while it answers 30,000 requests: it keeps
 // answering, holds a bounded backlog of log lines (src/ops/log-sink.ts: 4 MiB) and drops the rest, and
 // once stdout is read again every request is either logged, in order, or counted in a line that says so.
-import type http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/redis-server.js';
-import { startProgram, type Program } from '../helpers/program.js';
-import { loadTags, tagsUpstream } from '../helpers/forwarding.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { forwardingPrograms, loadTags } from '../helpers/forwarding.js';
+import type { Program } from '../helpers/program.js';
 
 const REQUESTS = 30_000;
+const start = forwardingPrograms();
 
 describe('a gateway whose stdout nobody reads', () => {
-  let upstream: http.Server;
-  let program: Program;
-  let port: number;
+  let program: Program & { port: number };
   beforeAll(async () => {
-    const up = await tagsUpstream();
-    upstream = up.server;
-    port = await freePort();
-    program = await startProgram({
-      PORT: String(port),
-      ADMIN_PORT: String(await freePort()),
-      BACKEND_PORT: String(await freePort()),
-      HOST: '127.0.0.1',
-      DATA_DIR: 'memory://',
-      PLANS_FILE: 'bench/plans.json',
-      TRUST_PROXY: '127.0.0.1',
-      UPSTREAM_URL: up.url,
-      ACCESS_LOG: 'on',
-      LOG_LEVEL: 'info',
-    });
-  });
-  afterAll(async () => {
-    if (program?.child.exitCode === null) program.child.kill('SIGKILL');
-    upstream?.closeAllConnections();
-    upstream?.close();
+    program = await start([], { ACCESS_LOG: 'on', LOG_LEVEL: 'info' });
   });
 
   it('keeps answering, drops log lines past its bound, and accounts for every request once read again', async () => {
@@ -43,7 +21,7 @@ describe('a gateway whose stdout nobody reads', () => {
     let text = '';
     stdout.on('data', (d: Buffer) => void (text += d));
     // A client address per request: no address reaches its layer's limit.
-    const statuses = await loadTags(port, REQUESTS, {
+    const statuses = await loadTags(program.port, REQUESTS, {
       connections: 32,
       subnet: '',
       address: (i) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
