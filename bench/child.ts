@@ -52,6 +52,8 @@ async function main() {
     url = `http://127.0.0.1:${(p.server.address() as AddressInfo).port}`;
     close = p.close;
   } else {
+    // First, as the production entry does (src/cli.ts): the V8 settings every keygate process runs with.
+    await import('../src/ops/v8-flags.js');
     const { startApp } = await import('../src/app.js');
     const { settingsSchema } = await import('../src/config/settings.js');
     const { createLogger } = await import('../src/ops/logger.js');
