@@ -1,10 +1,11 @@
 // The real all-in-one program forwarding `/v2/workspaces/100/tags` to a trivial upstream, and a keep-alive
 // load of it: for the checks of what V8 does under a steady load (test/gateway/young-garbage.test.ts,
-// test/ops/pretenuring.test.ts) and of its log output (test/ops/log-backpressure.test.ts). The demo
+// test/ops/pretenuring.test.ts), of what V8 does with a workload preloaded into it (test/ops/scavenge.test.ts,
+// test/ops/old-generation.test.ts) and of its log output (test/ops/log-backpressure.test.ts). The demo
 // workspace key, limits far above the load (bench/plans.json), the client address from X-Forwarded-For,
 // no access log unless a test's settings turn it on.
 import http from 'node:http';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { freePort } from './redis-server.js';
 import { startProgram, type Program } from './program.js';
 import { listenLocal } from './listen.js';
@@ -72,6 +73,25 @@ export function forwardingPrograms(): (
     started.push(program);
     return program;
   };
+}
+
+/**
+ * Runs the workload preloaded into `program` (a fixture given with `--import` that, on SIGUSR2, writes
+ * `<name>: from <ms> ms` with performance.now(), the clock of V8's trace lines, then `<name>: done`),
+ * then stops the program: V8 writes its traces through C's buffered stdout, which the exit flushes.
+ * Returns the program's output and when the workload began.
+ */
+export async function runWorkload(program: Program, name: string): Promise<{ output: string; fromMs: number }> {
+  program.child.kill('SIGUSR2');
+  const deadline = Date.now() + 60_000;
+  while (!program.output().includes(`${name}: done`) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  const exited = new Promise((r) => program.child.once('exit', r));
+  program.child.kill('SIGTERM');
+  await exited;
+  const from = new RegExp(`${name}: from (\\d+) ms`).exec(program.output());
+  expect(from, 'the workload ran').not.toBeNull();
+  return { output: program.output(), fromMs: Number(from![1]) };
 }
 
 /**

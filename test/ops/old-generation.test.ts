@@ -8,7 +8,7 @@
 // command line keeps V8's own choice, and the second program shows that the test sees it.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { forwardingPrograms } from '../helpers/forwarding.js';
+import { forwardingPrograms, runWorkload } from '../helpers/forwarding.js';
 
 const WORKLOAD = fileURLToPath(new URL('../fixtures/old-growth-workload.mjs', import.meta.url));
 const startProgram = forwardingPrograms();
@@ -25,17 +25,8 @@ function factorsFrom(output: string, fromMs: number): number[] {
 
 async function run(nodeArgs: string[] = []): Promise<number[]> {
   const program = await startProgram(['--trace-gc-verbose', '--expose-gc', `--import=${WORKLOAD}`, ...nodeArgs]);
-  program.child.kill('SIGUSR2');
-  const deadline = Date.now() + 60_000;
-  while (!program.output().includes('old growth: done') && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
-  // V8 writes its traces through C's buffered stdout: the program's exit flushes them.
-  const exited = new Promise((r) => program.child.once('exit', r));
-  program.child.kill('SIGTERM');
-  await exited;
-  const from = /old growth: from (\d+) ms/.exec(program.output());
-  expect(from, 'the workload ran').not.toBeNull();
-  return factorsFrom(program.output(), Number(from![1]));
+  const { output, fromMs } = await runWorkload(program, 'old growth');
+  return factorsFrom(output, fromMs);
 }
 
 describe('the old generation', () => {

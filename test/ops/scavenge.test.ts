@@ -9,7 +9,7 @@
 // shows that the test sees the helpers.
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { forwardingPrograms } from '../helpers/forwarding.js';
+import { forwardingPrograms, runWorkload } from '../helpers/forwarding.js';
 
 const WORKLOAD = fileURLToPath(new URL('../fixtures/survivors-workload.mjs', import.meta.url));
 const startProgram = forwardingPrograms();
@@ -32,17 +32,8 @@ function scavengesFrom(output: string, fromMs: number): string[][] {
 
 async function run(nodeArgs: string[] = []): Promise<string[][]> {
   const program = await startProgram(['--trace-gc', '--trace-parallel-scavenge', `--import=${WORKLOAD}`, ...nodeArgs]);
-  program.child.kill('SIGUSR2');
-  const deadline = Date.now() + 60_000;
-  while (!program.output().includes('survivors: done') && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
-  // V8 writes its traces through C's buffered stdout: the program's exit flushes them.
-  const exited = new Promise((r) => program.child.once('exit', r));
-  program.child.kill('SIGTERM');
-  await exited;
-  const from = /survivors: from (\d+) ms/.exec(program.output());
-  expect(from, 'the workload ran').not.toBeNull();
-  return scavengesFrom(program.output(), Number(from![1]));
+  const { output, fromMs } = await runWorkload(program, 'survivors');
+  return scavengesFrom(output, fromMs);
 }
 
 describe('young collections', () => {
