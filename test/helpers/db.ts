@@ -54,3 +54,51 @@ export async function openCuttableTestDb(
     },
   };
 }
+
+export interface RoleSchema {
+  schema: string;
+  owner: string;
+  app: string;
+  /** The schema's owner (migrations), the role that owns nothing (the programs), and the superuser of `url`. */
+  ownerUrl: string;
+  appUrl: string;
+  superUrl: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * The two roles of deploy/README.md ("Two database roles") on a schema of their own: `owner` owns the
+ * schema (and whatever its migrations create), `app` owns nothing and holds what `keygate migrate`
+ * grants it. Each URL puts the schema on the search path. Needs a real PostgreSQL and a superuser `url`.
+ */
+export async function openRoleSchema(url: string): Promise<RoleSchema> {
+  const id = randomBytes(5).toString('hex');
+  const [schema, owner, app] = [`t_${id}`, `kg_owner_${id}`, `kg_app_${id}`];
+  await adminQuery(
+    url,
+    `CREATE ROLE ${owner} LOGIN; CREATE ROLE ${app} LOGIN; CREATE SCHEMA ${schema} AUTHORIZATION ${owner}`,
+  );
+  const as = (user: string | null) => {
+    const u = new URL(url);
+    if (user) {
+      u.username = user;
+      u.password = '';
+    }
+    u.searchParams.set('options', `-c search_path=${schema}`);
+    return u.toString();
+  };
+  return {
+    schema,
+    owner,
+    app,
+    ownerUrl: as(owner),
+    appUrl: as(app),
+    superUrl: as(null),
+    async drop() {
+      await adminQuery(
+        url,
+        `DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP ROLE IF EXISTS ${app}; DROP ROLE IF EXISTS ${owner}`,
+      );
+    },
+  };
+}

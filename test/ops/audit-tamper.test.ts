@@ -1,0 +1,149 @@
+// The audit trail is tamper-evident (docs/service-layer.md, The audit trail): whoever edits, deletes or
+// inserts rows behind the triggers' back, as the role owning the table or as a superuser
+// (scripts/audit-tamper.ts), `keygate audit verify` (the real CLI) exits 1 naming the first row that
+// does not follow; an intact trail, and one the retention purge shortened, verify with exit 0. The purge
+// keeps what the retention recorded by the migrating owner keeps, whatever retention its caller asks
+// for, and a row inserted with the triggers on carries the database's time and role, not the writer's.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import pg from 'pg';
+import { openRoleSchema, type RoleSchema } from '../helpers/db.js';
+import { runCli } from '../helpers/cli-program.js';
+import { openDb, migrate, type Db } from '../../src/db/index.js';
+import { purgeAudit, recordAudit } from '../../src/access/service/audit.js';
+import type { Actor } from '../../src/access/service/context.js';
+
+function tamper(url: string, which: string, superuser = false): Promise<{ row: number; at?: string }> {
+  const args = ['--import', 'tsx', 'scripts/audit-tamper.ts', which, ...(superuser ? ['--superuser'] : [])];
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, args, { env: { ...process.env, DATABASE_URL: url } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`audit-tamper ${which}: ${stderr}`)) : resolve(JSON.parse(stdout)),
+    ),
+  );
+}
+
+function cliEnv(url: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: url, ...extra };
+  delete env.REDIS_URL;
+  return env;
+}
+
+const verify = (url: string) => runCli(['audit', 'verify'], cliEnv(url));
+
+async function query(url: string, sql: string, params: unknown[] = []) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+const cli: Actor = { kind: 'cli', osUser: 'tester' };
+async function writeTrail(db: Db, n: number): Promise<void> {
+  for (let i = 0; i < n; i++)
+    await recordAudit(
+      db,
+      { actor: cli, clock: { now: () => Date.now() } },
+      {
+        action: 'organization.pause',
+        targetType: 'organization',
+        targetIds: [1],
+        organizationId: 1,
+        before: { paused: i % 2 === 1, n: i },
+        after: { paused: i % 2 === 0, n: i },
+      },
+    );
+}
+
+/**
+ * Move the oldest `n` rows `days` back, as a superuser can (the rows are re-sealed, so the trail still
+ * verifies): the database stamps every new row with its own time, so no test can write an old one.
+ */
+async function age(s: RoleSchema, n: number, days: number): Promise<void> {
+  await query(
+    s.superUrl,
+    `DO $$
+     DECLARE r record; prev text;
+     BEGIN
+       SET LOCAL session_replication_role = replica;
+       UPDATE audit_events SET at = at - make_interval(days => ${days})
+        WHERE id IN (SELECT id FROM audit_events ORDER BY id LIMIT ${n});
+       IF to_regclass('audit_chain') IS NULL THEN RETURN; END IF;
+       EXECUTE 'SELECT anchor_hash FROM audit_chain' INTO prev;
+       FOR r IN SELECT id FROM audit_events ORDER BY id LOOP
+         EXECUTE 'UPDATE audit_events SET prev_hash = $1 WHERE id = $2' USING prev, r.id;
+         EXECUTE 'UPDATE audit_events e SET hash = keygate_audit_hash(e) WHERE id = $1 RETURNING hash' INTO prev USING r.id;
+       END LOOP;
+       EXECUTE 'UPDATE audit_chain SET head_hash = $1' USING prev;
+     END $$`,
+  );
+}
+
+// Roles and a schema of the test's own on a real PostgreSQL (PGlite has a single user and no second role).
+describe.skipIf(!process.env.DATABASE_URL)('the audit trail is tamper-evident', () => {
+  let s: RoleSchema;
+  let db: Db;
+
+  beforeEach(async () => {
+    s = await openRoleSchema(process.env.DATABASE_URL!);
+    db = await openDb({ databaseUrl: s.ownerUrl });
+    await migrate(db);
+    await writeTrail(db, 5);
+  }, 60_000);
+  afterEach(async () => {
+    await db?.close();
+    await s?.drop();
+  });
+
+  const cases: [string, boolean][] = [
+    ['edit', false],
+    ['delete', false],
+    ['delete-oldest', false],
+    ['delete-newest', false],
+    ['insert', false],
+    ['edit', true],
+    ['delete', true],
+    ['insert', true],
+  ];
+  it.each(cases)('catches %s (superuser: %s) naming the first row that does not follow', async (which, su) => {
+    const intact = await verify(s.ownerUrl);
+    expect(intact.code, intact.stdout + intact.stderr).toBe(0);
+    const { row } = await tamper(su ? s.superUrl : s.ownerUrl, which, su);
+    const r = await verify(s.ownerUrl);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
+    expect(r.stdout + r.stderr).toMatch(new RegExp(`\\brow ${row}\\b`));
+  });
+
+  it('stamps a row inserted with the triggers on with the database time and role, and chains it', async () => {
+    const { row, at } = await tamper(s.ownerUrl, 'insert-triggered');
+    expect(Date.now() - Date.parse(at!)).toBeLessThan(86_400_000);
+    const [stamped] = await query(s.superUrl, `SELECT db_user FROM audit_events WHERE id = $1`, [row]);
+    expect(stamped.db_user).toBe(s.owner);
+    const r = await verify(s.ownerUrl);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('purges only past the retention the owner recorded, and the shortened trail still verifies', async () => {
+    const migrateAs = async (days: number) => {
+      const r = await runCli(['migrate'], cliEnv(s.ownerUrl, { AUDIT_RETENTION_DAYS: String(days) }));
+      expect(r.code, r.stderr).toBe(0);
+    };
+    await migrateAs(365);
+    await age(s, 3, 40);
+    // A caller asking for one day keeps the 365 the owner recorded: nothing is 365 days old.
+    expect(await purgeAudit({ db, clock: { now: () => Date.now() } }, 1)).toBe(0);
+    await migrateAs(30);
+    expect(await purgeAudit({ db, clock: { now: () => Date.now() } }, 1)).toBe(3);
+    expect(await db.query(`SELECT id FROM audit_events`)).toHaveLength(2);
+    const r = await verify(s.ownerUrl);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    // The purge's checkpoint still tells a removed oldest row from a purged one.
+    await writeTrail(db, 2);
+    const { row } = await tamper(s.ownerUrl, 'delete-oldest');
+    const broken = await verify(s.ownerUrl);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout + broken.stderr).toMatch(new RegExp(`\\brow ${row}\\b`));
+  });
+});
