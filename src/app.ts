@@ -25,7 +25,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   const clock = o.clock ?? systemClock;
   // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
   await keepTickShape();
-  const db = await openAppDb(s, o.db);
+  const db = await openAppDb(s, o.db, o.mode !== 'gateway');
   const tables = loadTables(s, o.log);
   const metrics = createMetrics({ defaults: !o.ephemeralPorts });
   let cache: PrincipalCache | null = null;

@@ -8,7 +8,7 @@ import { loadSettings, withGeneratedSecrets, type Mode, type Settings } from './
 import { readJson } from './config/plans.js';
 import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
-import { migrate } from './db/index.js';
+import { migrate, ownsSchema, recordOwnerSettings } from './db/index.js';
 import type { Seed } from './access/seed.js';
 import { ADMIN_COMMANDS } from './cli/commands.js';
 import { openDatabase } from './cli/context.js';
@@ -63,6 +63,14 @@ async function main() {
     const db = await openDatabase(settings);
     const applied = await migrate(db);
     log.info({ applied }, 'migrations applied');
+    // The owner's records (src/db/index.ts): the audit retention, and the programs' role's grants.
+    if (await ownsSchema(db))
+      await recordOwnerSettings(db, {
+        auditRetentionDays: settings.AUDIT_RETENTION_DAYS,
+        appRole: settings.DATABASE_APP_ROLE,
+      });
+    else if (settings.DATABASE_APP_ROLE)
+      throw new ConfigError('setting DATABASE_APP_ROLE: `keygate migrate` must run as the role that owns the schema');
     if (mode === 'seed') {
       const file = settings.SEED_FILE ?? DEMO_SEED;
       const { applySeed } = await import('./backend/seed.js');

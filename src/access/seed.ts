@@ -12,7 +12,6 @@ import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
 import { getPepper } from './pepper.js';
 import { recordAudit } from './service/audit.js';
 import { METADATA_MAX_BYTES } from './service/keys.js';
-import { systemClock } from '../limits/types.js';
 
 const id = z.number().int().positive();
 const role = z.enum(ROLES);
@@ -374,7 +373,7 @@ async function recordSeed(q: Queryable, seed: AccessSeed, source: string): Promi
   const orgs = new Set<number>(seed.organizations.map((o) => o.id));
   await recordAudit(
     q,
-    { actor: { kind: 'seed' }, clock: systemClock },
+    { actor: { kind: 'seed' } },
     {
       action: 'seed.apply',
       targetType: 'seed',

@@ -457,7 +457,7 @@ export const ROUTES: AdminRoute[] = [
       {
         name: 'actor',
         description: 'The actor kind.',
-        schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed'] },
+        schema: { type: 'string', enum: ['admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'] },
       },
       ...PAGE,
     ],
@@ -472,7 +472,7 @@ export const ROUTES: AdminRoute[] = [
         listAudit(ctx, {
           organizationId: idQuery(query, 'organization'),
           action,
-          actorKind: oneOfQuery(query, 'actor', ['admin-token', 'user', 'cli', 'internal', 'seed'] as const),
+          actorKind: oneOfQuery(query, 'actor', ['admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'] as const),
           // Newest first: the cursor is the last id seen, the next page holds the smaller ids.
           beforeId: after > 0 ? after : undefined,
           limit: limit + 1,

@@ -200,10 +200,12 @@ export const AuditEntrySchema = z.object({
   id: z.number().int(),
   at: time,
   actor: z.object({
-    kind: z.enum(['admin-token', 'user', 'cli', 'internal', 'seed']),
+    kind: z.enum(['admin-token', 'user', 'cli', 'internal', 'seed', 'api-key']),
     id: z.string().nullable(),
     name: z.string().nullable(),
   }),
+  // The database role that wrote the row, stamped by the database (null on rows older than the stamp).
+  dbUser: z.string().nullable(),
   action: z.string(),
   targetType: z.string(),
   targetIds: z.array(z.string()),

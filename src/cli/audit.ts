@@ -1,14 +1,15 @@
-// `keygate audit list|export`: the audit trail of access changes (src/access/service/audit.ts), read
-// without SQL. `list` shows a page, newest first; `export` writes every matching row, oldest first, as
-// JSON lines (--json on list does the same for its page).
-import { exportAudit, listAudit, AUDIT_PAGE_MAX, type AuditFilter } from '../access/service/audit.js';
+// `keygate audit list|export|verify`: the audit trail of access changes (src/access/service/audit.ts),
+// read without SQL. `list` shows a page, newest first; `export` writes every matching row, oldest first,
+// as JSON lines (--json on list does the same for its page); `verify` checks the hash chain and exits 1
+// naming the first row that does not follow.
+import { exportAudit, listAudit, verifyAudit, AUDIT_PAGE_MAX, type AuditFilter } from '../access/service/audit.js';
 import { idArg, oneOf, parseArgs, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
-import { table } from './output.js';
+import { CommandError, table } from './output.js';
 import { parseInstant } from './keys.js';
 import { viaService } from './service.js';
 
-const ACTORS = ['admin-token', 'user', 'cli', 'internal', 'seed'] as const;
+const ACTORS = ['admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'] as const;
 const FILTERS = ['org', 'actor', 'actor-id', 'action', 'target-type', 'target', 'since', 'until'];
 
 function filterOf(command: string, values: Record<string, string>): AuditFilter {
@@ -75,5 +76,21 @@ export async function auditCommand(
     });
     return;
   }
-  throw new UsageError(`audit: expected list or export${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  if (sub === 'verify') {
+    const a = parseArgs('audit verify', argv, {});
+    const result = await withContext(ctx, (c) => verifyAudit(c.service));
+    if (a.flags.has('json')) process.stdout.write(JSON.stringify(result) + '\n');
+    else if (result.ok)
+      process.stdout.write(
+        result.rows
+          ? `audit trail intact: ${result.rows} rows, ids ${result.firstId} to ${result.lastId}; head hash ${result.headHash}\n`
+          : `audit trail intact: no rows; head hash ${result.headHash || '(none)'}\n`,
+      );
+    if (!result.ok)
+      throw new CommandError(
+        `audit verify: the trail is broken at row ${result.row}: ${result.reason} (${result.checked} rows before it follow)`,
+      );
+    return;
+  }
+  throw new UsageError(`audit: expected list, export or verify${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
 }

@@ -37,7 +37,8 @@ key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateway
   sessions create --user <id> [--ttl 24h]
   audit list [filters] [--limit 100] [--before <id>]    newest first; --json: JSON lines
   audit export [filters]                               every row, oldest first, as JSON lines
-      filters: --org <id> --actor admin-token|user|cli|internal|seed --actor-id <id>
+  audit verify                                         check the trail's hash chain (exit 1: names the first row that does not follow)
+      filters: --org <id> --actor admin-token|user|cli|internal|seed|api-key --actor-id <id>
                --action key.rotate|key. --target-type key --target <id> --since <time> --until <time>
   admin-tokens create --name <name> --role read|write | admin-tokens list [--all] | admin-tokens revoke <tokenId>
 

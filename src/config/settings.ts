@@ -29,6 +29,12 @@ export const settingsSchema = z
     ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
     DATABASE_URL: z.string().url().optional(),
+    // The role the programs connect as when it owns nothing (deploy/README.md, Two database roles):
+    // `keygate migrate`, run as the schema's owner, grants it what the programs need.
+    DATABASE_APP_ROLE: z
+      .string()
+      .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a PostgreSQL role name (lower case letters, digits, _)')
+      .optional(),
     DATA_DIR: z.string().min(1).default('.data'),
     REDIS_URL: z.string().url().optional(),
     REDIS_CLUSTER_NODES: csv.optional(),

@@ -21,17 +21,37 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 /**
  * Apply every SQL file of src/db/migrations not yet recorded in schema_migrations, in name order,
  * each in its own transaction under an advisory lock so concurrent starts apply each file once.
+ * A database already up to date is only read: a role that owns nothing (deploy/README.md, Two database
+ * roles) starts on it; with files pending, such a role stops with a line saying who must apply them.
  */
 export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
+  const [{ present }] = await db.query(`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`);
+  if (present) {
+    const seen = new Set((await db.query('SELECT name FROM schema_migrations')).map((r) => r.name));
+    if (files.every((f) => seen.has(f))) return [];
+  }
+  try {
+    return await applyMigrations(db, dir, files);
+  } catch (err) {
+    // 42501: insufficient_privilege (CREATE refused in the schema, or not the owner of a table).
+    if ((err as { code?: string }).code === '42501')
+      throw new Error(
+        `migrations are pending and this database role may not apply them (${(err as Error).message}); run \`keygate migrate\` as the role that owns the schema`,
+      );
+    throw err;
+  }
+}
+
+async function applyMigrations(db: Db, dir: string, files: string[]): Promise<string[]> {
   // Under the advisory lock: replicas starting at once on an empty database must not race here.
   await db.tx(async (q) => {
     await q.query('SELECT pg_advisory_xact_lock(7355608)');
     await q.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
   });
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.sql'))
-    .sort();
   const applied: string[] = [];
   for (const name of files) {
     const sql = readFileSync(join(dir, name), 'utf8');
@@ -46,6 +66,26 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     if (did) applied.push(name);
   }
   return applied;
+}
+
+/** Whether the connected role owns the schema's tables (it migrated them, or may). */
+export async function ownsSchema(db: Db): Promise<boolean> {
+  const [{ owns }] = await db.query(
+    `SELECT coalesce(pg_has_role(current_user, c.relowner, 'USAGE'), false) AS owns
+       FROM (SELECT to_regclass('audit_chain') AS oid) t LEFT JOIN pg_class c ON c.oid = t.oid`,
+  );
+  return owns === true;
+}
+
+/**
+ * What the owner records after migrating (migration 091): the audit retention the purge may never go
+ * below, and, with a role for the programs (DATABASE_APP_ROLE), that role's grants on every table as
+ * the migrations left them (keygate_grant_app).
+ */
+export async function recordOwnerSettings(db: Db, s: { auditRetentionDays?: number; appRole?: string }): Promise<void> {
+  if (s.auditRetentionDays !== undefined)
+    await db.query('UPDATE audit_chain SET retention_days = $1', [s.auditRetentionDays]);
+  if (s.appRole !== undefined) await db.query('SELECT keygate_grant_app($1)', [s.appRole]);
 }
 
 /**

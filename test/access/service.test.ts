@@ -1,9 +1,9 @@
 // The service layer of access changes (src/access/service/): each operation validates, writes with
 // exactly one audit row naming its actor, never stores a secret, and bumps the access version after
 // the commit; the audit table itself refuses UPDATE, DELETE and TRUNCATE, and only the retention
-// purge deletes (rows older than the cut-off only).
+// purge deletes (the oldest rows, past the retention the owner recorded, the chain still verifying).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestDb } from '../helpers/db.js';
+import { ageAuditTrail, openTestDb } from '../helpers/db.js';
 import { FakeClock } from '../helpers/stack.js';
 import { baseSeed, ALL_SCOPES } from '../fixtures/seed.js';
 import { applySeed, parseSeed } from '../../src/backend/seed.js';
@@ -13,7 +13,7 @@ import { serviceContext, ServiceError, type Actor, type ServiceContext } from '.
 import { createKey, listKeys, revokeKey, rotateKey, updateKey } from '../../src/access/service/keys.js';
 import { pauseOrganization, resumeOrganization } from '../../src/access/service/organizations.js';
 import { createSession } from '../../src/access/service/sessions.js';
-import { listAudit, purgeAudit } from '../../src/access/service/audit.js';
+import { listAudit, purgeAudit, verifyAudit } from '../../src/access/service/audit.js';
 import type { Db } from '../../src/db/types.js';
 
 let db: Db & { drop(): Promise<void> };
@@ -181,16 +181,15 @@ describe('the audit table is append-only', () => {
   });
 
   it('the retention purge deletes the rows older than the retention, and only those', async () => {
-    const old = new Date(Date.now() - 40 * 86_400_000);
-    await db.query(
-      `INSERT INTO audit_events (at, actor_kind, action, target_type) VALUES ($1, 'cli', 'key.old', 'key')`,
-      [old],
-    );
     const [{ n: before }] = await db.query(`SELECT count(*)::int AS n FROM audit_events`);
-    const purged = await purgeAudit({ db, clock: { now: () => Date.now() } }, 30);
-    expect(purged).toBe(1);
-    const [{ n: after }] = await db.query(`SELECT count(*)::int AS n FROM audit_events`);
-    expect(after).toBe(before - 1);
-    expect(await db.query(`SELECT 1 FROM audit_events WHERE action = 'key.old'`)).toHaveLength(0);
+    await ageAuditTrail(db, before, 40);
+    await createSession(as(cli), { userId: 11, ttlMs: 3_600_000 });
+    // The owner recorded a year (the default): a caller asking for 30 days keeps it.
+    expect(await purgeAudit({ db }, 30)).toBe(0);
+    await db.query(`UPDATE audit_chain SET retention_days = 30`);
+    expect(await purgeAudit({ db }, 30)).toBe(before);
+    const rows = await db.query(`SELECT action FROM audit_events`);
+    expect(rows.map((r) => r.action)).toEqual(['session.create']);
+    expect(await verifyAudit({ db })).toMatchObject({ ok: true, rows: 1 });
   });
 });

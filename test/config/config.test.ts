@@ -34,6 +34,7 @@ describe('settings', () => {
     [{ RATE_LIMIT_FAILURE_MODE: 'maybe' }, /^setting RATE_LIMIT_FAILURE_MODE: /],
     [{ REDIS_URL: 'not a url' }, /^setting REDIS_URL: /],
     [{ LOG_LEVEL: 'loud' }, /^setting LOG_LEVEL: /],
+    [{ DATABASE_APP_ROLE: 'app; DROP TABLE x' }, /^setting DATABASE_APP_ROLE: must be a PostgreSQL role name/],
   ])('%o is refused with one line naming it', (env, msg) => {
     expect(() => loadSettings(env as NodeJS.ProcessEnv)).toThrowError(msg);
   });

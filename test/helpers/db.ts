@@ -102,3 +102,26 @@ export async function openRoleSchema(url: string): Promise<RoleSchema> {
     },
   };
 }
+
+/**
+ * Move the oldest `n` rows of the audit trail `days` back and re-seal the chain, as a superuser can
+ * (the trail still verifies): the database stamps each new row with its own time, so a test cannot
+ * write an old one. `q` must be a superuser's (the suite's own connection is).
+ */
+export async function ageAuditTrail(q: Pick<Db, 'query'>, n: number, days: number): Promise<void> {
+  await q.query(
+    `DO $$
+     DECLARE r record; prev text;
+     BEGIN
+       SET LOCAL session_replication_role = replica;
+       UPDATE audit_events SET at = at - make_interval(days => ${Number(days)})
+        WHERE id IN (SELECT id FROM audit_events ORDER BY id LIMIT ${Number(n)});
+       SELECT anchor_hash INTO prev FROM audit_chain;
+       FOR r IN SELECT id FROM audit_events ORDER BY id LOOP
+         UPDATE audit_events SET prev_hash = prev WHERE id = r.id;
+         UPDATE audit_events e SET hash = keygate_audit_hash(e) WHERE e.id = r.id RETURNING e.hash INTO prev;
+       END LOOP;
+       UPDATE audit_chain SET head_hash = prev;
+     END $$`,
+  );
+}

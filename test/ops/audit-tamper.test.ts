@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
 import pg from 'pg';
-import { openRoleSchema, type RoleSchema } from '../helpers/db.js';
+import { ageAuditTrail, openRoleSchema, type RoleSchema } from '../helpers/db.js';
 import { runCli } from '../helpers/cli-program.js';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
 import { purgeAudit, recordAudit } from '../../src/access/service/audit.js';
@@ -45,7 +45,7 @@ async function writeTrail(db: Db, n: number): Promise<void> {
   for (let i = 0; i < n; i++)
     await recordAudit(
       db,
-      { actor: cli, clock: { now: () => Date.now() } },
+      { actor: cli },
       {
         action: 'organization.pause',
         targetType: 'organization',
@@ -55,30 +55,6 @@ async function writeTrail(db: Db, n: number): Promise<void> {
         after: { paused: i % 2 === 0, n: i },
       },
     );
-}
-
-/**
- * Move the oldest `n` rows `days` back, as a superuser can (the rows are re-sealed, so the trail still
- * verifies): the database stamps every new row with its own time, so no test can write an old one.
- */
-async function age(s: RoleSchema, n: number, days: number): Promise<void> {
-  await query(
-    s.superUrl,
-    `DO $$
-     DECLARE r record; prev text;
-     BEGIN
-       SET LOCAL session_replication_role = replica;
-       UPDATE audit_events SET at = at - make_interval(days => ${days})
-        WHERE id IN (SELECT id FROM audit_events ORDER BY id LIMIT ${n});
-       IF to_regclass('audit_chain') IS NULL THEN RETURN; END IF;
-       EXECUTE 'SELECT anchor_hash FROM audit_chain' INTO prev;
-       FOR r IN SELECT id FROM audit_events ORDER BY id LOOP
-         EXECUTE 'UPDATE audit_events SET prev_hash = $1 WHERE id = $2' USING prev, r.id;
-         EXECUTE 'UPDATE audit_events e SET hash = keygate_audit_hash(e) WHERE id = $1 RETURNING hash' INTO prev USING r.id;
-       END LOOP;
-       EXECUTE 'UPDATE audit_chain SET head_hash = $1' USING prev;
-     END $$`,
-  );
 }
 
 // Roles and a schema of the test's own on a real PostgreSQL (PGlite has a single user and no second role).
@@ -131,11 +107,11 @@ describe.skipIf(!process.env.DATABASE_URL)('the audit trail is tamper-evident', 
       expect(r.code, r.stderr).toBe(0);
     };
     await migrateAs(365);
-    await age(s, 3, 40);
+    await ageAuditTrail({ query: async (sql: string) => query(s.superUrl, sql) }, 3, 40);
     // A caller asking for one day keeps the 365 the owner recorded: nothing is 365 days old.
-    expect(await purgeAudit({ db, clock: { now: () => Date.now() } }, 1)).toBe(0);
+    expect(await purgeAudit({ db }, 1)).toBe(0);
     await migrateAs(30);
-    expect(await purgeAudit({ db, clock: { now: () => Date.now() } }, 1)).toBe(3);
+    expect(await purgeAudit({ db }, 1)).toBe(3);
     expect(await db.query(`SELECT id FROM audit_events`)).toHaveLength(2);
     const r = await verify(s.ownerUrl);
     expect(r.code, r.stdout + r.stderr).toBe(0);

@@ -1,8 +1,11 @@
-// The audit trail (migration 060): one append-only row per access change, written inside the
+// The audit trail (migrations 060 and 091): one append-only row per access change, written inside the
 // change's own transaction so that a change and its record commit or roll back together. The
-// database refuses UPDATE, DELETE and TRUNCATE; purgeAudit (the retention job) is the only deleter.
+// database refuses UPDATE, DELETE and TRUNCATE, stamps each row's id, time and connecting role, and
+// chains it to the row before by a hash (verifyAudit checks the chain); purgeAudit (the retention job)
+// is the only deleter.
+import { createHash } from 'node:crypto';
 import type { Queryable, Row } from '../../db/types.js';
-import { actorColumns, nowOf, ServiceError, type Actor, type ServiceContext } from './context.js';
+import { actorColumns, ServiceError, type Actor, type ServiceContext } from './context.js';
 
 export interface AuditEvent {
   /** `<target>.<verb>`, e.g. `key.create`, `key.rotate`, `organization.pause`. */
@@ -18,6 +21,8 @@ export interface AuditRow {
   id: number;
   at: string;
   actor: { kind: Actor['kind']; id: string | null; name: string | null };
+  /** The database role that wrote the row (stamped by the database, not the writer). */
+  dbUser: string | null;
   action: string;
   targetType: string;
   targetIds: string[];
@@ -53,30 +58,29 @@ function scrub(v: unknown): unknown {
   return v;
 }
 
-/** Record one access change; call it with the transaction's queryable, before the commit. */
+/**
+ * Record one access change; call it with the transaction's queryable, before the commit. Through
+ * keygate_audit_append, the one write the programs' database role may make to the trail: the time is
+ * the database's, not `ctx.clock`'s, so that no writer can date a row.
+ */
 export async function recordAudit(
   q: Queryable,
-  ctx: Pick<ServiceContext, 'actor' | 'requestId' | 'clock'>,
+  ctx: Pick<ServiceContext, 'actor' | 'requestId'>,
   event: AuditEvent,
 ): Promise<void> {
   const a = actorColumns(ctx.actor);
-  await q.query(
-    `INSERT INTO audit_events (at, actor_kind, actor_id, actor_name, action, target_type, target_ids, organization_id, before, after, request_id)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9::jsonb,$10::jsonb,$11)`,
-    [
-      nowOf(ctx),
-      a.kind,
-      a.id,
-      a.name,
-      event.action,
-      event.targetType,
-      event.targetIds.map(String),
-      event.organizationId,
-      event.before === undefined ? null : JSON.stringify(scrub(event.before)),
-      event.after === undefined ? null : JSON.stringify(scrub(event.after)),
-      ctx.requestId ?? null,
-    ],
-  );
+  await q.query(`SELECT keygate_audit_append($1, $2, $3, $4, $5, $6::text[], $7::integer, $8::jsonb, $9::jsonb, $10)`, [
+    a.kind,
+    a.id,
+    a.name,
+    event.action,
+    event.targetType,
+    event.targetIds.map(String),
+    event.organizationId,
+    event.before === undefined ? null : JSON.stringify(scrub(event.before)),
+    event.after === undefined ? null : JSON.stringify(scrub(event.after)),
+    ctx.requestId ?? null,
+  ]);
 }
 
 export interface AuditFilter {
@@ -100,6 +104,7 @@ function auditView(r: Row): AuditRow {
     id: Number(r.id),
     at: new Date(r.at).toISOString(),
     actor: { kind: r.actor_kind, id: r.actor_id, name: r.actor_name },
+    dbUser: r.db_user ?? null,
     action: r.action,
     targetType: r.target_type,
     targetIds: r.target_ids,
@@ -158,14 +163,78 @@ export async function* exportAudit(
 }
 
 /**
- * The retention job: delete the rows older than `retentionDays` (at least 1) before the clock's
- * now, through the database's keygate_purge_audit, the one path its trigger lets delete. Returns the
- * count. Not itself audited: it is the trail's own upkeep, and its effect is visible in the oldest row.
+ * The retention job: delete the rows older than `retentionDays` (at least 1), through the database's
+ * keygate_purge_audit, the one path its trigger lets delete. The database keeps at least the retention
+ * its owner recorded at `keygate migrate` (AUDIT_RETENTION_DAYS), whatever this caller asks for, and
+ * deletes only a prefix of the chain, leaving the hash of the last row it removed as the chain's anchor.
+ * Returns the count. Not itself audited: it is the trail's own upkeep, and its effect is visible in
+ * the oldest row and the anchor.
  */
-export async function purgeAudit(ctx: Pick<ServiceContext, 'db' | 'clock'>, retentionDays: number): Promise<number> {
+export async function purgeAudit(ctx: Pick<ServiceContext, 'db'>, retentionDays: number): Promise<number> {
   if (!Number.isInteger(retentionDays) || retentionDays < 1)
     throw new ServiceError('invalid', 'retention must be a whole number of days, at least 1');
-  const cutoff = new Date(ctx.clock.now() - retentionDays * 86_400_000);
-  const rows = await ctx.db.query(`SELECT keygate_purge_audit($1) AS n`, [cutoff]);
+  const rows = await ctx.db.query(`SELECT keygate_purge_audit($1::integer) AS n`, [retentionDays]);
   return Number(rows[0].n);
+}
+
+export type AuditVerification =
+  | { ok: true; rows: number; firstId: number | null; lastId: number | null; headHash: string }
+  | { ok: false; row: number; reason: string; checked: number };
+
+/**
+ * Walk the chain from its anchor (the hash the oldest kept row must follow) to its head, recomputing
+ * each row's hash here from its columns, so that a changed function in the database cannot vouch for a
+ * changed row. Stops at the first row that does not follow: its content no longer matches its hash
+ * (edited), or its previous hash is not the hash of the row before it (a row removed or added before
+ * it); rows removed after the last one show as the head naming a row that is gone.
+ */
+export async function verifyAudit(ctx: Pick<ServiceContext, 'db'>): Promise<AuditVerification> {
+  const [chain] = await ctx.db.query(`SELECT anchor_hash, head_id, head_hash FROM audit_chain`);
+  let expected: string = chain.anchor_hash;
+  let checked = 0;
+  let firstId: number | null = null;
+  let lastId = 0;
+  for (;;) {
+    // The same text as keygate_audit_hash in migration 091: PostgreSQL renders the jsonb canonically.
+    const rows = await ctx.db.query(
+      `SELECT id, prev_hash, hash, jsonb_build_array(
+         id, (extract(epoch FROM at) * 1000000)::bigint, db_user, actor_kind, actor_id, actor_name,
+         action, target_type, to_jsonb(target_ids), organization_id, before, after, request_id
+       )::text AS content
+       FROM audit_events WHERE id > $1 ORDER BY id LIMIT 500`,
+      [lastId],
+    );
+    for (const r of rows) {
+      const id = Number(r.id);
+      if (r.prev_hash !== expected)
+        return {
+          ok: false,
+          row: id,
+          checked,
+          reason:
+            r.prev_hash === null
+              ? 'it carries no hash chain (written with the triggers off)'
+              : firstId === null
+                ? "it does not follow the chain's anchor (a row before it was removed, or it was added)"
+                : `it does not follow row ${lastId} (a row between them was removed, or it was added)`,
+        };
+      const hash = createHash('sha256').update(`${r.prev_hash}\n${r.content}`).digest('hex');
+      if (r.hash !== hash)
+        return { ok: false, row: id, checked, reason: 'its content does not match its hash (edited)' };
+      expected = r.hash;
+      firstId ??= id;
+      lastId = id;
+      checked++;
+    }
+    if (rows.length < 500) break;
+  }
+  const headId = chain.head_id === null ? null : Number(chain.head_id);
+  if (expected !== chain.head_hash || (checked > 0 && headId !== lastId))
+    return {
+      ok: false,
+      row: headId ?? lastId,
+      checked,
+      reason: `the chain's head is row ${headId}, the trail ends ${checked ? `at row ${lastId}` : 'empty'} (rows after it were removed)`,
+    };
+  return { ok: true, rows: checked, firstId, lastId: checked ? lastId : null, headHash: expected };
 }

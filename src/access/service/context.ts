@@ -13,7 +13,9 @@ export type Actor =
   | { kind: 'user'; id: number }
   | { kind: 'cli'; osUser: string }
   | { kind: 'internal' }
-  | { kind: 'seed' };
+  | { kind: 'seed' }
+  /** A /v2 request's API key (a workspace's members changed through the gateway). */
+  | { kind: 'api-key'; id: number };
 
 export interface ServiceContext {
   db: Db;
@@ -64,6 +66,7 @@ export function actorColumns(actor: Actor): { kind: Actor['kind']; id: string | 
     case 'admin-token':
       return { kind: actor.kind, id: actor.id, name: actor.name };
     case 'user':
+    case 'api-key':
       return { kind: actor.kind, id: String(actor.id), name: null };
     case 'cli':
       return { kind: actor.kind, id: actor.osUser, name: null };

@@ -10,7 +10,7 @@ export function jobs(svc: BackendServices): Job[] {
       name: 'audit-retention',
       intervalMs: 3_600_000,
       async run() {
-        const purged = await purgeAudit({ db: svc.db, clock: svc.clock }, svc.config.auditRetentionDays ?? 365);
+        const purged = await purgeAudit({ db: svc.db }, svc.config.auditRetentionDays ?? 365);
         if (purged > 0) svc.log.info({ purged }, 'audit rows past their retention purged');
       },
     },
