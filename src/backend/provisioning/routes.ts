@@ -4,6 +4,7 @@
 import { ApiError } from '../../http/errors.js';
 import { parse, type Ctx, type Router } from '../router.js';
 import type { Row } from '../../db/types.js';
+import { recordAudit } from '../../access/service/audit.js';
 import { allocatedOf, assertWithinCap, quotasView, readOrgBudget, setBudgets } from './quotas.js';
 import { createBody, quotasBody } from './schemas.js';
 import { addOwners, findLiveWorkspace, insertWorkspace, liveWorkspacesWithRole, orgRoleOf } from './queries.js';
@@ -63,6 +64,21 @@ export function register(router: Router): void {
       const workspace = await insertWorkspace(tx, orgId, create.name, dailyWarmupBudget, new Date(ctx.svc.clock.now()));
       // The creator is an organization owner (the gateway's step 10), so one statement adds both.
       const members = await addOwners(tx, workspace.id, orgId, userId);
+      // New memberships are access data: audited in the transaction (docs/service-layer.md, The audit trail).
+      await recordAudit(
+        tx,
+        { actor: { kind: 'api-key', id: ctx.identity!.keyId }, requestId: ctx.requestId },
+        {
+          action: 'workspace.create',
+          targetType: 'workspace',
+          targetIds: [workspace.id],
+          organizationId: orgId,
+          after: {
+            ...element(workspace, 'OWNER'),
+            members: members.map((member) => ({ userId: member.user_id, role: member.role })),
+          },
+        },
+      );
       return { workspace, members };
     });
     // New memberships are access data: the creator's key may use the workspace on its next request.

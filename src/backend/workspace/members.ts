@@ -1,10 +1,14 @@
 // Members of a workspace: the roster, invitations, re-roles and removals. Each write runs in one
-// transaction that locks the workspace row, so the last-owner rule holds under concurrent requests.
+// transaction that locks the workspace row, so the last-owner rule holds under concurrent requests, and
+// writes its audit row in that transaction (a membership is access data: docs/service-layer.md, The
+// audit trail).
 import { ApiError } from '../../http/errors.js';
 import { roleRank } from '../../access/principal.js';
 import type { Queryable } from '../../db/types.js';
 import type { Db } from '../../db/index.js';
 import type { Role } from '../../config/routes.js';
+import { recordAudit } from '../../access/service/audit.js';
+import type { ServiceContext } from '../../access/service/context.js';
 import {
   countOtherOwners,
   deleteMembership,
@@ -23,6 +27,28 @@ export interface MemberScope {
   workspaceId: number;
   /** The role the calling key acts at in the workspace (ctx.identity.role). */
   callerRole: string | null;
+  /** Who the audit trail names for a change (the calling key) and the request's id. */
+  audit: Pick<ServiceContext, 'actor' | 'requestId'>;
+}
+
+/** The audit row of one membership change, in the change's transaction. */
+async function auditMember(
+  q: Queryable,
+  scope: MemberScope,
+  action: string,
+  before: Member | null,
+  after: Member | null,
+) {
+  const userId = (after ?? before)!.userId;
+  const row = (m: Member | null) => (m ? { workspaceId: scope.workspaceId, ...m } : null);
+  await recordAudit(q, scope.audit, {
+    action,
+    targetType: 'member',
+    targetIds: [scope.workspaceId, userId],
+    organizationId: scope.organizationId,
+    before: row(before),
+    after: row(after),
+  });
 }
 
 export interface Member {
@@ -113,8 +139,9 @@ export async function inviteMember(
       throw new ApiError('conflict', `User ${user.id} is already a member of workspace ${scope.workspaceId}.`, {
         userId: user.id,
       });
-    const member = (await findMember(tx, scope.workspaceId, user.id))!;
-    return { member: view(member), userCreated };
+    const member = view((await findMember(tx, scope.workspaceId, user.id))!);
+    await auditMember(tx, scope, 'member.invite', null, member);
+    return { member, userCreated };
   });
 }
 
@@ -125,7 +152,9 @@ export async function reroleMember(db: Db, scope: MemberScope, userId: number, r
     const member = await lockMember(tx, scope, userId);
     if (member.role === 'OWNER' && role !== 'OWNER') await assertOwnerRemains(tx, scope, userId);
     await updateMemberRole(tx, scope.workspaceId, userId, role);
-    return view({ ...member, role });
+    const after = view({ ...member, role });
+    await auditMember(tx, scope, 'member.update', view(member), after);
+    return after;
   });
 }
 
@@ -135,6 +164,7 @@ export async function removeMember(db: Db, scope: MemberScope, userId: number): 
     const member = await lockMember(tx, scope, userId);
     if (member.role === 'OWNER') await assertOwnerRemains(tx, scope, userId);
     await deleteMembership(tx, scope.workspaceId, userId);
+    await auditMember(tx, scope, 'member.remove', view(member), null);
     return view(member);
   });
 }

@@ -1,10 +1,11 @@
 // The workspace domain of /v2 (docs/decisions.md section 6): read and rename the path workspace; list, invite,
 // re-role and remove its members. Every query is scoped by the path workspace; membership changes are
-// access data, so the gateways are told after each commit.
+// access data, so each is audited with the calling key as its actor and the gateways are told after
+// each commit.
 import { ApiError } from '../../http/errors.js';
 import { idParam, parse, type Ctx, type Router } from '../router.js';
 import { inviteBody, renameBody, reroleBody } from './schemas.js';
-import { inviteMember, listMembers, removeMember, reroleMember } from './members.js';
+import { inviteMember, listMembers, removeMember, reroleMember, type MemberScope } from './members.js';
 import { countMembersAndAccounts, findLiveWorkspace, renameWorkspace } from './queries.js';
 
 export function register(router: Router): void {
@@ -31,11 +32,7 @@ export function register(router: Router): void {
   router.post('/v2/workspaces/{workspaceId}/members', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const invite = parse(inviteBody, ctx.body ?? {});
-    const invited = await inviteMember(
-      ctx.db,
-      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
-      invite,
-    );
+    const invited = await inviteMember(ctx.db, memberScope(ctx, wid), invite);
     await ctx.svc.accessChanged(org(ctx));
     ctx.svc.log.info(
       { workspaceId: wid, userId: invited.member.userId, role: invited.member.role, userCreated: invited.userCreated },
@@ -48,12 +45,7 @@ export function register(router: Router): void {
     const wid = idParam(ctx, 'workspaceId');
     const uid = idParam(ctx, 'userId');
     const { role } = parse(reroleBody, ctx.body ?? {});
-    const member = await reroleMember(
-      ctx.db,
-      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
-      uid,
-      role,
-    );
+    const member = await reroleMember(ctx.db, memberScope(ctx, wid), uid, role);
     // Re-roles apply to the very next request on every gateway (spec, Authentication rule 2).
     await ctx.svc.accessChanged(org(ctx));
     return { data: member };
@@ -62,11 +54,7 @@ export function register(router: Router): void {
   router.delete('/v2/workspaces/{workspaceId}/members/{userId}', async (ctx) => {
     const wid = idParam(ctx, 'workspaceId');
     const uid = idParam(ctx, 'userId');
-    const removed = await removeMember(
-      ctx.db,
-      { organizationId: org(ctx), workspaceId: wid, callerRole: ctx.identity?.role ?? null },
-      uid,
-    );
+    const removed = await removeMember(ctx.db, memberScope(ctx, wid), uid);
     await ctx.svc.accessChanged(org(ctx));
     return { data: { ...removed, removed: true } };
   });
@@ -74,6 +62,15 @@ export function register(router: Router): void {
 
 function org(ctx: Ctx): number {
   return ctx.identity!.organizationId;
+}
+
+function memberScope(ctx: Ctx, wid: number): MemberScope {
+  return {
+    organizationId: org(ctx),
+    workspaceId: wid,
+    callerRole: ctx.identity?.role ?? null,
+    audit: { actor: { kind: 'api-key', id: ctx.identity!.keyId }, requestId: ctx.requestId },
+  };
 }
 
 async function liveWorkspace(ctx: Ctx, wid: number) {
