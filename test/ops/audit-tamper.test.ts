@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import pg from 'pg';
 import { ageAuditTrail, openRoleSchema, type RoleSchema } from '../helpers/db.js';
 import { runCli } from '../helpers/cli-program.js';
-import { openDb, migrate, type Db } from '../../src/db/index.js';
-import { purgeAudit, recordAudit } from '../../src/access/service/audit.js';
+import { openDb, migrate, type Db, type Queryable } from '../../src/db/index.js';
+import { purgeAudit, recordAudit, verifyAudit } from '../../src/access/service/audit.js';
 import type { Actor } from '../../src/access/service/context.js';
 
 function tamper(url: string, which: string, superuser = false): Promise<{ row: number; at?: string }> {
@@ -41,7 +41,7 @@ async function query(url: string, sql: string, params: unknown[] = []) {
 }
 
 const cli: Actor = { kind: 'cli', osUser: 'tester' };
-async function writeTrail(db: Db, n: number): Promise<void> {
+async function writeTrail(db: Queryable, n: number): Promise<void> {
   for (let i = 0; i < n; i++)
     await recordAudit(
       db,
@@ -99,6 +99,22 @@ describe.skipIf(!process.env.DATABASE_URL)('the audit trail is tamper-evident', 
     expect(stamped.db_user).toBe(s.owner);
     const r = await verify(s.ownerUrl);
     expect(r.code, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('keeps one chain under concurrent writers', async () => {
+    // Each transaction draws its default id before it waits for the chain's lock, then writes in the
+    // order the lock grants: without the id drawn again under the lock, id order and chain order differ.
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        db.tx(async (q) => {
+          await q.query(`SELECT pg_sleep(0.005 * $1)`, [i % 4]);
+          await writeTrail(q, 1);
+          // The chain's lock is held to the commit: the others draw their ids meanwhile.
+          await q.query(`SELECT pg_sleep(0.01)`);
+        }),
+      ),
+    );
+    expect(await verifyAudit({ db })).toMatchObject({ ok: true, rows: 25 });
   });
 
   it('purges only past the retention the owner recorded, and the shortened trail still verifies', async () => {
