@@ -36,8 +36,9 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   try {
     return await applyMigrations(db, dir, files);
   } catch (err) {
-    // 42501: insufficient_privilege (CREATE refused in the schema, or not the owner of a table).
-    if ((err as { code?: string }).code === '42501')
+    // 42501: insufficient_privilege (CREATE refused in the schema, or not the owner of a table);
+    // 3F000: no schema to create in (the role may not even use the one on its search path).
+    if (['42501', '3F000'].includes((err as { code?: string }).code ?? ''))
       throw new Error(
         `migrations are pending and this database role may not apply them (${(err as Error).message}); run \`keygate migrate\` as the role that owns the schema`,
       );

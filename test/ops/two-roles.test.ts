@@ -152,6 +152,26 @@ describe.skipIf(!process.env.DATABASE_URL)('the programs run as a role that owns
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   });
 
+  it('a program of the role that owns nothing stops on pending migrations, naming who applies them', async () => {
+    const bare = await openRoleSchema(process.env.DATABASE_URL!);
+    try {
+      const r = await runCli(
+        ['backend'],
+        env(bare.appUrl, {
+          GATEWAY_SECRET: SECRET,
+          INTERNAL_TOKEN: 'two-roles-internal-token-0123456789',
+          CREDENTIAL_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+          BACKEND_PORT: String(await freePort()),
+          HOST: '127.0.0.1',
+        }),
+      );
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/migrations are pending.*run `keygate migrate` as the role that owns the schema/);
+    } finally {
+      await bare.drop();
+    }
+  });
+
   it('the role owns nothing: no direct write to the trail, no trigger switched off, no early purge', async () => {
     await expect(
       asApp(`INSERT INTO audit_events (actor_kind, action, target_type) VALUES ('cli', 'key.forged', 'key')`),
