@@ -83,12 +83,12 @@ export async function auditCommand(
     else if (result.ok)
       process.stdout.write(
         result.rows
-          ? `audit trail intact: ${result.rows} rows, ids ${result.firstId} to ${result.lastId}; head hash ${result.headHash}\n`
+          ? `audit trail intact: ${result.rows} row${result.rows === 1 ? '' : 's'}, ids ${result.firstId} to ${result.lastId}; head hash ${result.headHash}\n`
           : `audit trail intact: no rows; head hash ${result.headHash || '(none)'}\n`,
       );
     if (!result.ok)
       throw new CommandError(
-        `audit verify: the trail is broken at row ${result.row}: ${result.reason} (${result.checked} rows before it follow)`,
+        `audit verify: the trail is broken at row ${result.row}: ${result.reason} (the ${result.checked} before it verify)`,
       );
     return;
   }
