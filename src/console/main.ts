@@ -824,7 +824,9 @@ function Audit() {
             value: filters.actor,
             onChange: (e: Event) => setFilters({ ...filters, actor: (e.target as HTMLSelectElement).value }),
           },
-          ['', 'admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'].map((a) => h('option', { value: a }, a || 'any')),
+          ['', 'admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'].map((a) =>
+            h('option', { value: a }, a || 'any'),
+          ),
         ),
       ),
       h('button', { type: 'submit' }, 'Filter'),
