@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openRoleSchema, type RoleSchema } from '../helpers/db.js';
+import { ageAuditTrail, openRoleSchema, type RoleSchema } from '../helpers/db.js';
 import { cliArgs, runCli } from '../helpers/cli-program.js';
 import { freePort } from '../helpers/redis-server.js';
 import { status, untilReady } from '../helpers/program.js';
@@ -180,7 +180,17 @@ describe.skipIf(!process.env.DATABASE_URL)('the programs run as a role that owns
     await expect(asApp(`DELETE FROM audit_events`)).rejects.toThrow(/permission denied/);
     await expect(asApp(`ALTER TABLE audit_events DISABLE TRIGGER USER`)).rejects.toThrow(/must be owner/);
     await expect(asApp(`ALTER TABLE api_keys DISABLE TRIGGER USER`)).rejects.toThrow(/must be owner/);
+    // Every row 40 days old: the role asking for a day's retention still keeps the owner's 365 days.
+    const superuser = new pg.Client({ connectionString: s.superUrl });
+    await superuser.connect();
+    try {
+      await ageAuditTrail({ query: async (sql: string) => (await superuser.query(sql)).rows }, 1_000_000, 40);
+    } finally {
+      await superuser.end();
+    }
+    const [{ n: kept }] = (await asApp(`SELECT count(*)::int AS n FROM audit_events`)) as { n: number }[];
     expect(await asApp(`SELECT keygate_purge_audit(1)::int AS n`)).toEqual([{ n: 0 }]);
+    expect(await asApp(`SELECT count(*)::int AS n FROM audit_events`)).toEqual([{ n: kept }]);
     const owned = (await asApp(
       `SELECT count(*)::int AS n FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = current_user`,
     )) as { n: number }[];
