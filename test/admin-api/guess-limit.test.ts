@@ -61,7 +61,7 @@ async function atOnce(base: string, tokens: string[], ip: string): Promise<{ sta
       }),
   );
   sockets.forEach((s, i) =>
-    s.end(
+    s.write(
       `GET /api/me HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${tokens[i]}\r\nx-forwarded-for: ${ip}\r\nconnection: close\r\n\r\n`,
     ),
   );
