@@ -36,6 +36,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     metrics,
     injected: o.stores,
     redisPrefix: o.redisPrefix,
+    db,
     // Versions bumped while Redis was away never reached us: trust no cached principal.
     onRecovered: () => cache?.clear(),
   }).catch(async (err): Promise<never> => {

@@ -1,9 +1,10 @@
 // Diagnostic (docs/redis.md, A month's counts): what an organization with a monthly quota of 20 is
 // admitted in all when Redis loses the month's counter after 12 were spent, through two real gateway
 // programs on one PostgreSQL schema (test/helpers/month-outage.ts): a redis-server restarted without
-// persistence, and a Sentinel failover to a replica still resynchronising. Prints one line per run and
-// the admitted counts per scenario.
-// Run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/diagnostics/month-outage.ts [runs=5] [restart|sentinel|both]
+// persistence, and a Sentinel failover to a replica still resynchronising; each once the programs'
+// checkpoints hold the 12, and (`at-once`) with the loss right after the last spend, before any
+// checkpoint. Prints one line per run and the admitted counts per scenario.
+// Run: DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/diagnostics/month-outage.ts [runs=5] [restart|sentinel|both] [settled|at-once|both]
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { openDb, migrate } from '../../src/db/index.js';
@@ -14,6 +15,8 @@ if (!pgUrl) throw new Error('DATABASE_URL is needed (the programs are other proc
 const runs = Number(process.argv[2] ?? 5);
 const which = process.argv[3] ?? 'both';
 const kinds = (which === 'both' ? ['restart', 'sentinel'] : [which]) as ('restart' | 'sentinel')[];
+const when = process.argv[4] ?? 'both';
+const settles = when === 'both' ? [true, false] : [when === 'settled'];
 
 async function admin(sql: string) {
   const c = new pg.Client({ connectionString: pgUrl });
@@ -23,19 +26,20 @@ async function admin(sql: string) {
 
 const admitted: Record<string, number[]> = {};
 for (let n = 0; n < runs; n++) {
-  for (const kind of kinds) {
-    const schema = `mo_${randomBytes(5).toString('hex')}`;
-    const db = await openDb({ databaseUrl: pgUrl, dataDir: 'memory://', schema });
-    try {
-      await migrate(db);
-      const r = await monthOutage(kind, db, pgUrl);
-      console.log(JSON.stringify(r));
-      (admitted[kind] ??= []).push(r.admitted);
-    } finally {
-      await db.close();
-      await admin(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const kind of kinds)
+    for (const settle of settles) {
+      const schema = `mo_${randomBytes(5).toString('hex')}`;
+      const db = await openDb({ databaseUrl: pgUrl, dataDir: 'memory://', schema });
+      try {
+        await migrate(db);
+        const r = await monthOutage(kind, db, pgUrl, settle);
+        console.log(JSON.stringify(r));
+        (admitted[`${kind} ${settle ? 'settled' : 'at-once'}`] ??= []).push(r.admitted);
+      } finally {
+        await db.close();
+        await admin(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      }
     }
-  }
 }
 for (const [kind, counts] of Object.entries(admitted))
   console.log(`${kind}: admitted ${counts.join(', ')} of a quota of ${QUOTA} (max ${Math.max(...counts)})`);

@@ -11,6 +11,8 @@ import {
   type RedisConnection,
 } from '../limits/redis.js';
 import { createResilientStores } from '../limits/resilient.js';
+import { MonthCheckpoint } from '../limits/month-checkpoint.js';
+import type { Queryable } from '../db/types.js';
 import type { Clock, SharedStores } from '../limits/types.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { AppSettings } from './types.js';
@@ -28,6 +30,8 @@ export async function openStores(o: {
   metrics: GatewayMetrics;
   injected?: SharedStores;
   redisPrefix?: string;
+  /** Where the months' quota counts are checkpointed when Redis holds them. */
+  db?: Queryable;
   /** Redis came back after an outage: versions bumped meanwhile never reached this process. */
   onRecovered(): void;
 }): Promise<AppStores> {
@@ -36,8 +40,17 @@ export async function openStores(o: {
   const redis = clientSettings ? createRedisClient(clientSettings) : null;
   // Reconnect attempts emit an error each; the breaker logs the outage once per transition instead.
   redis?.on('error', (err: Error) => o.log.debug({ err: err.message }, 'redis connection error'));
+  // Redis may lose a month's counter (a restart without persistence, a failover to a replica that
+  // lacked it); the database keeps what was spent (src/limits/month-checkpoint.ts). Memory has no failover.
+  const month =
+    redis && o.db
+      ? new MonthCheckpoint(o.db, o.clock, s.MONTH_CHECKPOINT_MS, (err) =>
+          o.log.warn({ err: err.message }, 'month checkpoint failed; kept for the next'),
+        )
+      : undefined;
+  month?.start();
   const shared = redis
-    ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock: o.clock })
+    ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock: o.clock, month })
     : null;
   const stores: SharedStores =
     o.injected ??

@@ -73,6 +73,9 @@ export const settingsSchema = z
       })
       .optional(),
     RATE_LIMIT_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+    // How often each gateway instance checkpoints the months' quota counts to the database (src/limits/
+    // month-checkpoint.ts): what a Redis that loses them can over-admit grows with it.
+    MONTH_CHECKPOINT_MS: z.coerce.number().int().min(100).max(300_000).default(5_000),
     // Rate limits and quotas refuse (enforce) or only log and count what they would refuse (shadow);
     // a plan's or a route's own limitMode wins (src/gateway/shadow.ts).
     RATE_LIMIT_MODE: z.enum(['enforce', 'shadow']).default('enforce'),

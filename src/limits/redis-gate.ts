@@ -16,6 +16,7 @@ import {
   type GateRequest,
   type GateResult,
 } from './types.js';
+import type { MonthFloors } from './month-checkpoint.js';
 
 // Every gate call made while the event loop polls is sent together when it is done, or as soon as 16
 // are waiting (one write, one reply, one script run for many requests under load). Each request is
@@ -28,7 +29,9 @@ import {
 // key, the organization's access-version key, its counter keys. Nothing is spent unless the cooldown is
 // clear and the version matches.
 // A spend with a monthly quota (103) has the month's counter last, then the limits of the others and
-// the quota: the month is spent only when every per-minute counter is within its limit, and a spend
+// the quota, then the month's floor (./month-checkpoint.ts: the highest count this instance knows; a
+// counter Redis lost, or answers below it, is raised to it before the spend, in the same step): the
+// month is spent only when every per-minute counter is within its limit, and a spend
 // past the quota is undone in the same step (the request is refused; the counter keeps exactly the
 // requests admitted, whatever the concurrency across instances). The reply is one string, a line per
 // request: 'c <cooldown end>' | 'v <version>' | 's <count> <count>...'; a month's count above its
@@ -83,6 +86,20 @@ local function incr(key, pttl)
   count[key] = n
   return n
 end
+-- The first spend of a month's counter in the batch raises it to its floor when Redis answers below
+-- it (a restart without persistence, a failover to a replica that lacked it): one SET, only then.
+local function incrFrom(key, pttl, floor)
+  if count[key] ~= nil then return incr(key, pttl) end
+  local n = redis.call('INCR', key)
+  if n <= floor then
+    n = floor + 1
+    redis.call('SET', key, n, 'PX', pttl)
+  elseif n == 1 then
+    redis.call('PEXPIRE', key, pttl)
+  end
+  count[key] = n
+  return n
+end
 local function decr(key)
   count[key] = count[key] - 1
   owed[key] = (owed[key] or 0) - 1
@@ -125,13 +142,13 @@ while k <= nf do
           if n > tonumber(f[i + nc]) then within = false end
           put(' ', n)
         end
-        local mk = f[k + 3 + nc]
+        local mk, floor = f[k + 3 + nc], tonumber(f[k + 4 + 2 * nc])
         if within then
-          local n = incr(mk, ARGV[4])
+          local n = incrFrom(mk, ARGV[4], floor)
           if n > tonumber(f[k + 3 + 2 * nc]) then decr(mk) end
           put(' ', n)
         else
-          put(' ', peek(mk))
+          put(' ', math.max(peek(mk), floor))
         end
       elseif spend then
         for i = k + 4, k + 3 + nc do put(' ', incr(f[i], ttl)) end
@@ -141,7 +158,7 @@ while k <= nf do
     end
   end
   k = k + 4 + nc
-  if month then k = k + nc end
+  if month then k = k + nc + 1 end
 end
 for key, n in pairs(owed) do
   if n ~= 0 then redis.call('INCRBY', key, n) end
@@ -152,11 +169,18 @@ return table.concat(out)
 /**
  * A monthly counter's spend on its own (the uncached path and a Cluster, whose keys span slots): sent
  * only once the per-minute counters admitted the request. KEYS[1]: the month's counter; ARGV: the
- * quota, the TTL (ms). Past the quota the spend is undone in the same step, as in GATE_LUA.
+ * quota, the TTL (ms), the month's floor (raised to it first, as in GATE_LUA). Past the quota the
+ * spend is undone in the same step, as in GATE_LUA.
  */
 export const MONTH_LUA = `
 local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local floor = tonumber(ARGV[3])
+if n <= floor then
+  n = floor + 1
+  redis.call('SET', KEYS[1], n, 'PX', ARGV[2])
+elseif n == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
 if n > tonumber(ARGV[1]) then redis.call('DECR', KEYS[1]) end
 return n
 `;
@@ -201,6 +225,8 @@ export interface GateBatcherOptions {
   keys: GateKeys;
   /** Extra TTL of a counter past its window's end. */
   ttlSlackMs: number;
+  /** The months' checkpoint (./month-checkpoint.ts); without it a lost month's counter starts again at 0. */
+  month?: MonthFloors;
 }
 
 /** Whole seconds left until a cooldown's end (clock ms, as stored), or 0 when it is over or absent. */
@@ -212,7 +238,7 @@ export function cooldownSecondsLeft(end: string | null, now: number): number {
 
 /** The standalone gate: each call joins the batch of its event-loop turn (see GATE_LUA). */
 export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) => Promise<GateResult> {
-  const { redis, clock, keys, ttlSlackMs } = opts;
+  const { redis, clock, keys, ttlSlackMs, month: floors } = opts;
   // defineCommand sends EVALSHA and falls back to EVAL when the script is not loaded yet.
   redis.defineCommand(GATE_CMD, { lua: GATE_LUA, numberOfKeys: 0 });
   const script = redis as unknown as GateCommand;
@@ -226,6 +252,16 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
   }
 
   async function sendGates(batch: QueuedGate[]) {
+    // A month's counter spent for the first time this month on this instance: its checkpoint first.
+    if (floors !== undefined) {
+      const month = monthStart(clock.now());
+      let first: string[] | undefined;
+      for (const gate of batch) {
+        const ref = gate.req.spend?.[2];
+        if (ref?.month && floors.floor(ref.id, month) === undefined) (first ??= []).push(ref.id);
+      }
+      if (first !== undefined) await floors.load(first, month);
+    }
     const now = clock.now();
     const start = windowStart(now);
     const month = monthStart(now);
@@ -237,7 +273,10 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
         const op = gate.req.spend ? gate.refs.length + (quota ? 100 : 0) : -gate.refs.length;
         fields += `${gate.req.version}\n${op}\n${keys.cooldown(gate.req.ip)}\n${keys.version(gate.req.orgId)}\n`;
         for (const ref of gate.refs) fields += `${keys.counter(ref.id, ref.month ? month : start)}\n`;
-        if (quota) for (const ref of gate.refs) fields += `${ref.limit}\n`;
+        if (quota) {
+          for (const ref of gate.refs) fields += `${ref.limit}\n`;
+          fields += `${floors?.floor(gate.refs[gate.refs.length - 1].id, month) ?? 0}\n`;
+        }
       }
       lines = (
         await script.keygateGate(
@@ -255,14 +294,20 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
     // A reply that cannot be read fails its own call, never leaves it waiting.
     for (let n = 0; n < batch.length; n++) {
       try {
-        batch[n].resolve(gateResult(batch[n], lines[n], now, start));
+        batch[n].resolve(gateResult(batch[n], lines[n], now, start, month));
       } catch (err) {
         batch[n].reject(err);
       }
     }
   }
 
-  function gateResult(gate: QueuedGate, line: string | undefined, now: number, start: number): GateResult {
+  function gateResult(
+    gate: QueuedGate,
+    line: string | undefined,
+    now: number,
+    start: number,
+    month: number,
+  ): GateResult {
     if (line === undefined) throw new Error('gate script: no reply line for this request');
     const kind = line[0];
     if (kind === 'c') return { kind: 'cooldown', seconds: cooldownSecondsLeft(line.slice(2), now) || 1 };
@@ -272,11 +317,20 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
     if (counts.length !== gate.refs.length + 1) throw new Error('gate script: wrong number of counts');
     const states = gate.refs.map((ref, n) =>
       ref.month
-        ? monthState(ref.limit, Number(counts[n + 1]), now)
+        ? monthState(ref.limit, monthCount(ref, Number(counts[n + 1]), month, gate.req.spend !== undefined), now)
         : layerState(ref.limit, Number(counts[n + 1]), start),
     );
     if (!gate.req.spend) return { kind: 'peeked', states };
     return { kind: 'spent', hit: hitOf(states[0], states[1], states[2]) };
+  }
+
+  /** A month's count as answered: noted for the checkpoint when spent; a read shows at least its floor. */
+  function monthCount(ref: CounterRef, n: number, month: number, spent: boolean): number {
+    if (floors === undefined) return n;
+    if (!spent) return Math.max(n, floors.floor(ref.id, month) ?? 0);
+    // Past the quota the spend was undone: the counter holds one less.
+    floors.seen(ref.id, month, n > ref.limit ? n - 1 : n);
+    return n;
   }
 
   // Not async: the caller gets the batch's promise itself, with no wrapper to settle.

@@ -19,6 +19,7 @@ import { addressKey } from './address.js';
 import { keySlot, SLOTS } from './slot.js';
 import { MONTH_LUA, MONTH_TTL_SLACK_MS, cooldownSecondsLeft, createGateBatcher } from './redis-gate.js';
 import type { FleetRegistry } from './fleet.js';
+import type { MonthFloors } from './month-checkpoint.js';
 import {
   COOLDOWN_MS,
   FAILURE_LIMIT,
@@ -168,6 +169,11 @@ export interface RedisStoreOptions {
   clock?: Clock;
   /** How long ready() waits for PING before answering false. */
   readyTimeoutMs?: number;
+  /**
+   * The months' checkpoint in PostgreSQL (./month-checkpoint.ts): a month's counter Redis lost is
+   * restored from it before it is spent on. Stopped (its last write) by close().
+   */
+  month?: MonthFloors;
 }
 
 /** Extra TTL past the window's end, so an instance whose clock runs a little behind still finds its counter. */
@@ -248,7 +254,7 @@ const FLEET_BEAT_CMD = 'keygateFleetBeat';
 const ADD_CMD = 'keygateLimitAdd';
 
 interface ScriptCommands {
-  keygateMonthSpend(key: string, quota: number, ttlMs: number): Promise<number>;
+  keygateMonthSpend(key: string, quota: number, ttlMs: number, floor: number): Promise<number>;
   keygateLimitAdd(key: string, count: number, ttlMs: number): Promise<number>;
   keygateLimitHit(numKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
   /** KEYS: the failures hash, the cooldown key and (standalone) the latest cooldown's end; see FAILURE_LUA. */
@@ -350,6 +356,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const clock = opts.clock ?? systemClock;
   const prefix = opts.prefix ?? 'kg:';
   const readyTimeoutMs = opts.readyTimeoutMs ?? 250;
+  const floors = opts.month;
   if (/[{}]/.test(prefix)) {
     // A brace in the prefix would become the hash tag of every key and put them all in one slot.
     throw new Error(`Redis key prefix must not contain '{' or '}': ${JSON.stringify(prefix)}`);
@@ -399,6 +406,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         clock,
         keys: { counter: counterKey, cooldown: cooldownKey, version: versionKey, latestCooldown: latestCooldownKey },
         ttlSlackMs: TTL_SLACK_MS,
+        month: floors,
       });
 
   /** A Cluster's gate: the keys live in different slots, so the preflight's two GETs, then the spend or the reads. */
@@ -443,15 +451,16 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         const start = windowStart(now);
         // A monthly quota's counter (last, see CounterRef) is spent after the others admitted the request.
         const month = all[all.length - 1].month ? all[all.length - 1] : undefined;
-        const monthKey = month ? counterKey(month.id, monthStart(now)) : '';
+        const monthMs = monthStart(now);
+        const monthKey = month ? counterKey(month.id, monthMs) : '';
+        // A month's count shows at least its floor (what the checkpoint or this instance knows).
+        const atLeastFloor = (n: number) => (month && floors ? Math.max(n, floors.floor(month.id, monthMs) ?? 0) : n);
         if (month && cost === 0) {
           const counts = await getMany([...all.slice(0, -1).map((ref) => counterKey(ref.id, start)), monthKey]);
           return all.map((ref, n) =>
-            (ref.month ? monthState : (l: number, u: number) => layerState(l, u, start))(
-              ref.limit,
-              Number(counts[n] ?? 0),
-              now,
-            ),
+            ref.month
+              ? monthState(ref.limit, atLeastFloor(Number(counts[n] ?? 0)), now)
+              : layerState(ref.limit, Number(counts[n] ?? 0), start),
           );
         }
         const refs = month ? all.slice(0, -1) : all;
@@ -470,10 +479,25 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         const states = refs.map((ref, n) => layerState(ref.limit, Number(counts[n] ?? 0), start));
         if (month) {
           const within = states.every((st) => st.used <= st.limit);
-          const used = within
-            ? await scripts.keygateMonthSpend(monthKey, month.limit, monthEnd(now) - now + MONTH_TTL_SLACK_MS)
-            : Number((await redis.get(monthKey)) ?? 0);
-          states.push(monthState(month.limit, Number(used), now));
+          let used: number;
+          if (within) {
+            // The first spend of the month's counter this month on this instance: its checkpoint first.
+            if (floors !== undefined && floors.floor(month.id, monthMs) === undefined)
+              await floors.load([month.id], monthMs);
+            used = Number(
+              await scripts.keygateMonthSpend(
+                monthKey,
+                month.limit,
+                monthEnd(now) - now + MONTH_TTL_SLACK_MS,
+                floors?.floor(month.id, monthMs) ?? 0,
+              ),
+            );
+            // Past the quota the spend was undone: the counter holds one less.
+            floors?.seen(month.id, monthMs, used > month.limit ? used - 1 : used);
+          } else {
+            used = atLeastFloor(Number((await redis.get(monthKey)) ?? 0));
+          }
+          states.push(monthState(month.limit, used, now));
         }
         return states;
       },
@@ -527,6 +551,8 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     ready: () => pingWithin(redis, readyTimeoutMs),
 
     async close() {
+      // The month's last counts, before the connection goes (the drain is over by now).
+      await floors?.stop();
       if (redis.status === 'end') return;
       try {
         await redis.quit();
