@@ -4,7 +4,9 @@
 // loses the month's counter:
 //   restart   the redis-server is killed and started again without persistence (empty);
 //   sentinel  the replica is restarted (empty, resynchronising: the primary delays the transfer) and
-//             the primary killed, so the sentinels promote the empty replica.
+//             the primary killed, so the sentinels promote the empty replica;
+//   stop      no loss: both programs are stopped (SIGTERM) long before their next checkpoint, and
+//             what the database holds then is reported (checkpointBefore).
 // Then requests are sent through both programs until RETRIES_AFTER of them were answered by Redis
 // again (200 or 429); what was admitted in all must stay within the quota plus the documented bound
 // (docs/limits.md, Monthly quotas). Used by test/ops/month-durability.test.ts (one run each) and
@@ -33,7 +35,7 @@ const RETRIES_AFTER = 30;
 export const CHECKPOINT_MS = 200;
 
 export interface MonthOutageRun {
-  kind: 'restart' | 'sentinel';
+  kind: MonthOutageKind;
   settle: boolean;
   quota: number;
   admittedBefore: number;
@@ -53,8 +55,10 @@ async function cli(port: number, ...args: string[]): Promise<string> {
  * One run. `db` is a migrated schema of this run's own (dropped by the caller); `pgUrl` the server's
  * URL without a search path.
  */
+export type MonthOutageKind = 'restart' | 'sentinel' | 'stop';
+
 export async function monthOutage(
-  kind: 'restart' | 'sentinel',
+  kind: MonthOutageKind,
   db: Db,
   pgUrl: string,
   /** false: Redis loses the count right after the last spend, before any checkpoint holds it. */
@@ -73,7 +77,7 @@ export async function monthOutage(
   const programs: ChildProcess[] = [];
   try {
     let redisEnv: Record<string, string>;
-    if (kind === 'restart') {
+    if (kind !== 'sentinel') {
       redis = await ownRedis();
       redisEnv = { REDIS_URL: redis.url };
     } else {
@@ -96,7 +100,8 @@ export async function monthOutage(
           DATABASE_URL: url.toString(),
           REDIS_KEY_PREFIX: prefix,
           RATE_LIMIT_FAILURE_MODE: 'closed',
-          MONTH_CHECKPOINT_MS: String(CHECKPOINT_MS),
+          // Stopped: no timed checkpoint before the stop's.
+          MONTH_CHECKPOINT_MS: String(kind === 'stop' ? 300_000 : CHECKPOINT_MS),
           UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
           GATEWAY_SECRET: 'test-gateway-secret-0123456789',
           PLANS_FILE: 'bench/plans.json',
@@ -143,6 +148,28 @@ export async function monthOutage(
 
     let admittedBefore = 0;
     for (let n = 0; n < SPENT_BEFORE; n++) if ((await one()) === 200) admittedBefore++;
+
+    if (kind === 'stop') {
+      await Promise.all(
+        programs.map((child) => {
+          const exited = new Promise((r) => child.once('exit', r));
+          child.kill('SIGTERM');
+          return exited;
+        }),
+      );
+      const rows = await db.query('SELECT used FROM month_counts').catch(() => null);
+      return {
+        kind,
+        settle,
+        quota: QUOTA,
+        admittedBefore,
+        admittedAfter: 0,
+        admitted: admittedBefore,
+        checkpointBefore: rows === null ? null : Math.max(0, ...rows.map((r) => Number(r.used))),
+        refusedAfter: 0,
+        unavailableAfter: 0,
+      };
+    }
 
     // What PostgreSQL holds of the month once the programs checkpointed it; then three more of their
     // intervals, so each has read back what the other wrote (the programs run on the real clock).

@@ -30,4 +30,12 @@ describe.runIf(CAN)("a month's counts when Redis loses them", () => {
       expect(run.checkpointBefore).toBe(SPENT_BEFORE);
       expect(run.refusedAfter).toBeGreaterThan(0);
     }, 240_000);
+
+  it('a program stopped (SIGTERM) before its next checkpoint writes the month first, after the drain', async () => {
+    const db = await openTestDb();
+    drops.push(() => db.drop());
+    const run = await monthOutage('stop', db, process.env.DATABASE_URL!);
+    expect(run.admittedBefore).toBe(SPENT_BEFORE);
+    expect(run.checkpointBefore).toBe(SPENT_BEFORE);
+  }, 240_000);
 });
