@@ -11,7 +11,20 @@
 // from instance to instance, and each share is rounded up, so at most one extra per instance. Counters
 // spent while Redis is away never reach it: when it answers again, its counters rule for the rest of
 // the window as they stand, so a window that spans the recovery can admit up to that much more.
-import { WINDOW_MS, layerState, type CounterRef, type LayerState, type RateLimiter } from './types.js';
+// A monthly quota's counter is one more counter with its share, in its month: its counts are kept
+// apart from the minute's (one per organization with a quota), so seeing a month never passes for
+// seeing a later minute. The in-memory limiter is handed each counter's allowance as its limit, so the
+// month is spent there only by a request every minute's share admits, and only within its own share.
+import {
+  WINDOW_MS,
+  monthEnd,
+  systemClock,
+  windowStart,
+  type Clock,
+  type CounterRef,
+  type LayerState,
+  type RateLimiter,
+} from './types.js';
 
 /** A beat older than this no longer counts its instance as live (a few missed beats are not a departure). */
 export const FLEET_TTL_MS = 5_000;
@@ -79,17 +92,35 @@ export function ipv4CounterId(id: string): number | null {
   return (n * 256 + part) | 0;
 }
 
-export function createFleetShare(): FleetShare {
+/** `clock` places a fallback spend in its minute and month (the stores' clock). */
+export function createFleetShare(clock: Clock = systemClock): FleetShare {
   let live = 1;
   // One window's counts (the newest seen); numbers only, so updating a known counter allocates nothing.
   // IPv4 address counters by their address as a number, every other counter by its id.
   let seenStart = 0;
   let seen = new Map<string, number>();
   let seenV4 = new Map<number, number>();
+  // Monthly quotas' counts, by counter id: the month's end (its states' `reset`) and the count.
+  const months = new Map<string, { reset: number; used: number }>();
+
+  function sawMonth(id: string, state: LayerState) {
+    const before = months.get(id);
+    if (before === undefined) {
+      if (months.size >= MAX_SEEN) return;
+      months.set(id, { reset: state.reset, used: state.used });
+    } else if (state.reset > before.reset || (state.reset === before.reset && state.used > before.used)) {
+      before.reset = state.reset;
+      before.used = state.used;
+    }
+  }
 
   function saw(refs: readonly CounterRef[], states: readonly LayerState[]) {
     for (let n = 0; n < refs.length && n < states.length; n++) {
       const state = states[n];
+      if (refs[n].month) {
+        sawMonth(refs[n].id, state);
+        continue;
+      }
       const start = state.reset * 1000 - WINDOW_MS;
       if (start > seenStart) {
         seenStart = start;
@@ -109,13 +140,20 @@ export function createFleetShare(): FleetShare {
     }
   }
 
-  /** How far the in-memory counter starts into the budget: limit - allowance. */
-  function offset(ref: CounterRef, start: number): number {
-    let used = 0;
-    if (start === seenStart) {
-      const v4 = ipv4CounterId(ref.id);
-      used = (v4 === null ? seen.get(ref.id) : seenV4.get(v4)) ?? 0;
+  /** What this instance last saw counted of the counter in the minute from `start` or the month ending at `monthReset` (s). */
+  function lastSeen(ref: CounterRef, start: number, monthReset: number): number {
+    if (ref.month) {
+      const month = months.get(ref.id);
+      return month !== undefined && month.reset === monthReset ? month.used : 0;
     }
+    if (start !== seenStart) return 0;
+    const v4 = ipv4CounterId(ref.id);
+    return (v4 === null ? seen.get(ref.id) : seenV4.get(v4)) ?? 0;
+  }
+
+  /** How far the in-memory counter starts into the budget: limit - allowance. */
+  function offset(ref: CounterRef, start: number, monthReset: number): number {
+    const used = lastSeen(ref, start, monthReset);
     if (used >= ref.limit) return ref.limit;
     const allowance = Math.max(1, Math.ceil((ref.limit - used) / live));
     return ref.limit - allowance;
@@ -129,10 +167,17 @@ export function createFleetShare(): FleetShare {
     saw,
     limiter: (inner) => ({
       async spend(refs, cost, at) {
-        const states = await inner.spend(refs, cost, at);
+        const now = at ?? clock.now();
+        const start = windowStart(now);
+        const monthReset = monthEnd(now) / 1000;
+        const offsets = refs.map((ref) => offset(ref, start, monthReset));
+        // Each counter's allowance is its limit in memory: what the memory admits, the share admits.
+        const shares = refs.map((ref, n) => ({ ...ref, limit: ref.limit - offsets[n] }));
+        const states = await inner.spend(shares, cost, now);
         return states.map((state, n) => {
-          const start = state.reset * 1000 - WINDOW_MS;
-          return layerState(state.limit, state.used + offset(refs[n], start), start);
+          const { limit } = refs[n];
+          const used = state.used + offsets[n];
+          return { limit, used, remaining: Math.max(0, limit - used), reset: state.reset };
         });
       },
     }),

@@ -138,7 +138,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
 
   // The fleet: how many instances share the budgets, and the counts this one last saw (./fleet.ts).
   // Only open mode admits anything without Redis, so only open-mode instances count themselves.
-  const share = createFleetShare();
+  const share = createFleetShare(clock);
   const fleet = mode === 'open' ? o.fleet : undefined;
   const instanceId = randomUUID();
   let beating = false;
@@ -234,6 +234,29 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     }
   }
 
+  /**
+   * A Cluster's counters whose slots now belong to a node that answers (the replica promoted in place
+   * of a lost primary): what the fallback counted of them is added there. The lost node's breaker is
+   * dropped with it, so its own probe never will; without this the promoted counter lets the rest of
+   * the budget through a second time (122 of 100). Sent before the calls that follow on the same
+   * connections, so those already count it. What fails is kept, owed to its node's next answer.
+   */
+  async function handOverMoved(): Promise<void> {
+    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
+    const answering = (node: string) => {
+      const breaker = breakers.get(node);
+      return breaker === undefined || breaker.state === 'closed';
+    };
+    const counts = fallback.takeCounts((id) => answering(topology!.counter(id)));
+    if (counts.length === 0) return;
+    try {
+      await primary.addCounts(counts);
+    } catch {
+      await fallback.addCounts?.(counts);
+      for (const { id } of counts) owed.add(breakerOf(topology!.counter(id)));
+    }
+  }
+
   function degraded(): boolean {
     if (single) return single.state !== 'closed';
     let primaries: Set<string> | undefined;
@@ -270,12 +293,17 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
         refreshing = false;
       }
       const primaries = topology!.primaries();
+      let moved = false;
       for (const [node, breaker] of breakers) {
         if (!primaries.has(node)) {
           breaker.stop();
           breakers.delete(node);
+          owed.delete(breaker);
+          moved = true;
         }
       }
+      // The node forgotten never probes again: what the fallback counted of its slots goes to their owner now.
+      if (moved && mode === 'open') void handOverMoved();
       void replayBumps();
       changed();
       if ([...breakers.values()].every((b) => b.state === 'closed')) {
@@ -390,8 +418,11 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
       ? (req) => primary.gate(req)
       : (req) =>
           primary.gate(req).then((result) => {
-            if (result.kind === 'spent' && req.spend) share.saw(req.spend, [result.hit.key, result.hit.ip]);
-            else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
+            if (result.kind === 'spent' && req.spend) {
+              const { key, ip, month } = result.hit;
+              // The month's count too: without it a quota falls back as if nothing of it were spent.
+              share.saw(req.spend, month === undefined ? [key, ip] : [key, ip, month]);
+            } else if (result.kind === 'peeked') share.saw(req.peek ?? [], result.states);
             return result;
           });
   const fallbackLimiter = fleet === undefined ? fallback.limiter : share.limiter(fallback.limiter);

@@ -3,7 +3,7 @@
 // remembered as a number, every other counter by its id).
 import { describe, expect, it } from 'vitest';
 import { createFleetShare, ipv4CounterId } from '../../src/limits/fleet.js';
-import { WINDOW_MS, layerState, type CounterRef, type RateLimiter } from '../../src/limits/types.js';
+import { WINDOW_MS, layerState, monthState, type CounterRef, type RateLimiter } from '../../src/limits/types.js';
 
 const START = 1_800_000_000_000 - (1_800_000_000_000 % WINDOW_MS);
 const at = START + 10_000;
@@ -87,5 +87,36 @@ describe('the fleet share', () => {
     share.saw([ref('ip:10.1.1.1'), ref('k:9:write', 10)], [seen(100), seen(10, START, 10)]);
     expect(await firstSpend(share, ref('ip:10.1.1.1'))).toBe(101);
     expect(await firstSpend(share, ref('k:9:write', 10))).toBe(11);
+  });
+
+  it("keeps a monthly quota's count apart from the minute's, and gives the month its share too", async () => {
+    const share = createFleetShare();
+    share.setLive(2);
+    const key = ref('k:1000:read', 20);
+    const month: CounterRef = { id: 'm:1', limit: 10, month: true };
+    // A spend with the month (the uncached path), then minutes seen after it: the month's end as its
+    // window once made every later minute look older than the one remembered.
+    share.saw([key, ref('ip:10.0.0.1'), month], [seen(2, START, 20), seen(1), monthState(10, 6, at)]);
+    share.saw([key], [seen(8, START, 20)]);
+    // Left 12 and 4, split two ways: the first spend is the 7th and the 3rd of what is left.
+    const [keyState, , monthNow] = await share.limiter(fresh).spend([key, ref('ip:10.0.0.9'), month], 1, at);
+    expect(keyState.used).toBe(20 - 6 + 1);
+    expect(monthNow.used).toBe(10 - 2 + 1);
+  });
+
+  it("hands the memory each counter's allowance as its limit, so a month seen spent admits nothing", async () => {
+    const share = createFleetShare();
+    const limits: number[][] = [];
+    const recording: RateLimiter = {
+      async spend(refs, cost) {
+        limits.push(refs.map((r) => r.limit));
+        return refs.map((r) => layerState(r.limit, cost, START));
+      },
+    };
+    const month: CounterRef = { id: 'm:1', limit: 10, month: true };
+    share.setLive(2);
+    share.saw([month], [monthState(10, 10, at)]);
+    await share.limiter(recording).spend([ref('k:1', 20), month], 1, at);
+    expect(limits).toEqual([[10, 0]]);
   });
 });
