@@ -37,6 +37,7 @@ export const CHECKPOINT_MS = 200;
 export interface MonthOutageRun {
   kind: MonthOutageKind;
   settle: boolean;
+  checkpointMs: number;
   quota: number;
   admittedBefore: number;
   admittedAfter: number;
@@ -61,9 +62,15 @@ export async function monthOutage(
   kind: MonthOutageKind,
   db: Db,
   pgUrl: string,
-  /** false: Redis loses the count right after the last spend, before any checkpoint holds it. */
-  settle = true,
+  opts: {
+    /** false: Redis loses the count right after the last spend, not waiting for a checkpoint. */
+    settle?: boolean;
+    /** The programs' MONTH_CHECKPOINT_MS (CHECKPOINT_MS; the stop run: 300000, no timed checkpoint). */
+    checkpointMs?: number;
+  } = {},
 ): Promise<MonthOutageRun> {
+  const settle = opts.settle ?? true;
+  const checkpointMs = opts.checkpointMs ?? (kind === 'stop' ? 300_000 : CHECKPOINT_MS);
   await applySeed(db, parseSeed(seedWith()));
   await db.query('UPDATE organizations SET monthly_quota = $1 WHERE id = 1', [QUOTA]);
   const upstream = http.createServer((req, res) => {
@@ -100,8 +107,7 @@ export async function monthOutage(
           DATABASE_URL: url.toString(),
           REDIS_KEY_PREFIX: prefix,
           RATE_LIMIT_FAILURE_MODE: 'closed',
-          // Stopped: no timed checkpoint before the stop's.
-          MONTH_CHECKPOINT_MS: String(kind === 'stop' ? 300_000 : CHECKPOINT_MS),
+          MONTH_CHECKPOINT_MS: String(checkpointMs),
           UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
           GATEWAY_SECRET: 'test-gateway-secret-0123456789',
           PLANS_FILE: 'bench/plans.json',
@@ -161,6 +167,7 @@ export async function monthOutage(
       return {
         kind,
         settle,
+        checkpointMs,
         quota: QUOTA,
         admittedBefore,
         admittedAfter: 0,
@@ -186,7 +193,7 @@ export async function monthOutage(
       if (checkpointBefore >= admittedBefore || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    if (settle) await new Promise((r) => setTimeout(r, 3 * CHECKPOINT_MS));
+    if (settle) await new Promise((r) => setTimeout(r, 3 * checkpointMs));
 
     if (redis) {
       await redis.stop();
@@ -235,6 +242,7 @@ export async function monthOutage(
     return {
       kind,
       settle,
+      checkpointMs,
       quota: QUOTA,
       admittedBefore,
       admittedAfter,
