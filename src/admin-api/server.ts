@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
-import type { Clock, SharedStores } from '../limits/types.js';
+import { windowStart, type Clock, type SharedStores } from '../limits/types.js';
 import { addressKey } from '../limits/address.js';
 import { clientIp, type TrustedProxies } from '../gateway/client-ip.js';
 import { authenticateAdminToken, type AuthenticatedToken } from '../access/service/admin-tokens.js';
@@ -105,10 +105,31 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
 export function createAdminApiServer(deps: AdminApiDeps): http.Server {
   const doc = Buffer.from(JSON.stringify(adminOpenApi()));
 
+  /**
+   * A guess is counted before its token is looked up, so that guesses arriving together cannot all be
+   * checked against a count none of them has added to yet. Per address and minute, `adm:` counts every
+   * bearer token presented and `adm-ok:` the ones taken back: a valid token once checked, and a guess
+   * refused unchecked. Their difference is the failures plus the checks in flight; a guess is checked
+   * only while it is at most ADMIN_AUTH_FAILURES. The taken-back count is read before the guess is
+   * counted, so a take-back can never be set against a guess it did not follow.
+   */
   async function authenticate(req: http.IncomingMessage, ip: string): Promise<AuthenticatedToken> {
-    const failures = { id: `adm:${addressKey(ip)}`, limit: ADMIN_AUTH_FAILURES };
-    const [seen] = await deps.stores.limiter.spend([failures], 0);
-    if (seen.used >= ADMIN_AUTH_FAILURES) {
+    const address = addressKey(ip);
+    const tried = { id: `adm:${address}`, limit: ADMIN_AUTH_FAILURES };
+    const takenBack = { id: `adm-ok:${address}`, limit: ADMIN_AUTH_FAILURES };
+    const auth = req.headers.authorization;
+    const m = typeof auth === 'string' ? /^Bearer +(\S+) *$/i.exec(auth) : null;
+    const at = deps.clock.now();
+    const [back] = await deps.stores.limiter.spend([takenBack], 0, at);
+    // No token is no guess: read the count only, to tell such a client it is refused.
+    const [seen] = await deps.stores.limiter.spend([tried], m ? 1 : 0, at);
+    const pending = seen.used - back.used;
+    const takeBack = () => {
+      // A window that ended meanwhile took its count with it: nothing to take back from the next one.
+      if (windowStart(deps.clock.now()) === windowStart(at)) return deps.stores.limiter.spend([takenBack], 1);
+    };
+    if (pending > ADMIN_AUTH_FAILURES || (!m && pending >= ADMIN_AUTH_FAILURES)) {
+      if (m) await takeBack();
       const wait = Math.max(1, Math.ceil(seen.reset - deps.clock.now() / 1000));
       throw new AdminApiError(
         'too_many_attempts',
@@ -116,14 +137,13 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
         wait,
       );
     }
-    const auth = req.headers.authorization;
-    const m = typeof auth === 'string' ? /^Bearer +(\S+) *$/i.exec(auth) : null;
     if (!m) throw new AdminApiError('unauthorized', 'an admin token is required: Authorization: Bearer <token>');
-    const token = await authenticateAdminToken(deps.db, deps.pepper, m[1], deps.clock.now());
-    if (!token) {
-      await deps.stores.limiter.spend([failures], 1);
-      throw new AdminApiError('unauthorized', 'the admin token is not valid (unknown or revoked)');
-    }
+    const token = await authenticateAdminToken(deps.db, deps.pepper, m[1], deps.clock.now()).catch(async (err) => {
+      await takeBack(); // not a failed guess: the database did not answer
+      throw err;
+    });
+    if (!token) throw new AdminApiError('unauthorized', 'the admin token is not valid (unknown or revoked)');
+    await takeBack();
     return token;
   }
 
