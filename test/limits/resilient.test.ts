@@ -445,6 +445,24 @@ describe('a Redis Cluster: one breaker per primary', () => {
     expect(await stores.preflight('192.0.2.1', 1)).toEqual({ cooldown: 0, version: 1 });
   });
 
+  it('what the fallback counted on a lost node reaches the replica promoted in its place (open mode)', async () => {
+    let ipNode = 'b';
+    const { topology, state } = fakeCluster((tag) => (tag === 'k:1:read' || tag === '1' ? 'a' : ipNode), ['a', 'b']);
+    const stores = clusterBreaker('open', topology);
+    for (let n = 0; n < 3; n++) await spendPair(stores.limiter, key, ip);
+    state.close('b');
+    state.answering.delete('b');
+    await settle();
+    for (let n = 0; n < 2; n++) await spendPair(stores.limiter, key, ip);
+    // b's replica c is promoted: b is never probed again, and is forgotten at the next refresh.
+    ipNode = 'c';
+    state.primaries = new Set(['a', 'c']);
+    await new Promise((resolve) => setTimeout(resolve, CLUSTER_REFRESH_MS + 50));
+    expect(stores.degraded()).toBe(false);
+    expect(await primary.limiter.spend([ip], 0)).toMatchObject([{ used: 5 }]);
+    expect((await spendPair(stores.limiter, key, ip)).ip.used).toBe(6);
+  });
+
   it("one request's layers on two nodes land in one window, though the clock turns the minute between the calls", async () => {
     // Each reading of this clock is 1 ms later: the first node's call reads 12:00:59.999, the second's 12:01:00.000.
     let t = Date.UTC(2026, 10, 26, 12, 0, 59, 999);
