@@ -1,7 +1,7 @@
 // The identity JWT (IDENTITY_FORMAT jwt|both): its settings, the signer (src/http/identity-jwt.ts),
 // the verifier services use (src/verifier/index.ts), key rotation through the JWKS, and a real stack
 // whose forwarded request carries a token the verifier accepts with the JWKS of the admin port.
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, sign as cryptoSign } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -260,6 +260,38 @@ describe('signer and verifier', () => {
       );
     expect(await at(NOW + 59_000)).toEqual(identity);
     expect(await refusal(at(NOW + 61_000))).toBe('stale');
+  });
+
+  it('age: 60 s and one 5 s tolerance, never the tolerance twice; jti must be a string', async () => {
+    const jwk = ed25519Jwk('e');
+    const signer = createJwtSigner({ keys: parseJwtKeys(keysText(jwk)) });
+    const req = { method: 'POST', target: input.target, body };
+    const verifyAt = (t: number, tolerance?: number) =>
+      createJwtVerifier({ jwks: signer.jwks(), anyAudience: true, now: () => t, clockToleranceSec: tolerance });
+    // The gateway's own token: exp = iat + 60, so the tolerance reaches 64 s and not 65.
+    const token = signer.sign(input, NOW);
+    expect(await verifyAt(NOW + 64_000)({ 'x-gateway-jwt': token }, req)).toEqual(identity);
+    expect(await refusal(verifyAt(NOW + 65_000)({ 'x-gateway-jwt': token }, req))).toBe('stale');
+    // A token whose exp is further ahead than the gateway writes: its iat alone must bound its age.
+    const [h, p] = token.split('.');
+    const claims = decodeJwt(token);
+    const resign = (over: object) => {
+      const payload = Buffer.from(JSON.stringify({ ...claims, ...over })).toString('base64url');
+      const key = createPrivateKey({ key: jwk, format: 'jwk' });
+      return `${h}.${payload}.${cryptoSign(null, Buffer.from(`${h}.${payload}`), key).toString('base64url')}`;
+    };
+    const longLived = resign({ exp: (claims.exp as number) + 600 });
+    expect(p).not.toBe(longLived.split('.')[1]);
+    expect(await verifyAt(NOW + 65_000)({ 'x-gateway-jwt': longLived }, req)).toEqual(identity);
+    expect(await refusal(verifyAt(NOW + 66_000)({ 'x-gateway-jwt': longLived }, req))).toBe('stale');
+    expect(await refusal(verifyAt(NOW + 70_000)({ 'x-gateway-jwt': longLived }, req))).toBe('stale');
+    expect(await verifyAt(NOW + 60_000, 0)({ 'x-gateway-jwt': longLived }, req)).toEqual(identity);
+    expect(await refusal(verifyAt(NOW + 61_000, 0)({ 'x-gateway-jwt': longLived }, req))).toBe('stale');
+    for (const jti of [{ id: 'x' }, 7, '', ['a']]) {
+      expect(await refusal(verifyAt(NOW)({ 'x-gateway-jwt': resign({ jti }) }, req)), JSON.stringify(jti)).toBe(
+        'malformed',
+      );
+    }
   });
 
   it('tampered claims, another request, another body, another audience, a replay: refused', async () => {

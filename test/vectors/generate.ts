@@ -94,6 +94,12 @@ const hmacVectors = {
       { valid: false, reason: 'bad_signature' }),
     hmacCase('stale-timestamp', 'Correctly signed 61 s before now.', { ...getSigned, timestamp: String(NOW - 61_000) }, { body: null },
       { valid: false, reason: 'stale' }),
+    hmacCase('timestamp-at-max-age', 'Correctly signed exactly 60 s before now: the window holds it (no tolerance is added to it).',
+      { ...getSigned, timestamp: String(NOW - 60_000) }, { body: null },
+      { valid: true, identity: workspaceIdentity }),
+    hmacCase('timestamp-past-max-age', 'Correctly signed 60.001 s before now: one millisecond past the window.',
+      { ...getSigned, timestamp: String(NOW - 60_001) }, { body: null },
+      { valid: false, reason: 'stale' }),
     hmacCase('future-timestamp', 'Correctly signed 61 s after now.', { ...getSigned, timestamp: String(NOW + 61_000) }, { body: null },
       { valid: false, reason: 'stale' }),
     hmacCase('wrong-digest', 'The signed headers of the POST with another body: the body does not match Content-Digest.', postSigned, { body: evil },
@@ -157,8 +163,8 @@ const jwtVectors = {
   description:
     'The identity JWT of the keygate gateway (IDENTITY_FORMAT jwt or both), sent in X-Gateway-JWT or as Authorization: Bearer ' +
     '(IDENTITY_JWT_HEADER). Verify with the JWKS (the gateway serves it at ADMIN_PORT /.well-known/jwks.json): algorithms EdDSA ' +
-    '(Ed25519) and ES256 only; iss "keygate"; aud equal to the configured audience; exp in the future and iat no older than 60 s ' +
-    '(now is given); htm equal to the request method and htu to the request target (path and query); when cd is present, the body\'s ' +
+    '(Ed25519) and ES256 only; iss "keygate"; aud equal to the configured audience; iat no older than 60 s and exp in the future, each with one ' +
+    'clock tolerance of 5 s (now is given: a token is valid while now - iat <= 65 and now < exp + 5); jti a non-empty string; htm equal to the request method and htu to the request target (path and query); when cd is present, the body\'s ' +
     'Content-Digest (`sha-256=:<base64 SHA-256>:`, RFC 9530) equals it, and a body without cd is refused. kg is the identity. ' +
     'A replay cache keyed by jti refuses a token seen before. signingKeys are the private halves, for test use only: EdDSA is ' +
     'deterministic, so a signer given the same header and claims must produce the EdDSA tokens below byte for byte.',
@@ -179,6 +185,24 @@ const jwtVectors = {
       { valid: false, reason: 'bad_signature' }),
     jwtCase('expired', 'Signed 120 s before now: exp has passed.', token('ed', { ...getClaims, iat: iat - 118, exp: iat - 58 }), { method: 'GET', target: getTarget, body: null },
       { valid: false, reason: 'stale' }),
+    jwtCase('age-64s', 'Issued 64 s before now (exp = iat + 60, 4 s past): within the 60 s and the one 5 s tolerance.',
+      token('ed', { ...getClaims, iat: NOW / 1000 - 64, exp: NOW / 1000 - 4 }), { method: 'GET', target: getTarget, body: null },
+      { valid: true, identity: workspaceIdentity, claims: { ...getClaims, iat: NOW / 1000 - 64, exp: NOW / 1000 - 4 } }),
+    jwtCase('age-65s', 'Issued 65 s before now (exp = iat + 60): past the 60 s and the one 5 s tolerance.',
+      token('ed', { ...getClaims, iat: NOW / 1000 - 65, exp: NOW / 1000 - 5 }), { method: 'GET', target: getTarget, body: null },
+      { valid: false, reason: 'stale' }),
+    jwtCase('age-66s-long-exp', 'Issued 66 s before now with an exp still ahead: iat itself is too old (60 s plus 5 s tolerance, once).',
+      token('ed', { ...getClaims, iat: NOW / 1000 - 66, exp: NOW / 1000 + 54 }), { method: 'GET', target: getTarget, body: null },
+      { valid: false, reason: 'stale' }),
+    jwtCase('age-70s-long-exp', 'Issued 70 s before now with an exp still ahead.',
+      token('ed', { ...getClaims, iat: NOW / 1000 - 70, exp: NOW / 1000 + 50 }), { method: 'GET', target: getTarget, body: null },
+      { valid: false, reason: 'stale' }),
+    jwtCase('jti-object', 'jti is an object, not a string: a replay cache cannot key on it.',
+      token('ed', { ...getClaims, jti: { id: 'vector' } }), { method: 'GET', target: getTarget, body: null },
+      { valid: false, reason: 'malformed' }),
+    jwtCase('jti-number', 'jti is a number, not a string.',
+      token('ed', { ...getClaims, jti: 7 }), { method: 'GET', target: getTarget, body: null },
+      { valid: false, reason: 'malformed' }),
     jwtCase('wrong-digest', 'The POST token with another body.', postToken, { method: 'POST', target: '/v2/workspaces/100/tags', body: evil },
       { valid: false, reason: 'digest_mismatch' }),
     jwtCase('body-without-digest', 'The body-less GET token on a request that carries a body.', getToken, { method: 'GET', target: getTarget, body: postBody },
