@@ -10,7 +10,8 @@
 //                                                  from the last one set; standalone only (see FAILURE_LUA)
 // where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (./address.ts).
 //   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
-//   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day
+//   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day;
+//                                                  checkpointed to PostgreSQL (./month-checkpoint.ts)
 //   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
 //                                                  (Redis's own clock, ms); see ./fleet.ts
 
@@ -451,7 +452,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
         const start = windowStart(now);
         // A monthly quota's counter (last, see CounterRef) is spent after the others admitted the request.
         const month = all[all.length - 1].month ? all[all.length - 1] : undefined;
-        const monthMs = monthStart(now);
+        const monthMs = month ? monthStart(now) : 0;
         const monthKey = month ? counterKey(month.id, monthMs) : '';
         // A month's count shows at least its floor (what the checkpoint or this instance knows).
         const atLeastFloor = (n: number) => (month && floors ? Math.max(n, floors.floor(month.id, monthMs) ?? 0) : n);
