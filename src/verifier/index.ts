@@ -10,7 +10,8 @@
 //   where Content-Digest is `sha-256=:<base64 SHA-256 of the body>:` (RFC 9530).
 // JWT (IDENTITY_FORMAT jwt|both, public keys at http://<gateway>:ADMIN_PORT/.well-known/jwks.json):
 //   EdDSA or ES256, iss "keygate", aud = IDENTITY_JWT_AUDIENCE (the verifier requires it unless told
-//   `anyAudience: true`), 60 s lifetime, htm = method,
+//   `anyAudience: true`), 60 s lifetime (iat at most 60 s old and exp ahead, each with one 5 s clock
+//   tolerance), jti a non-empty string, htm = method,
 //   htu = request target (path and query) when it is at most 512 bytes, else htd = base64url
 //   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one,
 //   kg = the identity.
@@ -239,13 +240,17 @@ export function createJwtVerifier(
         issuer: 'keygate',
         audience: o.audience,
         requiredClaims: ['iat', 'exp', 'jti', 'htm', 'kg'],
-        maxTokenAge: MAX_AGE_MS / 1000 + (o.clockToleranceSec ?? 5),
+        // jose adds clockTolerance to maxTokenAge itself: the age allowed is 60 s plus the tolerance, once.
+        maxTokenAge: MAX_AGE_MS / 1000,
         clockTolerance: o.clockToleranceSec ?? 5,
         currentDate: now === undefined ? undefined : new Date(now),
       }));
     } catch (err) {
       throw jwtFailure(err);
     }
+    // The replay cache keys on jti: anything but a string would be keyed on its coercion.
+    if (typeof claims.jti !== 'string' || claims.jti === '')
+      throw new IdentityVerificationError('malformed', 'the jti claim is not a non-empty string');
     // Exactly one of htu (the target) and htd (its digest, for targets over 512 bytes).
     if ((claims.htu === undefined) === (claims.htd === undefined)) {
       throw new IdentityVerificationError(
@@ -264,7 +269,7 @@ export function createJwtVerifier(
       throw new IdentityVerificationError('malformed', 'the cd claim is malformed');
     checkBody(claims.cd as string | undefined, request.body);
     const identity = decodeIdentity(() => claims.kg);
-    if (o.replay && !(await o.replay.firstSeen(`jwt:${String(claims.jti)}`, (claims.exp as number) * 1000))) {
+    if (o.replay && !(await o.replay.firstSeen(`jwt:${claims.jti}`, (claims.exp as number) * 1000))) {
       throw new IdentityVerificationError('replayed', 'this token was already used');
     }
     return identity;
