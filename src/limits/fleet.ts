@@ -8,9 +8,10 @@
 //   allowance = ceil((limit - last seen) / live instances), at least 1 while anything was left, 0 when
 //   the counter was spent already.
 // The fleet then admits about one budget in the window of the outage: the counts seen differ a little
-// from instance to instance, and each share is rounded up, so at most one extra per instance. Counters
-// spent while Redis is away never reach it: when it answers again, its counters rule for the rest of
-// the window as they stand, so a window that spans the recovery can admit up to that much more.
+// from instance to instance, and each share is rounded up, so at most one extra per instance. What the
+// fallback counts reaches Redis only when it answers again (./resilient.ts hands it over): a Redis
+// that comes back empty within the window counts from those hand-overs alone, so a window that spans
+// such a recovery can admit up to one more budget.
 // A monthly quota's counter is one more counter with its share, in its month: its counts are kept
 // apart from the minute's (one per organization with a quota), so seeing a month never passes for
 // seeing a later minute. The in-memory limiter is handed each counter's allowance as its limit, so the
