@@ -252,19 +252,22 @@ export function createGateBatcher(opts: GateBatcherOptions): (req: GateRequest) 
   }
 
   async function sendGates(batch: QueuedGate[]) {
+    let now = clock.now();
+    let month = monthStart(now);
     // A month's counter spent for the first time this month on this instance: its checkpoint first.
     if (floors !== undefined) {
-      const month = monthStart(clock.now());
       let first: string[] | undefined;
       for (const gate of batch) {
         const ref = gate.req.spend?.[2];
         if (ref?.month && floors.floor(ref.id, month) === undefined) (first ??= []).push(ref.id);
       }
-      if (first !== undefined) await floors.load(first, month);
+      if (first !== undefined) {
+        await floors.load(first, month);
+        now = clock.now();
+        month = monthStart(now);
+      }
     }
-    const now = clock.now();
     const start = windowStart(now);
-    const month = monthStart(now);
     let lines: string[];
     try {
       let fields = '';
