@@ -16,6 +16,7 @@ export default tseslint.config(
       'bench/results/',
       'bench/.build/',
       'scratch/',
+      'loadtest-results/',
     ],
   },
   js.configs.recommended,

@@ -4,11 +4,16 @@
 // - admitted answers never exceed the budget the headers announce;
 // - X-RateLimit-Remaining counts down: each admitted answer of a window carries its own value, between 0
 //   and limit - 1 (two answers with one value means one token was granted twice);
+// - an organization's monthly quota (the `"month"` policy of RateLimit-Policy and RateLimit) is audited
+//   the same way, per key and month;
+// - every admitted answer carries the rate-limit fields (an answer without them announces no budget, and
+//   a gateway that forgot to count it would hide there);
 // - every rate-limit refusal carries Retry-After, and waiting it out reaches a fresh window: the answer's
 //   arrival plus Retry-After is not before the window's reset, and the first request the load test sent
 //   after honouring it was answered from a later window.
 // Other clients spending the same keys during the run only leave gaps in the countdown, never duplicates,
-// so the audit stays sound in front of live traffic.
+// so the audit stays sound in front of live traffic. A key given twice is one subject (run.ts gives its
+// answers the index of its first occurrence): two tallies of one budget would each stay within it.
 
 /** What the audit needs of one answer. */
 export interface AuditAnswer {
@@ -30,6 +35,8 @@ export interface AuditAnswer {
   ipLimit: number | null;
   ipRemaining: number | null;
   retryAfter: number | null;
+  /** The organization's monthly quota, when the answer announced one (`"month"` policy); reset: the month's end, unix seconds. */
+  month?: { limit: number; remaining: number; reset: number } | null;
   /** This request was the first sent for its key and bucket after honouring a Retry-After. */
   afterRetry?: { reset: number };
 }
@@ -66,8 +73,8 @@ export function admitted(a: AuditAnswer): boolean {
 export const isRateLimited = (a: AuditAnswer) => a.status === 429 && a.code !== null && RATE_LIMITED.has(a.code);
 
 export interface WindowAudit {
-  layer: 'key' | 'address';
-  /** `key <n> read` or `address 10.0.0.1`. */
+  layer: 'key' | 'address' | 'month';
+  /** `key <n> read`, `key <n> month` or `address 10.0.0.1`. */
   subject: string;
   /** The window's end, unix seconds. */
   reset: number;
@@ -83,6 +90,7 @@ export interface WindowAudit {
 export interface Violation {
   kind:
     | 'over-budget'
+    | 'missing-fields'
     | 'duplicate-remaining'
     | 'remaining-out-of-range'
     | 'missing-retry-after'
@@ -126,6 +134,7 @@ export function audit(
   let refusals = 0;
   let retriesHonoured = 0;
   let retriesInFreshWindow = 0;
+  const unannounced = new Map<string, number>();
 
   const tally = (layer: Tally['layer'], subject: string, reset: number, limit: number): Tally => {
     const id = `${layer}\u0000${subject}\u0000${reset}`;
@@ -163,6 +172,12 @@ export function audit(
     const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
     if (spent && keySubject && a.limit !== null && a.reset !== null)
       count(tally('key', keySubject, a.reset, a.limit), ok, a.remaining);
+    if (ok && a.key >= 0 && (a.limit === null || a.remaining === null || a.reset === null || a.bucket === null)) {
+      const subject = keyName(a.key);
+      unannounced.set(subject, (unannounced.get(subject) ?? 0) + 1);
+    }
+    if (spent && a.key >= 0 && a.month)
+      count(tally('month', `${keyName(a.key)} month`, a.month.reset, a.month.limit), ok, a.month.remaining);
     // The address layer has no reset header of its own: it shares the key layer's minute.
     if (spent && a.ipLimit !== null && a.reset !== null)
       count(tally('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
@@ -199,6 +214,14 @@ export function audit(
       }
     }
   }
+
+  for (const [subject, n] of unannounced)
+    violations.push({
+      kind: 'missing-fields',
+      subject,
+      reset: null,
+      detail: `${n} admitted answer(s) without rate-limit fields (X-RateLimit-Limit, -Remaining, -Reset and a RateLimit-Policy bucket)`,
+    });
 
   const windows: WindowAudit[] = [];
   for (const t of tallies.values()) {

@@ -17,7 +17,8 @@ async function main(argv: string[]): Promise<number> {
     opts = parseOptions(argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`loadtest: ${err.message}\n(npm run loadtest -- --help)\n`);
+    // One line (docs/loadtest.md): the message, and where the options are listed.
+    process.stderr.write(`loadtest: ${err.message.replace(/\s*\n\s*/g, ' ')} (see --help)\n`);
     return 2;
   }
   const tty = process.stderr.isTTY === true;

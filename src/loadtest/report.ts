@@ -221,13 +221,25 @@ ${violations}
 <script>${js}</script>
 <script>
 const data = ${scriptJson(r.perSecond)};
+const run = ${scriptJson({ seconds: r.perSecond.length, p50: l.p50, p99: l.p99, admitted: r.answers.admitted, refused: r.throughput.answered - r.answers.admitted })};
 const t = data.map((d) => d.t);
 const width = () => Math.min(1060, document.body.clientWidth - 20);
+// A page read without a pointer over the plot: the legend shows the whole run's figure, not uPlot's "--".
+const legend = (whole, unit) => (u, v, si, idx) => (idx == null ? whole : v == null ? 'none' : v + unit);
+const from0 = (u, min, max) => [0, Math.max(1, max)];
 new uPlot({ width: width(), height: 260, scales: { x: { time: false } }, axes: [{ label: 's' }, { label: 'ms' }],
-  series: [{ label: 's' }, { label: 'p50', stroke: '#2f6fb0' }, { label: 'p99', stroke: '#c2410c' }] },
+  series: [{ label: 's', value: legend(run.seconds + ' s in all', ' s') },
+    { label: 'p50', stroke: '#2f6fb0', value: legend(run.p50 + ' ms over the run', ' ms') },
+    { label: 'p99', stroke: '#c2410c', value: legend(run.p99 + ' ms over the run', ' ms') }] },
   [t, data.map((d) => d.p50), data.map((d) => d.p99)], document.getElementById('lat'));
-new uPlot({ width: width(), height: 260, scales: { x: { time: false } }, axes: [{ label: 's' }, { label: 'answers' }],
-  series: [{ label: 's' }, { label: 'admitted', stroke: '#116329' }, { label: 'refused', stroke: '#b42318' }] },
+// Admitted and refused each on a scale of its own (left and right): refusals by the thousand would
+// otherwise flatten a budget of a few admitted a second onto the floor.
+new uPlot({ width: width(), height: 260, scales: { x: { time: false }, adm: { range: from0 }, ref: { range: from0 } },
+  axes: [{ label: 's' }, { scale: 'adm', label: 'admitted per second' },
+    { scale: 'ref', side: 1, label: 'refused per second', grid: { show: false } }],
+  series: [{ label: 's', value: legend(run.seconds + ' s in all', ' s') },
+    { label: 'admitted', stroke: '#116329', scale: 'adm', value: legend(run.admitted + ' in all', '/s') },
+    { label: 'refused', stroke: '#b42318', scale: 'ref', value: legend(run.refused + ' in all', '/s') }] },
   [t, data.map((d) => d.admitted), data.map((d) => d.refused)], document.getElementById('adm'));
 </script>
 </body></html>

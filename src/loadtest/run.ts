@@ -42,6 +42,27 @@ const header = (h: Record<string, string | string[] | undefined>, name: string):
 const num = (v: string | undefined): number | null =>
   v === undefined || v === '' || !Number.isFinite(Number(v)) ? null : Number(v);
 
+/**
+ * The `"month"` policy of an answer (an organization with a monthly quota): its quota from RateLimit-Policy,
+ * what is left and the seconds to the month's end from RateLimit. The month's end is taken as the UTC month
+ * boundary after the middle of the announced month, so a skew between the clocks shifts nothing.
+ */
+export function monthOf(
+  policy: string | undefined,
+  current: string | undefined,
+  atMs: number,
+): { limit: number; remaining: number; reset: number } | null {
+  const q = policy === undefined ? null : /"month";q=(\d+);w=(\d+)/.exec(policy);
+  const r = current === undefined ? null : /"month";r=(\d+);t=(\d+)/.exec(current);
+  if (!q || !r) return null;
+  const middle = new Date(atMs + (Number(r[2]) - Number(q[2]) / 2) * 1000);
+  return {
+    limit: Number(q[1]),
+    remaining: Number(r[1]),
+    reset: Date.UTC(middle.getUTCFullYear(), middle.getUTCMonth() + 1, 1) / 1000,
+  };
+}
+
 /** The error code of an error body, whichever envelope it is in. */
 export function errorCode(body: string): string | null {
   try {
@@ -72,6 +93,8 @@ export async function runLoad(
         bodyTimeout: opts.timeoutMs,
       }),
   );
+  // A key given twice is one key: its answers (and its holds) go by its first position.
+  const keyId = opts.keys.map((k) => opts.keys.indexOf(k));
   const weighted = opts.routes.flatMap((r, i) => Array<number>(r.weight).fill(i));
   const routeBucket = new Map<number, string>();
   // Key and bucket held back until (epoch ms), with the window the refusal came from.
@@ -93,7 +116,7 @@ export async function runLoad(
     for (let tried = 0; tried < opts.keys.length; tried++) {
       const k = seq++ % opts.keys.length;
       if (bucket === undefined) return k;
-      const hold = heldUntil.get(`${k} ${bucket}`);
+      const hold = heldUntil.get(`${keyId[k]} ${bucket}`);
       if (!hold || hold.until <= now) return k;
     }
     return -1;
@@ -109,7 +132,7 @@ export async function runLoad(
     if (address) headers['x-forwarded-for'] = address;
     if (r.body !== undefined) headers['content-type'] = 'application/json';
     const bucket = routeBucket.get(route);
-    const holdId = bucket === undefined ? null : `${key} ${bucket}`;
+    const holdId = bucket === undefined ? null : `${keyId[key]} ${bucket}`;
     const retryOf = holdId === null ? undefined : pendingRetry.get(holdId);
     if (holdId !== null && retryOf !== undefined) pendingRetry.delete(holdId);
     try {
@@ -130,7 +153,7 @@ export async function runLoad(
       const answerBucket = name === 'ip' ? null : name;
       if (answerBucket !== null) routeBucket.set(route, answerBucket);
       const answer: Answer = {
-        key,
+        key: keyId[key],
         address,
         at,
         status: res.statusCode,
@@ -142,6 +165,7 @@ export async function runLoad(
         ipLimit: num(header(h, 'x-ratelimit-ip-limit')),
         ipRemaining: num(header(h, 'x-ratelimit-ip-remaining')),
         retryAfter: num(header(h, 'retry-after')),
+        month: monthOf(policy, header(h, 'ratelimit'), at),
         due,
         ms,
         url: urlIndex,
@@ -156,7 +180,7 @@ export async function runLoad(
         answerBucket !== null &&
         answer.reset !== null
       ) {
-        const id = `${key} ${answerBucket}`;
+        const id = `${keyId[key]} ${answerBucket}`;
         const until = at + answer.retryAfter * 1000;
         const prior = heldUntil.get(id);
         if (!prior || prior.until < until) heldUntil.set(id, { until, reset: answer.reset });
