@@ -2,6 +2,7 @@
 // OpenAPI generator (src/admin-api/openapi.ts). Handlers only parse their input and format their
 // output: every change is an operation of the shared service layer (src/access/service/), made with the
 // admin token as the actor, audited and followed by the access-version bump there.
+import { isIP } from 'node:net';
 import type { z } from 'zod';
 import { planOf } from '../config/plans.js';
 import type { AuthenticatedToken } from '../access/service/admin-tokens.js';
@@ -11,7 +12,6 @@ import { getOrganization, listOrganizations, updateOrganization } from '../acces
 import { listAudit } from '../access/service/audit.js';
 import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
 import { ServiceError, type ServiceContext } from '../access/service/context.js';
-import { ipv4Value } from '../gateway/client-ip.js';
 import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../gateway/guards/rate-limit.js';
 import { AdminApiError } from './errors.js';
 import type { AdminApiDeps } from './server.js';
@@ -40,7 +40,7 @@ import {
 } from './schemas.js';
 import type { Row } from '../db/types.js';
 import type { CounterRef } from '../limits/types.js';
-import { DB_ID_SOURCE, isDbId } from '../config/contract.js';
+import { DB_ID_SOURCE, isDbId, PG_INT_MAX } from '../config/contract.js';
 import { isoOrNull } from '../db/time.js';
 
 export interface Call {
@@ -82,7 +82,7 @@ const PAGE: QueryParam[] = [
   {
     name: 'cursor',
     description: 'The `nextCursor` of the previous page.',
-    schema: { type: 'string', pattern: '^[0-9]{1,12}$' },
+    schema: { type: 'string', pattern: '^[0-9]{1,10}$' },
   },
 ];
 
@@ -99,8 +99,9 @@ function paging(q: URLSearchParams): { limit: number; after: number } {
   if (!Number.isInteger(limit) || limit < 1 || limit > 200)
     throw new AdminApiError('invalid_request', 'limit must be an integer from 1 to 200');
   const rawCursor = q.get('cursor');
+  // A cursor is an id this API gave: within PostgreSQL's integer, as the column it is compared with.
   const after = rawCursor === null || rawCursor === '' ? 0 : Number(rawCursor);
-  if (!Number.isSafeInteger(after) || after < 0)
+  if (!/^[0-9]{1,10}$/.test(rawCursor || '0') || after > PG_INT_MAX)
     throw new AdminApiError('invalid_request', 'cursor is not one this API gave');
   return { limit, after };
 }
@@ -130,16 +131,6 @@ async function service<T>(p: Promise<T>): Promise<T> {
       throw new AdminApiError(code, err.message);
     }
     throw err;
-  }
-}
-
-function isIp(raw: string): boolean {
-  if (raw.includes(':')) return /^[0-9a-fA-F:.]{2,45}$/.test(raw);
-  try {
-    ipv4Value(raw);
-    return /^\d{1,3}(\.\d{1,3}){3}$/.test(raw);
-  } catch {
-    return false;
   }
 }
 
@@ -400,7 +391,7 @@ export const ROUTES: AdminRoute[] = [
       const counters: CounterRef[] =
         k.type === 'partner' ? [partnerCounter(k.id)] : BUCKETS.map((b) => keyCounter(k.id, b, limits.effective[b]));
       const ip = query.get('ip');
-      if (ip !== null && ip !== '' && !isIp(ip))
+      if (ip !== null && ip !== '' && !isIP(ip))
         throw new AdminApiError('invalid_request', 'ip must be an IPv4 or IPv6 address');
       if (ip) counters.push(ipCounter(ip));
       // The organization's month counter, last as a month counter must be; cost 0 reads every counter

@@ -4,9 +4,51 @@ import { z } from 'zod';
 import { PLAN_IDS, PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
+import { PG_INT_MAX } from '../config/contract.js';
 import { ADMIN_ERRORS } from './errors.js';
 
-const id = z.number().int().positive();
+// Within PostgreSQL's integer: a larger id is refused here, never handed to a query on an integer column.
+const id = z
+  .number()
+  .int()
+  .positive()
+  .max(PG_INT_MAX, { message: `must be at most ${PG_INT_MAX}` });
+
+/** A lone UTF-16 surrogate: a string JSON can carry and PostgreSQL refuses (text and jsonb). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether PostgreSQL can store `s` as text or in jsonb: no NUL character, no lone surrogate. */
+export function storableText(s: string): boolean {
+  return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+}
+
+/**
+ * The path (`.a.b[0]`, or `` for the value itself) of the first string, key or value, in a JSON value
+ * that PostgreSQL cannot store; null when every one can.
+ */
+export function unstorableAt(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return storableText(value) ? null : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = unstorableAt(value[i], `${path}[${i}]`);
+      if (at !== null) return at;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (!storableText(k)) return path || '(a key)';
+      const at = unstorableAt(v, `${path}.${k}`);
+      if (at !== null) return at;
+    }
+  }
+  return null;
+}
+
+const UNSTORABLE = 'must not hold a NUL character or a lone surrogate';
+
+/** A name: 1 to 100 characters once trimmed, all storable. */
+const name = z.string().trim().min(1).max(100).refine(storableText, { message: UNSTORABLE });
 const time = z.string().describe('ISO 8601 time');
 
 export const ErrorSchema = z.object({
@@ -75,13 +117,17 @@ const instant = z.iso.datetime({ offset: true }).describe('ISO 8601 date and tim
 const metadata = z
   .record(z.string(), z.unknown())
   .nullable()
+  .superRefine((m, ctx) => {
+    const at = unstorableAt(m);
+    if (at !== null) ctx.addIssue({ code: 'custom', message: `${UNSTORABLE}${at ? ` (at ${at})` : ''}` });
+  })
   .describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
 
 const scope = z.string().regex(/^[a-z]+:[a-z]+$/);
 export const CreateKeyBody = z
   .object({
     type: z.enum(['workspace', 'personal', 'partner']),
-    name: z.string().trim().min(1).max(100),
+    name,
     workspaceId: id.optional(),
     userId: id.optional(),
     organizationId: id.optional(),
@@ -118,7 +164,7 @@ export const OrganizationChangeBody = z
 
 export const UpdateKeyBody = z
   .object({
-    name: z.string().trim().min(1).max(100).optional(),
+    name: name.optional(),
     expiresAt: instant.nullable().optional(),
     metadata: metadata.optional(),
   })
@@ -190,9 +236,7 @@ export const AdminTokenSchema = z.object({
 export const CreatedAdminTokenSchema = AdminTokenSchema.extend({
   token: z.string().describe('The token, shown only in this answer.'),
 });
-export const CreateAdminTokenBody = z
-  .object({ name: z.string().trim().min(1).max(100), role: z.enum(['read', 'write']) })
-  .strict();
+export const CreateAdminTokenBody = z.object({ name, role: z.enum(['read', 'write']) }).strict();
 
 export const MeSchema = z.object({ id, name: z.string(), role: z.enum(['read', 'write']) });
 

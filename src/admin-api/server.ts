@@ -18,7 +18,7 @@ import { ROUTES, type AdminRoute } from './routes.js';
 import { adminOpenApi } from './openapi.js';
 import { type ConsoleFiles } from './console-files.js';
 import type { OrgTraffic } from './traffic.js';
-import { DB_ID_SOURCE } from '../config/contract.js';
+import { DB_ID_SOURCE, PG_INT_MAX } from '../config/contract.js';
 
 /** Failed token attempts one client address may make per minute before it is refused (429). */
 export const ADMIN_AUTH_FAILURES = 10;
@@ -182,6 +182,8 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
       throw new AdminApiError('forbidden', `this needs a write token; token ${token.id} may only read`);
     const groups = hit.pattern.exec(path)!;
     const params = Object.fromEntries(hit.names.map((n, i) => [n, Number(groups[i + 1])]));
+    // Ten digits may still pass PostgreSQL's integer: such an id names nothing, and never reaches a query.
+    if (Object.values(params).some((v) => v > PG_INT_MAX)) throw new AdminApiError('not_found', `no such ${path}`);
     let body: unknown;
     if (route.body) {
       const raw = await readBody(req);
