@@ -48,7 +48,6 @@ export async function openStores(o: {
           o.log.warn({ err: err.message }, 'month checkpoint failed; kept for the next'),
         )
       : undefined;
-  month?.start();
   const shared = redis
     ? createRedisStores({ redis, prefix: o.redisPrefix ?? s.REDIS_KEY_PREFIX, clock: o.clock, month })
     : null;
@@ -86,6 +85,7 @@ export async function openStores(o: {
     throw settingError(setting, state, { url: setting === 'REDIS_URL' ? s.REDIS_URL : undefined });
   }
   if (!state) o.log.warn({ setting }, 'redis does not answer yet; starting degraded');
+  month?.start();
   return { redis, stores };
 }
 
