@@ -294,6 +294,23 @@ describe('signer and verifier', () => {
     }
   });
 
+  it('a replay within the clock tolerance after exp is still refused (the cache keeps the token as long as it verifies)', async () => {
+    const signer = createJwtSigner({ keys: parseJwtKeys(keysText(ed25519Jwk('e'))) });
+    const token = signer.sign(input, NOW);
+    let t = NOW + 1_000;
+    const verify = createJwtVerifier({
+      jwks: signer.jwks(),
+      anyAudience: true,
+      now: () => t,
+      replay: createMemoryReplayCache(() => t),
+    });
+    const req = { method: 'POST', target: input.target, body };
+    expect(await verify({ 'x-gateway-jwt': token }, req)).toEqual(identity);
+    // exp passed 2 s ago; the 5 s tolerance still lets the token verify, so it must still be remembered.
+    t = NOW + 62_000;
+    expect(await refusal(verify({ 'x-gateway-jwt': token }, req))).toBe('replayed');
+  });
+
   it('tampered claims, another request, another body, another audience, a replay: refused', async () => {
     const signer = createJwtSigner({ keys: parseJwtKeys(keysText(ed25519Jwk('e'))), audience: 'orders' });
     const token = signer.sign(input, NOW);
