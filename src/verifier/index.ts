@@ -269,7 +269,11 @@ export function createJwtVerifier(
       throw new IdentityVerificationError('malformed', 'the cd claim is malformed');
     checkBody(claims.cd as string | undefined, request.body);
     const identity = decodeIdentity(() => claims.kg);
-    if (o.replay && !(await o.replay.firstSeen(`jwt:${claims.jti}`, (claims.exp as number) * 1000))) {
+    // Remembered for as long as the token verifies: the clock tolerance extends both its exp and its age.
+    const tolerance = o.clockToleranceSec ?? 5;
+    const verifiesUntil =
+      Math.min((claims.exp as number) + tolerance, (claims.iat as number) + MAX_AGE_MS / 1000 + 1 + tolerance) * 1000;
+    if (o.replay && !(await o.replay.firstSeen(`jwt:${claims.jti}`, verifiesUntil))) {
       throw new IdentityVerificationError('replayed', 'this token was already used');
     }
     return identity;
