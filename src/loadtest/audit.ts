@@ -67,6 +67,8 @@ const RATE_LIMITED = new Set(['150005', 'rate_limit_exceeded']);
 /** The answer spent a token and was let through (forwarded, or answered by the gateway as the route itself). */
 export function admitted(a: AuditAnswer): boolean {
   if (a.status === 429) return false;
+  // A path outside /v1 and /v2: keygate answers 404 not_found before any layer, without rate-limit fields.
+  if (a.status === 404 && a.code === 'not_found' && a.limit === null && a.ipLimit === null) return false;
   return a.code === null || !REFUSALS.has(a.code);
 }
 

@@ -71,10 +71,24 @@ describe('the exactness audit', () => {
     ['missing-retry-after', [base({ status: 429, code: '150005', remaining: 0 })]],
     ['retry-after-too-short', [base({ status: 429, code: '150005', remaining: 0, retryAfter: 10 })]],
     ['retry-same-window', [base({ afterRetry: { reset: RESET } })]],
+    ['missing-fields', [base({ limit: null, remaining: null, reset: null, bucket: null })]],
+    [
+      'over-budget',
+      [
+        base({ remaining: 2, month: { limit: 1, remaining: 0, reset: RESET + 86_400 } }),
+        base({ remaining: 1, ipRemaining: 98, month: { limit: 1, remaining: 0, reset: RESET + 86_400 } }),
+      ],
+    ],
   ] as const)('finds %s', (kind, answers) => {
     const r = audit(answers);
     expect(r.ok).toBe(false);
     expect(r.violations.map((v) => v.kind)).toContain(kind);
+  });
+
+  it("takes keygate's 404 for a path outside /v1 and /v2 (no fields) as a refusal, an upstream's 404 as admitted", () => {
+    const none = { limit: null, remaining: null, reset: null, ipLimit: null, ipRemaining: null, bucket: null };
+    expect(audit([base({ status: 404, code: 'not_found', ...none })]).ok).toBe(true);
+    expect(audit([base({ status: 404, code: 'not_found' })]).windows[0]).toMatchObject({ admitted: 1 });
   });
 
   it('does not count refusals before the rate-limit step, and audits the address layer across keys', () => {
