@@ -142,7 +142,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   const group = await runPrimary({
     count: workerCount(settings.WORKERS),
     entry: fileURLToPath(import.meta.url),
-    host: settings.ADMIN_HOST ?? settings.HOST,
+    host: settings.ADMIN_HOST,
     gatewayHost: settings.HOST,
     port: settings.PORT,
     adminPort: settings.ADMIN_PORT,

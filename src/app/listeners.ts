@@ -2,6 +2,7 @@
 // metrics, the identity JWT's keys) with the dependency checks it reports, and the admin API.
 import { TrustedProxies } from '../gateway/client-ip.js';
 import { backgroundChecks, createAdminServer } from '../ops/admin.js';
+import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '../ops/connection-limits.js';
 import { drainable } from '../ops/drain.js';
 import { listenOn, listenPrivately } from './listen.js';
 import type { StartedGateway } from './gateway.js';
@@ -51,10 +52,23 @@ export async function openGatewayListeners(
     },
     maxConnections: s.ADMIN_MAX_CONNECTIONS,
   });
+  // Each listener within its share of the descriptors, each peer address within its share of the
+  // listener's (src/ops/connection-limits.ts): one client's slow heads leave the rest their answers.
+  const bounds = defaultBounds(descriptorLimit());
+  const refused = refusalLog(app.log, (l, r) => metrics.connectionRefused(l, r));
+  boundConnections(
+    gw.gateway.server,
+    'gateway',
+    {
+      max: s.GATEWAY_MAX_CONNECTIONS ?? bounds.gateway.max,
+      perAddress: s.GATEWAY_MAX_CONNECTIONS_PER_ADDRESS ?? bounds.gateway.perAddress,
+    },
+    refused,
+  );
   const gatewayUrl = app.handedConnections
     ? await listenPrivately(gw.gateway.server)
     : await listenOn(gw.gateway.server, o.port(s.PORT), s.HOST, 'PORT');
-  const adminUrl = await listenOn(admin, o.port(s.ADMIN_PORT), s.ADMIN_HOST ?? s.HOST, 'ADMIN_PORT');
+  const adminUrl = await listenOn(admin, o.port(s.ADMIN_PORT), s.ADMIN_HOST, 'ADMIN_PORT');
   const adminDrain = drainable(admin);
   const first: Closer[] = [() => adminDrain.drain(0)];
   let adminApiUrl: string | null = null;
@@ -71,7 +85,18 @@ export async function openGatewayListeners(
       plans: o.tables.plans,
       scopes: () => o.tables.routes().scopes,
     });
-    adminApiUrl = await listenOn(adminApi, o.port(s.ADMIN_API_PORT), s.HOST, 'ADMIN_API_PORT');
+    boundConnections(
+      adminApi,
+      'admin_api',
+      {
+        max: s.ADMIN_API_MAX_CONNECTIONS ?? bounds.adminApi.max,
+        perAddress: s.ADMIN_API_MAX_CONNECTIONS_PER_ADDRESS ?? bounds.adminApi.perAddress,
+      },
+      refused,
+    );
+    // A head takes at most 10 s (node's default is 60 s); a console's requests are small.
+    adminApi.headersTimeout = Math.min(adminApi.headersTimeout, 10_000);
+    adminApiUrl = await listenOn(adminApi, o.port(s.ADMIN_API_PORT), s.ADMIN_API_HOST, 'ADMIN_API_PORT');
     const adminApiDrain = drainable(adminApi);
     first.push(() => adminApiDrain.drain(0));
   }

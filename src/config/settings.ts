@@ -20,11 +20,18 @@ export const settingsSchema = z
     PORT: port.default(8080),
     BACKEND_PORT: port.default(8081),
     ADMIN_PORT: port.default(9090),
-    // The admin HTTP API and console (src/admin-api/): off unless set; bound to HOST like the gateway.
+    // The admin HTTP API and console (src/admin-api/): off unless set; bound to ADMIN_API_HOST.
     ADMIN_API_PORT: port.optional(),
     HOST: z.string().min(1).default('0.0.0.0'),
-    // The operations listener's bind address (unset: HOST); WORKERS' private ones are always on loopback.
-    ADMIN_HOST: z.string().min(1).optional(),
+    // The operations listener's and the admin API's bind addresses: loopback unless opened (0.0.0.0), as
+    // they answer metrics, probes, and with a token, every key. WORKERS' private ones are always on loopback.
+    ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
+    ADMIN_API_HOST: z.string().min(1).default('127.0.0.1'),
+    // Connection bounds (src/ops/connection-limits.ts); unset, derived from the descriptor limit.
+    GATEWAY_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
+    GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).optional(),
+    ADMIN_API_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
+    ADMIN_API_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).optional(),
     // Connections the operations listener holds at once (src/ops/admin.ts): it shares the gateway's event loop.
     ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),

@@ -25,7 +25,8 @@ export interface GatewayServer extends Drainable {
 export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   const inFlight = new LiveList<RequestContext>();
   const writeAccess = deps.accessLog ? accessLogWriter(deps.log) : null;
-  const server = http.createServer();
+  // Slow heads are found within a second of their timeout, not node's default 30 s sweep.
+  const server = http.createServer({ connectionsCheckingInterval: 1_000 });
   const drain = drainable(server, 'reported');
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     drain.began(req, res);
@@ -66,7 +67,8 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   // is never forwarded, so no upstream can hold the request open waiting for a body.
   server.on('checkContinue', onRequest);
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 20_000;
+  // A head takes at most 10 s: a connection sending it slowly holds a descriptor (src/ops/connection-limits.ts).
+  server.headersTimeout = 10_000;
   // A backstop behind the body timeout of ./body.ts, for bodies nobody reads (refused requests).
   server.requestTimeout = 20_000 + deps.bodyTimeoutMs;
   return {

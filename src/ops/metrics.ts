@@ -27,6 +27,8 @@ export interface GatewayMetrics {
   degradedCall(mode: 'open' | 'closed'): void;
   /** Whether a dependency answered its last check (readiness body, every scrape). */
   dependency(name: 'database' | 'redis', up: boolean): void;
+  /** A connection closed at accept by a connection bound (src/ops/connection-limits.ts). */
+  connectionRefused(listener: string, reason: string): void;
 }
 
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
@@ -101,6 +103,12 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     name: 'keygate_dependency_up',
     help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.',
     labelNames: ['dependency'],
+    registers: [registry],
+  });
+  const connRefused = new Counter({
+    name: 'keygate_connections_refused_total',
+    help: 'Connections closed at accept: the listener held its maximum (reason=listener) or the peer address its share (reason=address).',
+    labelNames: ['listener', 'reason'],
     registers: [registry],
   });
   const degradedCalls = new Counter({
@@ -196,6 +204,9 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     },
     dependency(name, up) {
       dependencyUp.set({ dependency: name }, up ? 1 : 0);
+    },
+    connectionRefused(listener, reason) {
+      connRefused.inc({ listener, reason });
     },
   };
 }

@@ -83,6 +83,9 @@ describe('one address holding slow connections', () => {
         ADMIN_PORT: String(ports.admin),
         ADMIN_API_PORT: String(ports.api),
         BACKEND_PORT: String(await freePort()),
+        // Opened, so the other client (127.0.0.2) reaches them.
+        ADMIN_HOST: '0.0.0.0',
+        ADMIN_API_HOST: '0.0.0.0',
         LOG_LEVEL: 'warn',
       },
       400,
@@ -112,6 +115,10 @@ describe('one address holding slow connections', () => {
     // The program is alive and still holds what it admitted of the flood (it did not give up).
     expect(p.child.exitCode).toBeNull();
     expect(held).toBeGreaterThan(0);
+    // The refusals are counted, and logged once per listener and reason, not once per connection.
+    const metrics = await fetch(`http://127.0.0.1:${ports.admin}/metrics`).then((r) => r.text());
+    expect(metrics).toMatch(/keygate_connections_refused_total\{listener="gateway",reason="address"\} [1-9]/);
+    expect(p.output().split('connections refused').length - 1).toBeLessThanOrEqual(4);
   }, 120_000);
 });
 
