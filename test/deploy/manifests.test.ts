@@ -618,6 +618,15 @@ describe('deploy/ manifests', () => {
     if (g.startupProbe) expect(httpProbe(g.startupProbe, 'startupProbe')).toBe('/healthz');
   });
 
+  it('opens the operations port and the admin API to the pod network: the kubelet, Prometheus and the admin Service reach them', () => {
+    // Both bind loopback unless told (src/config/settings.ts); the kubelet's probes come from outside the pod.
+    const env = environment(gatewayOf(keygatePods()[0])).literal;
+    const open = (v: string | undefined) => v === '0.0.0.0' || v === '::';
+    expect(DEFAULTS.ADMIN_HOST).toBe('127.0.0.1');
+    expect(open(env.ADMIN_HOST), 'ADMIN_HOST').toBe(true);
+    expect(open(env.ADMIN_API_HOST), 'ADMIN_API_HOST').toBe(true);
+  });
+
   it('declares the gateway ports as its settings say, and points UPSTREAM_URL at the sidecar on the loopback', () => {
     const d = keygatePods()[0];
     const g = gatewayOf(d);
