@@ -39,6 +39,10 @@ USER 1000:1000
 # PORT (gateway), BACKEND_PORT (backend), ADMIN_PORT (/healthz, /readyz, /metrics).
 EXPOSE 8080 8081 9090
 
+# The operations port and the admin API bind loopback unless opened; in a container, loopback is
+# unreachable from a published port or a probe, and the container's network is already its own.
+ENV ADMIN_HOST=0.0.0.0 ADMIN_API_HOST=0.0.0.0
+
 # gateway: GET http://127.0.0.1:${ADMIN_PORT}/healthz; backend: any HTTP answer on BACKEND_PORT.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "deploy/healthcheck.mjs"]

@@ -29,14 +29,14 @@ const port = (name, fallback) => {
   return v && /^\d+$/.test(v) ? Number(v) : fallback;
 };
 
-// The listeners bind HOST; a wildcard (or unset) HOST is reachable on the loopback address.
-const bound = process.env.HOST;
-const host = !bound || bound === '0.0.0.0' || bound === '::' ? '127.0.0.1' : bound;
-
 const mode = process.argv[2] ?? modeOfPid1() ?? 'gateway';
 if (mode === 'migrate' || mode === 'seed') process.exit(0);
 
 const backend = mode === 'backend';
+// The backend binds HOST, the operations port ADMIN_HOST (loopback unless set); a wildcard (or unset)
+// address is reachable on the loopback address.
+const bound = backend ? process.env.HOST : process.env.ADMIN_HOST;
+const host = !bound || bound === '0.0.0.0' || bound === '::' ? '127.0.0.1' : bound;
 const target = backend
   ? { port: port('BACKEND_PORT', 8081), path: '/', ok: () => true }
   : { port: port('ADMIN_PORT', 9090), path: '/healthz', ok: (status) => status === 200 };
