@@ -53,7 +53,7 @@ beforeAll(async () => {
   writeFileSync(hook, HOOK);
   writeFileSync(list, '');
   db = await openTestDb();
-  const url = new URL(process.env.DATABASE_URL);
+  const url = new URL(process.env.DATABASE_URL!);
   url.searchParams.set('options', `-c search_path=${db.schema}`);
   const admin = await freePort();
   const env: NodeJS.ProcessEnv = {
