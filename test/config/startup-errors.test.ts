@@ -3,10 +3,12 @@
 // no zod message, no errno text. Each kind of error keeps at least one real child process; the other
 // cases of a kind whose message comes from one function before anything opens (a setting, a data
 // file) call that function in process, as src/cli.ts does, and check the line its catch would print.
-// The child processes are independent (ephemeral ports, in-memory databases): they run concurrently.
+// The child processes are independent (ephemeral ports, databases of their own) but run one after another:
+// each test's timeout runs from its start, and children started together share two busy cores, so under
+// load every one of them timed out at once.
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +18,7 @@ import { readJson } from '../../src/config/plans.js';
 import { loadRoutes } from '../../src/config/routes.js';
 import { parseSeed } from '../../src/backend/seed.js';
 import { freePort } from '../helpers/redis-server.js';
-import { openTestDb } from '../helpers/db.js';
+import { openTestDb, pgliteDataDir } from '../helpers/db.js';
 import { listenLocal } from '../helpers/listen.js';
 import { cliArgs } from '../helpers/cli-program.js';
 
@@ -70,17 +72,23 @@ function startInProcess(
 /**
  * The database of a child whose case is not about the database: with DATABASE_URL, a schema of its own
  * copied from the run's template (reached through libpq's PGOPTIONS, which pg reads too), already
- * migrated; else PGlite in memory, whose initdb costs each child some 3 s of CPU.
+ * migrated; else a copy of the run's migrated PGlite DATA_DIR. PGlite in memory would cost each child
+ * its initdb and migrations, some 3 s of CPU: seven children at once took over 60 s each on two busy cores.
  */
 const schemas: Awaited<ReturnType<typeof openTestDb>>[] = [];
+const dataDirs: string[] = [];
 async function aDatabase(): Promise<Record<string, string>> {
-  if (!process.env.DATABASE_URL) return {};
+  if (!process.env.DATABASE_URL) {
+    dataDirs.push(pgliteDataDir());
+    return { DATA_DIR: dataDirs.at(-1)! };
+  }
   const db = await openTestDb();
   schemas.push(db);
   return { DATABASE_URL: process.env.DATABASE_URL, PGOPTIONS: `-c search_path=${db.schema}` };
 }
 afterAll(async () => {
   for (const db of schemas) await db.drop();
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
 });
 
 function expectOneLine(r: Run, line: RegExp) {
@@ -98,7 +106,7 @@ function file(name: string, content: unknown): string {
   return path;
 }
 
-describe.concurrent('a listener that cannot open names its setting', () => {
+describe('a listener that cannot open names its setting', () => {
   let taken: net.Server;
   let port = 0;
   beforeAll(async () => {
@@ -133,7 +141,7 @@ describe.concurrent('a listener that cannot open names its setting', () => {
   }, 60_000);
 });
 
-describe.concurrent('a dependency that cannot be reached names its setting', () => {
+describe('a dependency that cannot be reached names its setting', () => {
   it('DATABASE_URL refused (its password never printed)', async () => {
     const port = await freePort();
     const r = await start({ DATABASE_URL: `postgres://keygate:hunter2secret@127.0.0.1:${port}/keygate` });
@@ -161,7 +169,7 @@ describe.concurrent('a dependency that cannot be reached names its setting', () 
   }, 60_000);
 });
 
-describe.concurrent('an invalid setting or data file names the setting or the field', () => {
+describe('an invalid setting or data file names the setting or the field', () => {
   const plans = JSON.parse(readFileSync('config/plans.json', 'utf8'));
   const routes = JSON.parse(readFileSync('config/routes.json', 'utf8'));
 
@@ -188,7 +196,7 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
   });
 
   // The real program for two of them: a schema error and a file loadSettings cannot read.
-  it.concurrent.each(settingCases.filter(([s]) => s.PORT || s.CONFIG_FILE))(
+  it.each(settingCases.filter(([s]) => s.PORT || s.CONFIG_FILE))(
     '%o (the program)',
     async (settings, line) => {
       expectOneLine(await start(settings), line);
@@ -196,29 +204,21 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
     60_000,
   );
 
-  it.concurrent(
-    'an unknown field in the seed file',
-    async () => {
-      const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
-      expectOneLine(
-        await start({ SEED_FILE: seed }),
-        new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`),
-      );
-    },
-    60_000,
-  );
+  it('an unknown field in the seed file', async () => {
+    const seed = file('seed.json', { organizations: [{ id: 1, name: 'Acme', plan: 'growth', colour: 'red' }] });
+    expectOneLine(
+      await start({ SEED_FILE: seed }),
+      new RegExp(`^keygate: ${seed} organizations\\.0\\.colour: unknown field$`),
+    );
+  }, 60_000);
 
-  it.concurrent(
-    'a seed row the database refuses names its field, not the constraint',
-    async () => {
-      const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
-      expectOneLine(
-        await start({ ...(await aDatabase()), SEED_FILE: seed }),
-        /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/,
-      );
-    },
-    60_000,
-  );
+  it('a seed row the database refuses names its field, not the constraint', async () => {
+    const seed = file('orphan.json', { users: [{ id: 10, organizationId: 9, email: 'a@b.test', orgRole: 'OWNER' }] });
+    expectOneLine(
+      await start({ ...(await aDatabase()), SEED_FILE: seed }),
+      /^keygate: seed users\.0\.organizationId: 9 is not in organizations$/,
+    );
+  }, 60_000);
 
   // As src/cli.ts reads SEED_FILE before it opens anything.
   const readSeed = (s: ReturnType<typeof loadSettings>) => parseSeed(readJson(s.SEED_FILE!, 'SEED_FILE'), s.SEED_FILE);
@@ -237,18 +237,14 @@ describe.concurrent('an invalid setting or data file names the setting or the fi
     );
   });
 
-  it.concurrent(
-    'an unknown field in the plans file',
-    async () => {
-      const p = structuredClone(plans);
-      p.growth.colour = 'red';
-      expectOneLine(
-        await start({ ...(await aDatabase()), PLANS_FILE: file('plans.json', p) }),
-        /^keygate: .*plans\.json growth\.colour: unknown field$/,
-      );
-    },
-    60_000,
-  );
+  it('an unknown field in the plans file', async () => {
+    const p = structuredClone(plans);
+    p.growth.colour = 'red';
+    expectOneLine(
+      await start({ ...(await aDatabase()), PLANS_FILE: file('plans.json', p) }),
+      /^keygate: .*plans\.json growth\.colour: unknown field$/,
+    );
+  }, 60_000);
 
   // The plans file's case above runs the program; the routes file is read the same way, by startApp.
   it('an unknown field in the routes file', () => {

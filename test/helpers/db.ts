@@ -1,8 +1,11 @@
 // A migrated database per test file: a schema of its own on the PostgreSQL server when DATABASE_URL
-// is set (CI), else an in-memory PGlite. On PostgreSQL the schema is a copy of the template that
-// test/helpers/schema-template.ts migrated once for the run (the migrations run here only when there
-// is no template).
+// is set (CI), else a PGlite on a copy of the run's migrated DATA_DIR (pgliteDataDir). On PostgreSQL
+// the schema is a copy of the template that test/helpers/schema-template.ts migrated once for the run
+// (the migrations run here only when there is no template).
 import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { openDb, migrate, type Db } from '../../src/db/index.js';
@@ -16,14 +19,30 @@ export async function openTestDb(
   const template = url ? inject('schemaTemplate') : null;
   // On a connection of its own: pg_dump's SQL empties that session's search_path.
   if (url && template) await adminQuery(url, template.sql.replaceAll(template.name, schema));
-  const db = await openDb({ databaseUrl: url, dataDir: 'memory://', schema, queryTimeoutMs: opts.queryTimeoutMs });
+  const dataDir = url ? undefined : pgliteDataDir();
+  const db = await openDb({ databaseUrl: url, dataDir, schema, queryTimeoutMs: opts.queryTimeoutMs });
   if (!(url && template)) await migrate(db);
   return Object.assign(db, {
     async drop() {
       await db.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
       if (url) await adminQuery(process.env.DATABASE_URL ?? url, `DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   });
+}
+
+/**
+ * A PGlite DATA_DIR of its own, already migrated: a copy of the folder the run's global setup migrated
+ * (test/helpers/schema-template.ts), for openTestDb or a program's DATA_DIR. PGlite's initdb and the
+ * migrations are some 3 s of CPU each time; the copy a fraction. An empty folder where there is no
+ * template (a run with DATABASE_URL): PGlite then runs initdb there, and the program its migrations.
+ * The caller removes it.
+ */
+export function pgliteDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'kg-pglite-'));
+  const template = inject('pgliteTemplate');
+  if (template) cpSync(template, dir, { recursive: true });
+  return dir;
 }
 
 async function adminQuery(url: string, sql: string): Promise<void> {
