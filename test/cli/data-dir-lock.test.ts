@@ -4,16 +4,17 @@
 // while the program runs, the CLI refuses with one line naming DATA_DIR and the program's pid, and exits
 // non-zero; once the program stops (cleanly, or killed: the stale lock is recognised by its pid), the CLI
 // works and what it wrote is there at the next start.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startProgram, type Program } from '../helpers/program.js';
 import { runCli } from '../helpers/cli-program.js';
 import { freePort } from '../helpers/redis-server.js';
+import { pgliteDataDir } from '../helpers/db.js';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'kg-lock-'));
+// Already migrated (a copy of the run's PGlite template): an initdb and the migrations in the program
+// took more than its 60 s to get ready on two busy cores.
+const dataDir = pgliteDataDir();
 const started: ChildProcess[] = [];
 
 /** The CLI's environment: this DATA_DIR, none of the machine's DATABASE_URL or REDIS_URL. */
