@@ -73,7 +73,7 @@ async function flood(port: number, sockets: net.Socket[]) {
 }
 
 const ports = { PORT: await freePort(), ADMIN_PORT: await freePort(), ADMIN_API_PORT: await freePort() };
-const env = {
+const env: NodeJS.ProcessEnv = {
   ...process.env,
   ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
   BACKEND_PORT: String(await freePort()),

@@ -53,16 +53,24 @@ export function boundConnections(server: net.Server, name: string, b: Connection
   server.maxConnections = b.max;
   server.on('drop', () => refused(name, 'listener'));
   const open = new Map<string, number>();
+  // Connections a WORKERS primary hands over never pass maxConnections: counted here as well.
+  let total = 0;
   // Prepended: node:http's own listener must not start parsing a connection refused here.
   server.prependListener('connection', (socket: net.Socket) => {
+    if (total >= b.max) {
+      refused(name, 'listener');
+      return void socket.destroy();
+    }
     const addr = socket.remoteAddress ?? '';
     const n = open.get(addr) ?? 0;
     if (n >= b.perAddress) {
       refused(name, 'address');
       return void socket.destroy();
     }
+    total++;
     open.set(addr, n + 1);
     socket.once('close', () => {
+      total--;
       const left = (open.get(addr) ?? 1) - 1;
       if (left <= 0) open.delete(addr);
       else open.set(addr, left);
