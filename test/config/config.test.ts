@@ -21,6 +21,8 @@ describe('settings', () => {
       BACKEND_PORT: 8081,
       ADMIN_PORT: 9090,
       HOST: '0.0.0.0',
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_API_HOST: '127.0.0.1',
       UPSTREAM_URL: 'http://127.0.0.1:8081',
       DATA_DIR: '.data',
       RATE_LIMIT_FAILURE_MODE: 'open',
@@ -34,6 +36,10 @@ describe('settings', () => {
     [{ RATE_LIMIT_FAILURE_MODE: 'maybe' }, /^setting RATE_LIMIT_FAILURE_MODE: /],
     [{ REDIS_URL: 'not a url' }, /^setting REDIS_URL: /],
     [{ LOG_LEVEL: 'loud' }, /^setting LOG_LEVEL: /],
+    [{ GATEWAY_MAX_CONNECTIONS: '0' }, /^setting GATEWAY_MAX_CONNECTIONS: /],
+    [{ GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: 'many' }, /^setting GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: /],
+    [{ ADMIN_API_MAX_CONNECTIONS: '1.5' }, /^setting ADMIN_API_MAX_CONNECTIONS: /],
+    [{ ADMIN_API_MAX_CONNECTIONS_PER_ADDRESS: '-1' }, /^setting ADMIN_API_MAX_CONNECTIONS_PER_ADDRESS: /],
     [{ DATABASE_APP_ROLE: 'app; DROP TABLE x' }, /^setting DATABASE_APP_ROLE: must be a PostgreSQL role name/],
   ])('%o is refused with one line naming it', (env, msg) => {
     expect(() => loadSettings(env as NodeJS.ProcessEnv)).toThrowError(msg);
