@@ -14,7 +14,7 @@
 //                 address is refused.
 // Used by test/ops/fallback-bound.test.ts and test/ops/fallback-cluster.test.ts (one run each) and
 // bench/diagnostics/fallback-bound.ts (several runs, the figures of docs/redis.md).
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -24,9 +24,8 @@ import { IP_LIMIT } from '../../src/config/contract.js';
 import { addressKey } from '../../src/limits/address.js';
 import { keySlot } from '../../src/limits/slot.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { cliArgs } from './cli-program.js';
-import { untilReady } from './program.js';
-import { freePort, ownRedis, type OwnRedis } from './redis-server.js';
+import { schemaUrl, spawnGatewayOn } from './gateway-program.js';
+import { ownRedis, type OwnRedis } from './redis-server.js';
 import { startReplicatedCluster, type ReplicatedCluster } from './cluster-replicas.js';
 import { listenLocal } from './listen.js';
 
@@ -102,40 +101,20 @@ export async function fallbackBound(kind: FallbackKind, db: Db, pgUrl: string): 
       redis = await ownRedis();
       redisEnv = { REDIS_URL: redis.url };
     }
-    const url = new URL(pgUrl);
-    url.searchParams.set('options', `-c search_path=${db.schema}`);
     const prefix = `fb${randomBytes(4).toString('hex')}:`;
     const ports: number[] = [];
     const admins: number[] = [];
     for (let n = 0; n < PROGRAMS; n++) {
-      const [port, admin] = [await freePort(), await freePort()];
-      const base = { ...process.env };
-      delete base.REDIS_URL;
-      let output = '';
-      const child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
-        env: {
-          ...base,
-          ...redisEnv,
-          DATABASE_URL: url.toString(),
-          REDIS_KEY_PREFIX: prefix,
-          RATE_LIMIT_FAILURE_MODE: 'open',
-          UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-          GATEWAY_SECRET: 'test-gateway-secret-0123456789',
-          // The cluster run's limit is the address's: the key's budget out of the way.
-          PLANS_FILE: kind === 'cluster' ? 'bench/plans.json' : 'config/plans.json',
-          PORT: String(port),
-          ADMIN_PORT: String(admin),
-          HOST: '127.0.0.1',
-          TRUST_PROXY: '127.0.0.1',
-          ACCESS_LOG: 'off',
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const { child, port, admin, ready } = await spawnGatewayOn(schemaUrl(pgUrl, db.schema), {
+        ...redisEnv,
+        REDIS_KEY_PREFIX: prefix,
+        RATE_LIMIT_FAILURE_MODE: 'open',
+        UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
+        // The cluster run's limit is the address's: the key's budget out of the way.
+        PLANS_FILE: kind === 'cluster' ? 'bench/plans.json' : 'config/plans.json',
       });
       programs.push(child);
-      child.stdout!.on('data', (c) => (output += c));
-      child.stderr!.on('data', (c) => (output += c));
-      await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => output, 150_000);
+      await ready;
       ports.push(port);
       admins.push(admin);
     }

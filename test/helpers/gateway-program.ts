@@ -28,18 +28,58 @@ export async function startGatewayProgram(
   if (!pgUrl) throw new Error('startGatewayProgram needs DATABASE_URL');
   const db = await openTestDb();
   await applySeed(db, parseSeed(seedWith()));
+  const started = await spawnGatewayOn(schemaUrl(pgUrl, db.schema), {
+    ...(opts.redis && process.env.REDIS_URL
+      ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `gp${randomBytes(4).toString('hex')}:` }
+      : {}),
+    ...env,
+  });
+  const { child } = started;
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    await db.drop();
+  };
+  try {
+    await started.ready;
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { ...started, close };
+}
+
+/** The server's URL with `schema` as its search path: a program then works in the test's own schema. */
+export function schemaUrl(pgUrl: string, schema: string): string {
   const url = new URL(pgUrl);
-  url.searchParams.set('options', `-c search_path=${db.schema}`);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+export interface SpawnedGateway {
+  child: ChildProcess;
+  port: number;
+  admin: number;
+  output(): string;
+  /** Resolves once /readyz answers 200; rejects when the program exits first or takes too long. */
+  ready: Promise<void>;
+}
+
+/**
+ * `keygate gateway` on `databaseUrl` (free ports, loopback, quiet logs, the test's secret; `env` wins), its
+ * output kept. The shell's REDIS_URL is not passed on: a test names the Redis its program uses.
+ */
+export async function spawnGatewayOn(databaseUrl: string, env: Record<string, string>): Promise<SpawnedGateway> {
   const [port, admin] = [await freePort(), await freePort()];
   const base = { ...process.env };
   delete base.REDIS_URL;
   const child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
     env: {
       ...base,
-      DATABASE_URL: url.toString(),
-      ...(opts.redis && process.env.REDIS_URL
-        ? { REDIS_URL: process.env.REDIS_URL, REDIS_KEY_PREFIX: `gp${randomBytes(4).toString('hex')}:` }
-        : {}),
+      DATABASE_URL: databaseUrl,
       GATEWAY_SECRET: 'test-gateway-secret-0123456789',
       PLANS_FILE: 'bench/plans.json',
       PORT: String(port),
@@ -55,20 +95,8 @@ export async function startGatewayProgram(
   let out = '';
   child.stdout!.on('data', (c) => (out += c));
   child.stderr!.on('data', (c) => (out += c));
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await exited;
-    }
-    await db.drop();
-  };
-  try {
-    // A start takes a few seconds; on a machine loaded by other suites it has taken over a minute.
-    await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out, 150_000);
-  } catch (err) {
-    await close();
-    throw err;
-  }
-  return { child, port, admin, output: () => out, close };
+  // A start takes a few seconds; on a machine loaded by other suites it has taken over a minute.
+  const ready = untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => out, 150_000);
+  ready.catch(() => {}); // the caller awaits it; this only keeps an early exit from being unhandled
+  return { child, port, admin, output: () => out, ready };
 }

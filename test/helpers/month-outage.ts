@@ -11,7 +11,7 @@
 // again (200 or 429); what was admitted in all must stay within the quota plus the documented bound
 // (docs/limits.md, Monthly quotas). Used by test/ops/month-durability.test.ts (one run each) and
 // bench/diagnostics/month-outage.ts (several runs, the figures of docs/redis.md).
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -20,9 +20,8 @@ import { join } from 'node:path';
 import type { Db } from '../../src/db/index.js';
 import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { seedWith, K } from '../fixtures/seed.js';
-import { cliArgs } from './cli-program.js';
-import { untilReady } from './program.js';
-import { freePort, ownRedis, type OwnRedis } from './redis-server.js';
+import { schemaUrl, spawnGatewayOn } from './gateway-program.js';
+import { ownRedis, type OwnRedis } from './redis-server.js';
 import { startSentinelGroup, type SentinelGroup } from './sentinel.js';
 import { listenLocal } from './listen.js';
 
@@ -91,40 +90,20 @@ export async function monthOutage(
       group = await startSentinelGroup(1_000);
       redisEnv = { REDIS_SENTINELS: group.sentinels.join(','), REDIS_SENTINEL_NAME: group.name };
     }
-    const url = new URL(pgUrl);
-    url.searchParams.set('options', `-c search_path=${db.schema}`);
     const prefix = `mo${randomBytes(4).toString('hex')}:`;
     const ports: number[] = [];
-    const outputs: string[] = [];
+    const outputs: (() => string)[] = [];
     for (let n = 0; n < 2; n++) {
-      const [port, admin] = [await freePort(), await freePort()];
-      const base = { ...process.env };
-      delete base.REDIS_URL;
-      const child = spawn(process.execPath, [...(await cliArgs()), 'gateway'], {
-        env: {
-          ...base,
-          ...redisEnv,
-          DATABASE_URL: url.toString(),
-          REDIS_KEY_PREFIX: prefix,
-          RATE_LIMIT_FAILURE_MODE: 'closed',
-          MONTH_CHECKPOINT_MS: String(checkpointMs),
-          UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-          GATEWAY_SECRET: 'test-gateway-secret-0123456789',
-          PLANS_FILE: 'bench/plans.json',
-          PORT: String(port),
-          ADMIN_PORT: String(admin),
-          HOST: '127.0.0.1',
-          TRUST_PROXY: '127.0.0.1',
-          ACCESS_LOG: 'off',
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const { child, port, output, ready } = await spawnGatewayOn(schemaUrl(pgUrl, db.schema), {
+        ...redisEnv,
+        REDIS_KEY_PREFIX: prefix,
+        RATE_LIMIT_FAILURE_MODE: 'closed',
+        MONTH_CHECKPOINT_MS: String(checkpointMs),
+        UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
       });
       programs.push(child);
-      outputs[n] = '';
-      child.stdout!.on('data', (c) => (outputs[n] += c));
-      child.stderr!.on('data', (c) => (outputs[n] += c));
-      await untilReady(`http://127.0.0.1:${admin}/readyz`, child, () => outputs[n], 150_000);
+      outputs[n] = output;
+      await ready;
       ports.push(port);
     }
 
@@ -230,7 +209,8 @@ export async function monthOutage(
     let unavailableAfter = 0;
     const until = Date.now() + 60_000;
     while (admittedAfter + refusedAfter < RETRIES_AFTER) {
-      if (Date.now() > until) throw new Error(`the programs did not use Redis again: ${outputs.join('\n')}`);
+      if (Date.now() > until)
+        throw new Error(`the programs did not use Redis again: ${outputs.map((o) => o()).join('\n')}`);
       const status = await one();
       if (status === 200) admittedAfter++;
       else if (status === 429) refusedAfter++;
