@@ -4,51 +4,16 @@ import { z } from 'zod';
 import { PLAN_IDS, PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
 import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
-import { PG_INT_MAX } from '../config/contract.js';
+import { isStorableText, pgId, unstorableTextAt } from '../db/storable.js';
 import { ADMIN_ERRORS } from './errors.js';
 
 // Within PostgreSQL's integer: a larger id is refused here, never handed to a query on an integer column.
-const id = z
-  .number()
-  .int()
-  .positive()
-  .max(PG_INT_MAX, { message: `must be at most ${PG_INT_MAX}` });
-
-/** A lone UTF-16 surrogate: a string JSON can carry and PostgreSQL refuses (text and jsonb). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Whether PostgreSQL can store `s` as text or in jsonb: no NUL character, no lone surrogate. */
-export function storableText(s: string): boolean {
-  return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
-}
-
-/**
- * The path (`.a.b[0]`, or `` for the value itself) of the first string, key or value, in a JSON value
- * that PostgreSQL cannot store; null when every one can.
- */
-export function unstorableAt(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return storableText(value) ? null : path;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const at = unstorableAt(value[i], `${path}[${i}]`);
-      if (at !== null) return at;
-    }
-    return null;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (!storableText(k)) return path || '(a key)';
-      const at = unstorableAt(v, `${path}.${k}`);
-      if (at !== null) return at;
-    }
-  }
-  return null;
-}
+const id = pgId;
 
 const UNSTORABLE = 'must not hold a NUL character or a lone surrogate';
 
 /** A name: 1 to 100 characters once trimmed, all storable. */
-const name = z.string().trim().min(1).max(100).refine(storableText, { message: UNSTORABLE });
+const name = z.string().trim().min(1).max(100).refine(isStorableText, { message: UNSTORABLE });
 const time = z.string().describe('ISO 8601 time');
 
 export const ErrorSchema = z.object({
@@ -118,8 +83,8 @@ const metadata = z
   .record(z.string(), z.unknown())
   .nullable()
   .superRefine((m, ctx) => {
-    const at = unstorableAt(m);
-    if (at !== null) ctx.addIssue({ code: 'custom', message: `${UNSTORABLE}${at ? ` (at ${at})` : ''}` });
+    const at = unstorableTextAt(m);
+    if (at !== null) ctx.addIssue({ code: 'custom', message: `${UNSTORABLE}${at.field ? ` (at ${at.field})` : ''}` });
   })
   .describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
 

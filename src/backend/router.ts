@@ -9,7 +9,7 @@ import type { Identity } from '../http/identity.js';
 import { ApiError } from '../http/errors.js';
 import type { Db } from '../db/index.js';
 import type { BackendServices } from './services.js';
-import { unstorableTextAt } from './validation.js';
+import { unstorableTextAt } from '../db/storable.js';
 import { CANONICAL_ID_SOURCE, PG_INT_MAX, STRING_ID_SOURCE } from '../config/contract.js';
 
 export type Envelope = 'B' | 'A' | 'v1' | 'raw';

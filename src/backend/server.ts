@@ -242,7 +242,7 @@ async function handle(
     if (err instanceof ApiError) return fail(err);
     const clientError = databaseError(err);
     if (!clientError) throw err;
-    // The validators (validation.ts) should have refused bad input first, naming the field: the
+    // The validators (src/db/storable.ts) should have refused bad input first, naming the field: the
     // warning says one did not.
     if (clientError.code === 'invalid_request') {
       log.warn(

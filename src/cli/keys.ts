@@ -17,7 +17,7 @@ import {
 } from '../access/service/keys.js';
 import { ROLES } from '../config/routes.js';
 import { idArg, oneOf, parseArgs, required, UsageError, type ParsedArgs } from './args.js';
-import { unstorableAt } from '../admin-api/schemas.js';
+import { unstorableTextAt } from '../db/storable.js';
 import { withContext, type AdminContext } from './context.js';
 import { iso, output, table } from './output.js';
 import { viaService } from './service.js';
@@ -67,10 +67,10 @@ export function parseMetadata(command: string, raw: string): KeyMetadata | null 
   if (v !== null && (typeof v !== 'object' || Array.isArray(v)))
     throw new UsageError(`${command}: --metadata must be a JSON object, or null`);
   // PostgreSQL's jsonb refuses both, which JSON's \u escapes can spell: refused here, before any database.
-  const at = unstorableAt(v);
+  const at = unstorableTextAt(v);
   if (at !== null)
     throw new UsageError(
-      `${command}: --metadata must not hold a NUL character or a lone surrogate${at ? ` (at ${at})` : ''}`,
+      `${command}: --metadata must not hold a NUL character or a lone surrogate${at.field ? ` (at ${at.field})` : ''}`,
     );
   return v as KeyMetadata | null;
 }

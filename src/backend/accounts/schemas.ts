@@ -1,7 +1,7 @@
 // Request schemas of the accounts domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
 import { isTimeZone } from '../time.js';
-import { pgId } from '../validation.js';
+import { pgId } from '../../db/storable.js';
 import type { SchemaRegistry } from '../domain.js';
 
 // Here rather than in store.ts: schemas import nothing heavier than zod, so any module may read them

@@ -1,7 +1,7 @@
 // Request schemas of the internal /api-keys routes (docs/decisions.md section 7; not part of /v1 or /v2).
 import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
-import { pgId } from '../validation.js';
+import { pgId } from '../../db/storable.js';
 import { PG_INT_MAX } from '../../config/contract.js';
 
 const SCOPE = z.string().regex(/^[a-z]+:[a-z]+$/);

@@ -1,7 +1,7 @@
 // Request schema of the internal admin routes (docs/decisions.md section 7; not part of /v1 or /v2).
 import { z } from 'zod';
 import { PLAN_NAME } from '../../config/plans.js';
-import { pgInt } from '../validation.js';
+import { pgInt } from '../../db/storable.js';
 
 export const orgPatch = z
   .object({

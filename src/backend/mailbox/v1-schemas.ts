@@ -1,7 +1,7 @@
 // Request pieces every /v1 domain of mailboxes validates with: a list of account ids, an empty body,
 // and the per-account "not found" item of bulk answers.
 import { z } from 'zod';
-import { pgId } from '../validation.js';
+import { pgId } from '../../db/storable.js';
 
 /** 1..max distinct positive ids. */
 export function idList(max: number) {

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { SchemaRegistry } from '../domain.js';
 import { workspaceName } from '../workspace/index.js';
-import { pgId, pgInt } from '../validation.js';
+import { pgId, pgInt } from '../../db/storable.js';
 
 export const budget = pgInt(0);
 

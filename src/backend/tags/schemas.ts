@@ -1,7 +1,7 @@
 // Request schemas of the tags domain: strict, so an unknown field is 400 invalid_request naming it.
 import { z } from 'zod';
 import type { SchemaRegistry } from '../domain.js';
-import { pgId } from '../validation.js';
+import { pgId } from '../../db/storable.js';
 
 export const tagIdsSchema = z.array(pgId).max(100);
 

@@ -6,7 +6,7 @@ import type { BackendServices } from '../services.js';
 import { getAccount, replyRateView, settleDueLimits, WARMUP_MIN_LIMIT } from '../mailbox/index.js';
 import { orgOfWorkspace } from './org.js';
 import { nextLocalMidnight, storeSettings } from './queries.js';
-import { pgInt } from '../validation.js';
+import { pgInt } from '../../db/storable.js';
 import { isoOrNull } from '../../db/time.js';
 
 /** The GET view. `warmupLevel` no longer exists and is never returned (spec, rule 4). */
