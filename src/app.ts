@@ -5,7 +5,7 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 import { getPepper } from './access/pepper.js';
 import type { PrincipalCache } from './access/cache.js';
-import { systemClock } from './limits/types.js';
+import { systemClock } from './ops/clock.js';
 import { keepTickShape } from './ops/tick-shape.js';
 import { createMetrics } from './ops/metrics.js';
 import { openAppDb } from './app/database.js';

@@ -6,7 +6,8 @@
 import type { Redis } from 'ioredis';
 import { createGateBatcher } from '../../src/limits/redis-gate.js';
 import { MonthCheckpoint } from '../../src/limits/month-checkpoint.js';
-import { monthStart, systemClock, type GateRequest } from '../../src/limits/types.js';
+import { monthStart, type GateRequest } from '../../src/limits/types.js';
+import { systemClock } from '../../src/ops/clock.js';
 
 const N = Number(process.argv[2] ?? 100_000);
 const ROUNDS = Number(process.argv[3] ?? 31);

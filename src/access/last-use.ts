@@ -3,7 +3,7 @@
 // writes what it noted in one statement per flush, every minute, so the database sees at most one
 // write per secret per minute from each instance. Stopping flushes, so a SIGTERM loses nothing.
 import type { Queryable } from '../db/types.js';
-import type { Clock } from '../limits/types.js';
+import type { Clock } from '../ops/clock.js';
 import type { Principal } from './principal.js';
 
 export const LAST_USE_FLUSH_MS = 60_000;

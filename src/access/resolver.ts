@@ -13,7 +13,8 @@
 import { keyTypeOf, type KeyType } from './secrets.js';
 import type { PrincipalCache } from './cache.js';
 import { isExpired, type Principal } from './principal.js';
-import { systemClock, type Clock, type SharedStores, type CounterRef, type LayerState } from '../limits/types.js';
+import type { SharedStores, CounterRef, LayerState } from '../limits/types.js';
+import { systemClock, type Clock } from '../ops/clock.js';
 
 /** What step 11 does with its counters: spend one token in each, or only read them. */
 export type CounterPlan = { spend: CounterRef[] } | { peek: CounterRef[] };

@@ -8,6 +8,8 @@
 // sits above limits/. The stores' members are declared with the same shapes and TypeScript's structural
 // typing checks the fit where src/app/ and the CLI hand them to the principal cache and the backend.
 
+import type { Logger } from 'pino';
+
 /**
  * A per-organization access version. Every writer of access data bumps it after its commit; the gateway
  * keeps a cached principal only while the version it was resolved at is still current.
@@ -27,4 +29,16 @@ export type Preflight = (ip: string, orgId: number | null) => Promise<{ cooldown
 export interface AccessStores {
   versions: AccessVersions;
   preflight: Preflight;
+}
+
+/** The `accessChanged` a service layer calls after committing an access change: bumps the organization's version. */
+export function accessChangedVia(versions: AccessVersions, log: Logger) {
+  return async (orgId: number) => {
+    try {
+      await versions.bump(orgId);
+    } catch (err) {
+      // The commit stands; gateways still evict on the database's NOTIFY.
+      log.error({ err: (err as Error).message, orgId }, 'access version bump failed');
+    }
+  };
 }

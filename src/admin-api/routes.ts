@@ -12,7 +12,7 @@ import { getOrganization, listOrganizations, updateOrganization } from '../acces
 import { listAudit } from '../access/service/audit.js';
 import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
 import { ServiceError, type ServiceContext } from '../access/service/context.js';
-import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../gateway/guards/rate-limit.js';
+import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
 import { AdminApiError } from './errors.js';
 import type { AdminApiDeps } from './server.js';
 import {

@@ -4,7 +4,7 @@
 // into one hash per organization and minute, so any admin API reads the whole fleet's counts. Without
 // Redis the process's own counts are the answer (a single instance).
 import type { Logger } from 'pino';
-import type { Clock } from '../limits/types.js';
+import type { Clock } from '../ops/clock.js';
 import type { RedisConnection } from '../limits/redis.js';
 
 export interface TrafficPoint {

@@ -2,7 +2,8 @@
 // the gateway alone never imports the resource handlers.
 import type { Logger } from 'pino';
 import { bandsFrom } from '../config/bands.js';
-import { accessChangedVia, type BackendServices } from '../backend/services.js';
+import type { BackendServices } from '../backend/services.js';
+import { accessChangedVia } from '../access/versions.js';
 import { drainable } from '../ops/drain.js';
 import { listenOn } from './listen.js';
 import type { AppParts, Closer } from './types.js';

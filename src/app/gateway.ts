@@ -10,7 +10,7 @@ import { createForwarder } from '../gateway/forward.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body.js';
 import { createCors } from '../gateway/cors.js';
 import { openApiRoute } from '../gateway/openapi.js';
-import { TrustedProxies } from '../gateway/client-ip.js';
+import { TrustedProxies } from '../http/client-ip.js';
 import { jwtSignerFromSettings } from '../http/identity-jwt.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { OrgTraffic } from '../admin-api/traffic.js';

@@ -13,7 +13,8 @@ import {
 import { createResilientStores } from '../limits/resilient.js';
 import { MonthCheckpoint } from '../limits/month-checkpoint.js';
 import type { Queryable } from '../db/types.js';
-import type { Clock, SharedStores } from '../limits/types.js';
+import type { SharedStores } from '../limits/types.js';
+import type { Clock } from '../ops/clock.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { AppSettings } from './types.js';
 

@@ -3,8 +3,7 @@ import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { Bands } from '../config/bands.js';
 import type { MinRole } from '../config/routes.js';
-import type { Clock } from '../limits/types.js';
-import type { AccessVersions } from '../access/versions.js';
+import type { Clock } from '../ops/clock.js';
 import type { CredentialCipher } from './credentials/cipher.js';
 
 export interface BackendConfig {
@@ -44,15 +43,4 @@ export interface BackendServices {
    * pause, API access, workspace deletion): the next request on every gateway instance sees it.
    */
   accessChanged(orgId: number): Promise<void>;
-}
-
-export function accessChangedVia(versions: AccessVersions, log: Logger) {
-  return async (orgId: number) => {
-    try {
-      await versions.bump(orgId);
-    } catch (err) {
-      // The commit stands; gateways still evict on the database's NOTIFY.
-      log.error({ err: (err as Error).message, orgId }, 'access version bump failed');
-    }
-  };
 }

@@ -1,6 +1,6 @@
 // What the key-management commands work with, built once per command and handed down: the same
 // database the programs use, its pepper, the data files, and the access-version bump the backend's
-// routes make after every access change (src/backend/services.ts accessChangedVia).
+// routes make after every access change (src/access/versions.ts accessChangedVia).
 import { userInfo } from 'node:os';
 import { Writable } from 'node:stream';
 import type { Settings } from '../config/settings.js';
@@ -9,10 +9,10 @@ import { loadPlans, type Plans } from '../config/plans.js';
 import { loadRoutes, type MinRole, type Routes } from '../config/routes.js';
 import { openDb, type Db } from '../db/index.js';
 import { getPepper } from '../access/pepper.js';
-import { accessChangedVia } from '../backend/services.js';
+import { accessChangedVia } from '../access/versions.js';
 import { createRedisClient, createRedisStores, redisClientSettings } from '../limits/redis.js';
 import { createLogger } from '../ops/logger.js';
-import { systemClock } from '../limits/types.js';
+import { systemClock } from '../ops/clock.js';
 import type { ServiceContext } from '../access/service/context.js';
 import { dataFile } from './paths.js';
 

@@ -17,7 +17,7 @@ import type { Refusal } from './refusals.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
 import { permissionGuard, type Granted } from './guards/permission.js';
-import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from './guards/rate-limit.js';
+import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
 
 /** The facts of a request the decisions read. */
 export interface RequestFacts {

@@ -9,7 +9,7 @@ import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
-import { clientIp } from './client-ip.js';
+import { clientIp } from '../http/client-ip.js';
 import { refuse, sendJson, unavailableRefusal } from './refusals.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';

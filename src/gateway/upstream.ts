@@ -12,7 +12,7 @@ import type { FieldList, UpstreamFailure } from './forward.js';
 import { connectionOptions } from './fields.js';
 import { announcesBody, readBody, type ReadBody } from './body.js';
 import { refuse } from './refusals.js';
-import { normalizeIp } from './client-ip.js';
+import { normalizeIp } from '../http/client-ip.js';
 
 /** Request fields that never travel upstream. */
 const DROPPED = new Set([

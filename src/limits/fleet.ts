@@ -16,16 +16,8 @@
 // apart from the minute's (one per organization with a quota), so seeing a month never passes for
 // seeing a later minute. The in-memory limiter is handed each counter's allowance as its limit, so the
 // month is spent there only by a request every minute's share admits, and only within its own share.
-import {
-  WINDOW_MS,
-  monthEnd,
-  systemClock,
-  windowStart,
-  type Clock,
-  type CounterRef,
-  type LayerState,
-  type RateLimiter,
-} from './types.js';
+import { WINDOW_MS, monthEnd, windowStart, type CounterRef, type LayerState, type RateLimiter } from './types.js';
+import { systemClock, type Clock } from '../ops/clock.js';
 
 /** A beat older than this no longer counts its instance as live (a few missed beats are not a departure). */
 export const FLEET_TTL_MS = 5_000;

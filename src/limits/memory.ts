@@ -8,19 +8,18 @@ import {
   FAILURE_LIMIT,
   FAILURE_WINDOW_MS,
   WINDOW_MS,
-  systemClock,
   windowStart,
   hitOf,
   layerState,
   monthStart,
   monthState,
-  type Clock,
   type CounterRef,
   type CountHandover,
   type CountTaken,
   type LayerState,
   type SharedStores,
 } from './types.js';
+import { systemClock, type Clock } from '../ops/clock.js';
 
 export interface MemoryStoreOptions {
   clock?: Clock;

@@ -11,7 +11,7 @@
 // The hot path: nothing for an organization without a quota; a Map lookup before and after a spend
 // for one with a quota; a query on the first spend of a counter in a month on each instance.
 import type { Queryable } from '../db/types.js';
-import type { Clock } from './types.js';
+import type { Clock } from '../ops/clock.js';
 
 /** Default MONTH_CHECKPOINT_MS. */
 export const MONTH_CHECKPOINT_MS = 5_000;

@@ -11,11 +11,11 @@ import {
   monthStart,
   monthState,
   windowStart,
-  type Clock,
   type CounterRef,
   type GateRequest,
   type GateResult,
 } from './types.js';
+import type { Clock } from '../ops/clock.js';
 import type { MonthFloors } from './month-checkpoint.js';
 
 // Every gate call made while the event loop polls is sent together when it is done, or as soon as 16

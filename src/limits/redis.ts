@@ -26,14 +26,12 @@ import {
   FAILURE_LIMIT,
   FAILURE_WINDOW_MS,
   WINDOW_MS,
-  systemClock,
   windowStart,
   hitOf,
   layerState,
   monthEnd,
   monthStart,
   monthState,
-  type Clock,
   type CounterRef,
   type CountHandover,
   type LayerState,
@@ -41,6 +39,7 @@ import {
   type GateRequest,
   type GateResult,
 } from './types.js';
+import { systemClock, type Clock } from '../ops/clock.js';
 
 export type RedisConnection = Redis | Cluster;
 

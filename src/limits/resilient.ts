@@ -31,8 +31,6 @@ import { createLoopClock, type LoopClock } from './loop-clock.js';
 import type { ClusterTopology } from './redis.js';
 import {
   hitOf,
-  systemClock,
-  type Clock,
   type CounterRef,
   type CountHandover,
   type GateResult,
@@ -40,6 +38,7 @@ import {
   type SharedStores,
   type RateLimiter,
 } from './types.js';
+import { systemClock, type Clock } from '../ops/clock.js';
 
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';

@@ -4,13 +4,6 @@
 // See docs/decisions.md section 3.
 import { WINDOW_SECONDS } from '../config/contract.js';
 
-/** Milliseconds since the epoch; injected so windows can be tested without sleeping. */
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
-
 /** One layer's state in the current fixed window, after spending (cost 1) or without (cost 0). */
 export interface LayerState {
   limit: number;

@@ -11,7 +11,7 @@ import { ROUTES } from '../../src/admin-api/routes.js';
 import { serialize } from '../../src/openapi/generate.js';
 import { createAdminToken } from '../../src/access/service/admin-tokens.js';
 import { getPepper } from '../../src/access/pepper.js';
-import { systemClock } from '../../src/limits/types.js';
+import { systemClock } from '../../src/ops/clock.js';
 import { startStack, fetchRes, type Res, type Stack } from '../helpers/stack.js';
 
 type Json = Record<string, any>;

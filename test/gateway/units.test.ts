@@ -3,7 +3,7 @@ import { pathProblem } from '../../src/gateway/path.js';
 import { isIP } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { sign } from '../../src/http/identity.js';
-import { clientIp, ipv4Value, TrustedProxies } from '../../src/gateway/client-ip.js';
+import { clientIp, ipv4Value, TrustedProxies } from '../../src/http/client-ip.js';
 import { retryAfter } from '../../src/gateway/headers.js';
 
 describe('pathProblem', () => {

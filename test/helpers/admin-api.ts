@@ -2,7 +2,7 @@
 // makes one), and a request to the API with a bearer token from a given client address.
 import { createAdminToken } from '../../src/access/service/admin-tokens.js';
 import { getPepper } from '../../src/access/pepper.js';
-import { systemClock, type Clock } from '../../src/limits/types.js';
+import { systemClock, type Clock } from '../../src/ops/clock.js';
 import { fetchRes, type Res, type Stack } from './stack.js';
 
 /** A new admin token of `role`, made by a CLI actor; its id and its secret (shown once). */

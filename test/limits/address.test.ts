@@ -2,7 +2,7 @@
 // an IPv4-mapped IPv6 address as its IPv4 address.
 import { describe, expect, it } from 'vitest';
 import { addressKey, plainAddress } from '../../src/limits/address.js';
-import { clientIp, TrustedProxies } from '../../src/gateway/client-ip.js';
+import { clientIp, TrustedProxies } from '../../src/http/client-ip.js';
 
 describe('addressKey', () => {
   it('keeps an IPv4 address as it is', () => {

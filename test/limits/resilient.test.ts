@@ -16,12 +16,12 @@ import {
 import {
   spendOne,
   spendPair,
-  type Clock,
   type CounterRef,
   type CountHandover,
   type LayerState,
   type SharedStores,
 } from '../../src/limits/types.js';
+import type { Clock } from '../../src/ops/clock.js';
 
 const TICK_MS = 10;
 // The breaker's silence limit in these tests (REDIS_COMMAND_TIMEOUT_MS above the floor).

@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'v
 import { Redis, type Cluster } from 'ioredis';
 import { createMemoryStores } from '../../src/limits/memory.js';
 import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
-import { spendPair, type Clock, type CounterRef, type SharedStores } from '../../src/limits/types.js';
+import { spendPair, type CounterRef, type SharedStores } from '../../src/limits/types.js';
+import type { Clock } from '../../src/ops/clock.js';
 
 /** A clock the test moves by hand. */
 interface FakeClock extends Clock {

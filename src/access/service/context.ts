@@ -3,7 +3,7 @@
 // command or request and call the operations of keys.ts, organizations.ts and sessions.ts; they only
 // parse input and format output around them.
 import type { Db } from '../../db/types.js';
-import type { Clock } from '../../limits/types.js';
+import type { Clock } from '../../ops/clock.js';
 import type { Plans } from '../../config/plans.js';
 import type { MinRole } from '../../config/routes.js';
 

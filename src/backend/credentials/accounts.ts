@@ -5,7 +5,7 @@
 // migration to sealed columns, and values under a key that is no longer the current one.
 import type { Logger } from 'pino';
 import type { Db, Queryable } from '../../db/index.js';
-import type { Clock } from '../../limits/types.js';
+import type { Clock } from '../../ops/clock.js';
 import { ConfigError } from '../../config/errors.js';
 import { localCredentialKeys, parseCredentialKeys, type CredentialKeyring } from '../../config/credential-keys.js';
 import { CredentialCipher, CredentialError, type CredentialField } from './cipher.js';

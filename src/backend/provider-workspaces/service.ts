@@ -26,7 +26,7 @@
 //   chosen at registration and re-chosen at sync time if that workspace was deleted since.
 import type { Queryable } from '../../db/index.js';
 import type { Plans } from '../../config/plans.js';
-import type { Clock } from '../../limits/types.js';
+import type { Clock } from '../../ops/clock.js';
 import { planOf } from '../../config/plans.js';
 import { ApiError } from '../../http/errors.js';
 import { notify } from '../notifications/index.js';

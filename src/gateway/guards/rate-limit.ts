@@ -1,28 +1,13 @@
 // Step 11: both rate-limit layers pass (docs/decisions.md section 3, "Rate-limit windows and headers"). The
-// counters are named here; the access resolver spends them (or reads them for a refusal) in the same
-// round trip as steps 3 and 4.
+// counters are named in src/limits/counters.ts; the access resolver spends them (or reads them for a
+// refusal) in the same round trip as steps 3 and 4.
 import type { Bucket } from '../../config/routes.js';
-import { IP_LIMIT, V1_LIMIT } from '../../config/contract.js';
-import type { CounterRef, LayerState } from '../../limits/types.js';
-import { addressKey } from '../../limits/address.js';
+import type { LayerState } from '../../limits/types.js';
+import { V1_LIMIT } from '../../config/contract.js';
 import { retryAfter } from '../headers.js';
 import type { Refusal } from '../refusals.js';
 
-export const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
 const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
-
-// The counters' names are the gateway's and the admin API's (which reads them), nobody else's.
-/** A key's counter of one bucket, at its budget (the key's override, its organization's, or the plan's). */
-export const keyCounter = (keyId: number, bucket: Bucket, budget: number): CounterRef => ({
-  id: `k:${keyId}:${bucket}`,
-  limit: budget,
-});
-/** An organization's monthly quota counter, or undefined when it has no quota (nothing changes then). */
-export const monthCounter = (organizationId: number, quota: number | null): CounterRef | undefined =>
-  quota === null ? undefined : { id: `m:${organizationId}`, limit: quota, month: true };
-// Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
-export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
-export const partnerCounter = (keyId: number): CounterRef => ({ id: `v1:${keyId}`, limit: V1_LIMIT });
 
 const over = (state: LayerState) => state.used > state.limit;
 
