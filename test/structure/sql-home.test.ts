@@ -1,7 +1,8 @@
 // Every SQL statement of the reference backend lives in its domain's queries.ts (CONTRIBUTING, "Adding a
-// backend domain"): the rules read as decisions, and what a domain asks of the database is in one file.
-// This walks every other source file of src/backend with the TypeScript parser, so comments may name
-// statements freely, and lists each string or template literal that holds SQL and each `.query(` call.
+// backend domain"), and the service layer's (src/access/service/) in its queries files (queries.ts,
+// audit-queries.ts, ...): the rules read as decisions, and what a module asks of the database is in one
+// place. This walks every other source file of those folders with the TypeScript parser, so comments may
+// name statements freely, and lists each string or template literal that holds SQL and each `.query(` call.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BACKEND = join(ROOT, 'src/backend');
+const SERVICE = join(ROOT, 'src/access/service');
 
 /**
  * What only SQL says, written the way the code writes SQL (upper case): a statement's opening, a row
@@ -63,12 +65,19 @@ function sqlOutsideQueries(path: string, text: string): string[] {
   return found;
 }
 
-describe('SQL of the backend', () => {
-  it('sits in queries.ts only', () => {
+describe('SQL', () => {
+  it('of the backend sits in queries.ts only', () => {
     const offenders = sourceFiles(BACKEND)
       .filter((path) => !path.endsWith('/queries.ts'))
       .flatMap((path) => sqlOutsideQueries(path, readFileSync(path, 'utf8')));
     expect(offenders, `move these to the domain's queries.ts:\n${offenders.join('\n')}`).toEqual([]);
+  });
+
+  it('of the service layer sits in its queries files only', () => {
+    const offenders = sourceFiles(SERVICE)
+      .filter((path) => !path.endsWith('queries.ts'))
+      .flatMap((path) => sqlOutsideQueries(path, readFileSync(path, 'utf8')));
+    expect(offenders, `move these to src/access/service/queries.ts:\n${offenders.join('\n')}`).toEqual([]);
   });
 
   it('is recognized in literals and calls, not in comments', () => {

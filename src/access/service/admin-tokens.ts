@@ -8,6 +8,14 @@ import { randomAlphanumeric } from '../secrets.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type Actor, type ServiceContext } from './context.js';
 import { isoOrNull } from '../../db/time.js';
+import {
+  activeAdminTokenByHash,
+  adminTokenRows,
+  insertAdminToken,
+  lockAdminToken,
+  revokeAdminTokenRow,
+  touchAdminToken,
+} from './admin-token-queries.js';
 
 export const ADMIN_TOKEN_ROLES = ['read', 'write'] as const;
 export type AdminTokenRole = (typeof ADMIN_TOKEN_ROLES)[number];
@@ -71,18 +79,15 @@ export async function createAdminToken(
     throw new ServiceError('invalid', `role must be one of ${ADMIN_TOKEN_ROLES.join(', ')}`, 'role', 'role');
   const token = ADMIN_TOKEN_PREFIX + randomAlphanumeric(40);
   const view = await ctx.db.tx(async (q) => {
-    const rows = await q.query(
-      `INSERT INTO admin_tokens (name, role, token_hash, hint, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [
-        name,
-        input.role,
-        hashAdminToken(ctx.pepper, token),
-        token.slice(0, 8) + '…',
-        actorLabel(ctx.actor),
-        new Date(ctx.clock.now()),
-      ],
-    );
-    const v = adminTokenView(rows[0]);
+    const row = await insertAdminToken(q, {
+      name,
+      role: input.role,
+      tokenHash: hashAdminToken(ctx.pepper, token),
+      hint: token.slice(0, 8) + '…',
+      createdBy: actorLabel(ctx.actor),
+      createdAt: new Date(ctx.clock.now()),
+    });
+    const v = adminTokenView(row);
     await recordAudit(q, ctx, {
       action: 'admin-token.create',
       targetType: 'admin-token',
@@ -99,24 +104,19 @@ export async function listAdminTokens(
   db: Queryable,
   opts: { includeRevoked?: boolean } = {},
 ): Promise<AdminTokenView[]> {
-  const rows = await db.query(
-    `SELECT * FROM admin_tokens ${opts.includeRevoked ? '' : 'WHERE revoked_at IS NULL'} ORDER BY id`,
-  );
+  const rows = await adminTokenRows(db, opts.includeRevoked ?? false);
   return rows.map(adminTokenView);
 }
 
 /** Revoke (idempotent: a revoked token keeps its first revocation time and is audited once). */
 export async function revokeAdminToken(ctx: AdminTokenContext, id: number): Promise<AdminTokenView> {
   return ctx.db.tx(async (q) => {
-    const cur = await q.query(`SELECT * FROM admin_tokens WHERE id = $1 FOR UPDATE`, [id]);
-    if (!cur.length) throw new ServiceError('not_found', `no admin token ${id}`, 'no_admin_token');
-    if (cur[0].revoked_at) return adminTokenView(cur[0]);
-    const rows = await q.query(`UPDATE admin_tokens SET revoked_at = $2 WHERE id = $1 RETURNING *`, [
-      id,
-      new Date(ctx.clock.now()),
-    ]);
-    const before = adminTokenView(cur[0]);
-    const after = adminTokenView(rows[0]);
+    const cur = await lockAdminToken(q, id);
+    if (!cur) throw new ServiceError('not_found', `no admin token ${id}`, 'no_admin_token');
+    if (cur.revoked_at) return adminTokenView(cur);
+    const row = await revokeAdminTokenRow(q, id, new Date(ctx.clock.now()));
+    const before = adminTokenView(cur);
+    const after = adminTokenView(row);
     await recordAudit(q, ctx, {
       action: 'admin-token.revoke',
       targetType: 'admin-token',
@@ -148,15 +148,10 @@ export async function authenticateAdminToken(
 ): Promise<AuthenticatedToken | null> {
   if (!TOKEN.test(presented)) return null;
   const hash = hashAdminToken(pepper, presented);
-  const rows = await db.query(
-    `SELECT id, name, role, token_hash, last_used_at FROM admin_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
-    [hash],
-  );
-  if (!rows.length) return null;
-  const r = rows[0];
+  const r = await activeAdminTokenByHash(db, hash);
+  if (!r) return null;
   if (!timingSafeEqual(Buffer.from(r.token_hash, 'hex'), Buffer.from(hash, 'hex'))) return null;
   const last = r.last_used_at ? new Date(r.last_used_at).getTime() : 0;
-  if (nowMs - last >= 60_000)
-    await db.query(`UPDATE admin_tokens SET last_used_at = to_timestamp($2 / 1000.0) WHERE id = $1`, [r.id, nowMs]);
+  if (nowMs - last >= 60_000) await touchAdminToken(db, r.id, nowMs);
   return { id: r.id, name: r.name, role: r.role };
 }

@@ -6,6 +6,17 @@
 import { createHash } from 'node:crypto';
 import type { Queryable, Row } from '../../db/types.js';
 import { actorColumns, ServiceError, type Actor, type ServiceContext } from './context.js';
+import {
+  appendAudit,
+  auditChain,
+  auditChainRows,
+  auditRowsAfter,
+  auditRowsNewestFirst,
+  purgeAuditRows,
+  type AuditFilter,
+} from './audit-queries.js';
+
+export type { AuditFilter };
 
 export interface AuditEvent {
   /** `<target>.<verb>`, e.g. `key.create`, `key.rotate`, `organization.pause`. */
@@ -68,33 +79,16 @@ export async function recordAudit(
   ctx: Pick<ServiceContext, 'actor' | 'requestId'>,
   event: AuditEvent,
 ): Promise<void> {
-  const a = actorColumns(ctx.actor);
-  await q.query(`SELECT keygate_audit_append($1, $2, $3, $4, $5, $6::text[], $7::integer, $8::jsonb, $9::jsonb, $10)`, [
-    a.kind,
-    a.id,
-    a.name,
-    event.action,
-    event.targetType,
-    event.targetIds.map(String),
-    event.organizationId,
-    event.before === undefined ? null : JSON.stringify(scrub(event.before)),
-    event.after === undefined ? null : JSON.stringify(scrub(event.after)),
-    ctx.requestId ?? null,
-  ]);
-}
-
-export interface AuditFilter {
-  organizationId?: number;
-  actorKind?: Actor['kind'];
-  actorId?: string;
-  action?: string;
-  targetType?: string;
-  targetId?: string | number;
-  since?: Date;
-  until?: Date;
-  /** Rows with an id below this one (the next page of a newest-first list). */
-  beforeId?: number;
-  limit?: number;
+  await appendAudit(q, {
+    actor: actorColumns(ctx.actor),
+    action: event.action,
+    targetType: event.targetType,
+    targetIds: event.targetIds.map(String),
+    organizationId: event.organizationId,
+    before: event.before === undefined ? null : JSON.stringify(scrub(event.before)),
+    after: event.after === undefined ? null : JSON.stringify(scrub(event.after)),
+    requestId: ctx.requestId ?? null,
+  });
 }
 
 export const AUDIT_PAGE_MAX = 1000;
@@ -115,33 +109,12 @@ function auditView(r: Row): AuditRow {
   };
 }
 
-function whereOf(f: AuditFilter): { sql: string; params: unknown[] } {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (cond: (n: string) => string, v: unknown) => {
-    params.push(v);
-    where.push(cond(`$${params.length}`));
-  };
-  if (f.organizationId !== undefined) add((p) => `organization_id = ${p}`, f.organizationId);
-  if (f.actorKind !== undefined) add((p) => `actor_kind = ${p}`, f.actorKind);
-  if (f.actorId !== undefined) add((p) => `actor_id = ${p}`, f.actorId);
-  if (f.action !== undefined)
-    add((p) => (f.action!.endsWith('.') ? `starts_with(action, ${p})` : `action = ${p}`), f.action);
-  if (f.targetType !== undefined) add((p) => `target_type = ${p}`, f.targetType);
-  if (f.targetId !== undefined) add((p) => `target_ids @> ARRAY[${p}]::text[]`, String(f.targetId));
-  if (f.since !== undefined) add((p) => `at >= ${p}`, f.since);
-  if (f.until !== undefined) add((p) => `at < ${p}`, f.until);
-  if (f.beforeId !== undefined) add((p) => `id < ${p}`, f.beforeId);
-  return { sql: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
-}
-
 /** One page of the trail, newest first (`limit` 1 to 1000, default 100). Reading is not audited. */
 export async function listAudit(ctx: Pick<ServiceContext, 'db'>, f: AuditFilter = {}): Promise<AuditRow[]> {
   const limit = f.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_PAGE_MAX)
     throw new ServiceError('invalid', `limit must be 1 to ${AUDIT_PAGE_MAX}`, undefined, 'limit');
-  const { sql, params } = whereOf(f);
-  const rows = await ctx.db.query(`SELECT * FROM audit_events ${sql} ORDER BY id DESC LIMIT ${limit}`, params);
+  const rows = await auditRowsNewestFirst(ctx.db, f, limit);
   return rows.map(auditView);
 }
 
@@ -152,10 +125,7 @@ export async function* exportAudit(
 ): AsyncGenerator<AuditRow> {
   let afterId = 0;
   for (;;) {
-    const { sql, params } = whereOf(f);
-    params.push(afterId);
-    const cond = `${sql ? `${sql} AND` : 'WHERE'} id > $${params.length}`;
-    const rows = await ctx.db.query(`SELECT * FROM audit_events ${cond} ORDER BY id LIMIT 500`, params);
+    const rows = await auditRowsAfter(ctx.db, f, afterId, 500);
     for (const r of rows) yield auditView(r);
     if (rows.length < 500) return;
     afterId = Number(rows[rows.length - 1].id);
@@ -173,8 +143,7 @@ export async function* exportAudit(
 export async function purgeAudit(ctx: Pick<ServiceContext, 'db'>, retentionDays: number): Promise<number> {
   if (!Number.isInteger(retentionDays) || retentionDays < 1)
     throw new ServiceError('invalid', 'retention must be a whole number of days, at least 1');
-  const rows = await ctx.db.query(`SELECT keygate_purge_audit($1::integer) AS n`, [retentionDays]);
-  return Number(rows[0].n);
+  return purgeAuditRows(ctx.db, retentionDays);
 }
 
 export type AuditVerification =
@@ -189,21 +158,13 @@ export type AuditVerification =
  * it); rows removed after the last one show as the head naming a row that is gone.
  */
 export async function verifyAudit(ctx: Pick<ServiceContext, 'db'>): Promise<AuditVerification> {
-  const [chain] = await ctx.db.query(`SELECT anchor_hash, head_id, head_hash FROM audit_chain`);
+  const chain = await auditChain(ctx.db);
   let expected: string = chain.anchor_hash;
   let checked = 0;
   let firstId: number | null = null;
   let lastId = 0;
   for (;;) {
-    // The same text as keygate_audit_hash in migration 091: PostgreSQL renders the jsonb canonically.
-    const rows = await ctx.db.query(
-      `SELECT id, prev_hash, hash, jsonb_build_array(
-         id, (extract(epoch FROM at) * 1000000)::bigint, db_user, actor_kind, actor_id, actor_name,
-         action, target_type, to_jsonb(target_ids), organization_id, before, after, request_id
-       )::text AS content
-       FROM audit_events WHERE id > $1 ORDER BY id LIMIT 500`,
-      [lastId],
-    );
+    const rows = await auditChainRows(ctx.db, lastId, 500);
     for (const r of rows) {
       const id = Number(r.id);
       if (r.prev_hash !== expected)

@@ -9,6 +9,23 @@ import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { isoOrNull } from '../../db/time.js';
+import {
+  insertKey,
+  keyRow,
+  keyRows,
+  membershipRole,
+  organizationExists,
+  organizationOfLiveWorkspace,
+  organizationOfUser,
+  revokeKeyRow,
+  rotateKeyRow,
+  updateKeyRow,
+  userRow,
+  type KeyFilter,
+  type KeyStatus,
+} from './queries.js';
+
+export type { KeyFilter, KeyStatus };
 
 export const KEY_NAME_MAX = 100;
 export const MAX_SCOPES = 32;
@@ -18,7 +35,6 @@ export const DEFAULT_GRACE_MS = 24 * 3_600_000;
 export const MAX_GRACE_MS = 30 * 86_400_000;
 const SCOPE = /^[a-z]+:[a-z]+$/;
 
-export type KeyStatus = 'active' | 'expired' | 'revoked';
 export type KeyMetadata = Record<string, unknown>;
 
 /** A key as every interface shows it: never its secret, never a hash. */
@@ -74,17 +90,6 @@ export function keyView(k: Row, now: Date): KeyView {
         }
       : null,
   };
-}
-
-// The key with its last uses (api_key_last_use, per secret hash).
-const SELECT_KEY = `SELECT k.*,
-    (SELECT max(u.last_used_at) FROM api_key_last_use u WHERE u.key_id = k.id) AS last_used_at,
-    (SELECT u.last_used_at FROM api_key_last_use u WHERE u.key_hash = k.previous_key_hash) AS previous_last_used_at
-  FROM api_keys k`;
-
-async function keyRow(q: Queryable, id: number, lock = false): Promise<Row | null> {
-  const rows = await q.query(`${SELECT_KEY} WHERE k.id = $1${lock ? ' FOR UPDATE OF k' : ''}`, [id]);
-  return rows[0] ?? null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,9 +165,9 @@ interface SessionUser {
 
 async function actingUser(q: Queryable, ctx: ServiceContext): Promise<SessionUser | null> {
   if (ctx.actor.kind !== 'user') return null;
-  const rows = await q.query(`SELECT id, organization_id, org_role FROM users WHERE id = $1`, [ctx.actor.id]);
-  if (!rows.length) throw new ServiceError('forbidden', `no user ${ctx.actor.id}`, 'no_user');
-  return { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role };
+  const row = await userRow(q, ctx.actor.id);
+  if (!row) throw new ServiceError('forbidden', `no user ${ctx.actor.id}`, 'no_user');
+  return { id: row.id, organizationId: row.organization_id, orgRole: row.org_role };
 }
 
 /**
@@ -198,6 +203,116 @@ export interface CreateKeyInput {
   metadata?: KeyMetadata | null;
 }
 
+/** Where a new key belongs: its organization and, by type, its workspace and role or its user. */
+interface KeyBinding {
+  organizationId: number;
+  workspaceId: number | null;
+  userId: number | null;
+  role: Role | null;
+  createdBy: number | null;
+}
+
+/** A workspace key: the workspace's organization, its role capped by its creator's role there. */
+async function workspaceBinding(
+  q: Queryable,
+  input: CreateKeyInput,
+  user: SessionUser | null,
+  createdBy: number | null,
+): Promise<KeyBinding> {
+  if (input.workspaceId === undefined)
+    throw new ServiceError(
+      'invalid',
+      'A workspace id is required to create a workspace key.',
+      'workspace_required',
+      'workspaceId',
+    );
+  if (input.userId !== undefined || input.organizationId !== undefined)
+    throw new ServiceError('invalid', 'a workspace key is bound to its workspace only', 'binding');
+  const wsOrg = await organizationOfLiveWorkspace(q, input.workspaceId);
+  if (wsOrg === undefined || (user && wsOrg !== user.organizationId)) {
+    throw new ServiceError(
+      user ? 'forbidden' : 'not_found',
+      user ? 'No access to the workspace for this key.' : `no workspace ${input.workspaceId}`,
+      'no_workspace_access',
+      'workspaceId',
+    );
+  }
+  const workspaceId = input.workspaceId;
+  const binding = { organizationId: wsOrg, workspaceId, userId: null, createdBy };
+  if (createdBy === null) return { ...binding, role: input.role ?? 'ADMIN' };
+  // A workspace key's role is capped by its creator's role in that workspace (docs/decisions.md section 2).
+  const creatorRole = (await membershipRole(q, workspaceId, createdBy)) as Role | undefined;
+  if (creatorRole === undefined) {
+    throw new ServiceError(
+      'forbidden',
+      user
+        ? 'No access to the workspace for this key.'
+        : `user ${createdBy} is not a member of workspace ${workspaceId}`,
+      'no_workspace_access',
+      'createdBy',
+    );
+  }
+  if (input.role && roleRank(input.role) > roleRank(creatorRole)) {
+    throw new ServiceError(
+      'forbidden',
+      user
+        ? "Cannot create a key with a role above the creator's."
+        : `role ${input.role} is above the ${creatorRole} role of user ${createdBy}`,
+      'role_above_creator',
+      'role',
+    );
+  }
+  return { ...binding, role: input.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN') };
+}
+
+/** A personal key: its user (a user actor: themselves), who is also its creator. */
+async function personalBinding(q: Queryable, input: CreateKeyInput, user: SessionUser | null): Promise<KeyBinding> {
+  const userId = user ? user.id : (input.userId ?? null);
+  if (userId === null) throw new ServiceError('invalid', 'a personal key needs its user', 'user_required', 'userId');
+  if (user && input.userId !== undefined && input.userId !== user.id)
+    throw new ServiceError('forbidden', 'a personal key is made by its own user', 'not_own_user', 'userId');
+  const organizationId = await organizationOfUser(q, userId);
+  if (organizationId === undefined) throw new ServiceError('not_found', `no user ${userId}`, 'no_user', 'userId');
+  return { organizationId, workspaceId: null, userId, role: null, createdBy: userId };
+}
+
+/** A partner key: an organization (a user actor: their own, and only its owners may make one). */
+async function partnerBinding(
+  q: Queryable,
+  input: CreateKeyInput,
+  user: SessionUser | null,
+  createdBy: number | null,
+): Promise<KeyBinding> {
+  // A partner key sees every account of the organization: only its owners may make one.
+  if (user && user.orgRole !== 'OWNER')
+    throw new ServiceError('forbidden', 'Only organization owners can create partner keys.', 'role_above_creator');
+  const orgId = user ? user.organizationId : input.organizationId;
+  if (orgId === undefined)
+    throw new ServiceError(
+      'invalid',
+      'a partner key needs its organization',
+      'organization_required',
+      'organizationId',
+    );
+  if (!(await organizationExists(q, orgId)))
+    throw new ServiceError('not_found', `no organization ${orgId}`, 'no_organization', 'organizationId');
+  return { organizationId: orgId, workspaceId: null, userId: null, role: null, createdBy };
+}
+
+async function bindingOf(q: Queryable, input: CreateKeyInput, user: SessionUser | null): Promise<KeyBinding> {
+  const createdBy = user ? user.id : (input.createdBy ?? null);
+  if (input.type === 'workspace') return workspaceBinding(q, input, user, createdBy);
+  if (input.workspaceId !== undefined || input.role !== undefined) {
+    throw new ServiceError(
+      'forbidden',
+      `A ${input.type} key is not bound to a workspace or a role.`,
+      'no_workspace_access',
+      input.workspaceId !== undefined ? 'workspaceId' : 'role',
+    );
+  }
+  return input.type === 'personal' ? personalBinding(q, input, user) : partnerBinding(q, input, user, createdBy);
+}
+
 export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Promise<{ key: KeyView; secret: string }> {
   const name = checkName(input.name);
   const scopes = input.type === 'partner' ? [] : checkScopes(ctx, input.scopes ?? []);
@@ -210,131 +325,24 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
   const secret = generateSecret(input.type);
   const now = nowOf(ctx);
   const created = await ctx.db.tx(async (q) => {
-    const user = await actingUser(q, ctx);
-    let organizationId: number;
-    let workspaceId: number | null = null;
-    let userId: number | null = null;
-    let role: Role | null = null;
-    let createdBy: number | null = user ? user.id : (input.createdBy ?? null);
-    if (input.type === 'workspace') {
-      if (input.workspaceId === undefined)
-        throw new ServiceError(
-          'invalid',
-          'A workspace id is required to create a workspace key.',
-          'workspace_required',
-          'workspaceId',
-        );
-      if (input.userId !== undefined || input.organizationId !== undefined)
-        throw new ServiceError('invalid', 'a workspace key is bound to its workspace only', 'binding');
-      const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id = $1 AND deleted_at IS NULL`, [
-        input.workspaceId,
-      ]);
-      if (!ws.length || (user && ws[0].organization_id !== user.organizationId)) {
-        throw new ServiceError(
-          user ? 'forbidden' : 'not_found',
-          user ? 'No access to the workspace for this key.' : `no workspace ${input.workspaceId}`,
-          'no_workspace_access',
-          'workspaceId',
-        );
-      }
-      organizationId = ws[0].organization_id;
-      workspaceId = input.workspaceId;
-      role = input.role ?? 'ADMIN';
-      if (createdBy !== null) {
-        // A workspace key's role is capped by its creator's role in that workspace (docs/decisions.md section 2).
-        const m = await q.query(`SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2`, [
-          workspaceId,
-          createdBy,
-        ]);
-        if (!m.length) {
-          throw new ServiceError(
-            'forbidden',
-            user
-              ? 'No access to the workspace for this key.'
-              : `user ${createdBy} is not a member of workspace ${workspaceId}`,
-            'no_workspace_access',
-            'createdBy',
-          );
-        }
-        const creatorRole = m[0].role as Role;
-        if (input.role && roleRank(input.role) > roleRank(creatorRole)) {
-          throw new ServiceError(
-            'forbidden',
-            user
-              ? "Cannot create a key with a role above the creator's."
-              : `role ${input.role} is above the ${creatorRole} role of user ${createdBy}`,
-            'role_above_creator',
-            'role',
-          );
-        }
-        role = input.role ?? (roleRank('ADMIN') > roleRank(creatorRole) ? creatorRole : 'ADMIN');
-      }
-    } else {
-      if (input.workspaceId !== undefined || input.role !== undefined) {
-        throw new ServiceError(
-          'forbidden',
-          `A ${input.type} key is not bound to a workspace or a role.`,
-          'no_workspace_access',
-          input.workspaceId !== undefined ? 'workspaceId' : 'role',
-        );
-      }
-      if (input.type === 'personal') {
-        userId = user ? user.id : (input.userId ?? null);
-        if (userId === null)
-          throw new ServiceError('invalid', 'a personal key needs its user', 'user_required', 'userId');
-        if (user && input.userId !== undefined && input.userId !== user.id)
-          throw new ServiceError('forbidden', 'a personal key is made by its own user', 'not_own_user', 'userId');
-        const u = await q.query(`SELECT organization_id FROM users WHERE id = $1`, [userId]);
-        if (!u.length) throw new ServiceError('not_found', `no user ${userId}`, 'no_user', 'userId');
-        organizationId = u[0].organization_id;
-        createdBy = userId;
-      } else {
-        // A partner key sees every account of the organization: only its owners may make one.
-        if (user && user.orgRole !== 'OWNER')
-          throw new ServiceError(
-            'forbidden',
-            'Only organization owners can create partner keys.',
-            'role_above_creator',
-          );
-        const orgId = user ? user.organizationId : input.organizationId;
-        if (orgId === undefined)
-          throw new ServiceError(
-            'invalid',
-            'a partner key needs its organization',
-            'organization_required',
-            'organizationId',
-          );
-        const o = await q.query(`SELECT id FROM organizations WHERE id = $1`, [orgId]);
-        if (!o.length)
-          throw new ServiceError('not_found', `no organization ${orgId}`, 'no_organization', 'organizationId');
-        organizationId = orgId;
-      }
-    }
-    const rows = await q.query(
-      `INSERT INTO api_keys (organization_id, type, key_hash, hint, name, workspace_id, user_id, role, scopes, created_by, created_at, expires_at, metadata)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13::jsonb) RETURNING id`,
-      [
-        organizationId,
-        input.type,
-        hashSecret(ctx.pepper, secret),
-        hintOf(secret),
-        name,
-        workspaceId,
-        userId,
-        role,
-        scopes,
-        createdBy,
-        now,
-        expiresAt,
-        metadata === null ? null : JSON.stringify(metadata),
-      ],
-    );
-    const view = keyView((await keyRow(q, rows[0].id))!, now);
+    const b = await bindingOf(q, input, await actingUser(q, ctx));
+    const id = await insertKey(q, {
+      ...b,
+      type: input.type,
+      keyHash: hashSecret(ctx.pepper, secret),
+      hint: hintOf(secret),
+      name,
+      scopes,
+      createdAt: now,
+      expiresAt,
+      metadata: metadata === null ? null : JSON.stringify(metadata),
+    });
+    const view = keyView((await keyRow(q, id))!, now);
     await recordAudit(q, ctx, {
       action: 'key.create',
       targetType: 'key',
       targetIds: [view.id],
-      organizationId,
+      organizationId: b.organizationId,
       after: view,
     });
     return view;
@@ -344,43 +352,13 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
   return { key: created, secret };
 }
 
-export interface KeyFilter {
-  organizationId?: number;
-  workspaceId?: number;
-  userId?: number;
-  type?: KeyType;
-  status?: KeyStatus;
-  /** Keys with an id above this one (the next page). */
-  afterId?: number;
-  /** 1 to 1000; all when absent. */
-  limit?: number;
-}
-
 /** Keys in id order. A user actor sees their own organization's keys only. Reading is not audited. */
 export async function listKeys(ctx: ServiceContext, f: KeyFilter = {}): Promise<KeyView[]> {
   const user = await actingUser(ctx.db, ctx);
   const now = nowOf(ctx);
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (cond: (p: string) => string, v: unknown) => {
-    params.push(v);
-    where.push(cond(`$${params.length}`));
-  };
-  if (user) add((p) => `k.organization_id = ${p}`, user.organizationId);
-  if (f.organizationId !== undefined) add((p) => `k.organization_id = ${p}`, f.organizationId);
-  if (f.workspaceId !== undefined) add((p) => `k.workspace_id = ${p}`, f.workspaceId);
-  if (f.userId !== undefined) add((p) => `k.user_id = ${p}`, f.userId);
-  if (f.type !== undefined) add((p) => `k.type = ${p}`, f.type);
-  if (f.afterId !== undefined) add((p) => `k.id > ${p}`, f.afterId);
-  if (f.status === 'revoked') where.push('k.revoked_at IS NOT NULL');
-  if (f.status === 'expired') add((p) => `k.revoked_at IS NULL AND k.expires_at <= ${p}`, now);
-  if (f.status === 'active') add((p) => `k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ${p})`, now);
   if (f.limit !== undefined && (!Number.isInteger(f.limit) || f.limit < 1 || f.limit > 1000))
     throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
-  const rows = await ctx.db.query(
-    `${SELECT_KEY} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY k.id${f.limit ? ` LIMIT ${f.limit}` : ''}`,
-    params,
-  );
+  const rows = await keyRows(ctx.db, { ...f, inOrganization: user?.organizationId }, now);
   return rows.map((r) => keyView(r, now));
 }
 
@@ -393,13 +371,13 @@ export async function getKey(ctx: ServiceContext, id: number): Promise<KeyView> 
 
 /**
  * One change to a key under its row lock, audited with its before and after, then the access bump.
- * `change` returns the SQL SET list and its parameters (from $2), or null for nothing to change.
+ * `change` writes it (or refuses) in the transaction, given the locked row.
  */
 async function changeKey(
   ctx: ServiceContext,
   id: number,
   action: string,
-  change: (k: Row, now: Date) => { set: string; params: unknown[] } | null,
+  change: (q: Queryable, k: Row, now: Date) => Promise<void>,
 ): Promise<KeyView> {
   const now = nowOf(ctx);
   const after = await ctx.db.tx(async (q) => {
@@ -407,8 +385,7 @@ async function changeKey(
     const k = await keyRow(q, id, true);
     assertMayManage(user, k, id);
     const before = keyView(k, now);
-    const c = change(k, now);
-    if (c) await q.query(`UPDATE api_keys SET ${c.set} WHERE id = $1`, [id, ...c.params]);
+    await change(q, k, now);
     const view = keyView((await keyRow(q, id))!, now);
     await recordAudit(q, ctx, {
       action,
@@ -426,10 +403,7 @@ async function changeKey(
 
 /** Revoke: every secret of the key stops at once; the first revocation time stays. */
 export async function revokeKey(ctx: ServiceContext, id: number): Promise<KeyView> {
-  return changeKey(ctx, id, 'key.revoke', (_k, now) => ({
-    set: 'revoked_at = coalesce(revoked_at, $2)',
-    params: [now],
-  }));
+  return changeKey(ctx, id, 'key.revoke', (q, _k, now) => revokeKeyRow(q, id, now));
 }
 
 export interface UpdateKeyInput {
@@ -441,22 +415,18 @@ export interface UpdateKeyInput {
 }
 
 export async function updateKey(ctx: ServiceContext, id: number, input: UpdateKeyInput): Promise<KeyView> {
-  const sets: string[] = [];
-  const params: unknown[] = [];
-  const set = (col: string, v: unknown, cast = '') => {
-    params.push(v);
-    sets.push(`${col} = $${params.length + 1}${cast}`);
-  };
-  if (input.name !== undefined) set('name', checkName(input.name));
-  if (input.expiresAt !== undefined) set('expires_at', checkExpiresAt(input.expiresAt));
+  const fields: Parameters<typeof updateKeyRow>[2] = {};
+  if (input.name !== undefined) fields.name = checkName(input.name);
+  if (input.expiresAt !== undefined) fields.expiresAt = checkExpiresAt(input.expiresAt);
   if (input.metadata !== undefined) {
     const m = checkMetadata(input.metadata);
-    set('metadata', m === null ? null : JSON.stringify(m), '::jsonb');
+    fields.metadata = m === null ? null : JSON.stringify(m);
   }
-  if (!sets.length) throw new ServiceError('invalid', 'nothing to change: give a name, an expiry or metadata', 'empty');
-  return changeKey(ctx, id, 'key.update', (k) => {
+  if (!Object.keys(fields).length)
+    throw new ServiceError('invalid', 'nothing to change: give a name, an expiry or metadata', 'empty');
+  return changeKey(ctx, id, 'key.update', async (q, k) => {
     if (k.revoked_at) throw new ServiceError('conflict', `key ${id} is revoked`, 'revoked');
-    return { set: sets.join(', '), params };
+    await updateKeyRow(q, id, fields);
   });
 }
 
@@ -475,21 +445,18 @@ export async function rotateKey(
     throw new ServiceError('invalid', `grace must be 0 to ${MAX_GRACE_MS / 86_400_000} days`, 'grace', 'grace');
   }
   let secret = '';
-  const key = await changeKey(ctx, id, 'key.rotate', (k, now) => {
+  const key = await changeKey(ctx, id, 'key.rotate', async (q, k, now) => {
     if (k.revoked_at) throw new ServiceError('conflict', `key ${id} is revoked`, 'revoked');
     secret = generateSecret(k.type);
     const keep = graceMs > 0;
-    return {
-      set: `key_hash = $2, hint = $3, rotated_at = $4, previous_key_hash = $5, previous_hint = $6, previous_expires_at = $7`,
-      params: [
-        hashSecret(ctx.pepper, secret),
-        hintOf(secret),
-        now,
-        keep ? k.key_hash : null,
-        keep ? k.hint : null,
-        keep ? new Date(now.getTime() + graceMs) : null,
-      ],
-    };
+    await rotateKeyRow(q, id, {
+      keyHash: hashSecret(ctx.pepper, secret),
+      hint: hintOf(secret),
+      rotatedAt: now,
+      previousKeyHash: keep ? k.key_hash : null,
+      previousHint: keep ? k.hint : null,
+      previousExpiresAt: keep ? new Date(now.getTime() + graceMs) : null,
+    });
   });
   return { key, secret };
 }

@@ -3,14 +3,13 @@
 // the admin API only parse and format around these): validate, write with the audit row in one
 // transaction, then bump the organization's access version, so every gateway applies the change on its
 // next request (the principal carries the budgets).
-import type { Queryable, Row } from '../../db/types.js';
+import type { Row } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../limits/budgets.js';
-import type { Bucket } from '../../config/routes.js';
+import { BUCKETS } from '../../limits/counters.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type ServiceContext } from './context.js';
-
-const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
+import { keyLimitsRow, organizationLimitsRow, updateLimits } from './queries.js';
 
 /** A change: a number sets, null clears (back to the layer above); absent keeps. */
 export interface LimitsChange {
@@ -74,12 +73,6 @@ export interface LimitsView {
   effective: { read: number; write: number; bulk: number; monthlyQuota: number | null };
 }
 
-const ORG_ROW = `SELECT o.id AS organization_id, o.plan, o.limit_read AS o_read, o.limit_write AS o_write, o.limit_bulk AS o_bulk,
-                        o.monthly_quota, o.monthly_quota_off FROM organizations o WHERE o.id = $1`;
-const KEY_ROW = `SELECT k.id AS key_id, k.organization_id, o.plan, k.limit_read AS k_read, k.limit_write AS k_write, k.limit_bulk AS k_bulk,
-                        o.limit_read AS o_read, o.limit_write AS o_write, o.limit_bulk AS o_bulk, o.monthly_quota, o.monthly_quota_off
-                   FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.id = $1`;
-
 function view(plans: Plans, row: Row, keyId?: number): LimitsView {
   const overrides: LimitOverrides = limitOverridesOf(row);
   const own = (b: string) => (row[`${keyId === undefined ? 'o' : 'k'}_${b}`] ?? null) as number | null;
@@ -107,37 +100,21 @@ function view(plans: Plans, row: Row, keyId?: number): LimitsView {
   };
 }
 
-async function one(q: Queryable, sql: string, id: number, what: string): Promise<Row> {
-  const rows = await q.query(sql, [id]);
-  if (!rows.length)
-    throw new ServiceError('not_found', `no ${what} ${id}`, what === 'key' ? 'no_key' : 'no_organization');
-  return rows[0];
+/** The row read, or the refusal naming what is missing. */
+function found(row: Row | undefined, id: number, what: 'organization' | 'key'): Row {
+  if (!row) throw new ServiceError('not_found', `no ${what} ${id}`, what === 'key' ? 'no_key' : 'no_organization');
+  return row;
 }
 
 export async function getOrganizationLimits(
   ctx: Pick<ServiceContext, 'db' | 'plans'>,
   orgId: number,
 ): Promise<LimitsView> {
-  return view(ctx.plans(), await one(ctx.db, ORG_ROW, orgId, 'organization'));
+  return view(ctx.plans(), found(await organizationLimitsRow(ctx.db, orgId), orgId, 'organization'));
 }
 
 export async function getKeyLimits(ctx: Pick<ServiceContext, 'db' | 'plans'>, keyId: number): Promise<LimitsView> {
-  return view(ctx.plans(), await one(ctx.db, KEY_ROW, keyId, 'key'), keyId);
-}
-
-/** Columns of one change, for an UPDATE ... SET. */
-function assignments(change: LimitsChange, params: unknown[]): string[] {
-  const set: string[] = [];
-  for (const b of BUCKETS) {
-    if (change[b] === undefined) continue;
-    params.push(change[b]);
-    set.push(`limit_${b} = $${params.length}`);
-  }
-  if (change.monthlyQuota !== undefined) {
-    params.push(typeof change.monthlyQuota === 'number' ? change.monthlyQuota : null);
-    set.push(`monthly_quota = $${params.length}`, `monthly_quota_off = ${change.monthlyQuota === 'none'}`);
-  }
-  return set;
+  return view(ctx.plans(), found(await keyLimitsRow(ctx.db, keyId), keyId, 'key'), keyId);
 }
 
 /** Change an organization's overrides and monthly quota. */
@@ -149,10 +126,9 @@ export async function setOrganizationLimits(
   checkLimitsChange(change, false);
   const plans = ctx.plans();
   const after = await ctx.db.tx(async (q) => {
-    const before = view(plans, await one(q, `${ORG_ROW} FOR UPDATE`, orgId, 'organization'));
-    const params: unknown[] = [orgId];
-    await q.query(`UPDATE organizations SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
-    const updated = view(plans, await one(q, ORG_ROW, orgId, 'organization'));
+    const before = view(plans, found(await organizationLimitsRow(q, orgId, true), orgId, 'organization'));
+    await updateLimits(q, 'organizations', orgId, change);
+    const updated = view(plans, found(await organizationLimitsRow(q, orgId), orgId, 'organization'));
     await recordAudit(q, ctx, {
       action: 'organization.limits',
       targetType: 'organization',
@@ -172,10 +148,9 @@ export async function setKeyLimits(ctx: ServiceContext, keyId: number, change: L
   checkLimitsChange(change, true);
   const plans = ctx.plans();
   const after = await ctx.db.tx(async (q) => {
-    const before = view(plans, await one(q, `${KEY_ROW} FOR UPDATE OF k`, keyId, 'key'), keyId);
-    const params: unknown[] = [keyId];
-    await q.query(`UPDATE api_keys SET ${assignments(change, params).join(', ')} WHERE id = $1`, params);
-    const updated = view(plans, await one(q, KEY_ROW, keyId, 'key'), keyId);
+    const before = view(plans, found(await keyLimitsRow(q, keyId, true), keyId, 'key'), keyId);
+    await updateLimits(q, 'api_keys', keyId, change);
+    const updated = view(plans, found(await keyLimitsRow(q, keyId), keyId, 'key'), keyId);
     await recordAudit(q, ctx, {
       action: 'key.limits',
       targetType: 'key',

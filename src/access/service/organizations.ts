@@ -8,6 +8,13 @@ import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';
 import { isoOrNull } from '../../db/time.js';
+import {
+  lockWorkspace,
+  organizationRow,
+  organizationRows,
+  softDeleteWorkspace,
+  updateOrganizationRow,
+} from './queries.js';
 
 export interface OrganizationView {
   id: number;
@@ -70,28 +77,25 @@ export async function updateOrganization(
   if (ctx.actor.kind === 'user')
     throw new ServiceError('forbidden', 'organizations are changed by operators and the billing system', 'forbidden');
   const result = await ctx.db.tx(async (q) => {
-    const cur = (await q.query(`SELECT * FROM organizations WHERE id = $1 FOR UPDATE`, [id]))[0];
+    const cur = await organizationRow(q, id, true);
     if (!cur) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
-    const rows = await q.query(
-      `UPDATE organizations SET plan = $2, api_access = $3, paused = $4, warmup_cap = $5,
-         partner_callback_url = $6, partner_callback_verified = $7 WHERE id = $1 RETURNING *`,
-      [
-        id,
-        patch.plan !== undefined ? patch.plan : cur.plan,
-        patch.apiAccess ?? cur.api_access,
-        patch.paused ?? cur.paused,
-        patch.warmupCap !== undefined ? patch.warmupCap : cur.warmup_cap,
+    const row = await updateOrganizationRow(q, id, {
+      plan: patch.plan !== undefined ? patch.plan : cur.plan,
+      apiAccess: patch.apiAccess ?? cur.api_access,
+      paused: patch.paused ?? cur.paused,
+      warmupCap: patch.warmupCap !== undefined ? patch.warmupCap : cur.warmup_cap,
+      partnerCallbackUrl:
         patch.partnerCallback !== undefined ? (patch.partnerCallback?.url ?? null) : cur.partner_callback_url,
+      partnerCallbackVerified:
         patch.partnerCallback !== undefined
           ? (patch.partnerCallback?.verified ?? false)
           : cur.partner_callback_verified,
-      ],
-    );
+    });
     let lowered = 0;
     if (patch.plan !== undefined && patch.plan !== cur.plan) {
       lowered = await applyPlanCap(q, id, planOf(ctx.plans(), patch.plan).plan.maxWarmupPerAccount);
     }
-    const after = organizationView(rows[0]);
+    const after = organizationView(row);
     await recordAudit(q, ctx, {
       action: actionOf(patch),
       targetType: 'organization',
@@ -111,9 +115,9 @@ export const resumeOrganization = (ctx: ServiceContext, id: number) => updateOrg
 export const setPlan = (ctx: ServiceContext, id: number, plan: string | null) => updateOrganization(ctx, id, { plan });
 
 export async function getOrganization(ctx: ServiceContext, id: number): Promise<OrganizationView> {
-  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id = $1`, [id]);
-  if (!rows.length) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
-  return organizationView(rows[0]);
+  const row = await organizationRow(ctx.db, id);
+  if (!row) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
+  return organizationView(row);
 }
 
 export async function listOrganizations(
@@ -123,9 +127,7 @@ export async function listOrganizations(
   const limit = f.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
     throw new ServiceError('invalid', 'limit must be 1 to 1000', 'limit', 'limit');
-  const rows = await ctx.db.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT ${limit}`, [
-    f.afterId ?? 0,
-  ]);
+  const rows = await organizationRows(ctx.db, f.afterId ?? 0, limit);
   return rows.map(organizationView);
 }
 
@@ -138,19 +140,14 @@ export async function deleteWorkspace(
     throw new ServiceError('forbidden', 'workspaces are deleted by operators and the billing system', 'forbidden');
   const now = nowOf(ctx);
   const result = await ctx.db.tx(async (q) => {
-    const cur = (
-      await q.query(`SELECT id, organization_id, name, deleted_at FROM workspaces WHERE id = $1 FOR UPDATE`, [id])
-    )[0];
+    const cur = await lockWorkspace(q, id);
     if (!cur) throw new ServiceError('not_found', `no workspace ${id}`, 'no_workspace');
-    const rows = await q.query(
-      `UPDATE workspaces SET deleted_at = coalesce(deleted_at, $2) WHERE id = $1 RETURNING id, organization_id, name, deleted_at`,
-      [id, now],
-    );
+    const row = await softDeleteWorkspace(q, id, now);
     const view = {
       id,
-      organizationId: rows[0].organization_id as number,
-      name: rows[0].name as string,
-      deletedAt: new Date(rows[0].deleted_at).toISOString(),
+      organizationId: row.organization_id as number,
+      name: row.name as string,
+      deletedAt: new Date(row.deleted_at).toISOString(),
     };
     await recordAudit(q, ctx, {
       action: 'workspace.delete',

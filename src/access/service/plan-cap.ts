@@ -2,6 +2,7 @@
 // above the new plan's per-mailbox cap. It runs in the plan change's transaction (organizations.ts);
 // the backend's warmup rules then read the limits it leaves, so it lives here, below both.
 import type { Queryable } from '../../db/types.js';
+import { lowerMailboxesToCap } from './queries.js';
 
 /**
  * Inside the caller's transaction (the plan change), lower at once every mailbox of the organization
@@ -13,18 +14,5 @@ export async function applyPlanCap(db: Queryable, orgId: number, cap: number | n
   if (cap === null) return 0;
   if (!Number.isInteger(cap) || cap < 5)
     throw new Error(`applyPlanCap: cap must be an integer >= 5 or null, got ${cap}`);
-  const rows = await db.query(
-    `UPDATE accounts a SET
-       warmup_max_limit = LEAST(a.warmup_max_limit, $2),
-       warmup_current_limit = LEAST(a.warmup_current_limit, $2),
-       pending_max_limit = CASE WHEN a.pending_max_limit < LEAST(a.warmup_max_limit, $2) THEN a.pending_max_limit END,
-       pending_effective_at = CASE WHEN a.pending_max_limit < LEAST(a.warmup_max_limit, $2) THEN a.pending_effective_at END,
-       updated_at = now()
-     FROM workspaces w
-     WHERE w.id = a.workspace_id AND w.organization_id = $1
-       AND (a.warmup_max_limit > $2 OR a.warmup_current_limit > $2 OR a.pending_max_limit > $2)
-     RETURNING a.id`,
-    [orgId, cap],
-  );
-  return rows.length;
+  return lowerMailboxesToCap(db, orgId, cap);
 }

@@ -3,6 +3,7 @@
 import { hashSecret, randomAlphanumeric } from '../secrets.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
+import { insertSession, organizationOfUser, userOfSessionHash } from './queries.js';
 
 export const MAX_SESSION_TTL_MS = 366 * 86_400_000;
 
@@ -23,17 +24,18 @@ export async function createSession(
   const now = nowOf(ctx);
   const expiresAt = new Date(now.getTime() + input.ttlMs);
   const session = await ctx.db.tx(async (q) => {
-    const u = await q.query(`SELECT organization_id FROM users WHERE id = $1`, [input.userId]);
-    if (!u.length) throw new ServiceError('not_found', `no user ${input.userId}`, 'no_user', 'userId');
-    await q.query(`INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`, [
-      hashSecret(ctx.pepper, token),
-      input.userId,
-      now,
+    const organizationId = await organizationOfUser(q, input.userId);
+    if (organizationId === undefined)
+      throw new ServiceError('not_found', `no user ${input.userId}`, 'no_user', 'userId');
+    await insertSession(q, {
+      tokenHash: hashSecret(ctx.pepper, token),
+      userId: input.userId,
+      createdAt: now,
       expiresAt,
-    ]);
+    });
     const view = {
       userId: input.userId,
-      organizationId: u[0].organization_id as number,
+      organizationId,
       expiresAt: expiresAt.toISOString(),
     };
     await recordAudit(q, ctx, {
@@ -53,10 +55,6 @@ export async function userOfSession(
   ctx: Pick<ServiceContext, 'db' | 'pepper' | 'clock'>,
   token: string,
 ): Promise<SessionUser | null> {
-  const rows = await ctx.db.query(
-    `SELECT u.id, u.organization_id, u.org_role FROM sessions s JOIN users u ON u.id = s.user_id
-      WHERE s.token_hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
-    [hashSecret(ctx.pepper, token), nowOf(ctx)],
-  );
-  return rows[0] ? { id: rows[0].id, organizationId: rows[0].organization_id, orgRole: rows[0].org_role } : null;
+  const row = await userOfSessionHash(ctx.db, hashSecret(ctx.pepper, token), nowOf(ctx));
+  return row ? { id: row.id, organizationId: row.organization_id, orgRole: row.org_role } : null;
 }
