@@ -20,7 +20,8 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
 /**
  * Apply every SQL file of src/db/migrations not yet recorded in schema_migrations, in name order,
- * each in its own transaction under an advisory lock so concurrent starts apply each file once.
+ * each as one script in its own transaction under an advisory lock so concurrent starts apply each
+ * file once.
  * A database already up to date is only read: a role that owns nothing (deploy/README.md, Two database
  * roles) starts on it; with files pending, such a role stops with a line saying who must apply them.
  */
@@ -60,7 +61,7 @@ async function applyMigrations(db: Db, dir: string, files: string[]): Promise<st
       await q.query('SELECT pg_advisory_xact_lock(7355608)');
       const seen = await q.query('SELECT 1 FROM schema_migrations WHERE name = $1', [name]);
       if (seen.length) return false;
-      for (const stmt of splitSql(sql)) await q.query(stmt);
+      await q.exec(sql);
       await q.query('INSERT INTO schema_migrations (name) VALUES ($1)', [name]);
       return true;
     });
@@ -87,26 +88,4 @@ export async function recordOwnerSettings(db: Db, s: { auditRetentionDays?: numb
   if (s.auditRetentionDays !== undefined)
     await db.query('UPDATE audit_chain SET retention_days = $1', [s.auditRetentionDays]);
   if (s.appRole !== undefined) await db.query('SELECT keygate_grant_app($1)', [s.appRole]);
-}
-
-/**
- * Split a migration into statements: on `;` at the end of a line, except inside $$ bodies
- * (functions). Migrations are written one statement per `;`-terminated line group.
- */
-export function splitSql(sql: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  let inDollar = false;
-  for (const line of sql.split('\n')) {
-    if (/^\s*--/.test(line) && !inDollar) continue;
-    cur += line + '\n';
-    const dollars = line.match(/\$\$/g)?.length ?? 0;
-    if (dollars % 2 === 1) inDollar = !inDollar;
-    if (!inDollar && /;\s*$/.test(line)) {
-      if (cur.trim()) out.push(cur.trim());
-      cur = '';
-    }
-  }
-  if (cur.trim()) out.push(cur.trim());
-  return out;
 }

@@ -75,14 +75,15 @@ export async function openPg(url: string, schema = 'public', queryTimeoutMs = 10
     kind: 'pg',
     schema,
     query: q.query,
-    async exec(sql) {
-      await pool.query(sql);
-    },
     async tx(fn) {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
-        const result = await fn({ query: async (sql, params) => (await client.query(sql, params as unknown[])).rows });
+        const result = await fn({
+          query: async (sql, params) => (await client.query(sql, params as unknown[])).rows,
+          // Without parameters pg sends the simple query protocol, which runs a script of statements.
+          exec: async (sql) => void (await client.query(sql)),
+        });
         await client.query('COMMIT');
         return result;
       } catch (err) {

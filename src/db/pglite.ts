@@ -90,12 +90,12 @@ export async function openPglite(dataDir: string): Promise<Db> {
     async query<T extends Row>(sql: string, params?: unknown[]) {
       return (await db.query<T>(sql, params)).rows;
     },
-    async exec(sql) {
-      await db.exec(sql);
-    },
     async tx(fn) {
       return db.transaction(async (t) =>
-        fn({ query: async <T extends Row>(sql: string, params?: unknown[]) => (await t.query<T>(sql, params)).rows }),
+        fn({
+          query: async <T extends Row>(sql: string, params?: unknown[]) => (await t.query<T>(sql, params)).rows,
+          exec: async (sql) => void (await t.exec(sql)),
+        }),
       );
     },
     async listen(channel, onPayload) {

@@ -9,14 +9,18 @@ export interface Queryable {
   query<T extends Row = Row>(sql: string, params?: unknown[]): Promise<T[]>;
 }
 
+/** The statements of one transaction: parameterized queries, and a script of several (a migration). */
+export interface Transaction extends Queryable {
+  /** Run several statements without parameters, in this transaction. */
+  exec(sql: string): Promise<void>;
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pg' | 'pglite';
   /** The schema every table lives in (search_path); tests use one per file. */
   readonly schema: string;
-  /** Run several statements without parameters (migrations). */
-  exec(sql: string): Promise<void>;
   /** Run fn in one transaction; commits when it resolves, rolls back when it throws. */
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  tx<T>(fn: (q: Transaction) => Promise<T>): Promise<T>;
   /** LISTEN on a channel; resolves to an unsubscribe function. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   /** True when a trivial query answers. */
