@@ -9,16 +9,19 @@ import type { AccessResolver } from '../access/resolver.js';
 import type { SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
-import type { Forwarder } from './forward.js';
+import type { Forwarder } from './upstream-client.js';
 import type { ResponseFields } from './fields.js';
-import type { BodyBudget, Lingering } from './body.js';
+import type { BodyBudget } from './body-budget.js';
+import type { Lingering } from './linger.js';
 import type { TrustedProxies } from '../http/client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
 import type { RequestTrace, Tracing } from '../ops/tracing.js';
-import type { LimitMode } from './shadow.js';
 
 export type Api = 'v1' | 'v2';
+
+/** RATE_LIMIT_MODE, a plan's or a route's limitMode: limits refuse, or only log and count (./shadow.ts). */
+export type LimitMode = 'enforce' | 'shadow';
 
 export interface GatewayDeps {
   routes: () => Routes;
@@ -39,7 +42,7 @@ export interface GatewayDeps {
   targetMaxBytes: number;
   bodyTimeoutMs: number;
   bodyBudget: BodyBudget;
-  /** A refused upload's connection: read and discarded for this long before it closes (./body.ts). */
+  /** A refused upload's connection: read and discarded for this long before it closes (./linger.ts). */
   linger: Lingering;
   accessLog: boolean;
   cors: Cors;

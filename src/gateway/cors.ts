@@ -2,7 +2,7 @@
 // Access-Control-Request-Method) is answered by the gateway itself, before any guard: it carries no
 // key, spends nothing and is never forwarded. Every other response to an allowed origin says so and
 // exposes the rate-limit fields, so a page can read a 429's Retry-After. With CORS on, the gateway owns
-// the Access-Control-* fields (the upstream's are dropped, src/gateway/forward.ts).
+// the Access-Control-* fields (the upstream's are dropped, src/gateway/response-head.ts).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 const METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE';

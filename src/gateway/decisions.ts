@@ -13,7 +13,7 @@ import type { Plans } from '../config/plans.js';
 import { budgetOf, monthlyQuotaOf } from '../limits/budgets.js';
 import type { CounterRef, LayerState } from '../limits/types.js';
 import type { LimitOutcome } from './headers.js';
-import type { Refusal } from './refusals.js';
+import type { Refusal } from './refusal.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
 import { permissionGuard, type Granted } from './guards/permission.js';

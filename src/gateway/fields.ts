@@ -1,6 +1,6 @@
 // HTTP fields as the gateway handles them in both directions: the response fields it writes itself
-// (./refusals.ts, ./headers.ts) ahead of the upstream's (./forward.ts), and the fields a Connection
-// header declares hop-by-hop, dropped from the request (./upstream.ts) and from the response.
+// (./answers.ts, ./headers.ts) ahead of the upstream's (./response-head.ts), and the fields a Connection
+// header declares hop-by-hop, dropped from the request (./request-fields.ts) and from the response.
 
 /** Response fields as a flat list: name, value, name, value (node:http's writeHead takes it as is). */
 export type ResponseFields = (string | number)[];

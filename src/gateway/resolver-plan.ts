@@ -1,12 +1,13 @@
 // What the access resolver calls once it knows the principal: the pure decision of steps 5 to 10
-// (./decisions.ts), with the two things it cannot know. Whether the body has room now (./body.ts), and
-// the request's route, noted for the metrics and the access log as soon as it is known: also when the
-// limiter then fails and the answer is a 503.
+// (./decisions.ts), with the two things it cannot know. Whether the body has room now (./body-budget.ts),
+// and the request's route, noted for the metrics and the access log as soon as it is known: also when
+// the limiter then fails and the answer is a 503.
+import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../access/principal.js';
 import type { CounterPlan } from '../access/resolver.js';
 import type { GatewayDeps, RequestContext } from './context.js';
-import { decideV1, decideV2, type Decision } from './decisions.js';
-import { withBodyRoom } from './body.js';
+import { decideV1, decideV2, refusedInstead, type Decision } from './decisions.js';
+import { bodyRoomRefusal, type BodyBudget, type BodyOwner } from './body-budget.js';
 
 export function resolverPlan(deps: GatewayDeps, ctx: RequestContext) {
   const decideFor = ctx.api === 'v2' ? decideV2 : decideV1;
@@ -17,4 +18,11 @@ export function resolverPlan(deps: GatewayDeps, ctx: RequestContext) {
     if (decision.route) ctx.trace.route = decision.route.path;
     return { decision, counters: decision.counters };
   };
+}
+
+/** An admitted request whose body has no room now is refused instead, its counters read, not spent. */
+export function withBodyRoom(budget: BodyBudget, owner: BodyOwner, req: IncomingMessage, decision: Decision): Decision {
+  if (decision.kind !== 'admit') return decision;
+  const noRoom = bodyRoomRefusal(budget, owner, req);
+  return noRoom ? refusedInstead(decision, noRoom) : decision;
 }

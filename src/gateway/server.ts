@@ -1,5 +1,5 @@
 // The gateway listener. Read this file first, then ./v2.ts (the steps of docs/decisions.md section 3, one guard
-// per file under ./guards/), ./v1.ts (section 4), and ./upstream.ts (signing and forwarding).
+// per file under ./guards/), ./v1.ts (section 4), and ./forward-authorized.ts (signing and forwarding).
 // Here: the request line (absolute-form targets reduced to their path, RFC 9112 section 3.2.2), the
 // request id and client address, metrics and the access log, dependency failures as 503, the drain.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -10,10 +10,11 @@ import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
 import type { Api, GatewayDeps, RequestContext } from './context.js';
 import { clientIp } from '../http/client-ip.js';
-import { refuse, sendJson, unavailableRefusal } from './refusals.js';
+import { refuse, sendJson, unavailableRefusal } from './answers.js';
 import { v2 } from './v2.js';
 import { v1 } from './v1.js';
-import { announcesBody, lingerAfterAnswer } from './body.js';
+import { announcesBody } from './body-read.js';
+import { lingerAfterAnswer } from './linger.js';
 import { REQUEST_ID } from '../config/contract.js';
 
 export type { GatewayDeps } from './context.js';
@@ -63,13 +64,13 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     });
   };
   server.on('request', onRequest);
-  // `Expect: 100-continue` is answered by the gateway itself, once the guards passed (./body.ts); it
+  // `Expect: 100-continue` is answered by the gateway itself, once the guards passed (./body-read.ts); it
   // is never forwarded, so no upstream can hold the request open waiting for a body.
   server.on('checkContinue', onRequest);
   server.keepAliveTimeout = 65_000;
   // A head takes at most 10 s: a connection sending it slowly holds a descriptor (src/ops/connection-limits.ts).
   server.headersTimeout = 10_000;
-  // A backstop behind the body timeout of ./body.ts, for bodies nobody reads (refused requests).
+  // A backstop behind the body timeout of ./body-read.ts, for bodies nobody reads (refused requests).
   server.requestTimeout = 20_000 + deps.bodyTimeoutMs;
   return {
     server,

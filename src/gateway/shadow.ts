@@ -8,10 +8,8 @@
 // RATE_LIMIT_MODE: the most specific setting wins, so one route or one plan can be tried in shadow
 // while the rest enforce, or the other way round.
 import type { LayerState } from '../limits/types.js';
-import type { GatewayDeps, RequestContext } from './context.js';
-import type { Refusal } from './refusals.js';
-
-export type LimitMode = 'enforce' | 'shadow';
+import type { GatewayDeps, LimitMode, RequestContext } from './context.js';
+import type { Refusal } from './refusal.js';
 
 interface HasMode {
   limitMode?: LimitMode;

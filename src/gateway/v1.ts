@@ -10,9 +10,10 @@ import { partnerSecret } from './guards/credential.js';
 import { monthlyQuotaGuard, partnerRateLimitGuard } from './guards/rate-limit.js';
 import { limitOutcome } from './decisions.js';
 import { resolverPlan } from './resolver-plan.js';
-import { refuse, sendJson, type Refusal } from './refusals.js';
+import { refuse, sendJson } from './answers.js';
+import type { Refusal } from './refusal.js';
 import { addRateLimitFields } from './headers.js';
-import { forwardWithBody } from './upstream.js';
+import { forwardWithBody } from './forward-authorized.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
 const V1_KEYS = ['partner'] as const;

@@ -16,9 +16,10 @@ import { monthlyQuotaGuard, rateLimitGuard } from './guards/rate-limit.js';
 import { BUCKETS, ipCounter } from '../limits/counters.js';
 import { limitOutcome } from './decisions.js';
 import { resolverPlan } from './resolver-plan.js';
-import { refuse, sendJson, type Refusal } from './refusals.js';
+import { refuse, sendJson } from './answers.js';
+import type { Refusal } from './refusal.js';
 import { addRateLimitFields } from './headers.js';
-import { forwardWithBody } from './upstream.js';
+import { forwardWithBody } from './forward-authorized.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
 const V2_KEYS = ['workspace', 'personal'] as const;

@@ -172,8 +172,8 @@ describe('forwarding', () => {
   });
 
   it('one personal key in two workspaces: each request carries the identity of its own grant', async () => {
-    // The encoded identity is kept per principal and grant (src/gateway/upstream.ts): the first grant in
-    // a small record, a second one moves both into a map; none may answer for another.
+    // The encoded identity is kept per principal and grant (src/gateway/identity-headers.ts): the first
+    // grant in a small record, a second one moves both into a map; none may answer for another.
     const idOf = async (path: string) => {
       const before = rec.seen.length;
       const r = await raw(s.gatewayUrl, 'GET', path, { authorization: `Bearer ${K.ownerPk}` });

@@ -1,12 +1,12 @@
 // Step 1 of docs/decisions.md sections 3 and 4, decided from the request head alone: a canonical path (so
 // the path authorized is byte for byte the path the upstream routes), one Host (RFC 9112 section
 // 3.2), a target within its bound, a body only where a body means something, and a declared size within the limit. The body
-// itself is read only after every other guard passed (src/gateway/body.ts).
+// itself is read only after every other guard passed (src/gateway/body-read.ts).
 import type { IncomingMessage } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import { pathProblem } from '../path.js';
-import { announcesBody } from '../body.js';
-import type { Refusal } from '../refusals.js';
+import { announcesBody } from '../body-read.js';
+import type { Refusal } from '../refusal.js';
 
 // Paths repeat (a client polls the same resources): their verdict is remembered.
 const verdicts = new LRUCache<string, string>({ max: 10_000 });

@@ -1,10 +1,10 @@
 // Steps 8 to 10: the path workspace is the key's (or one its user belongs to) and not deleted; the
 // key holds the route's scope; the role the key acts at reaches the scope's minimum role.
 import { roleRank, type Principal } from '../../access/principal.js';
-import type { Refusal } from '../refusals.js';
+import type { Refusal } from '../refusal.js';
 import type { RouteMatch } from './route.js';
 
-/** What the key may act as on the route: the identity the upstream is told (./upstream.ts). */
+/** What the key may act as on the route: the identity the upstream is told (../identity-headers.ts). */
 export interface Granted {
   /** The role the key acts at in the path workspace (null on routes without one, for personal keys). */
   role: string | null;

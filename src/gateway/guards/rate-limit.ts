@@ -5,7 +5,7 @@ import type { Bucket } from '../../config/routes.js';
 import type { LayerState } from '../../limits/types.js';
 import { V1_LIMIT } from '../../config/contract.js';
 import { retryAfter } from '../headers.js';
-import type { Refusal } from '../refusals.js';
+import type { Refusal } from '../refusal.js';
 
 const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk: 'Bulk' };
 

@@ -1,7 +1,7 @@
 // Step 7: the route exists in the route table (config/routes.json); a route missing from it is never
 // forwarded.
 import type { RouteMatch, RouteTable } from '../../config/routes.js';
-import type { Refusal } from '../refusals.js';
+import type { Refusal } from '../refusal.js';
 
 export type { RouteMatch };
 

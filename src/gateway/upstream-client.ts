@@ -4,14 +4,14 @@
 // "2026-11-23: the forwarding path, per commit"). The request target is sent exactly as it was
 // authorized and signed (no URL parser re-serialises it), every forwarded request is bounded by
 // UPSTREAM_TIMEOUT_MS from the moment it is handed over (waiting for a pooled connection included),
-// and the response head is cleaned: hop-by-hop fields and the fields the gateway owns (its rate-limit
-// headers, Retry-After, X-Request-Id) never come from the upstream.
+// and the response head is cleaned (./response-head.ts).
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-// The Pool's own file, not undici's index (src/gateway/undici-pool.d.ts).
+// The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
-import { headerNameToString } from 'undici/lib/core/util.js';
-import { connectionOptions, type ResponseFields } from './fields.js';
+import type { ResponseFields } from './fields.js';
+import { Deadlines } from './deadlines.js';
+import { copyResponseHeaders } from './response-head.js';
 
 export type UpstreamFailure = 'bad_gateway' | 'gateway_timeout';
 
@@ -51,47 +51,6 @@ export interface ForwarderOptions {
   observe?(seconds: number): void;
 }
 
-/** Response fields that describe one connection (RFC 9110 section 7.6.1) or that only the gateway may set. */
-const RESPONSE_DROPPED = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'x-request-id',
-  'ratelimit',
-  'ratelimit-policy',
-]);
-
-/** Copy the upstream's response fields the client may see (raw name/value pairs, as undici hands them). */
-function copyResponseHeaders(raw: Buffer[], status: number, head: ResponseFields, ownCors: boolean): void {
-  let named: Set<string> | null = null;
-  const names: string[] = new Array(raw.length >> 1);
-  for (let i = 0; i < raw.length; i += 2) {
-    // A known name is read from undici's table of lower-cased names, without a string made and lowered.
-    const name = (names[i >> 1] = headerNameToString(raw[i]));
-    if (name === 'connection') named = connectionOptions(raw[i + 1].toString('latin1'));
-  }
-  let vary: string | null = null;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = names[i >> 1];
-    if (RESPONSE_DROPPED.has(name) || name.startsWith('x-ratelimit-') || named?.has(name)) continue;
-    // Retry-After belongs to the gateway's own 429s; an upstream's 503 may still say when it is back.
-    if (name === 'retry-after' && status !== 503) continue;
-    if (ownCors && name.startsWith('access-control-')) continue;
-    const value = raw[i + 1].toString('latin1');
-    if (ownCors && name === 'vary') {
-      vary = vary === null ? value : `${vary}, ${value}`;
-      continue;
-    }
-    head.push(name, value);
-  }
-  // CORS's `Vary: Origin` was set on the response (src/gateway/cors.ts); this list's value replaces it.
-  if (vary !== null) head.push('vary', `Origin, ${vary}`);
-}
-
 class UpstreamTimeout extends Error {
   readonly code = 'UND_ERR_GATEWAY_TIMEOUT';
 }
@@ -101,73 +60,6 @@ const TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'ETIMEDOUT',
 ]);
-
-/**
- * The forwarder's exchanges in the order their time runs out, under one timer. Every exchange of a
- * forwarder has the same bound and each restart sets it from now, so an exchange restarted moves to
- * the tail and the head is always the first due. A Node timer per exchange, restarted at the head and
- * at every chunk, cost about 1 µs a request (a Timeout object, the libuv clock read on each restart);
- * here a restart is a clock read and two links. An exchange removed is unlinked both ways and forgets
- * its neighbours (src/ops/live-list.ts says why that matters to the young generation).
- */
-class Deadlines {
-  private head: Exchange | null = null;
-  private tail: Exchange | null = null;
-  private timer: NodeJS.Timeout | null = null;
-
-  constructor(private readonly ms: number) {}
-
-  /** (Re)starts the bound of `x` from `now` (performance.now()). */
-  restart(x: Exchange, now: number): void {
-    x.deadline = now + this.ms;
-    if (x !== this.tail) {
-      if (x.queued) this.unlink(x);
-      x.prev = this.tail;
-      if (this.tail) this.tail.next = x;
-      else this.head = x;
-      this.tail = x;
-      x.queued = true;
-    }
-    this.timer ??= setTimeout(this.expire, this.ms);
-  }
-
-  remove(x: Exchange): void {
-    if (!x.queued) return;
-    this.unlink(x);
-    if (this.head === null && this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-  }
-
-  stop(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  private unlink(x: Exchange): void {
-    if (x.prev) x.prev.next = x.next;
-    else this.head = x.next;
-    if (x.next) x.next.prev = x.prev;
-    else this.tail = x.prev;
-    x.prev = x.next = null;
-    x.queued = false;
-  }
-
-  private readonly expire = () => {
-    this.timer = null;
-    const now = performance.now();
-    // Within a millisecond of its bound counts as due: Node's own timers keep milliseconds of the loop's clock.
-    while (this.head && this.head.deadline - now < 1) {
-      const x = this.head;
-      this.unlink(x);
-      x.timedOut();
-    }
-    // A restart during the loop may have set a timer for a full bound; the head may be due sooner.
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = this.head ? setTimeout(this.expire, Math.ceil(this.head.deadline - now)) : null;
-  };
-}
 
 /**
  * One forwarded request: undici's dispatch handler. It may be aborted (timeout, client gone) before
@@ -190,7 +82,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
     private readonly res: ServerResponse,
     private readonly head: ResponseFields,
     private readonly options: ForwarderOptions,
-    private readonly deadlines: Deadlines,
+    private readonly deadlines: Deadlines<Exchange>,
     private readonly onFail: (kind: UpstreamFailure) => void,
     private done: (() => void) | undefined,
   ) {
@@ -314,7 +206,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     connectTimeout: options.timeoutMs,
   });
   const basePath = base.pathname === '/' ? '' : base.pathname.replace(/\/$/, '');
-  const deadlines = new Deadlines(options.timeoutMs);
+  const deadlines = new Deadlines<Exchange>(options.timeoutMs);
 
   return {
     forward(request, res, onFail, done) {

@@ -1,10 +1,10 @@
-// The forwarder on its own (src/gateway/forward.ts, undici's dispatch API): what a proxy must relay
+// The forwarder on its own (src/gateway/upstream-client.ts, undici's dispatch API): what a proxy must relay
 // faithfully besides the simple case the other gateway tests drive: repeated fields, interim answers,
 // a large body to a slow reader (backpressure), a status text, HEAD, and the failures before a head.
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createForwarder, type Forwarder, type UpstreamFailure } from '../../src/gateway/forward.js';
+import { createForwarder, type Forwarder, type UpstreamFailure } from '../../src/gateway/upstream-client.js';
 import { listenLocal } from '../helpers/listen.js';
 
 const BIG = Buffer.alloc(8 * 1024 * 1024, 'x');

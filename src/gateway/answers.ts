@@ -16,17 +16,8 @@ import {
   type CodeB,
   type CodeV1,
 } from '../http/errors.js';
-import { announcesBody } from './body.js';
-
-/** A code of either /v2 table; on /v1 it is written with the v1 code of the same meaning. */
-export type GatewayCode = CodeA | CodeB;
-
-export interface Refusal {
-  code: GatewayCode;
-  message?: string;
-  retryAfter?: number;
-  details?: Record<string, unknown>;
-}
+import { announcesBody } from './body-read.js';
+import type { GatewayCode, Refusal } from './refusal.js';
 
 /** The /v1 error code for a /v2 one (docs/decisions.md section 4). */
 const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {

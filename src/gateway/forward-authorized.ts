@@ -1,0 +1,102 @@
+// Sign and forward an authorized request (docs/decisions.md section 5). The upstream gets a clean request
+// (./request-fields.ts); then the signed identity (./identity-headers.ts), the request id, the client
+// address and, with a body, its RFC 9530 Content-Digest, which the signature covers.
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Principal } from '../access/principal.js';
+import type { Granted } from './guards/permission.js';
+import { contentDigest, sign } from '../http/identity.js';
+import type { GatewayDeps, RequestContext } from './context.js';
+import type { UpstreamFailure } from './upstream-client.js';
+import { announcesBody, readBody, type ReadBody } from './body-read.js';
+import { refuse } from './answers.js';
+import { cleanHeaders, forwardingFields } from './request-fields.js';
+import { identityHeader, identityOf } from './identity-headers.js';
+
+export function forwardAuthorized(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+  body: ReadBody | null,
+): void {
+  const out = cleanHeaders(ctx.req.headers, ctx.span !== null);
+  const now = deps.clock.now();
+  out.push('x-request-id', ctx.requestId);
+  let digest: string | undefined;
+  if (body) {
+    digest = contentDigest(body.bytes);
+    out.push('content-digest', digest, 'content-length', String(body.bytes.length));
+  } else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+    out.push('content-length', '0');
+  }
+  if (deps.identityHmac) {
+    const identity = identityHeader(principal, grant);
+    const ts = String(now);
+    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, ctx.target, identity, digest);
+    out.push('x-gateway-identity', identity, 'x-gateway-timestamp', ts, 'x-gateway-signature', signature);
+  }
+  if (deps.identityJwt) {
+    const jwt = deps.identityJwt;
+    const token = jwt.sign(
+      {
+        identity: identityOf(principal, grant),
+        method: ctx.method,
+        target: ctx.target,
+        requestId: ctx.requestId,
+        contentDigest: digest,
+      },
+      now,
+    );
+    out.push(jwt.header, jwt.headerValue(token));
+  }
+  forwardingFields(deps, ctx, out);
+  if (ctx.span) {
+    const trace: OutgoingHttpHeaders = {};
+    ctx.span.upstream(trace);
+    for (const k in trace) out.push(k, String(trace[k]));
+  }
+  deps.forwarder.forward(
+    { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
+    ctx.res,
+    (kind: UpstreamFailure) => {
+      deps.metrics.upstreamFailure(kind);
+      refuse(ctx, {
+        code: kind,
+        message: kind === 'bad_gateway' ? 'The upstream could not be reached.' : 'The upstream did not answer in time.',
+      });
+    },
+    body?.release,
+  );
+}
+
+/**
+ * Read the body (only now: the request is authorized and within its limits), then forward. A request
+ * without a body is forwarded at once, without a promise of its own.
+ */
+export function forwardWithBody(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+): Promise<void> | void {
+  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
+  return readAndForward(deps, ctx, principal, grant);
+}
+
+async function readAndForward(
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  principal: Principal,
+  grant: Granted | null,
+): Promise<void> {
+  const owner = { key: String(principal.keyId), address: ctx.ip };
+  const body = await readBody(ctx.req, ctx.res, {
+    maxBytes: deps.bodyLimitBytes,
+    timeoutMs: deps.bodyTimeoutMs,
+    budget: deps.bodyBudget,
+    owner,
+  });
+  if (body === null) return; // the client went away
+  if ('code' in body) return refuse(ctx, body);
+  forwardAuthorized(deps, ctx, principal, grant, body);
+}
