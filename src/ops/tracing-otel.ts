@@ -48,9 +48,16 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { AccessResolver, ResolverEvents } from '../access/resolver.js';
-import type { SharedStores } from '../limits/types.js';
-import type { RequestOutcome, RequestTrace, Tracing } from './tracing.js';
+import type {
+  GatewayResolver,
+  RequestOutcome,
+  RequestTrace,
+  TraceableEvents,
+  TraceableResolver,
+  TraceableStores,
+  TracedResolution,
+  Tracing,
+} from './tracing-types.js';
 
 const propagator = new W3CTraceContextPropagator();
 const headerGetter: TextMapGetter<IncomingMessage['headers']> = {
@@ -105,8 +112,11 @@ export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
  * (default `keygate`), the endpoint and headers from `OTEL_EXPORTER_OTLP_*` (OTLP/HTTP with JSON
  * bodies) and the batching from `OTEL_BSP_*`, these two read by the SDK itself.
  */
-export function tracingFromEnv(env: NodeJS.ProcessEnv, exporter?: SpanExporter): Tracing {
-  return createTracing({
+export function tracingFromEnv<R extends TraceableResolver = GatewayResolver>(
+  env: NodeJS.ProcessEnv,
+  exporter?: SpanExporter,
+): Tracing<R> {
+  return createTracing<R>({
     processor: new BatchSpanProcessor(exporter ?? new OTLPTraceExporter()),
     sampler: samplerFromEnv(env),
     serviceName: env.OTEL_SERVICE_NAME || 'keygate',
@@ -120,18 +130,15 @@ export interface TracingOptions {
   serviceName: string;
 }
 
-type ResolverFactory = {
-  make: (stores: SharedStores, events: ResolverEvents) => AccessResolver;
-  stores: SharedStores;
-  events: ResolverEvents;
-};
+/** A sampled request's resolver (the gateway's factory) over stores and events traced under `span`. */
+type ResolverFactory<R> = (span: Span, spanContext: Context) => R;
 
 const NO_ATTRIBUTES = {};
 const NO_LINKS: never[] = [];
 const UPSTREAM_FAILURES = new Set(['bad_gateway', 'gateway_timeout']);
 
 /** A request not sampled: its ids travel upstream (flags 00), nothing is recorded. */
-class UnsampledTrace implements RequestTrace {
+class UnsampledTrace implements RequestTrace<never> {
   readonly access = null;
   constructor(
     readonly traceId: string,
@@ -149,13 +156,13 @@ class UnsampledTrace implements RequestTrace {
 }
 
 /** A sampled request: its SERVER span, its own resolver, and the upstream span once it forwards. */
-class SampledTrace implements RequestTrace {
+class SampledTrace<R extends TraceableResolver> implements RequestTrace<R> {
   readonly traceId: string;
   private upstreamSpan: Span | null = null;
-  private resolver: AccessResolver | null | undefined;
+  private resolver: R | null | undefined;
 
   constructor(
-    private readonly tracing: SampledTracing,
+    private readonly tracing: SampledTracing<R>,
     private readonly span: Span,
     private readonly context: Context,
     private readonly res: ServerResponse,
@@ -165,7 +172,7 @@ class SampledTrace implements RequestTrace {
     this.traceId = span.spanContext().traceId;
   }
 
-  get access(): AccessResolver | null {
+  get access(): R | null {
     if (this.resolver === undefined) this.resolver = this.tracing.tracedAccess(this.context);
     return this.resolver;
   }
@@ -210,8 +217,8 @@ function setTraceState(headers: OutgoingHttpHeaders, state: string | undefined):
 }
 
 /** What a sampled request needs: the tracer, and how its resolver is built. */
-class SampledTracing {
-  factory: ResolverFactory | null = null;
+class SampledTracing<R extends TraceableResolver> {
+  factory: ResolverFactory<R> | null = null;
   constructor(readonly tracer: Tracer) {}
 
   /** `fn` inside a child span of `parent`; a rejection marks the span and passes on. */
@@ -229,9 +236,9 @@ class SampledTracing {
   }
 
   /** The limit stores with each round trip a `keygate.rate_limit` span under `parent` (a fresh object: the gateway's stay as they are). */
-  tracedStores(s: SharedStores, parent: Context): SharedStores {
-    return {
-      gate: (r) =>
+  tracedStores<S extends TraceableStores>(s: S, parent: Context): S {
+    return overriding<S, TraceableStores>(s, {
+      gate: (r: never) =>
         this.within(
           parent,
           'keygate.rate_limit',
@@ -239,7 +246,7 @@ class SampledTracing {
           (span, g) => span.setAttributes({ 'keygate.rate_limit.op': 'gate', 'keygate.rate_limit.outcome': g.kind }),
         ),
       limiter: {
-        spend: (counters, cost) =>
+        spend: (counters: never, cost: number) =>
           this.within(
             parent,
             'keygate.rate_limit',
@@ -247,35 +254,20 @@ class SampledTracing {
             (span) => span.setAttribute('keygate.rate_limit.op', cost === 0 ? 'peek' : 'spend'),
           ),
       },
-      cooldown: s.cooldown,
-      versions: s.versions,
-      preflight: (ip, org) => s.preflight(ip, org),
-      ready: () => s.ready(),
-      close: () => s.close(),
-    };
+    });
   }
 
   /** A sampled request's resolver: one `keygate.access` span around the gateway's own resolver. */
-  tracedAccess(parent: Context): AccessResolver | null {
-    const f = this.factory;
-    if (f === null) return null;
-    return {
-      resolve: async (secret, accepted, ip, plan) => {
+  tracedAccess(parent: Context): R | null {
+    const make = this.factory;
+    if (make === null) return null;
+    const traced: TraceableResolver = {
+      resolve: async (...args) => {
         const span = this.tracer.startSpan('keygate.access', { kind: SpanKind.INTERNAL }, parent);
-        const events: ResolverEvents = {
-          cache(hit) {
-            span.setAttribute('keygate.access.source', hit ? 'cache' : 'database');
-            f.events.cache(hit);
-          },
-          authFailure: (kind) => f.events.authFailure(kind),
-          used: f.events.used ? (p, now) => f.events.used!(p, now) : undefined,
-        };
         try {
-          const r = await f
-            .make(this.tracedStores(f.stores, trace.setSpan(parent, span)), events)
-            .resolve(secret, accepted, ip, plan);
+          const r: TracedResolution = await make(span, trace.setSpan(parent, span)).resolve(...args);
           span.setAttribute('keygate.access.outcome', r.kind);
-          if (r.kind === 'resolved') {
+          if (r.kind === 'resolved' && r.principal !== undefined) {
             span.setAttribute('keygate.organization_id', r.principal.organizationId);
             span.setAttribute('keygate.key_id', r.principal.keyId);
           }
@@ -287,7 +279,17 @@ class SampledTracing {
         }
       },
     };
+    // One method, taking the gateway resolver's arguments and giving back its very result: it is an R.
+    return traced as R;
   }
+}
+
+/**
+ * `target` with some members replaced; the others are the target's, reached through the prototype, so
+ * they stay its own (methods and closures alike) whatever else the target holds.
+ */
+function overriding<T extends U, U extends object>(target: T, members: Partial<U>): T {
+  return Object.assign(Object.create(target) as T, members);
 }
 
 function fail(span: Span, err: unknown): void {
@@ -295,7 +297,7 @@ function fail(span: Span, err: unknown): void {
   span.end();
 }
 
-export function createTracing(o: TracingOptions): Tracing {
+export function createTracing<R extends TraceableResolver = GatewayResolver>(o: TracingOptions): Tracing<R> {
   // The trace id a root span must take: the one its sampling decision was made on.
   let rootTraceId: string | null = null;
   const provider = new BasicTracerProvider({
@@ -312,7 +314,7 @@ export function createTracing(o: TracingOptions): Tracing {
     },
     spanProcessors: [o.processor],
   });
-  const sampled = new SampledTracing(provider.getTracer('keygate'));
+  const sampled = new SampledTracing<R>(provider.getTracer('keygate'));
   const sampler = o.sampler;
 
   return {
@@ -339,7 +341,16 @@ export function createTracing(o: TracingOptions): Tracing {
     },
 
     resolvers(make, stores, events) {
-      sampled.factory = { make, stores, events };
+      sampled.factory = (span, spanContext) =>
+        make(
+          sampled.tracedStores(stores, spanContext),
+          overriding<typeof events, TraceableEvents>(events, {
+            cache(hit) {
+              span.setAttribute('keygate.access.source', hit ? 'cache' : 'database');
+              events.cache(hit);
+            },
+          }),
+        );
     },
 
     close: () => provider.shutdown(),

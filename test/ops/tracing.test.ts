@@ -20,6 +20,7 @@ import { startProgram, type Program } from '../helpers/program.js';
 import { createTracingFromEnv, tracingConfigured, type RequestTrace } from '../../src/ops/tracing.js';
 import { createTracing, samplerFromEnv } from '../../src/ops/tracing-otel.js';
 import type { Principal } from '../../src/access/principal.js';
+import type { ResolverEvents } from '../../src/access/resolver.js';
 import type { GateRequest, SharedStores } from '../../src/limits/types.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
@@ -241,6 +242,11 @@ describe('sampling decided at the request head', () => {
     const seen: string[] = [];
     const principal = { organizationId: 1, keyId: 2 } as Principal;
     const stores = { gate: async () => ({ kind: 'stale' }) } as unknown as SharedStores;
+    const events: ResolverEvents = {
+      cache: (hit) => seen.push(`cache ${hit}`),
+      authFailure: (kind) => seen.push(`failure ${kind}`),
+      used: (p, now) => seen.push(`used ${p.keyId} ${now}`),
+    };
     tracing.resolvers(
       (st, ev) => ({
         resolve: async () => {
@@ -251,11 +257,7 @@ describe('sampling decided at the request head', () => {
         },
       }),
       stores,
-      {
-        cache: (hit) => seen.push(`cache ${hit}`),
-        authFailure: (kind) => seen.push(`failure ${kind}`),
-        used: (p, now) => seen.push(`used ${p.keyId} ${now}`),
-      },
+      events,
     );
     const t = tracing.request(head({}), answered, 'GET', 'rid');
     expect(t.access).not.toBeNull();
