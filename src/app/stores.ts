@@ -10,7 +10,7 @@ import {
   redisSettingName,
   type RedisConnection,
 } from '../limits/redis.js';
-import { createResilientStores } from '../limits/resilient.js';
+import { createResilientStores } from '../limits/resilient/index.js';
 import { MonthCheckpoint } from '../limits/month-checkpoint.js';
 import type { Queryable } from '../db/types.js';
 import type { SharedStores } from '../limits/types.js';
@@ -63,9 +63,9 @@ export async function openStores(o: {
           clock: o.clock,
           mode: s.RATE_LIMIT_FAILURE_MODE,
           // Redis is judged by its connection and by replies overdue in free event-loop time, not
-          // by a timer on a loop that may be busy (src/limits/resilient.ts).
+          // by a timer on a loop that may be busy (src/limits/resilient/).
           connection: redis ?? undefined,
-          // A Cluster: one breaker per primary (src/limits/resilient.ts).
+          // A Cluster: one breaker per primary (src/limits/resilient/).
           topology: shared.topology,
           replyTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
           log: o.log.child({ c: 'limits' }),

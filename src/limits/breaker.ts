@@ -1,4 +1,4 @@
-// A circuit breaker with named states, for one Redis server (./resilient.ts keeps one per Cluster
+// A circuit breaker with named states, for one Redis server (./resilient/nodes.ts keeps one per Cluster
 // primary, one for a standalone or Sentinel Redis). It judges from evidence the caller hands it:
 //
 //   closed ──silence / connection closed / failures──▶ open ──probe due──▶ half-open

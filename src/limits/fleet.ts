@@ -9,7 +9,7 @@
 //   the counter was spent already.
 // The fleet then admits about one budget in the window of the outage: the counts seen differ a little
 // from instance to instance, and each share is rounded up, so at most one extra per instance. What the
-// fallback counts reaches Redis only when it answers again (./resilient.ts hands it over): a Redis
+// fallback counts reaches Redis only when it answers again (./resilient/handover.ts hands it over): a Redis
 // that comes back empty within the window counts from those hand-overs alone, so a window that spans
 // such a recovery can admit up to one more budget.
 // A monthly quota's counter is one more counter with its share, in its month: its counts are kept

@@ -1,6 +1,6 @@
 // The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag, modulo 16384
 // (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#key-distribution-model).
-// The breaker judges a Cluster per node (./resilient.ts) and needs the node of each call's keys
+// The breaker judges a Cluster per node (./resilient/nodes.ts) and needs the node of each call's keys
 // before sending it; ioredis computes the same slot internally but does not export it.
 
 const TABLE = (() => {

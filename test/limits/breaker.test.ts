@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBreaker, type Breaker, type BreakerState } from '../../src/limits/breaker.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
-import { MIN_SILENCE_MS } from '../../src/limits/resilient.js';
+import { MIN_SILENCE_MS } from '../../src/limits/resilient/index.js';
 
 const TICK_MS = 10;
 // The product's floor, so these transitions are the ones a gateway makes.

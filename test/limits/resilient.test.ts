@@ -1,4 +1,4 @@
-// The breakers in front of the shared stores (src/limits/resilient.ts), on a fake wall clock and a
+// The breakers in front of the shared stores (src/limits/resilient/), on a fake wall clock and a
 // loop clock driven by hand: when Redis counts as unreachable (docs/decisions.md section 1) and when it does not.
 import { EventEmitter } from 'node:events';
 import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
@@ -12,7 +12,7 @@ import {
   MIN_SILENCE_MS,
   StoreUnavailableError,
   type ResilientStores,
-} from '../../src/limits/resilient.js';
+} from '../../src/limits/resilient/index.js';
 import {
   spendOne,
   spendPair,
