@@ -34,36 +34,34 @@ export function ipv4Value(s: string): number {
 const isAddress = (s: string) => ipv4Value(s) >= 0 || isIP(s) !== 0;
 
 export class TrustedProxies {
-  /** IPv6 subnets (IPv4 ones are checked in `v4`). */
-  private list = new BlockList();
-  /** IPv4 subnets as [network, mask] pairs: checked with integer arithmetic, no allocation. */
-  private v4: [number, number][] = [];
+  /** The TRUST_PROXY subnets of each family: an address is matched against those of its own family. */
+  private v4 = new BlockList();
+  private v6 = new BlockList();
   readonly empty: boolean;
 
   constructor(cidrs: string[]) {
     for (const c of cidrs) {
       const { address, family, prefix } = parseCidr(c);
-      if (family === 4) {
-        const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-        this.v4.push([(ipv4Value(address) & mask) >>> 0, mask]);
-      } else this.list.addSubnet(address, prefix, 'ipv6');
+      if (family === 4) this.v4.addSubnet(address, prefix, 'ipv4');
+      else this.v6.addSubnet(address, prefix, 'ipv6');
     }
     this.empty = cidrs.length === 0;
   }
 
-  /** Answers per IPv6 address are remembered: BlockList.check allocates on every call. */
+  /** Answers per address are remembered: BlockList.check allocates on every call (microseconds). */
   private seen = new LRUCache<string, boolean>({ max: 10_000 });
 
   has(ip: string): boolean {
-    // An IPv4-mapped IPv6 address meets the IPv4 subnets, as BlockList would match it.
-    const v4 = ipv4Value(ip.startsWith('::ffff:') ? ip.slice(7) : ip);
-    if (v4 >= 0) {
-      for (const [net, mask] of this.v4) if ((v4 & mask) >>> 0 === net) return true;
-      return false;
-    }
     let trusted = this.seen.get(ip);
-    if (trusted === undefined) this.seen.set(ip, (trusted = isIP(ip) === 6 && this.list.check(ip, 'ipv6')));
+    if (trusted === undefined) this.seen.set(ip, (trusted = this.match(ip)));
     return trusted;
+  }
+
+  private match(ip: string): boolean {
+    // An IPv4-mapped IPv6 address meets the IPv4 subnets, as BlockList would match it.
+    const v4 = ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+    if (ipv4Value(v4) >= 0) return this.v4.check(v4, 'ipv4');
+    return isIP(ip) === 6 && this.v6.check(ip, 'ipv6');
   }
 }
 
