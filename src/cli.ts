@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// The entry: start (all-in-one) | gateway | backend | migrate | seed (docs/decisions.md sections 1 and 8), and
-// the key-management commands keys | orgs | sessions (src/cli/). Exit code 2: a bad setting or argument.
+// The program's entry, compiled to dist/cli.js (what the image, deploy/ and `npm run gateway` run; the npm
+// bin src/cli/launch.mjs runs it too): the programs start (all-in-one) | gateway | backend | migrate |
+// seed (docs/decisions.md sections 1 and 8), started here; the key-management commands (keys, orgs,
+// sessions, audit, admin-tokens, limits) handed to src/cli/program.ts; --help and --version answered by
+// src/cli/help.ts. Each is loaded only when asked for. Exit code 2: a bad setting or argument.
 // First: V8 settings that must hold before any other module's code runs (./ops/v8-flags.ts says which and why).
 import './ops/v8-flags.js';
 import { ConfigError } from './config/errors.js';
@@ -10,7 +13,8 @@ import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
 import { migrate, ownsSchema, recordOwnerSettings } from './db/index.js';
 import type { Seed } from './access/seed.js';
-import { ADMIN_COMMANDS } from './cli/commands.js';
+import { ADMIN_COMMANDS, asksForHelp, PROGRAMS } from './cli/commands.js';
+import { noArguments } from './cli/args.js';
 import { openDatabase } from './cli/context.js';
 import { getPepper } from './access/pepper.js';
 import { dataFile } from './cli/paths.js';
@@ -39,21 +43,23 @@ function withDataFiles(s: Settings): Settings {
 
 async function main() {
   const args = process.argv.slice(2);
-  if (args.some((a) => a === '--help' || a === '-h') || args[0] === 'help') {
-    process.stdout.write((await import('./cli/index.js')).USAGE);
+  if (asksForHelp(args)) {
+    process.stdout.write((await import('./cli/help.js')).helpOrVersion(args));
     return;
   }
   if ((ADMIN_COMMANDS as readonly string[]).includes(args[0])) {
     // The commands need no program's secrets: validated as for `migrate`.
-    const { runAdminCommand } = await import('./cli/index.js');
+    const { runAdminCommand } = await import('./cli/program.js');
     return runAdminCommand(withDataFiles(loadSettings(process.env, 'migrate')), args);
   }
   const mode = (args[0] ?? 'start') as Mode;
-  if (!['start', 'gateway', 'backend', 'migrate', 'seed'].includes(mode)) {
+  if (!(PROGRAMS as readonly string[]).includes(mode)) {
+    const all = [...PROGRAMS, ...ADMIN_COMMANDS];
     throw new ConfigError(
-      `unknown command ${JSON.stringify(mode)}; expected start, gateway, backend, migrate, seed, keys, orgs, sessions, audit, admin-tokens or limits (keygate --help)`,
+      `unknown command ${JSON.stringify(mode)}; expected ${all.slice(0, -1).join(', ')} or ${all.at(-1)} (keygate --help)`,
     );
   }
+  noArguments(mode, args.slice(1));
   const settings = withDataFiles(loadSettings(process.env, mode));
   // WORKERS > 1 makes the gateway a cluster (below), whose primary and workers write to one stdout.
   const clustered = mode !== 'backend' && mode !== 'migrate' && mode !== 'seed' && workerCount(settings.WORKERS) > 1;

@@ -7,7 +7,8 @@ import {
   revokeAdminToken,
 } from '../access/service/admin-tokens.js';
 import { ServiceError } from '../access/service/context.js';
-import { idArg, oneOf, parseArgs, required, UsageError } from './args.js';
+import { commandArgs, idArg, oneOf, required, UsageError } from './args.js';
+import { COMMAND_SPECS } from './specs.js';
 import { withContext, type AdminContext } from './context.js';
 import { CommandError, output, table } from './output.js';
 
@@ -17,7 +18,7 @@ export async function adminTokensCommand(
   argv: readonly string[],
 ): Promise<void> {
   if (sub === 'create') {
-    const a = parseArgs('admin-tokens create', argv, { values: ['name', 'role'] });
+    const a = commandArgs(COMMAND_SPECS['admin-tokens create'], argv);
     const name = required('admin-tokens create', a, 'name').trim();
     if (name.length < 1 || name.length > 100)
       throw new UsageError('admin-tokens create: --name must be 1 to 100 characters');
@@ -31,7 +32,7 @@ export async function adminTokensCommand(
     return;
   }
   if (sub === 'list') {
-    const a = parseArgs('admin-tokens list', argv, { flags: ['all'] });
+    const a = commandArgs(COMMAND_SPECS['admin-tokens list'], argv);
     const rows = await withContext(ctx, (c) => listAdminTokens(c.db, { includeRevoked: a.flags.has('all') }));
     output(
       a.flags.has('json'),
@@ -44,7 +45,7 @@ export async function adminTokensCommand(
     return;
   }
   if (sub === 'revoke') {
-    const a = parseArgs('admin-tokens revoke', argv, { positionals: ['tokenId'] });
+    const a = commandArgs(COMMAND_SPECS['admin-tokens revoke'], argv);
     const id = idArg('admin-tokens revoke', '<tokenId>', a.positionals.tokenId);
     const t = await withContext(ctx, (c) =>
       revokeAdminToken(c.service, id).catch((err) => {

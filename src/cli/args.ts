@@ -1,6 +1,8 @@
-// Arguments of the key-management commands: `--name value`, `--name=value`, boolean flags and
-// positionals. Every mistake is a one-line UsageError (exit code 2) that names the command and the
-// option, in our words rather than node:util's.
+// Arguments of the commands, read by node:util's parseArgs in strict mode: an option the command does
+// not declare, a value missing, a flag given a value are refused. Every mistake is a one-line
+// UsageError (exit code 2) that names the command and the option, in our words rather than
+// node:util's (its messages span several lines).
+import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/errors.js';
 import { isDbId } from '../config/contract.js';
 
@@ -9,13 +11,29 @@ export class UsageError extends ConfigError {
   override name = 'UsageError';
 }
 
-export interface ArgSpec {
-  /** Options that take a value. */
-  values?: readonly string[];
-  /** Options that take none. */
-  flags?: readonly string[];
+/** One option as parseArgs takes it, with what `--help` says of it. */
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  default?: string;
+  /** The value's name in the help (`<id>`). */
+  arg?: string;
+  help?: string;
+}
+
+export type OptionSpecs = Readonly<Record<string, OptionSpec>>;
+
+/** A command: its options and positionals for parseArgs, and its `--help`. */
+export interface CommandSpec {
+  /** `keys create`: the words after `keygate`, and the start of every message about its arguments. */
+  name: string;
+  /** Its forms, each after the name (`<keyId> [--grace 24h]`). */
+  synopsis: readonly string[];
+  summary: string;
+  options: OptionSpecs;
   /** Names of the positional arguments, all required. */
   positionals?: readonly string[];
+  example: string;
 }
 
 export interface ParsedArgs {
@@ -24,38 +42,100 @@ export interface ParsedArgs {
   positionals: Record<string, string>;
 }
 
-export function parseArgs(command: string, argv: readonly string[], spec: ArgSpec): ParsedArgs {
-  const values: Record<string, string> = {};
-  const flags = new Set<string>();
-  const positional: string[] = [];
-  const valueNames = new Set(spec.values ?? []);
-  const flagNames = new Set([...(spec.flags ?? []), 'json']);
+/** What parseArgs gives back, as the commands read it. */
+export interface Parsed {
+  values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  positionals: string[];
+  tokens: { kind: string; name?: string }[];
+}
+
+/** `--name -x`: a value may start with one dash, which node:util would take for an option. */
+function withDashValues(argv: readonly string[], options: OptionSpecs): string[] {
+  const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    if (!arg.startsWith('--') || arg === '--') {
-      if (arg !== '--') positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if (flagNames.has(name)) {
-      if (eq >= 0) throw new UsageError(`${command}: --${name} takes no value`);
-      flags.add(name);
-    } else if (valueNames.has(name)) {
-      if (name in values) throw new UsageError(`${command}: --${name} is given twice`);
-      const value = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-      if (value === undefined || (eq < 0 && value.startsWith('--')))
-        throw new UsageError(`${command}: --${name} needs a value`);
-      values[name] = value;
-    } else {
-      throw new UsageError(`${command}: unknown option --${name}`);
-    }
+    if (arg === '--') return [...out, ...argv.slice(i)];
+    const name = arg.startsWith('--') ? arg.slice(2) : '';
+    const next = argv[i + 1];
+    if (Object.hasOwn(options, name) && options[name].type === 'string' && next !== undefined && /^-[^-]/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
+/** The first mistake of `args`, in one line: node:util's own error names it over several. */
+function mistake(args: string[], options: OptionSpecs, allowPositionals: boolean, err: Error): string {
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
+  for (const t of tokens) {
+    if (t.kind === 'positional' && !allowPositionals) return `unexpected argument ${JSON.stringify(t.value)}`;
+    if (t.kind !== 'option') continue;
+    if (!Object.hasOwn(options, t.name)) return `unknown option ${t.rawName}`;
+    if (options[t.name].type === 'boolean' && t.value !== undefined) return `${t.rawName} takes no value`;
+    if (options[t.name].type === 'string' && (t.value === undefined || (!t.inlineValue && /^-./.test(t.value))))
+      return `${t.rawName} needs a value`;
+  }
+  return err.message.split('\n')[0];
+}
+
+/** node:util's parseArgs, strict, with the options' types and defaults; a mistake is one UsageError line. */
+export function strictArgs(argv: readonly string[], options: OptionSpecs, allowPositionals = true): Parsed {
+  const args = withDashValues(argv, options);
+  // parseArgs takes only what it knows of an option.
+  const config = Object.fromEntries(
+    Object.entries(options).map(([name, o]) => [
+      name,
+      { type: o.type, ...(o.multiple && { multiple: true }), ...(o.default !== undefined && { default: o.default }) },
+    ]),
+  );
+  try {
+    return parseArgs({ args, options: config, strict: true, allowPositionals, tokens: true }) as Parsed;
+  } catch (err) {
+    throw new UsageError(mistake(args, config, allowPositionals, err as Error));
+  }
+}
+
+/** Every command also takes --json (one JSON document on stdout). */
+const JSON_FLAG: OptionSpec = { type: 'boolean', help: 'the result as JSON on stdout' };
+
+/** A command's arguments: each string option at most once, every positional given, no other. */
+export function commandArgs(spec: CommandSpec, argv: readonly string[]): ParsedArgs {
+  const command = spec.name;
+  const options: OptionSpecs = { ...spec.options, json: JSON_FLAG };
+  let parsed: Parsed;
+  try {
+    parsed = strictArgs(argv, options);
+  } catch (err) {
+    throw err instanceof UsageError ? new UsageError(`${command}: ${err.message}`) : err;
+  }
+  const seen = new Set<string>();
+  for (const t of parsed.tokens) {
+    if (t.kind !== 'option' || options[t.name!].type !== 'string') continue;
+    if (seen.has(t.name!)) throw new UsageError(`${command}: --${t.name} is given twice`);
+    seen.add(t.name!);
+  }
+  const values: Record<string, string> = {};
+  const flags = new Set<string>();
+  for (const [name, v] of Object.entries(parsed.values)) {
+    if (typeof v === 'string') values[name] = v;
+    else if (v === true) flags.add(name);
   }
   const names = spec.positionals ?? [];
-  if (positional.length < names.length) throw new UsageError(`${command}: missing <${names[positional.length]}>`);
-  if (positional.length > names.length)
-    throw new UsageError(`${command}: unexpected argument ${JSON.stringify(positional[names.length])}`);
-  return { values, flags, positionals: Object.fromEntries(names.map((n, i) => [n, positional[i]])) };
+  const given = parsed.positionals;
+  if (given.length < names.length) throw new UsageError(`${command}: missing <${names[given.length]}>`);
+  if (given.length > names.length)
+    throw new UsageError(`${command}: unexpected argument ${JSON.stringify(given[names.length])}`);
+  return { values, flags, positionals: Object.fromEntries(names.map((n, i) => [n, given[i]])) };
+}
+
+/** A command that takes no argument at all (the programs: their settings come from the environment). */
+export function noArguments(command: string, argv: readonly string[]): void {
+  try {
+    strictArgs(argv, {}, false);
+  } catch (err) {
+    throw err instanceof UsageError ? new UsageError(`${command}: ${err.message}`) : err;
+  }
 }
 
 /** A database id: a positive integer within PostgreSQL's integer range. */

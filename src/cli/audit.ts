@@ -3,14 +3,14 @@
 // as JSON lines (--json on list does the same for its page); `verify` checks the hash chain and exits 1
 // naming the first row that does not follow.
 import { exportAudit, listAudit, verifyAudit, AUDIT_PAGE_MAX, type AuditFilter } from '../access/service/audit.js';
-import { idArg, oneOf, parseArgs, UsageError } from './args.js';
+import { commandArgs, idArg, oneOf, UsageError } from './args.js';
 import { withContext, type AdminContext } from './context.js';
 import { CommandError, table } from './output.js';
-import { parseInstant } from './keys.js';
+import { parseInstant } from './durations.js';
+import { COMMAND_SPECS } from './specs.js';
 import { viaService } from './service.js';
 
 const ACTORS = ['admin-token', 'user', 'cli', 'internal', 'seed', 'api-key'] as const;
-const FILTERS = ['org', 'actor', 'actor-id', 'action', 'target-type', 'target', 'since', 'until'];
 
 function filterOf(command: string, values: Record<string, string>): AuditFilter {
   const f: AuditFilter = {};
@@ -36,7 +36,7 @@ export async function auditCommand(
   argv: readonly string[],
 ): Promise<void> {
   if (sub === 'list') {
-    const a = parseArgs('audit list', argv, { values: [...FILTERS, 'limit', 'before'] });
+    const a = commandArgs(COMMAND_SPECS['audit list'], argv);
     const f = filterOf('audit list', a.values);
     if (a.values.limit !== undefined) {
       f.limit = Number(a.values.limit);
@@ -65,7 +65,7 @@ export async function auditCommand(
     return;
   }
   if (sub === 'export') {
-    const a = parseArgs('audit export', argv, { values: FILTERS });
+    const a = commandArgs(COMMAND_SPECS['audit export'], argv);
     const f = filterOf('audit export', a.values);
     await withContext(ctx, async (c) => {
       // A row at a time to stdout: an export of years of rows never sits in memory whole.
@@ -77,7 +77,7 @@ export async function auditCommand(
     return;
   }
   if (sub === 'verify') {
-    const a = parseArgs('audit verify', argv, {});
+    const a = commandArgs(COMMAND_SPECS['audit verify'], argv);
     const result = await withContext(ctx, (c) => verifyAudit(c.service));
     if (a.flags.has('json')) process.stdout.write(JSON.stringify(result) + '\n');
     else if (result.ok)

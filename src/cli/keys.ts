@@ -16,7 +16,9 @@ import {
   type UpdateKeyInput,
 } from '../access/service/keys.js';
 import { ROLES } from '../config/routes.js';
-import { idArg, oneOf, parseArgs, required, UsageError, type ParsedArgs } from './args.js';
+import { commandArgs, idArg, oneOf, required, UsageError, type ParsedArgs } from './args.js';
+import { parseInstant, parseSpan } from './durations.js';
+import { COMMAND_SPECS } from './specs.js';
 import { unstorableTextAt } from '../db/storable.js';
 import { withContext, type AdminContext } from './context.js';
 import { iso, output, table } from './output.js';
@@ -24,38 +26,6 @@ import { viaService } from './service.js';
 
 const SCOPE = /^[a-z]+:[a-z]+$/;
 const MAX_SCOPES = 32;
-const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/**
- * An instant: ISO 8601 with a zone (`2026-12-31T23:59:59Z`, `...+02:00`), a date (`2026-12-31`, its
- * UTC midnight), or a span from now (`+30d`, `+12h`, `+90m`).
- */
-export function parseInstant(command: string, option: string, raw: string, now = Date.now()): Date {
-  const rel = /^\+([1-9][0-9]{0,5})([smhd])$/.exec(raw);
-  if (rel) return new Date(now + Number(rel[1]) * UNIT_MS[rel[2]]);
-  const ok =
-    /^\d{4}-\d{2}-\d{2}$/.test(raw) ||
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(raw);
-  const t = ok ? new Date(raw) : null;
-  if (!t || Number.isNaN(t.getTime())) {
-    throw new UsageError(
-      `${command}: ${option} must be an ISO 8601 time with a zone (2026-12-31T23:59:59Z), a date (2026-12-31) or +<n>[smhd] (got ${JSON.stringify(raw)})`,
-    );
-  }
-  return t;
-}
-
-/** A span: `0`, or `<n>s|m|h|d` (`24h`, `30m`, `7d`). */
-export function parseSpan(command: string, option: string, raw: string): number {
-  if (raw === '0') return 0;
-  const m = /^([1-9][0-9]{0,5})([smhd])$/.exec(raw);
-  if (!m)
-    throw new UsageError(
-      `${command}: ${option} must be 0 or <n>s, <n>m, <n>h or <n>d such as 24h (got ${JSON.stringify(raw)})`,
-    );
-  return Number(m[1]) * UNIT_MS[m[2]];
-}
-
 /** `--metadata '{"tier":"gold"}'`: a JSON object (at most 1 KiB, checked by the service), or `null`. */
 export function parseMetadata(command: string, raw: string): KeyMetadata | null {
   let v: unknown;
@@ -79,9 +49,7 @@ const CREATE = 'keys create';
 
 /** The arguments of `keys create`, checked before the database is opened (exit code 2). */
 export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; json: boolean } {
-  const a = parseArgs(CREATE, argv, {
-    values: ['type', 'name', 'workspace', 'user', 'org', 'role', 'scopes', 'created-by', 'expires-at', 'metadata'],
-  });
+  const a = commandArgs(COMMAND_SPECS[CREATE], argv);
   const type = oneOf(CREATE, '--type', required(CREATE, a, 'type'), ['workspace', 'personal', 'partner'] as const);
   const name = required(CREATE, a, 'name').trim();
   if (name.length < 1 || name.length > 100) throw new UsageError(`${CREATE}: --name must be 1 to 100 characters`);
@@ -124,11 +92,7 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
 const UPDATE = 'keys update';
 
 export function parseUpdate(argv: readonly string[]): { id: number; input: UpdateKeyInput; json: boolean } {
-  const a = parseArgs(UPDATE, argv, {
-    values: ['name', 'expires-at', 'metadata'],
-    flags: ['no-expiry'],
-    positionals: ['keyId'],
-  });
+  const a = commandArgs(COMMAND_SPECS[UPDATE], argv);
   const id = idArg(UPDATE, '<keyId>', a.positionals.keyId);
   const input: UpdateKeyInput = {};
   if (a.values.name !== undefined) input.name = a.values.name;
@@ -186,10 +150,7 @@ export async function keysCommand(
     return;
   }
   if (sub === 'list') {
-    const a = parseArgs('keys list', argv, {
-      values: ['org', 'workspace', 'user', 'type', 'status'],
-      flags: ['active'],
-    });
+    const a = commandArgs(COMMAND_SPECS['keys list'], argv);
     const f = listFilter(a);
     const keys = await withContext(ctx, (c) => viaService('keys list', () => listKeys(c.service, f)));
     output(
@@ -228,7 +189,7 @@ export async function keysCommand(
     return;
   }
   if (sub === 'rotate') {
-    const a = parseArgs('keys rotate', argv, { values: ['grace'], positionals: ['keyId'] });
+    const a = commandArgs(COMMAND_SPECS['keys rotate'], argv);
     const id = idArg('keys rotate', '<keyId>', a.positionals.keyId);
     const graceMs = a.values.grace === undefined ? undefined : parseSpan('keys rotate', '--grace', a.values.grace);
     const { key, secret } = await withContext(ctx, (c) =>
@@ -242,7 +203,7 @@ export async function keysCommand(
     return;
   }
   if (sub === 'revoke') {
-    const a = parseArgs('keys revoke', argv, { positionals: ['keyId'] });
+    const a = commandArgs(COMMAND_SPECS['keys revoke'], argv);
     const id = idArg('keys revoke', '<keyId>', a.positionals.keyId);
     // As DELETE /api-keys/{id}: the very next request on every gateway instance is refused.
     const key = await withContext(ctx, (c) => viaService('keys revoke', () => revokeKey(c.service, id)));

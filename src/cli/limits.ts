@@ -17,13 +17,12 @@ import {
   type LimitsView,
 } from '../access/service/limits.js';
 import { viaService } from './service.js';
-import { idArg, parseArgs, UsageError, type ParsedArgs } from './args.js';
+import { commandArgs, idArg, UsageError, type ParsedArgs } from './args.js';
+import { COMMAND_SPECS } from './specs.js';
 import { withContext, type AdminContext } from './context.js';
 import { output, table } from './output.js';
 import type { Bucket } from '../config/routes.js';
-
-const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
-const LIMIT_OPTIONS = { values: ['read', 'write', 'bulk', 'monthly-quota'], flags: ['clear'] } as const;
+import { BUCKETS } from '../limits/counters.js';
 
 /** `--read N|plan` ...: N sets, `plan` clears back to the layer above; `--clear` clears every one. */
 function limitsChange(command: string, a: ParsedArgs, forKey: boolean): LimitsChange | null {
@@ -69,9 +68,9 @@ export async function limitsCommand(
   of: 'orgs' | 'keys',
   argv: readonly string[],
 ): Promise<void> {
-  const command = `${of} limits`;
+  const command = `${of} limits` as const;
   const what = of === 'orgs' ? '<orgId>' : '<keyId>';
-  const a = parseArgs(command, argv, { ...LIMIT_OPTIONS, positionals: [what.slice(1, -1)] });
+  const a = commandArgs(COMMAND_SPECS[command], argv);
   const id = idArg(command, what, a.positionals[what.slice(1, -1)]);
   const change = limitsChange(command, a, of === 'keys');
   const view = await withContext(ctx, (c) =>
@@ -218,7 +217,7 @@ function reportLines(r: ReplayReport): string[] {
 /** `limits replay --access-log FILE --plans NEW.json [--overrides FILE]`. */
 export async function replayCommand(ctx: () => Promise<AdminContext>, argv: readonly string[]): Promise<void> {
   const command = 'limits replay';
-  const a = parseArgs(command, argv, { values: ['access-log', 'plans', 'overrides'] });
+  const a = commandArgs(COMMAND_SPECS[command], argv);
   const logFile = a.values['access-log'];
   const plansFile = a.values.plans;
   if (logFile === undefined) throw new UsageError(`${command}: --access-log is required`);

@@ -4,7 +4,8 @@
 // access version so the gateways apply it to the very next request.
 import type { Plans } from '../config/plans.js';
 import { updateOrganization, type OrganizationPatch } from '../access/service/organizations.js';
-import { idArg, oneOf, parseArgs, UsageError } from './args.js';
+import { commandArgs, idArg, oneOf, UsageError } from './args.js';
+import { COMMAND_SPECS } from './specs.js';
 import { withContext, type AdminContext } from './context.js';
 import { output } from './output.js';
 import { viaService } from './service.js';
@@ -24,8 +25,8 @@ export async function orgsCommand(
   plans: () => Plans,
 ): Promise<void> {
   if (sub === 'pause' || sub === 'resume') {
-    const command = `orgs ${sub}`;
-    const a = parseArgs(command, argv, { positionals: ['orgId'] });
+    const command = `orgs ${sub}` as const;
+    const a = commandArgs(COMMAND_SPECS[command], argv);
     const id = idArg(command, '<orgId>', a.positionals.orgId);
     const org = await withContext(ctx, (c) => changeOrganization(c, command, id, { paused: sub === 'pause' }));
     output(a.flags.has('json'), org, [
@@ -34,7 +35,7 @@ export async function orgsCommand(
     return;
   }
   if (sub === 'plan') {
-    const a = parseArgs('orgs plan', argv, { positionals: ['orgId', 'plan'] });
+    const a = commandArgs(COMMAND_SPECS['orgs plan'], argv);
     const id = idArg('orgs plan', '<orgId>', a.positionals.orgId);
     // Plans are data: any plan of PLANS_FILE.
     const raw = oneOf('orgs plan', '<plan>', a.positionals.plan, [...Object.keys(plans()), 'none']);

@@ -1,5 +1,7 @@
 // The load test's command line: `npm run loadtest -- --url URL --key KEY [...]` (docs/loadtest.md).
-import { parseArgs } from 'node:util';
+import { strictArgs, UsageError, type OptionSpecs } from '../cli/args.js';
+
+export { UsageError };
 
 export interface RouteSpec {
   method: string;
@@ -30,8 +32,6 @@ export interface LoadTestOptions {
   progress: boolean;
   timeoutMs: number;
 }
-
-export class UsageError extends Error {}
 
 export const LOADTEST_USAGE = `Usage: npm run loadtest -- --url URL --key KEY [options]
 
@@ -76,32 +76,39 @@ export function parseRoute(spec: string): RouteSpec {
   return { method: m[1].toUpperCase(), path: m[2], weight, body: m[4] };
 }
 
+/** What node:util's parseArgs is given: the options of LOADTEST_USAGE, with their defaults. */
+const OPTIONS: OptionSpecs = {
+  url: { type: 'string', multiple: true },
+  key: { type: 'string', multiple: true },
+  route: { type: 'string', multiple: true },
+  duration: { type: 'string', default: '30' },
+  requests: { type: 'string' },
+  rate: { type: 'string' },
+  connections: { type: 'string', default: '10' },
+  addresses: { type: 'string' },
+  'no-retry-wait': { type: 'boolean' },
+  out: { type: 'string' },
+  timeout: { type: 'string', default: '10000' },
+  quiet: { type: 'boolean' },
+};
+
+interface Values {
+  url?: string[];
+  key?: string[];
+  route?: string[];
+  duration: string;
+  requests?: string;
+  rate?: string;
+  connections: string;
+  addresses?: string;
+  'no-retry-wait'?: boolean;
+  out?: string;
+  timeout: string;
+  quiet?: boolean;
+}
+
 export function parseOptions(argv: string[], now = new Date()): LoadTestOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        url: { type: 'string', multiple: true },
-        key: { type: 'string', multiple: true },
-        route: { type: 'string', multiple: true },
-        duration: { type: 'string' },
-        requests: { type: 'string' },
-        rate: { type: 'string' },
-        connections: { type: 'string' },
-        addresses: { type: 'string' },
-        'no-retry-wait': { type: 'boolean' },
-        out: { type: 'string' },
-        timeout: { type: 'string' },
-        quiet: { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const v = parsed.values;
+  const v = strictArgs(argv, OPTIONS, false).values as unknown as Values;
   const urls = (v.url ?? []).map((u) => {
     let url: URL;
     try {
@@ -137,14 +144,14 @@ export function parseOptions(argv: string[], now = new Date()): LoadTestOptions 
     urls,
     keys,
     routes,
-    duration: v.duration === undefined ? 30 : int('duration', v.duration, 1, 86_400),
+    duration: int('duration', v.duration, 1, 86_400),
     requests: v.requests === undefined ? null : int('requests', v.requests, 1, 1_000_000_000),
     rate: v.rate === undefined ? null : int('rate', v.rate, 1, 1_000_000),
-    connections: v.connections === undefined ? 10 : int('connections', v.connections, 1, 10_000),
+    connections: int('connections', v.connections, 1, 10_000),
     addresses,
     honourRetryAfter: !v['no-retry-wait'],
     outDir: v.out ?? `loadtest-results/${now.toISOString().replace(/[:.]/g, '-')}`,
     progress: !v.quiet,
-    timeoutMs: v.timeout === undefined ? 10_000 : int('timeout', v.timeout, 100, 600_000),
+    timeoutMs: int('timeout', v.timeout, 100, 600_000),
   };
 }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/config/errors.js';
 import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/index.js';
+import { runAdminCommand } from '../../src/cli/program.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith } from '../fixtures/seed.js';

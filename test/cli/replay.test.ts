@@ -8,7 +8,7 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { createLogger, flushAccessLines } from '../../src/ops/logger.js';
 import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/index.js';
+import { runAdminCommand } from '../../src/cli/program.js';
 import type { ReplayReport } from '../../src/limits/replay.js';
 import { testSecret } from '../helpers/keys.js';
 

@@ -1,0 +1,31 @@
+// The key-management commands of `keygate` (src/cli.ts is the entry, src/cli/help.ts their --help):
+// keys, organizations, sessions, the audit trail, admin tokens and limits, over the database the programs
+// share, each dispatched here to its module. Exit codes: 0 done, 1 refused (something named is not
+// there), 2 bad arguments or settings.
+import type { Settings } from '../config/settings.js';
+import { openAdminContext } from './context.js';
+import { keysCommand } from './keys.js';
+import { orgsCommand } from './orgs.js';
+import { limitsCommand, replayCommand } from './limits.js';
+import { UsageError } from './args.js';
+import { loadPlans } from '../config/plans.js';
+import { dataFile } from './paths.js';
+import { sessionsCommand } from './sessions.js';
+import { auditCommand } from './audit.js';
+import { adminTokensCommand } from './admin-tokens.js';
+
+export async function runAdminCommand(settings: Settings, argv: readonly string[]): Promise<void> {
+  const [command, sub, ...rest] = argv;
+  const open = () => openAdminContext(settings);
+  if (command === 'keys' && sub === 'limits') return limitsCommand(open, 'keys', rest);
+  if (command === 'keys') return keysCommand(open, sub, rest);
+  if (command === 'orgs' && sub === 'limits') return limitsCommand(open, 'orgs', rest);
+  if (command === 'orgs') return orgsCommand(open, sub, rest, () => loadPlans(dataFile(settings.PLANS_FILE)));
+  if (command === 'limits') {
+    if (sub === 'replay') return replayCommand(open, rest);
+    throw new UsageError(`limits: expected replay${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  }
+  if (command === 'audit') return auditCommand(open, sub, rest);
+  if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
+  return sessionsCommand(open, sub, rest);
+}
