@@ -44,7 +44,7 @@ export default defineConfig({
         test: {
           ...common,
           name: 'main',
-          include: ['test/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...PERF_FILES],
           maxWorkers: MAIN_WORKERS,
           isolate: MAIN_ISOLATE,

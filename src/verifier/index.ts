@@ -1,7 +1,7 @@
-// keygate/verifier: check, in your own Node service, the identity keygate's gateway forwards
-// (docs/decisions.md section 5). Standalone on purpose: it depends on `jose` and node:crypto only, never on
-// the rest of keygate, so a service can import it without the gateway. Other languages: the rules
-// below and the vectors in test/vectors/identity-{hmac,jwt}.json.
+// @keygate/verifier (packages/verifier builds and packs it): check, in your own Node service, the identity
+// keygate's gateway forwards (docs/decisions.md section 5). Standalone on purpose: it depends on `jose`
+// and node:crypto only, never on the rest of keygate, so a service can install it without the gateway.
+// Other languages: the rules below and the vectors in test/vectors/identity-{hmac,jwt}.json.
 //
 // HMAC headers (IDENTITY_FORMAT hmac|both, shared secret GATEWAY_SECRET):
 //   X-Gateway-Signature = hex HMAC-SHA256 over
