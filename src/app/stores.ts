@@ -2,7 +2,7 @@
 // Cluster or Sentinel) when one is configured, else this process's memory; or what a test hands in.
 import type { Logger } from 'pino';
 import { isMisconfigured, settingError } from '../config/errors.js';
-import { createMemoryStores } from '../limits/memory.js';
+import { createMemoryStores } from '../limits/memory/index.js';
 import {
   createRedisClient,
   createRedisStores,
