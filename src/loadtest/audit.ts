@@ -125,24 +125,16 @@ interface Tally {
   outOfRange: number[];
 }
 
-/** Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). */
-export function audit(
-  answers: Iterable<AuditAnswer>,
-  keyName: (i: number) => string = (i) => `key ${i + 1}`,
-  clockSlackMs = 250,
-): AuditResult {
-  const tallies = new Map<string, Tally>();
-  const violations: Violation[] = [];
-  let refusals = 0;
-  let retriesHonoured = 0;
-  let retriesInFreshWindow = 0;
-  const unannounced = new Map<string, number>();
+/** The windows of a run by layer, subject and reset, each counting its answers. */
+class Tallies {
+  private readonly byId = new Map<string, Tally>();
 
-  const tally = (layer: Tally['layer'], subject: string, reset: number, limit: number): Tally => {
+  /** The window's tally (made at its first answer); its limit is the largest announced. */
+  of(layer: Tally['layer'], subject: string, reset: number, limit: number): Tally {
     const id = `${layer}\u0000${subject}\u0000${reset}`;
-    let t = tallies.get(id);
+    let t = this.byId.get(id);
     if (!t)
-      tallies.set(
+      this.byId.set(
         id,
         (t = {
           layer,
@@ -158,75 +150,45 @@ export function audit(
       );
     t.limit = Math.max(t.limit, limit);
     return t;
-  };
-  const count = (t: Tally, ok: boolean, remaining: number | null) => {
-    if (!ok) return void t.refused++;
-    t.admitted++;
-    if (remaining === null) return;
-    if (t.seen.has(remaining)) t.duplicates.push(remaining);
-    t.seen.add(remaining);
-    if (remaining < 0 || remaining > t.limit - 1) t.outOfRange.push(remaining);
-  };
-
-  for (const a of answers) {
-    const spent = admitted(a) || isRateLimited(a);
-    const ok = admitted(a);
-    const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
-    if (spent && keySubject && a.limit !== null && a.reset !== null)
-      count(tally('key', keySubject, a.reset, a.limit), ok, a.remaining);
-    if (ok && a.key >= 0 && (a.limit === null || a.remaining === null || a.reset === null || a.bucket === null)) {
-      const subject = keyName(a.key);
-      unannounced.set(subject, (unannounced.get(subject) ?? 0) + 1);
-    }
-    if (spent && a.key >= 0 && a.month)
-      count(tally('month', `${keyName(a.key)} month`, a.month.reset, a.month.limit), ok, a.month.remaining);
-    // The address layer has no reset header of its own: it shares the key layer's minute.
-    if (spent && a.ipLimit !== null && a.reset !== null)
-      count(tally('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
-
-    if (isRateLimited(a)) {
-      refusals++;
-      const subject = keySubject ?? `address ${a.address || 'of the load test'}`;
-      if (a.retryAfter === null)
-        violations.push({
-          kind: 'missing-retry-after',
-          subject,
-          reset: a.reset,
-          detail: `a ${a.status} ${a.code} without Retry-After`,
-        });
-      else if (a.reset !== null && a.at + a.retryAfter * 1000 + clockSlackMs < a.reset * 1000) {
-        violations.push({
-          kind: 'retry-after-too-short',
-          subject,
-          reset: a.reset,
-          detail: `Retry-After ${a.retryAfter} s at ${new Date(a.at).toISOString()} ends before the window resets`,
-        });
-      }
-    }
-    if (a.afterRetry) {
-      retriesHonoured++;
-      if (a.reset !== null && a.reset > a.afterRetry.reset) retriesInFreshWindow++;
-      else if (a.reset !== null) {
-        violations.push({
-          kind: 'retry-same-window',
-          subject: keySubject ?? 'request',
-          reset: a.reset,
-          detail: `after honouring Retry-After the answer still came from the window ending ${a.reset}`,
-        });
-      }
-    }
   }
 
-  for (const [subject, n] of unannounced)
-    violations.push({
-      kind: 'missing-fields',
-      subject,
-      reset: null,
-      detail: `${n} admitted answer(s) without rate-limit fields (X-RateLimit-Limit, -Remaining, -Reset and a RateLimit-Policy bucket)`,
-    });
+  values(): IterableIterator<Tally> {
+    return this.byId.values();
+  }
+}
 
+function count(t: Tally, ok: boolean, remaining: number | null): void {
+  if (!ok) return void t.refused++;
+  t.admitted++;
+  if (remaining === null) return;
+  if (t.seen.has(remaining)) t.duplicates.push(remaining);
+  t.seen.add(remaining);
+  if (remaining < 0 || remaining > t.limit - 1) t.outOfRange.push(remaining);
+}
+
+/** A rate-limit refusal without Retry-After, or with one that ends before the window resets; else null. */
+function refusalViolation(a: AuditAnswer, subject: string, clockSlackMs: number): Violation | null {
+  if (a.retryAfter === null)
+    return {
+      kind: 'missing-retry-after',
+      subject,
+      reset: a.reset,
+      detail: `a ${a.status} ${a.code} without Retry-After`,
+    };
+  if (a.reset !== null && a.at + a.retryAfter * 1000 + clockSlackMs < a.reset * 1000)
+    return {
+      kind: 'retry-after-too-short',
+      subject,
+      reset: a.reset,
+      detail: `Retry-After ${a.retryAfter} s at ${new Date(a.at).toISOString()} ends before the window resets`,
+    };
+  return null;
+}
+
+/** The windows as the result shows them, each's violations appended to `violations` in window order. */
+function windowsOf(tallies: Iterable<Tally>, violations: Violation[]): WindowAudit[] {
   const windows: WindowAudit[] = [];
-  for (const t of tallies.values()) {
+  for (const t of tallies) {
     windows.push({
       layer: t.layer,
       subject: t.subject,
@@ -260,5 +222,65 @@ export function audit(
       });
   }
   windows.sort((x, y) => x.reset - y.reset || x.subject.localeCompare(y.subject));
+  return windows;
+}
+
+/** Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). */
+export function audit(
+  answers: Iterable<AuditAnswer>,
+  keyName: (i: number) => string = (i) => `key ${i + 1}`,
+  clockSlackMs = 250,
+): AuditResult {
+  const tallies = new Tallies();
+  const violations: Violation[] = [];
+  let refusals = 0;
+  let retriesHonoured = 0;
+  let retriesInFreshWindow = 0;
+  const unannounced = new Map<string, number>();
+
+  for (const a of answers) {
+    const spent = admitted(a) || isRateLimited(a);
+    const ok = admitted(a);
+    const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
+    if (spent && keySubject && a.limit !== null && a.reset !== null)
+      count(tallies.of('key', keySubject, a.reset, a.limit), ok, a.remaining);
+    if (ok && a.key >= 0 && (a.limit === null || a.remaining === null || a.reset === null || a.bucket === null)) {
+      const subject = keyName(a.key);
+      unannounced.set(subject, (unannounced.get(subject) ?? 0) + 1);
+    }
+    if (spent && a.key >= 0 && a.month)
+      count(tallies.of('month', `${keyName(a.key)} month`, a.month.reset, a.month.limit), ok, a.month.remaining);
+    // The address layer has no reset header of its own: it shares the key layer's minute.
+    if (spent && a.ipLimit !== null && a.reset !== null)
+      count(tallies.of('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
+
+    if (isRateLimited(a)) {
+      refusals++;
+      const v = refusalViolation(a, keySubject ?? `address ${a.address || 'of the load test'}`, clockSlackMs);
+      if (v) violations.push(v);
+    }
+    if (a.afterRetry) {
+      retriesHonoured++;
+      if (a.reset !== null && a.reset > a.afterRetry.reset) retriesInFreshWindow++;
+      else if (a.reset !== null) {
+        violations.push({
+          kind: 'retry-same-window',
+          subject: keySubject ?? 'request',
+          reset: a.reset,
+          detail: `after honouring Retry-After the answer still came from the window ending ${a.reset}`,
+        });
+      }
+    }
+  }
+
+  for (const [subject, n] of unannounced)
+    violations.push({
+      kind: 'missing-fields',
+      subject,
+      reset: null,
+      detail: `${n} admitted answer(s) without rate-limit fields (X-RateLimit-Limit, -Remaining, -Reset and a RateLimit-Policy bucket)`,
+    });
+
+  const windows = windowsOf(tallies.values(), violations);
   return { ok: violations.length === 0, windows, violations, refusals, retriesHonoured, retriesInFreshWindow };
 }

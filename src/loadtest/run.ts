@@ -74,6 +74,190 @@ export function errorCode(body: string): string | null {
   }
 }
 
+/** Key and bucket held back after a 429 with Retry-After (when honoured), and the first request after it. */
+interface Holds {
+  /** The next key not held back for this route's bucket, or -1. */
+  pickKey(route: number, now: number): number;
+  /** The window a request for this key and route retries after, taken once (undefined: not a retry). */
+  takeRetry(route: number, key: number): number | undefined;
+  /** The route's bucket, learned from its answers (RateLimit-Policy). */
+  learnBucket(route: number, bucket: string): void;
+  /** Hold the key's bucket back until `until` (epoch ms); the next request for it retries `reset`'s window. */
+  hold(key: number, bucket: string, until: number, reset: number): void;
+  /** The earliest end of a hold, epoch ms (Infinity: none). */
+  earliestEnd(): number;
+}
+
+function createHolds(opts: LoadTestOptions, keyId: number[]): Holds {
+  const routeBucket = new Map<number, string>();
+  // Key and bucket held back until (epoch ms), with the window the refusal came from.
+  const heldUntil = new Map<string, { until: number; reset: number }>();
+  const pendingRetry = new Map<string, number>();
+  let seq = 0;
+  return {
+    pickKey(route, now) {
+      const bucket = routeBucket.get(route);
+      for (let tried = 0; tried < opts.keys.length; tried++) {
+        const k = seq++ % opts.keys.length;
+        if (bucket === undefined) return k;
+        const hold = heldUntil.get(`${keyId[k]} ${bucket}`);
+        if (!hold || hold.until <= now) return k;
+      }
+      return -1;
+    },
+    takeRetry(route, key) {
+      const bucket = routeBucket.get(route);
+      const holdId = bucket === undefined ? null : `${keyId[key]} ${bucket}`;
+      const retryOf = holdId === null ? undefined : pendingRetry.get(holdId);
+      if (holdId !== null && retryOf !== undefined) pendingRetry.delete(holdId);
+      return retryOf;
+    },
+    learnBucket(route, bucket) {
+      routeBucket.set(route, bucket);
+    },
+    hold(key, bucket, until, reset) {
+      const id = `${keyId[key]} ${bucket}`;
+      const prior = heldUntil.get(id);
+      if (!prior || prior.until < until) heldUntil.set(id, { until, reset });
+      pendingRetry.set(id, reset);
+    },
+    earliestEnd() {
+      return Math.min(...[...heldUntil.values()].map((h) => h.until));
+    },
+  };
+}
+
+/** What an answer's head and error body say, as the audit reads it. */
+async function readAnswer(
+  res: Dispatcher.ResponseData,
+  at: number,
+): Promise<Omit<AuditAnswer, 'key' | 'address' | 'afterRetry'>> {
+  const h = res.headers;
+  let code: string | null = null;
+  if (res.statusCode >= 400) code = errorCode(await res.body.text());
+  else await res.body.dump();
+  const policy = header(h, 'ratelimit-policy');
+  const name = policy === undefined ? null : (/^"([^"]+)"/.exec(policy)?.[1] ?? null);
+  return {
+    at,
+    status: res.statusCode,
+    code,
+    bucket: name === 'ip' ? null : name,
+    limit: num(header(h, 'x-ratelimit-limit')),
+    remaining: num(header(h, 'x-ratelimit-remaining')),
+    reset: num(header(h, 'x-ratelimit-reset')),
+    ipLimit: num(header(h, 'x-ratelimit-ip-limit')),
+    ipRemaining: num(header(h, 'x-ratelimit-ip-remaining')),
+    retryAfter: num(header(h, 'retry-after')),
+    month: monthOf(policy, header(h, 'ratelimit'), at),
+  };
+}
+
+/** Headers of a request with a key: `x-api-key` for a /v1 key, a bearer token otherwise. */
+function requestHeaders(secret: string, address: string, hasBody: boolean): Record<string, string> {
+  const headers: Record<string, string> = secret.startsWith('svc_v1_')
+    ? { 'x-api-key': secret }
+    : { authorization: `Bearer ${secret}` };
+  if (address) headers['x-forwarded-for'] = address;
+  if (hasBody) headers['content-type'] = 'application/json';
+  return headers;
+}
+
+/** One line a second from the answers of the last second. */
+function startProgress(
+  onProgress: (p: Progress) => void,
+  answers: Answer[],
+  errors: Record<string, number>,
+  elapsedMs: () => number,
+): ReturnType<typeof setInterval> {
+  let reported = 0;
+  return setInterval(() => {
+    const elapsed = elapsedMs();
+    const recent = answers.slice(reported);
+    reported = answers.length;
+    const lat = recent.map((a) => a.ms).sort((a, b) => a - b);
+    const byClass: Record<string, number> = {};
+    for (const a of answers) {
+      const c = a.status === 429 ? '429' : `${Math.floor(a.status / 100)}xx`;
+      byClass[c] = (byClass[c] ?? 0) + 1;
+    }
+    onProgress({
+      seconds: elapsed / 1000,
+      answers: answers.length,
+      rate: recent.length,
+      p50: lat.length ? lat[Math.floor(lat.length * 0.5)] : 0,
+      p99: lat.length ? lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] : 0,
+      byClass,
+      errors: Object.values(errors).reduce((s, n) => s + n, 0),
+    });
+  }, 1000);
+}
+
+/** A run under way: its schedule, the next route, key and address, and the sender of one request. */
+interface Run {
+  opts: LoadTestOptions;
+  clock: () => number;
+  ticks: () => number;
+  started: number;
+  endAt: number;
+  holds: Holds;
+  pools: number;
+  /** False once `opts.requests` are sent. */
+  more(): boolean;
+  nextRoute(): number;
+  nextAddress(): string;
+  send(urlIndex: number, route: number, key: number, address: string, due: number): Promise<void>;
+}
+
+/** Saturating: `connections` loops per URL, each sending its next request once the last is answered. */
+async function saturate(run: Run): Promise<void> {
+  const { opts, clock, ticks, endAt, holds } = run;
+  const loop = async (urlIndex: number) => {
+    while (ticks() < endAt && run.more()) {
+      const route = run.nextRoute();
+      const now = clock();
+      const key = holds.pickKey(route, now);
+      if (key < 0) {
+        const wake = Math.min(now + (endAt - ticks()), holds.earliestEnd());
+        await new Promise((r) => setTimeout(r, Math.max(1, wake - now)));
+        continue;
+      }
+      await run.send(urlIndex, route, key, run.nextAddress(), ticks() - run.started);
+    }
+  };
+  await Promise.all(opts.urls.flatMap((_, u) => Array.from({ length: opts.connections }, () => loop(u))));
+}
+
+/** Paced: slot i is due at i / rate seconds; late slots are sent at once, their wait counted. Returns the slots held. */
+async function pace(run: Run, rate: number): Promise<number> {
+  const { opts, clock, ticks, started, endAt } = run;
+  const interval = 1000 / rate;
+  const inFlight = new Set<Promise<void>>();
+  const cap = opts.connections * opts.urls.length * 4;
+  let held = 0;
+  let slot = 0;
+  let urlSeq = 0;
+  while (true) {
+    const now = ticks();
+    if (now >= endAt || !run.more()) break;
+    let due = slot * interval;
+    while (due <= now - started && inFlight.size < cap && run.more()) {
+      const route = run.nextRoute();
+      const key = run.holds.pickKey(route, clock());
+      if (key < 0) held++;
+      else {
+        const p = run.send(urlSeq++ % run.pools, route, key, run.nextAddress(), due);
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+      }
+      due = ++slot * interval;
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(5, started + due - ticks()))));
+  }
+  await Promise.all(inFlight);
+  return held;
+}
+
 /**
  * Run the load. `clock` is the epoch (for the audit's window arithmetic); `ticks` a monotonic, fractional
  * millisecond clock (for schedules and latencies).
@@ -96,45 +280,20 @@ export async function runLoad(
   // A key given twice is one key: its answers (and its holds) go by its first position.
   const keyId = opts.keys.map((k) => opts.keys.indexOf(k));
   const weighted = opts.routes.flatMap((r, i) => Array<number>(r.weight).fill(i));
-  const routeBucket = new Map<number, string>();
-  // Key and bucket held back until (epoch ms), with the window the refusal came from.
-  const heldUntil = new Map<string, { until: number; reset: number }>();
-  const pendingRetry = new Map<string, number>();
+  const holds = createHolds(opts, keyId);
   const answers: Answer[] = [];
   const errors: Record<string, number> = {};
-  let held = 0;
-  let seq = 0;
   let sent = 0;
-  const more = () => opts.requests === null || sent < opts.requests;
   const startedAt = clock();
   const started = ticks();
-  const endAt = started + opts.duration * 1000;
-
-  /** The next key not held back for this route's bucket, or -1. */
-  const pickKey = (route: number, now: number): number => {
-    const bucket = routeBucket.get(route);
-    for (let tried = 0; tried < opts.keys.length; tried++) {
-      const k = seq++ % opts.keys.length;
-      if (bucket === undefined) return k;
-      const hold = heldUntil.get(`${keyId[k]} ${bucket}`);
-      if (!hold || hold.until <= now) return k;
-    }
-    return -1;
-  };
+  let addressSeq = 0;
+  let routeSeq = 0;
 
   const send = async (urlIndex: number, route: number, key: number, address: string, due: number): Promise<void> => {
     sent++;
     const r = opts.routes[route];
-    const secret = opts.keys[key];
-    const headers: Record<string, string> = secret.startsWith('svc_v1_')
-      ? { 'x-api-key': secret }
-      : { authorization: `Bearer ${secret}` };
-    if (address) headers['x-forwarded-for'] = address;
-    if (r.body !== undefined) headers['content-type'] = 'application/json';
-    const bucket = routeBucket.get(route);
-    const holdId = bucket === undefined ? null : `${keyId[key]} ${bucket}`;
-    const retryOf = holdId === null ? undefined : pendingRetry.get(holdId);
-    if (holdId !== null && retryOf !== undefined) pendingRetry.delete(holdId);
+    const headers = requestHeaders(opts.keys[key], address, r.body !== undefined);
+    const retryOf = holds.takeRetry(route, key);
     try {
       const res = await pools[urlIndex].request({
         method: r.method as Dispatcher.HttpMethod,
@@ -144,127 +303,43 @@ export async function runLoad(
       });
       const at = clock();
       const ms = ticks() - started - due;
-      const h = res.headers;
-      let code: string | null = null;
-      if (res.statusCode >= 400) code = errorCode(await res.body.text());
-      else await res.body.dump();
-      const policy = header(h, 'ratelimit-policy');
-      const name = policy === undefined ? null : (/^"([^"]+)"/.exec(policy)?.[1] ?? null);
-      const answerBucket = name === 'ip' ? null : name;
-      if (answerBucket !== null) routeBucket.set(route, answerBucket);
-      const answer: Answer = {
-        key: keyId[key],
-        address,
-        at,
-        status: res.statusCode,
-        code,
-        bucket: answerBucket,
-        limit: num(header(h, 'x-ratelimit-limit')),
-        remaining: num(header(h, 'x-ratelimit-remaining')),
-        reset: num(header(h, 'x-ratelimit-reset')),
-        ipLimit: num(header(h, 'x-ratelimit-ip-limit')),
-        ipRemaining: num(header(h, 'x-ratelimit-ip-remaining')),
-        retryAfter: num(header(h, 'retry-after')),
-        month: monthOf(policy, header(h, 'ratelimit'), at),
-        due,
-        ms,
-        url: urlIndex,
-        route,
-      };
+      const read = await readAnswer(res, at);
+      if (read.bucket !== null) holds.learnBucket(route, read.bucket);
+      const answer: Answer = { key: keyId[key], address, ...read, due, ms, url: urlIndex, route };
       if (retryOf !== undefined) answer.afterRetry = { reset: retryOf };
       answers.push(answer);
       if (
         opts.honourRetryAfter &&
         res.statusCode === 429 &&
         answer.retryAfter !== null &&
-        answerBucket !== null &&
+        answer.bucket !== null &&
         answer.reset !== null
-      ) {
-        const id = `${keyId[key]} ${answerBucket}`;
-        const until = at + answer.retryAfter * 1000;
-        const prior = heldUntil.get(id);
-        if (!prior || prior.until < until) heldUntil.set(id, { until, reset: answer.reset });
-        pendingRetry.set(id, answer.reset);
-      }
+      )
+        holds.hold(key, answer.bucket, at + answer.retryAfter * 1000, answer.reset);
     } catch (err) {
       const name = (err as { code?: string }).code ?? (err as Error).name ?? 'error';
       errors[name] = (errors[name] ?? 0) + 1;
     }
   };
 
-  // Progress: one line a second from the answers of the last second.
-  let reported = 0;
-  const progressTimer = onProgress
-    ? setInterval(() => {
-        const now = ticks();
-        const recent = answers.slice(reported);
-        reported = answers.length;
-        const lat = recent.map((a) => a.ms).sort((a, b) => a - b);
-        const byClass: Record<string, number> = {};
-        for (const a of answers) {
-          const c = a.status === 429 ? '429' : `${Math.floor(a.status / 100)}xx`;
-          byClass[c] = (byClass[c] ?? 0) + 1;
-        }
-        onProgress({
-          seconds: (now - started) / 1000,
-          answers: answers.length,
-          rate: recent.length,
-          p50: lat.length ? lat[Math.floor(lat.length * 0.5)] : 0,
-          p99: lat.length ? lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.99))] : 0,
-          byClass,
-          errors: Object.values(errors).reduce((s, n) => s + n, 0),
-        });
-      }, 1000)
-    : null;
-
-  let addressSeq = 0;
-  const nextAddress = () => (opts.addresses.length ? opts.addresses[addressSeq++ % opts.addresses.length] : '');
-  let routeSeq = 0;
-  const nextRoute = () => weighted[routeSeq++ % weighted.length];
-
+  const run: Run = {
+    opts,
+    clock,
+    ticks,
+    started,
+    endAt: started + opts.duration * 1000,
+    holds,
+    pools: pools.length,
+    more: () => opts.requests === null || sent < opts.requests,
+    nextRoute: () => weighted[routeSeq++ % weighted.length],
+    nextAddress: () => (opts.addresses.length ? opts.addresses[addressSeq++ % opts.addresses.length] : ''),
+    send,
+  };
+  const progressTimer = onProgress ? startProgress(onProgress, answers, errors, () => ticks() - started) : null;
+  let held = 0;
   try {
-    if (opts.rate === null) {
-      // Saturating: `connections` loops per URL.
-      const loop = async (urlIndex: number) => {
-        while (ticks() < endAt && more()) {
-          const route = nextRoute();
-          const now = clock();
-          const key = pickKey(route, now);
-          if (key < 0) {
-            const wake = Math.min(now + (endAt - ticks()), ...[...heldUntil.values()].map((h) => h.until));
-            await new Promise((r) => setTimeout(r, Math.max(1, wake - now)));
-            continue;
-          }
-          await send(urlIndex, route, key, nextAddress(), ticks() - started);
-        }
-      };
-      await Promise.all(opts.urls.flatMap((_, u) => Array.from({ length: opts.connections }, () => loop(u))));
-    } else {
-      // Paced: slot i is due at i / rate seconds; late slots are sent at once, their wait counted.
-      const interval = 1000 / opts.rate;
-      const inFlight = new Set<Promise<void>>();
-      const cap = opts.connections * opts.urls.length * 4;
-      let slot = 0;
-      let urlSeq = 0;
-      while (true) {
-        const now = ticks();
-        if (now >= endAt || !more()) break;
-        let due = slot * interval;
-        while (due <= now - started && inFlight.size < cap && more()) {
-          const route = nextRoute();
-          const key = pickKey(route, clock());
-          if (key < 0) held++;
-          else {
-            const p = send(urlSeq++ % pools.length, route, key, nextAddress(), due);
-            inFlight.add(p);
-            void p.finally(() => inFlight.delete(p));
-          }
-          due = ++slot * interval;
-        }
-        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(5, started + due - ticks()))));
-      }
-      await Promise.all(inFlight);
-    }
+    if (opts.rate === null) await saturate(run);
+    else held = await pace(run, opts.rate);
   } finally {
     if (progressTimer) clearInterval(progressTimer);
     await Promise.all(pools.map((p) => p.close()));

@@ -101,164 +101,197 @@ async function freePort(host: string): Promise<number> {
   return port;
 }
 
-/** The primary: forks `count` workers and resolves with the gateway's URL once every one of them serves. */
-export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: string; adminUrl: string }> {
-  const log = o.log.child({ c: 'cluster', pid: process.pid });
-  let stopping = false;
-  let firstFailure: number | null = null;
-  const exitCodes: number[] = [];
-  const slots: Slot[] = [];
-  const adminHost = o.host === '0.0.0.0' || o.host === '::' ? '127.0.0.1' : o.host;
+/** The primary's workers and where their start and stop stand; shared by the functions below. */
+interface Group {
+  o: PrimaryOptions;
+  log: Logger;
+  slots: Slot[];
+  stopping: boolean;
+  firstFailure: number | null;
+  exitCodes: number[];
+  /** Resolves once every worker serves; rejects when one cannot start. */
+  started: Promise<void>;
+  allReady(): void;
+  startFailed(code: number): void;
+  /** Resolves once every worker has exited after the stop. */
+  allExited: Promise<void>;
+  maybeFinished(): void;
+}
 
-  // Every worker runs this program's entry with the same arguments and node flags (tsx under `npm start`).
-  cluster.setupPrimary({ exec: o.entry, args: process.argv.slice(2) });
-
-  const admin = boundAdminServer(
-    createClusterAdmin(slots, () => stopping),
-    o.adminMaxConnections ?? 32,
-  );
-  const adminUrl = await new Promise<string>((resolve, reject) => {
-    admin.once('error', (err) => reject(listenError('ADMIN_PORT', o.host, o.adminPort, err)));
-    admin.listen(o.adminPort, o.host, () =>
-      resolve(`http://${adminHost}:${(admin.address() as net.AddressInfo).port}`),
-    );
-  });
-
-  let gatewayUrl = '';
-  let allReady: () => void;
-  let startFailed: (code: number) => void;
+function createGroup(o: PrimaryOptions, log: Logger): Group {
+  let allReady!: () => void;
+  let startFailed!: (code: number) => void;
   const started = new Promise<void>((resolve, reject) => {
     allReady = resolve;
     startFailed = (code) =>
       reject(Object.assign(new Error(`a worker exited with code ${code} while starting`), { exitCode: code }));
   });
-
-  const fork = async (slot: Slot) => {
-    // A fresh private port each time: the crashed worker's may have been taken since.
-    // On loopback whatever ADMIN_HOST says: only this primary reads a worker's admin pages.
-    slot.adminPort = await freePort('127.0.0.1');
-    if (stopping) return;
-    const w = cluster.fork({
-      ...o.workerEnv,
-      KEYGATE_WORKER_ID: String(slot.id),
-      ADMIN_HOST: '127.0.0.1',
-      ADMIN_PORT: String(slot.adminPort),
-    });
-    slot.worker = w;
-    slot.ready = false;
-    slot.startedAt = Date.now();
-    w.on('message', (msg: ReadyMessage) => {
-      if (msg?.type !== 'keygate:worker-ready') return;
-      slot.ready = true;
-      slot.adminUrl = msg.adminUrl;
-      log.info({ worker: slot.id, workerPid: w.process.pid }, 'worker serving');
-      if (slots.every((s) => s.ready)) allReady();
-    });
-    w.on('exit', (code, signal) => {
-      const wasReady = slot.ready;
-      slot.ready = false;
-      slot.worker = null;
-      if (stopping) {
-        exitCodes.push(code ?? 1);
-        return maybeFinished();
-      }
-      if (!wasReady && slot.restarts === 0) {
-        // A worker that cannot start (a bad setting: it printed its one line) stops the whole start.
-        firstFailure ??= code ?? 1;
-        return startFailed(firstFailure);
-      }
-      // A crash: restart it, sooner if it had run a while (a worker that crashes at once waits longer).
-      const delay =
-        Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
-      slot.restarts++;
-      log.error(
-        { worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay },
-        'worker exited; restarting it',
-      );
-      setTimeout(() => !stopping && void fork(slot), delay).unref();
-    });
-  };
-
-  let finished: () => void;
+  let finished!: () => void;
   const allExited = new Promise<void>((r) => (finished = r));
-  const maybeFinished = () => {
-    if (slots.every((s) => s.worker === null)) finished();
+  const slots: Slot[] = [];
+  return {
+    o,
+    log,
+    slots,
+    stopping: false,
+    firstFailure: null,
+    exitCodes: [],
+    started,
+    allReady,
+    startFailed,
+    allExited,
+    maybeFinished: () => {
+      if (slots.every((s) => s.worker === null)) finished();
+    },
   };
+}
 
-  // Connections are handed out in turn to the workers that serve; paused until a worker reads them.
+/** Fork the slot's worker (again, after a crash) on a fresh private admin port. */
+async function fork(g: Group, slot: Slot): Promise<void> {
+  // A fresh private port each time: the crashed worker's may have been taken since.
+  // On loopback whatever ADMIN_HOST says: only this primary reads a worker's admin pages.
+  slot.adminPort = await freePort('127.0.0.1');
+  if (g.stopping) return;
+  const w = cluster.fork({
+    ...g.o.workerEnv,
+    KEYGATE_WORKER_ID: String(slot.id),
+    ADMIN_HOST: '127.0.0.1',
+    ADMIN_PORT: String(slot.adminPort),
+  });
+  slot.worker = w;
+  slot.ready = false;
+  slot.startedAt = Date.now();
+  w.on('message', (msg: ReadyMessage) => {
+    if (msg?.type !== 'keygate:worker-ready') return;
+    slot.ready = true;
+    slot.adminUrl = msg.adminUrl;
+    g.log.info({ worker: slot.id, workerPid: w.process.pid }, 'worker serving');
+    if (g.slots.every((s) => s.ready)) g.allReady();
+  });
+  w.on('exit', (code, signal) => workerExited(g, slot, w, code, signal));
+}
+
+/** A worker's exit: counted while stopping, fatal while starting, else a crash to restart. */
+function workerExited(g: Group, slot: Slot, w: Worker, code: number | null, signal: string | null): void {
+  const wasReady = slot.ready;
+  slot.ready = false;
+  slot.worker = null;
+  if (g.stopping) {
+    g.exitCodes.push(code ?? 1);
+    return g.maybeFinished();
+  }
+  if (!wasReady && slot.restarts === 0) {
+    // A worker that cannot start (a bad setting: it printed its one line) stops the whole start.
+    g.firstFailure ??= code ?? 1;
+    return g.startFailed(g.firstFailure);
+  }
+  // A crash: restart it, sooner if it had run a while (a worker that crashes at once waits longer).
+  const delay = Date.now() - slot.startedAt > 30_000 ? 100 : Math.min(30_000, 1000 * 2 ** Math.min(slot.restarts, 5));
+  slot.restarts++;
+  g.log.error(
+    { worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay },
+    'worker exited; restarting it',
+  );
+  setTimeout(() => !g.stopping && void fork(g, slot), delay).unref();
+}
+
+/** The group's listener: connections handed out in turn to the workers that serve, paused until a worker reads them. */
+function handoffListener(g: Group): net.Server {
   let turn = 0;
-  const listener = net.createServer({ pauseOnConnect: true }, (socket) => {
+  return net.createServer({ pauseOnConnect: true }, (socket) => {
     socket.on('error', () => {});
-    const serving = slots.filter((s) => s.ready && s.worker?.isConnected());
+    const serving = g.slots.filter((s) => s.ready && s.worker?.isConnected());
     if (serving.length === 0) return void socket.destroy();
     const w = serving[turn++ % serving.length].worker!;
     w.send({ type: 'keygate:connection' } satisfies PrimaryMessage, socket, (err) => {
       if (err) socket.destroy();
     });
   });
+}
 
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal, drainMs: o.drainMs, workers: slots.length }, 'shutting down: draining every worker');
-    // Accepting stops first; every connection accepted so far was handed out and is served, and the
-    // drain reaches each worker behind the connections sent to it.
-    if (listener.listening) listener.close();
-    for (const s of slots) {
-      if (s.worker?.isConnected()) s.worker.send({ type: 'keygate:drain' } satisfies PrimaryMessage);
-      else s.worker?.process.kill('SIGTERM');
-    }
-    // Each worker bounds its own drain by DRAIN_TIMEOUT_MS; this only catches a worker that hangs.
-    const killTimer = setTimeout(() => {
-      for (const s of slots) s.worker?.process.kill('SIGKILL');
-    }, o.drainMs + 5_000);
-    killTimer.unref();
-    maybeFinished();
-    void allExited
-      .then(async () => {
-        clearTimeout(killTimer);
-        // A scraper's keep-alive connection would hold close() open: closed along with it.
-        const closed = new Promise((r) => admin.close(r));
-        admin.closeAllConnections();
-        await closed;
-        await o.onStopped?.();
-        const failed = exitCodes.some((c) => c !== 0);
-        log.info({ exitCodes }, failed ? 'stopped; a worker did not drain cleanly' : 'stopped');
-        process.exit(failed ? 1 : 0);
-      })
-      .catch((err) => {
-        log.error({ err: (err as Error).message }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+/** SIGTERM or SIGINT: stop accepting, drain every worker, then exit (1 if one did not drain cleanly). */
+function stopGroup(g: Group, listener: net.Server, admin: http.Server, signal: NodeJS.Signals): void {
+  if (g.stopping) return;
+  g.stopping = true;
+  const { o, log, slots } = g;
+  log.info({ signal, drainMs: o.drainMs, workers: slots.length }, 'shutting down: draining every worker');
+  // Accepting stops first; every connection accepted so far was handed out and is served, and the
+  // drain reaches each worker behind the connections sent to it.
+  if (listener.listening) listener.close();
+  for (const s of slots) {
+    if (s.worker?.isConnected()) s.worker.send({ type: 'keygate:drain' } satisfies PrimaryMessage);
+    else s.worker?.process.kill('SIGTERM');
+  }
+  // Each worker bounds its own drain by DRAIN_TIMEOUT_MS; this only catches a worker that hangs.
+  const killTimer = setTimeout(() => {
+    for (const s of slots) s.worker?.process.kill('SIGKILL');
+  }, o.drainMs + 5_000);
+  killTimer.unref();
+  g.maybeFinished();
+  void g.allExited
+    .then(async () => {
+      clearTimeout(killTimer);
+      // A scraper's keep-alive connection would hold close() open: closed along with it.
+      const closed = new Promise((r) => admin.close(r));
+      admin.closeAllConnections();
+      await closed;
+      await o.onStopped?.();
+      const failed = g.exitCodes.some((c) => c !== 0);
+      log.info({ exitCodes: g.exitCodes }, failed ? 'stopped; a worker did not drain cleanly' : 'stopped');
+      process.exit(failed ? 1 : 0);
+    })
+    .catch((err) => {
+      log.error({ err: (err as Error).message }, 'shutdown failed');
+      process.exit(1);
+    });
+}
+
+/** Listen on `port` at `host`; resolves with the URL a client on this machine reaches it at. */
+function listenAt(server: net.Server, setting: string, host: string, port: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    server.once('error', (err) => reject(listenError(setting, host, port, err)));
+    server.listen(port, host, () =>
+      resolve(
+        `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host}:${(server.address() as net.AddressInfo).port}`,
+      ),
+    );
+  });
+}
+
+/** The primary: forks `count` workers and resolves with the gateway's URL once every one of them serves. */
+export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: string; adminUrl: string }> {
+  const g = createGroup(o, o.log.child({ c: 'cluster', pid: process.pid }));
+
+  // Every worker runs this program's entry with the same arguments and node flags (tsx under `npm start`).
+  cluster.setupPrimary({ exec: o.entry, args: process.argv.slice(2) });
+
+  const admin = boundAdminServer(
+    createClusterAdmin(g.slots, () => g.stopping),
+    o.adminMaxConnections ?? 32,
+  );
+  const adminUrl = await listenAt(admin, 'ADMIN_PORT', o.host, o.adminPort);
+  const listener = handoffListener(g);
+  process.on('SIGTERM', () => stopGroup(g, listener, admin, 'SIGTERM'));
+  process.on('SIGINT', () => stopGroup(g, listener, admin, 'SIGINT'));
   process.on('SIGHUP', () => {
     o.onReload?.();
-    for (const s of slots) s.worker?.process.kill('SIGHUP');
+    for (const s of g.slots) s.worker?.process.kill('SIGHUP');
   });
 
   for (let id = 1; id <= o.count; id++)
-    slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
-  for (const s of slots) await fork(s);
+    g.slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
+  for (const s of g.slots) await fork(g, s);
+  let gatewayUrl: string;
   try {
-    await started;
-    gatewayUrl = await new Promise<string>((resolve, reject) => {
-      const h = o.gatewayHost;
-      listener.once('error', (err) => reject(listenError('PORT', h, o.port, err)));
-      listener.listen(o.port, h, () =>
-        resolve(
-          `http://${h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h}:${(listener.address() as net.AddressInfo).port}`,
-        ),
-      );
-    });
+    await g.started;
+    gatewayUrl = await listenAt(listener, 'PORT', o.gatewayHost, o.port);
   } catch (err) {
-    stopping = true;
-    for (const s of slots) s.worker?.process.kill('SIGTERM');
+    g.stopping = true;
+    for (const s of g.slots) s.worker?.process.kill('SIGTERM');
     admin.close();
     throw err;
   }
-  log.info({ workers: o.count, gateway: gatewayUrl, admin: adminUrl }, 'keygate gateway listening on every worker');
+  g.log.info({ workers: o.count, gateway: gatewayUrl, admin: adminUrl }, 'keygate gateway listening on every worker');
   return { gatewayUrl, adminUrl };
 }
 

@@ -37,136 +37,15 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     collectDefaultMetrics({ register: registry, prefix: 'keygate_' });
     renameTotalGauges(registry);
   }
-  // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
-  // prom-client hashes the label object on every inc(), even on a child from labels().
-  const requestTally = talliedCounter(
-    registry,
-    'keygate_requests_total',
-    'Gateway responses by route template, method, status and Envelope A code.',
-    ['route', 'method', 'status', 'code'],
-  );
-  const duration = new FastHistogram<'route'>(
-    registry,
-    'keygate_request_duration_seconds',
-    'Time from request to response head, by route template.',
-    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-  );
-  const decisionTally = talliedCounter(
-    registry,
-    'keygate_rate_limit_decisions_total',
-    'Rate-limit decisions by layer and outcome.',
-    ['layer', 'outcome'],
-  );
-  const nearTally = talliedCounter(
-    registry,
-    'keygate_rate_limit_near_limit_total',
-    'Accepted requests that left no token in their layer.',
-    ['layer'],
-  );
-  const auth = new Counter({
-    name: 'keygate_auth_failures_total',
-    help: 'Failed authentications and cooldown refusals.',
-    labelNames: ['kind'],
-    registers: [registry],
-  });
-  const cacheTally = talliedCounter(registry, 'keygate_principal_cache_total', 'Principal cache lookups.', ['result']);
-  const inval = new Counter({
-    name: 'keygate_principal_cache_invalidations_total',
-    help: 'Principals evicted on a change notification.',
-    registers: [registry],
-  });
-  const shadow = new Counter({
-    name: 'keygate_shadow_refusals_total',
-    help: 'Requests a limit would have refused but forwarded, its mode being shadow, by layer.',
-    labelNames: ['layer'],
-    registers: [registry],
-  });
-  const upstream = new Counter({
-    name: 'keygate_upstream_failures_total',
-    help: 'Upstream failures by kind.',
-    labelNames: ['kind'],
-    registers: [registry],
-  });
-  const degraded = new Gauge({
-    name: 'keygate_degraded',
-    help: '1 while the gateway runs without its shared rate-limit store (Redis).',
-    registers: [registry],
-  });
-  degraded.set(0);
-  const transitions = new Counter({
-    name: 'keygate_degraded_transitions_total',
-    help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.',
-    labelNames: ['to'],
-    registers: [registry],
-  });
-  const dependencyUp = new Gauge({
-    name: 'keygate_dependency_up',
-    help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.',
-    labelNames: ['dependency'],
-    registers: [registry],
-  });
-  const connRefused = new Counter({
-    name: 'keygate_connections_refused_total',
-    help: 'Connections closed at accept: the listener held its maximum (reason=listener) or the peer address its share (reason=address).',
-    labelNames: ['listener', 'reason'],
-    registers: [registry],
-  });
-  const degradedCalls = new Counter({
-    name: 'keygate_degraded_calls_total',
-    help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.',
-    labelNames: ['mode'],
-    registers: [registry],
-  });
-  let droppedReported = 0;
-  new Counter({
-    name: 'keygate_log_lines_dropped_total',
-    help: 'Log lines dropped because the log output (stdout) did not keep up or failed.',
-    registers: [registry],
-    collect() {
-      const dropped = logLinesDropped();
-      if (dropped > droppedReported) this.inc(dropped - droppedReported);
-      droppedReported = dropped;
-    },
-  });
-  const redisLat = new FastHistogram<'op' | 'outcome'>(
-    registry,
-    'keygate_redis_duration_seconds',
-    'Latency of Redis calls by operation and outcome.',
-    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-  );
-  const upstreamLat = new FastHistogram<never>(
-    registry,
-    'keygate_upstream_duration_seconds',
-    'Time from forwarding to the upstream response head.',
-    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
-  ).series('', () => ({}));
-  // Each answer's entries found through maps keyed by the label values themselves (route templates and
-  // methods are the same string objects every time, their hashes kept by V8): a key string joined per
-  // request had to be hashed and compared whole, some 0.2 µs.
-  const byRoute = new Map<string, { duration: Series; byMethod: Map<string, Map<number | string, TallyEntry>> }>();
+  // Registered in the order of the exposition.
+  const { requestTally, duration, decisionTally, nearTally } = requestSeries(registry);
+  const { auth, cacheTally, inval, shadow } = accessSeries(registry);
+  const { upstream, degraded, transitions, dependencyUp, connRefused, degradedCalls } = dependencySeries(registry);
+  countDroppedLogLines(registry);
+  const { redisLat, upstreamLat } = latencySeries(registry);
   return {
     registry,
-    request(route, method, status, code, ms) {
-      let r = byRoute.get(route);
-      if (r === undefined)
-        byRoute.set(route, (r = { duration: duration.series(route, () => ({ route })), byMethod: new Map() }));
-      let byStatus = r.byMethod.get(method);
-      if (byStatus === undefined) r.byMethod.set(method, (byStatus = new Map()));
-      const k = code === null ? status : `${status} ${code}`;
-      let e = byStatus.get(k);
-      if (e === undefined)
-        byStatus.set(
-          k,
-          (e = requestTally.entry(`${route} ${method} ${status} ${code ?? ''}`, () => ({
-            route,
-            method,
-            status: String(status),
-            code: code ?? '',
-          }))),
-        );
-      e.n++;
-      r.duration.observe(ms / 1000);
-    },
+    request: requestRecorder(requestTally, duration),
     rateLimit(layer, rejected, nearLimit) {
       decisionTally.add(rejected ? `${layer} r` : layer, () => ({
         layer,
@@ -208,6 +87,165 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
     connectionRefused(listener, reason) {
       connRefused.inc({ listener, reason });
     },
+  };
+}
+
+/** Responses, their durations and the rate-limit decisions. */
+function requestSeries(registry: Registry) {
+  // The per-request counters are tallied in plain numbers and handed to prom-client when scraped:
+  // prom-client hashes the label object on every inc(), even on a child from labels().
+  const requestTally = talliedCounter(
+    registry,
+    'keygate_requests_total',
+    'Gateway responses by route template, method, status and Envelope A code.',
+    ['route', 'method', 'status', 'code'],
+  );
+  const duration = new FastHistogram<'route'>(
+    registry,
+    'keygate_request_duration_seconds',
+    'Time from request to response head, by route template.',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+  );
+  const decisionTally = talliedCounter(
+    registry,
+    'keygate_rate_limit_decisions_total',
+    'Rate-limit decisions by layer and outcome.',
+    ['layer', 'outcome'],
+  );
+  const nearTally = talliedCounter(
+    registry,
+    'keygate_rate_limit_near_limit_total',
+    'Accepted requests that left no token in their layer.',
+    ['layer'],
+  );
+  return { requestTally, duration, decisionTally, nearTally };
+}
+
+/** Authentication failures, the principal cache and shadow refusals. */
+function accessSeries(registry: Registry) {
+  const auth = new Counter({
+    name: 'keygate_auth_failures_total',
+    help: 'Failed authentications and cooldown refusals.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const cacheTally = talliedCounter(registry, 'keygate_principal_cache_total', 'Principal cache lookups.', ['result']);
+  const inval = new Counter({
+    name: 'keygate_principal_cache_invalidations_total',
+    help: 'Principals evicted on a change notification.',
+    registers: [registry],
+  });
+  const shadow = new Counter({
+    name: 'keygate_shadow_refusals_total',
+    help: 'Requests a limit would have refused but forwarded, its mode being shadow, by layer.',
+    labelNames: ['layer'],
+    registers: [registry],
+  });
+  return { auth, cacheTally, inval, shadow };
+}
+
+/** The upstream, the shared store (degraded mode), the dependencies' checks and refused connections. */
+function dependencySeries(registry: Registry) {
+  const upstream = new Counter({
+    name: 'keygate_upstream_failures_total',
+    help: 'Upstream failures by kind.',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const degraded = new Gauge({
+    name: 'keygate_degraded',
+    help: '1 while the gateway runs without its shared rate-limit store (Redis).',
+    registers: [registry],
+  });
+  degraded.set(0);
+  const transitions = new Counter({
+    name: 'keygate_degraded_transitions_total',
+    help: 'Switches into (to=degraded) and out of (to=shared) degraded mode.',
+    labelNames: ['to'],
+    registers: [registry],
+  });
+  const dependencyUp = new Gauge({
+    name: 'keygate_dependency_up',
+    help: '1 when the dependency (database, redis) answered its last check; readiness does not depend on it.',
+    labelNames: ['dependency'],
+    registers: [registry],
+  });
+  const connRefused = new Counter({
+    name: 'keygate_connections_refused_total',
+    help: 'Connections closed at accept: the listener held its maximum (reason=listener) or the peer address its share (reason=address).',
+    labelNames: ['listener', 'reason'],
+    registers: [registry],
+  });
+  const degradedCalls = new Counter({
+    name: 'keygate_degraded_calls_total',
+    help: 'Store calls answered without Redis, by RATE_LIMIT_FAILURE_MODE.',
+    labelNames: ['mode'],
+    registers: [registry],
+  });
+  return { upstream, degraded, transitions, dependencyUp, connRefused, degradedCalls };
+}
+
+/** Log lines the log sink dropped, read at each scrape. */
+function countDroppedLogLines(registry: Registry): void {
+  let droppedReported = 0;
+  new Counter({
+    name: 'keygate_log_lines_dropped_total',
+    help: 'Log lines dropped because the log output (stdout) did not keep up or failed.',
+    registers: [registry],
+    collect() {
+      const dropped = logLinesDropped();
+      if (dropped > droppedReported) this.inc(dropped - droppedReported);
+      droppedReported = dropped;
+    },
+  });
+}
+
+/** Latencies of Redis calls and of the upstream. */
+function latencySeries(registry: Registry) {
+  const redisLat = new FastHistogram<'op' | 'outcome'>(
+    registry,
+    'keygate_redis_duration_seconds',
+    'Latency of Redis calls by operation and outcome.',
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+  );
+  const upstreamLat = new FastHistogram<never>(
+    registry,
+    'keygate_upstream_duration_seconds',
+    'Time from forwarding to the upstream response head.',
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
+  ).series('', () => ({}));
+  return { redisLat, upstreamLat };
+}
+
+/** `request()` of the metrics: one response's tally entry and duration series. */
+function requestRecorder(
+  requestTally: Tally<'route' | 'method' | 'status' | 'code'>,
+  duration: FastHistogram<'route'>,
+): GatewayMetrics['request'] {
+  // Each answer's entries found through maps keyed by the label values themselves (route templates and
+  // methods are the same string objects every time, their hashes kept by V8): a key string joined per
+  // request had to be hashed and compared whole, some 0.2 µs.
+  const byRoute = new Map<string, { duration: Series; byMethod: Map<string, Map<number | string, TallyEntry>> }>();
+  return (route, method, status, code, ms) => {
+    let r = byRoute.get(route);
+    if (r === undefined)
+      byRoute.set(route, (r = { duration: duration.series(route, () => ({ route })), byMethod: new Map() }));
+    let byStatus = r.byMethod.get(method);
+    if (byStatus === undefined) r.byMethod.set(method, (byStatus = new Map()));
+    const k = code === null ? status : `${status} ${code}`;
+    let e = byStatus.get(k);
+    if (e === undefined)
+      byStatus.set(
+        k,
+        (e = requestTally.entry(`${route} ${method} ${status} ${code ?? ''}`, () => ({
+          route,
+          method,
+          status: String(status),
+          code: code ?? '',
+        }))),
+      );
+    e.n++;
+    r.duration.observe(ms / 1000);
   };
 }
 
