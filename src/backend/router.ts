@@ -1,12 +1,13 @@
 // The backend's router: handlers are small async functions of a context that return a reply or
 // throw an ApiError; the server writes the error in the route's envelope (docs/decisions.md sections 5-7).
-// Matching is find-my-way's; this file keeps the route syntax the domains register with.
+// Matching is the shared route table's (src/http/router.ts); this file keeps the route syntax the domains
+// register with.
 import type { IncomingMessage } from 'node:http';
-import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Identity } from '../http/identity.js';
 import { ApiError } from '../http/errors.js';
+import { RouteTable, type Method, type RouteMatch } from '../http/router.js';
 import type { Db } from '../db/index.js';
 import type { BackendServices } from './services.js';
 import { unstorableTextAt } from '../db/storable.js';
@@ -51,9 +52,6 @@ export interface RouteOptions {
   envelope?: Envelope;
 }
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
-
 interface RouteEntry {
   handler: Handler;
   envelope: Envelope;
@@ -63,29 +61,17 @@ interface RouteEntry {
 
 // The segments the gateway lets through (docs/decisions.md section 3, step 1): an id is canonical decimal;
 // a `{name:str}` parameter is a short token. A segment that fits neither names no route (404).
-
-/** `/a/{id}/b/{name:str}` in find-my-way's syntax: `/a/:id(CANONICAL_ID_SOURCE)/b/:name(STRING_ID_SOURCE)`. */
-function findMyWayPath(path: string): string {
-  return path.replace(
-    /\{([A-Za-z]+)(:str)?\}/g,
-    (_whole, name: string, isToken?: string) => `:${name}(${isToken ? STRING_ID_SOURCE : CANONICAL_ID_SOURCE})`,
-  );
-}
+const paramSource = (kind: string | undefined) => (kind === 'str' ? STRING_ID_SOURCE : CANONICAL_ID_SOURCE);
 
 export class Router {
-  // Paths arrive canonical (the gateway checked them; /api-keys and /internal are called as written):
-  // no trailing or doubled slash is forgiven, and case matters.
-  private matcher = FindMyWay({ ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true });
-  private entries = new Map<string, RouteEntry>();
+  // Paths arrive canonical (the gateway checked them; /api-keys and /internal are called as written).
+  private table = new RouteTable<RouteEntry>(paramSource);
 
   constructor(private defaultEnvelope: (path: string) => Envelope) {}
 
   on(method: Method, path: string, handler: Handler, options: RouteOptions = {}): this {
-    const key = `${method} ${path}`;
-    if (this.entries.has(key)) throw new Error(`duplicate backend route ${key}`);
     const entry: RouteEntry = { handler, envelope: options.envelope ?? this.defaultEnvelope(path), pattern: path };
-    this.matcher.on(method, findMyWayPath(path), () => undefined, entry);
-    this.entries.set(key, entry);
+    if (!this.table.add(method, path, entry)) throw new Error(`duplicate backend route ${method} ${path}`);
     return this;
   }
 
@@ -107,23 +93,23 @@ export class Router {
 
   /** The route of a canonical path (no query string); HEAD is answered by the GET route. */
   match(method: string, path: string): (RouteEntry & { params: Record<string, string> }) | null {
-    // No segment of a route holds `%`, `;`, `?` or `#`: such a path names nothing here (find-my-way
-    // would decode or cut it, matching a path the caller did not send).
-    if (!path.startsWith('/') || /[%;?#]/.test(path)) return null;
-    const found = this.matcher.find((method === 'HEAD' ? 'GET' : method) as Method, path);
-    if (!found) return null;
-    const entry = found.store as RouteEntry;
-    return { ...entry, params: { ...(found.params as Record<string, string>) } };
+    const found = this.table.find(method, path);
+    return found && { ...found.route, params: found.params };
+  }
+
+  /** The route, or which miss it is (404, or 405 when another method has the path). */
+  resolve(method: string, path: string): RouteMatch<RouteEntry> {
+    return this.table.match(method, path);
   }
 
   /** Every registered `METHOD path`, for tests that compare with config/routes.json. */
   routes(): string[] {
-    return [...this.entries.keys()];
+    return this.table.keys();
   }
 
   /** True when some method is routed at this path: a miss is then 405, not 404. */
   hasPath(path: string): boolean {
-    return METHODS.some((method) => this.match(method, path) !== null);
+    return this.table.match('GET', path).kind !== 'not_found';
   }
 }
 

@@ -11,6 +11,7 @@ import {
   type SignedHmacHeaders,
 } from '../verifier/index.js';
 import { createReplayGuard, type ReplayGuard } from '../http/replay.js';
+import { jsonOf, readBody } from '../http/body.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
 import { registerDomains } from './domains.js';
@@ -58,17 +59,6 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
     ...headers,
   });
   res.end(text);
-}
-
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return 'too_large';
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
 }
 
 /** The body of an error in the route's envelope; a 6-digit code is always written in Envelope A. */
@@ -137,16 +127,6 @@ function unlessRefused<T>(check: () => T): T | null {
   }
 }
 
-/** The body as JSON (undefined when empty), or the refusal to answer with. */
-function parseJsonBody(buf: Buffer): { body: unknown } | ApiError {
-  if (buf.length === 0) return { body: undefined };
-  try {
-    return { body: JSON.parse(buf.toString('utf8')) };
-  } catch {
-    return new ApiError('invalid_request', 'Request body is not valid JSON.');
-  }
-}
-
 /** The handler's reply written in the route's success envelope. */
 function sendReply(res: ServerResponse, reply: Reply, envelope: Envelope, requestId: string, now: number): void {
   const status = reply.status ?? 200;
@@ -201,14 +181,14 @@ async function handle(
   const signed = isPublicPath(path) ? signedHeaders(req, svc, rawUrl) : null;
   if (isPublicPath(path) && !signed) return unauthenticated();
 
-  const match = router.match(req.method ?? 'GET', path);
-  if (!match) {
-    // A known path with another method: 405 where the envelope has it; /v1 has no such code (not_found).
-    if (!router.hasPath(path)) return fail(new ApiError('not_found', 'No such route.'));
+  const found = router.resolve(req.method ?? 'GET', path);
+  if (found.kind === 'not_found') return fail(new ApiError('not_found', 'No such route.'));
+  // A known path with another method: 405 where the envelope has it; /v1 has no such code (not_found).
+  if (found.kind === 'method_not_allowed')
     return fail(
       new ApiError(envelope === 'v1' ? 'not_found' : 'method_not_allowed', 'Method not allowed on this route.'),
     );
-  }
+  const match = { ...found.route, params: found.params };
   envelope = match.envelope;
 
   const bodyless = req.method === 'GET' || req.method === 'HEAD';
@@ -217,8 +197,8 @@ async function handle(
   // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
   const identity = signed && unlessRefused(() => verifySignedBody(signed, buf));
   if (signed && (!identity || !replays.firstUse(signed.signature, svc.clock.now()))) return unauthenticated();
-  const parsed = parseJsonBody(buf);
-  if (parsed instanceof ApiError) return fail(parsed);
+  const parsed = jsonOf(buf);
+  if (!parsed) return fail(new ApiError('invalid_request', 'Request body is not valid JSON.'));
 
   const log = svc.log.child({ requestId });
   const ctx: Ctx = {
@@ -230,7 +210,7 @@ async function handle(
     identity,
     requestId,
     log,
-    body: parsed.body,
+    body: parsed.value,
     db: svc.db,
     // Handlers log through ctx.svc.log and hand ctx.svc down: this request's view carries the request id.
     svc: { ...svc, log },
