@@ -1,6 +1,8 @@
 // The admin API's one error shape and its codes, each with its HTTP status (one typed table: a handler
 // throws a code, never writes a status and a message by hand).
 //   { "error": { "code": "unauthorized", "message": "...", "requestId": "..." } }
+import { CodedError } from '../http/errors.js';
+
 export const ADMIN_ERRORS = {
   invalid_request: 400,
   unauthorized: 401,
@@ -17,13 +19,9 @@ export const ADMIN_ERRORS = {
 
 export type AdminErrorCode = keyof typeof ADMIN_ERRORS;
 
-export class AdminApiError extends Error {
-  constructor(
-    readonly code: AdminErrorCode,
-    message: string,
-    readonly retryAfter?: number,
-  ) {
-    super(message);
+export class AdminApiError extends CodedError<AdminErrorCode> {
+  constructor(code: AdminErrorCode, message: string, retryAfter?: number) {
+    super(code, message, {}, retryAfter);
   }
   get status(): number {
     return ADMIN_ERRORS[this.code];

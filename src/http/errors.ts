@@ -196,16 +196,30 @@ export function v1Error(code: CodeV1, message: string, details: Record<string, u
 }
 
 /**
+ * The one error an interface answers with: a code of the interface's table, which gives its status,
+ * and a message. Each interface writes it in its own envelope (the backend's and the gateway's from the
+ * table above, the admin API's from src/admin-api/errors.ts); none writes a status by hand.
+ */
+export abstract class CodedError<C extends string = string> extends Error {
+  constructor(
+    readonly code: C,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    /** Seconds after which the request may be tried again (a Retry-After header), when the code says so. */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+  }
+  abstract get status(): number;
+}
+
+/**
  * Thrown by handlers, whatever their interface: the backend writes it in the envelope of the route
  * that threw it (src/backend/server.ts), with the status of its code.
  */
-export class ApiError extends Error {
-  constructor(
-    readonly code: ErrorCode,
-    message?: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message ?? ERROR_CODES[code].message);
+export class ApiError extends CodedError<ErrorCode> {
+  constructor(code: ErrorCode, message?: string, details: Record<string, unknown> = {}) {
+    super(code, message ?? ERROR_CODES[code].message, details);
   }
   get status(): number {
     return ERROR_CODES[this.code].status;
