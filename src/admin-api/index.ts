@@ -1,52 +1,16 @@
-// The admin API built from the services app.ts already holds (STYLE: build once, hand down).
+// The admin API started from the services app.ts already holds (STYLE: build once, hand down), with the
+// console's files at /.
 import type http from 'node:http';
-import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
-import type { Plans } from '../config/plans.js';
-import type { MinRole } from '../config/routes.js';
-import type { SharedStores } from '../limits/types.js';
-import { systemClock, type Clock } from '../ops/clock.js';
-import type { TrustedProxies } from '../http/client-ip.js';
-import { accessChangedVia } from '../access/versions.js';
+import { systemClock } from '../ops/clock.js';
 import { createAdminApiServer } from './server.js';
 import { ConsoleFiles } from './console-files.js';
-import type { OrgTraffic } from './traffic.js';
+import type { AdminApiDeps } from './deps.js';
 
-export interface AdminApiServices {
-  db: Db;
-  pepper: string;
-  clock: Clock;
-  log: Logger;
-  stores: SharedStores;
-  traffic: OrgTraffic;
-  trusted: TrustedProxies;
-  plans(): Plans;
-  scopes(): Record<string, MinRole>;
-}
+export type { AdminApiDeps } from './deps.js';
 
-export function startAdminApi(s: AdminApiServices): http.Server {
-  const accessChanged = accessChangedVia(s.stores.versions, s.log);
-  return createAdminApiServer({
-    db: s.db,
-    pepper: s.pepper,
-    clock: s.clock,
-    log: s.log,
-    stores: s.stores,
-    traffic: s.traffic,
-    trusted: s.trusted,
-    plans: s.plans,
-    serviceContext: (token, requestId) => ({
-      db: s.db,
-      actor: { kind: 'admin-token', id: String(token.id), name: token.name },
-      requestId,
-      clock: s.clock,
-      pepper: s.pepper,
-      scopes: s.scopes,
-      plans: s.plans,
-      accessChanged,
-    }),
-    console: new ConsoleFiles(),
-  });
+export function startAdminApi(deps: Omit<AdminApiDeps, 'console'>): http.Server {
+  return createAdminApiServer({ ...deps, console: new ConsoleFiles() });
 }
 
 const DEMO_NAME = 'all-in-one demo';

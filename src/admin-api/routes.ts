@@ -14,7 +14,7 @@ import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimit
 import { ServiceError, type ServiceContext } from '../access/service/context.js';
 import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
 import { AdminApiError } from './errors.js';
-import type { AdminApiDeps } from './server.js';
+import type { AdminApiDeps } from './deps.js';
 import {
   AdminTokenSchema,
   AuditEntrySchema,
