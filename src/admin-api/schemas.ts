@@ -6,6 +6,7 @@ import { ROLES } from '../config/routes.js';
 import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
 import { isStorableText, pgId, unstorableTextAt } from '../db/storable.js';
 import { ADMIN_ERRORS } from './errors.js';
+import { keyExpiry, rotateKeyBody } from '../access/key-schemas.js';
 
 // Within PostgreSQL's integer: a larger id is refused here, never handed to a query on an integer column.
 const id = pgId;
@@ -78,7 +79,7 @@ export const CreatedKeySchema = KeySchema.extend({
 });
 export const RotatedKeySchema = CreatedKeySchema;
 
-const instant = z.iso.datetime({ offset: true }).describe('ISO 8601 date and time');
+const instant = keyExpiry.describe('ISO 8601 date and time');
 const metadata = z
   .record(z.string(), z.unknown())
   .nullable()
@@ -138,17 +139,9 @@ export const UpdateKeyBody = z
 
 export const ExpireKeyBody = z.object({ at: instant.optional().describe('When; now when absent.') }).strict();
 
-export const RotateKeyBody = z
-  .object({
-    graceSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(30 * 86_400)
-      .optional()
-      .describe('How long the replaced secret keeps working; default 86400.'),
-  })
-  .strict();
+export const RotateKeyBody = rotateKeyBody.extend({
+  graceSeconds: rotateKeyBody.shape.graceSeconds.describe('How long the replaced secret keeps working; default 86400.'),
+});
 
 const layer = z.object({
   limit: z.number().int(),

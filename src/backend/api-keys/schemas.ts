@@ -3,10 +3,11 @@ import { z } from 'zod';
 import { ROLES } from '../../config/routes.js';
 import { pgId } from '../../db/storable.js';
 import { PG_INT_MAX } from '../../config/contract.js';
+import { keyExpiry, rotateKeyBody } from '../../access/key-schemas.js';
 
 const SCOPE = z.string().regex(/^[a-z]+:[a-z]+$/);
 /** An instant with its zone (RFC 3339), or null for never. */
-const expiresAt = z.string().datetime({ offset: true }).nullable();
+const expiresAt = keyExpiry.nullable();
 /** A small JSON object the upstream receives in the signed identity; the 1 KiB bound is the service's. */
 const metadata = z.record(z.string(), z.unknown()).nullable();
 
@@ -32,16 +33,7 @@ export const updateSchema = z
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required');
 
 /** `graceSeconds`: how long the replaced secret keeps working (default 24 h; 0 stops it at once). */
-export const rotateSchema = z
-  .object({
-    graceSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(30 * 86_400)
-      .optional(),
-  })
-  .strict();
+export const rotateSchema = rotateKeyBody;
 
 export const listQuery = z.object({
   status: z.enum(['active', 'expired', 'revoked']).optional(),
