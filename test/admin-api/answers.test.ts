@@ -168,7 +168,6 @@ describe('the admin API answers as recorded', () => {
     ['a bad action', { method: 'GET', path: '/api/audit?action=KEY', token: 'read' }],
     ['nothing with that id', { method: 'GET', path: '/api/organizations/999999', token: 'read' }],
     ['an organization', { method: 'GET', path: '/api/organizations/1', token: 'read' }],
-    ['a workspace page', { method: 'GET', path: '/api/workspaces?limit=1', token: 'read' }],
     ['a bad usage address', { method: 'GET', path: '/api/keys/1000/usage?ip=nope', token: 'read' }],
     ['the console', { method: 'GET', path: '/' }],
     ['the console, HEAD', { method: 'HEAD', path: '/' }],
