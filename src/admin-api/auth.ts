@@ -1,7 +1,10 @@
 // Who calls the admin API: a bearer admin token, checked only while the caller's address has guesses
 // left. Failed token attempts are counted per client address in the shared limiter (Redis when
 // configured, so the whole fleet counts one address's guesses together) and refused for the rest of
-// the minute past ADMIN_AUTH_FAILURES.
+// the minute past ADMIN_AUTH_FAILURES. Not the stores' FailureCooldown: that is the gateway's rule (five
+// failures in 15 minutes, then 15 minutes refused, counted after a failure, one count per address for
+// every key), while an admin guess is counted before it is checked, against a limit and window of its
+// own, and does not lock the address out of the gateway.
 import type http from 'node:http';
 import { windowStart } from '../limits/types.js';
 import { addressKey } from '../limits/address.js';
