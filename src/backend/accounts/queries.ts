@@ -4,7 +4,6 @@
 import type { Queryable, Row } from '../../db/types.js';
 import type { sealMailbox } from '../credentials/index.js';
 import { ACCOUNT_COLUMNS, ORG_ACCOUNTS } from '../mailbox/index.js';
-import type { SetupChecks } from './v1-deliverability.js';
 
 export interface AccountFilter {
   status?: string;
@@ -130,6 +129,23 @@ export async function disconnectAccount(
     [accountId, workspaceId, now],
   );
   return rows.length > 0;
+}
+
+/** A blocklist check: how many of the lists named the domain or address, and how many did not. */
+export interface Listing {
+  listed: number;
+  notListed: number;
+}
+
+/** An account's setup checks as stored: each check null when it did not run. */
+export interface SetupChecks {
+  spf: boolean | null;
+  dkim: boolean | null;
+  dmarc: boolean | null;
+  mx: boolean | null;
+  domain: Listing | null;
+  ip: Listing | null;
+  score: number;
 }
 
 /** Stores an account's setup score (a manual refresh also stamps manual_last_refreshed_at). */

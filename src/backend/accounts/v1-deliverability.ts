@@ -8,7 +8,7 @@ import type { BackendServices } from '../services.js';
 import { checkDomain, domainOf, makeResolver, type DomainChecks } from '../dns/index.js';
 import { accountIdParam, checkRange, emptyBody, loadAccount, orgOf, rate } from '../mailbox/index.js';
 import { deliverabilityBody } from './v1-schemas.js';
-import { cachedSetupScore, deliverabilityByEsp, storeSetupScore } from './queries.js';
+import { cachedSetupScore, deliverabilityByEsp, storeSetupScore, type Listing, type SetupChecks } from './queries.js';
 
 /** Domain and IP blocklists queried by TXT: a TXT answer is a listing, NXDOMAIN/NODATA is none. */
 export const DOMAIN_BLOCKLISTS = ['dbl.spamhaus.org', 'multi.surbl.org', 'multi.uribl.com'];
@@ -16,11 +16,6 @@ export const IP_BLOCKLISTS = ['zen.spamhaus.org', 'bl.spamcop.net', 'b.barracuda
 /** Weights of the consolidated score; only the checks that ran count toward the total. */
 const WEIGHTS = { spf: 25, dkim: 25, dmarc: 20, mx: 10, domainBlacklist: 10, ipBlacklist: 10 };
 const NOT_FOUND = new Set(['ENODATA', 'ENOTFOUND', 'NXDOMAIN']);
-
-interface Listing {
-  listed: number;
-  notListed: number;
-}
 
 /** Query each list; a list that errors (timeout, refusal, an open-resolver answer) did not run. Null when none ran. */
 async function blocklist(
@@ -55,16 +50,6 @@ async function sendingIp(resolver: ReturnType<typeof makeResolver>, account: Row
   } catch {
     return null;
   }
-}
-
-export interface SetupChecks {
-  spf: boolean | null;
-  dkim: boolean | null;
-  dmarc: boolean | null;
-  mx: boolean | null;
-  domain: Listing | null;
-  ip: Listing | null;
-  score: number;
 }
 
 export async function computeSetupScore(svc: BackendServices, account: Row): Promise<SetupChecks> {

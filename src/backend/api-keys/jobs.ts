@@ -1,7 +1,7 @@
 // The audit trail's retention (AUDIT_RETENTION_DAYS): rows older than the retention are purged once
 // an hour, through the database's keygate_purge_audit, the only path its trigger lets delete.
 import { purgeAudit } from '../../access/service/audit.js';
-import type { Job } from '../jobs.js';
+import type { Job } from '../domain.js';
 import type { BackendServices } from '../services.js';
 
 export function jobs(svc: BackendServices): Job[] {
