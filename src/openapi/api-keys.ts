@@ -120,8 +120,116 @@ const body = (schema: z.ZodType): Json => ({
 const KEY_ID = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', pattern: DB_ID_SOURCE } };
 const AUTH = ['401:150001 no session, 150002 unknown or expired session'];
 
-export function generateApiKeysOpenApi(): Json {
+const COMPONENTS = {
+  securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'session' } },
+  schemas: {
+    Key: KEY,
+    Error: {
+      type: 'object',
+      required: ['success', 'data', 'errorCode', 'errorMessage'],
+      properties: {
+        success: { const: false },
+        data: { type: 'null' },
+        errorCode: { type: 'string' },
+        errorMessage: { type: 'string' },
+      },
+    },
+  },
+};
+
+/** POST and GET /api-keys: create a key, list the organization's. */
+function collectionPath(): Json {
   const query = jsonSchema(listQuery, 'input') as { properties: Record<string, Json> };
+  return {
+    post: {
+      operationId: 'createKey',
+      requestBody: body(createSchema),
+      responses: {
+        ...ok('The key and its secret, shown once.', WITH_SECRET, '201'),
+        ...errors([
+          '400:150101 workspace key without workspaceId, invalid_request',
+          ...AUTH,
+          "403:150102 role above the creator's, 150103 no access to the workspace",
+        ]),
+      },
+    },
+    get: {
+      operationId: 'listKeys',
+      parameters: Object.entries(query.properties).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        required: false,
+        schema,
+      })),
+      responses: {
+        ...ok("The organization's keys, without secrets.", {
+          type: 'array',
+          items: { $ref: '#/components/schemas/Key' },
+        }),
+        ...errors(['400:invalid_request', ...AUTH]),
+      },
+    },
+  };
+}
+
+/** GET, PATCH and DELETE /api-keys/{keyId}: read, change and revoke one key. */
+function keyPath(): Json {
+  return {
+    parameters: [KEY_ID],
+    get: {
+      operationId: 'getKey',
+      responses: {
+        ...ok('The key.', { $ref: '#/components/schemas/Key' }),
+        ...errors([...AUTH, '404:150104 no such key of the organization']),
+      },
+    },
+    patch: {
+      operationId: 'updateKey',
+      requestBody: body(updateSchema),
+      responses: {
+        ...ok('The key as changed.', { $ref: '#/components/schemas/Key' }),
+        ...errors([
+          '400:invalid_request',
+          ...AUTH,
+          '404:150104 no such key of the organization',
+          '409:conflict the key is revoked',
+        ]),
+      },
+    },
+    delete: {
+      operationId: 'revokeKey',
+      responses: {
+        ...ok('The revoked key.', { $ref: '#/components/schemas/Key' }),
+        ...errors([...AUTH, '404:150104 no such key of the organization']),
+      },
+    },
+  };
+}
+
+/** POST /api-keys/{keyId}/rotate. */
+function rotatePath(): Json {
+  return {
+    parameters: [KEY_ID],
+    post: {
+      operationId: 'rotateKey',
+      requestBody: body(rotateSchema),
+      responses: {
+        ...ok(
+          'The key with its new secret, shown once; the old one works until previousSecret.expiresAt.',
+          WITH_SECRET,
+        ),
+        ...errors([
+          '400:invalid_request',
+          ...AUTH,
+          '404:150104 no such key of the organization',
+          '409:conflict the key is revoked',
+        ]),
+      },
+    },
+  };
+}
+
+export function generateApiKeysOpenApi(): Json {
   return {
     openapi: '3.1.0',
     info: {
@@ -130,103 +238,12 @@ export function generateApiKeysOpenApi(): Json {
       description:
         'Key management of an organization by its users (cookie session=<token>), Envelope A. Every change goes through the service layer, is audited with the session user as actor, and applies to the very next request on every gateway.',
     },
-    components: {
-      securitySchemes: { session: { type: 'apiKey', in: 'cookie', name: 'session' } },
-      schemas: {
-        Key: KEY,
-        Error: {
-          type: 'object',
-          required: ['success', 'data', 'errorCode', 'errorMessage'],
-          properties: {
-            success: { const: false },
-            data: { type: 'null' },
-            errorCode: { type: 'string' },
-            errorMessage: { type: 'string' },
-          },
-        },
-      },
-    },
+    components: COMPONENTS,
     security: [{ session: [] }],
     paths: {
-      '/api-keys': {
-        post: {
-          operationId: 'createKey',
-          requestBody: body(createSchema),
-          responses: {
-            ...ok('The key and its secret, shown once.', WITH_SECRET, '201'),
-            ...errors([
-              '400:150101 workspace key without workspaceId, invalid_request',
-              ...AUTH,
-              "403:150102 role above the creator's, 150103 no access to the workspace",
-            ]),
-          },
-        },
-        get: {
-          operationId: 'listKeys',
-          parameters: Object.entries(query.properties).map(([name, schema]) => ({
-            name,
-            in: 'query',
-            required: false,
-            schema,
-          })),
-          responses: {
-            ...ok("The organization's keys, without secrets.", {
-              type: 'array',
-              items: { $ref: '#/components/schemas/Key' },
-            }),
-            ...errors(['400:invalid_request', ...AUTH]),
-          },
-        },
-      },
-      '/api-keys/{keyId}': {
-        parameters: [KEY_ID],
-        get: {
-          operationId: 'getKey',
-          responses: {
-            ...ok('The key.', { $ref: '#/components/schemas/Key' }),
-            ...errors([...AUTH, '404:150104 no such key of the organization']),
-          },
-        },
-        patch: {
-          operationId: 'updateKey',
-          requestBody: body(updateSchema),
-          responses: {
-            ...ok('The key as changed.', { $ref: '#/components/schemas/Key' }),
-            ...errors([
-              '400:invalid_request',
-              ...AUTH,
-              '404:150104 no such key of the organization',
-              '409:conflict the key is revoked',
-            ]),
-          },
-        },
-        delete: {
-          operationId: 'revokeKey',
-          responses: {
-            ...ok('The revoked key.', { $ref: '#/components/schemas/Key' }),
-            ...errors([...AUTH, '404:150104 no such key of the organization']),
-          },
-        },
-      },
-      '/api-keys/{keyId}/rotate': {
-        parameters: [KEY_ID],
-        post: {
-          operationId: 'rotateKey',
-          requestBody: body(rotateSchema),
-          responses: {
-            ...ok(
-              'The key with its new secret, shown once; the old one works until previousSecret.expiresAt.',
-              WITH_SECRET,
-            ),
-            ...errors([
-              '400:invalid_request',
-              ...AUTH,
-              '404:150104 no such key of the organization',
-              '409:conflict the key is revoked',
-            ]),
-          },
-        },
-      },
+      '/api-keys': collectionPath(),
+      '/api-keys/{keyId}': keyPath(),
+      '/api-keys/{keyId}/rotate': rotatePath(),
     },
   };
 }

@@ -83,43 +83,45 @@ function responseHeaders(api: Api, status: number): Record<string, Json> {
 }
 
 function envelopeSchemas(api: Api): Record<string, Json> {
-  const meta = {
-    type: 'object',
-    properties: { request_id: { type: 'string' }, timestamp: { type: 'string', format: 'date-time' } },
-    required: ['request_id', 'timestamp'],
+  return api === 'v1' ? v1EnvelopeSchemas() : v2EnvelopeSchemas();
+}
+
+/** The /v1 error body and what GET /v1/rate-limit reports. */
+function v1EnvelopeSchemas(): Record<string, Json> {
+  return {
+    V1Error: {
+      type: 'object',
+      description: 'The /v1 error body (v1 spec, Errors).',
+      properties: {
+        error_code: { type: 'string', enum: Object.keys(V1_ERRORS) },
+        message: { type: 'string' },
+        details: { type: 'object' },
+      },
+      required: ['error_code', 'message', 'details'],
+    },
+    RateLimitStatus: {
+      type: 'object',
+      properties: {
+        limit: int,
+        used: int,
+        remaining: int,
+        reset: int,
+        windowSeconds: int,
+        month: {
+          type: 'object',
+          description:
+            "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
+          properties: { limit: int, used: int, remaining: int, reset: int },
+          required: ['limit', 'used', 'remaining', 'reset'],
+        },
+      },
+      required: ['limit', 'used', 'remaining', 'reset', 'windowSeconds'],
+    },
   };
-  if (api === 'v1') {
-    return {
-      V1Error: {
-        type: 'object',
-        description: 'The /v1 error body (v1 spec, Errors).',
-        properties: {
-          error_code: { type: 'string', enum: Object.keys(V1_ERRORS) },
-          message: { type: 'string' },
-          details: { type: 'object' },
-        },
-        required: ['error_code', 'message', 'details'],
-      },
-      RateLimitStatus: {
-        type: 'object',
-        properties: {
-          limit: int,
-          used: int,
-          remaining: int,
-          reset: int,
-          windowSeconds: int,
-          month: {
-            type: 'object',
-            description:
-              "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
-            properties: { limit: int, used: int, remaining: int, reset: int },
-            required: ['limit', 'used', 'remaining', 'reset'],
-          },
-        },
-        required: ['limit', 'used', 'remaining', 'reset', 'windowSeconds'],
-      },
-    };
-  }
+}
+
+/** What GET {wid}/rate-limit reports for the calling key: each bucket, the address layer and the month. */
+function v2RateLimitStatus(): Json {
   const layer = {
     type: 'object',
     properties: { limit: int, used: int, remaining: int, reset: int },
@@ -131,7 +133,35 @@ function envelopeSchemas(api: Api): Record<string, Json> {
     properties: { ...layer.properties, source: { type: 'string', enum: ['key', 'organization'] } },
   };
   return {
-    Meta: meta,
+    type: 'object',
+    description: 'What GET {wid}/rate-limit reports for the calling key, read without spending.',
+    properties: {
+      plan: { type: 'string' },
+      windowSeconds: int,
+      buckets: {
+        type: 'object',
+        properties: { read: bucketLayer, write: bucketLayer, bulk: bucketLayer },
+        required: ['read', 'write', 'bulk'],
+      },
+      ip: layer,
+      month: {
+        ...layer,
+        description:
+          "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
+      },
+    },
+    required: ['plan', 'windowSeconds', 'buckets', 'ip'],
+  };
+}
+
+/** The /v2 envelopes (A and B) on error, their meta and pagination, and the rate-limit status. */
+function v2EnvelopeSchemas(): Record<string, Json> {
+  return {
+    Meta: {
+      type: 'object',
+      properties: { request_id: { type: 'string' }, timestamp: { type: 'string', format: 'date-time' } },
+      required: ['request_id', 'timestamp'],
+    },
     Pagination: {
       type: 'object',
       properties: { page: int, per_page: int, total: int, total_pages: int, has_more: { type: 'boolean' } },
@@ -166,26 +196,7 @@ function envelopeSchemas(api: Api): Record<string, Json> {
       },
       required: ['error', 'meta'],
     },
-    RateLimitStatus: {
-      type: 'object',
-      description: 'What GET {wid}/rate-limit reports for the calling key, read without spending.',
-      properties: {
-        plan: { type: 'string' },
-        windowSeconds: int,
-        buckets: {
-          type: 'object',
-          properties: { read: bucketLayer, write: bucketLayer, bulk: bucketLayer },
-          required: ['read', 'write', 'bulk'],
-        },
-        ip: layer,
-        month: {
-          ...layer,
-          description:
-            "The organization's monthly request quota (calendar month, UTC), when it has one; reset is the month's end.",
-        },
-      },
-      required: ['plan', 'windowSeconds', 'buckets', 'ip'],
-    },
+    RateLimitStatus: v2RateLimitStatus(),
   };
 }
 
