@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ConfigError, formatZodIssue, reasonOf } from './errors.js';
 import { parseCidr } from './cidr.js';
 import { parseCredentialKeys } from './credential-keys.js';
-import { parseJwtKeys } from '../http/identity-jwt.js';
+import { parseJwtKeys } from './jwt-keys.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const csv = z.string().transform((s) =>
@@ -32,7 +32,7 @@ export const settingsSchema = z
     GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).optional(),
     ADMIN_API_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).optional(),
     ADMIN_API_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).optional(),
-    // Connections the operations listener holds at once (src/ops/admin.ts): it shares the gateway's event loop.
+    // Connections the operations listener holds at once (src/ops/ops-server.ts): it shares the gateway's event loop.
     ADMIN_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(32),
     UPSTREAM_URL: z.string().url().default('http://127.0.0.1:8081'),
     DATABASE_URL: z.string().url().optional(),

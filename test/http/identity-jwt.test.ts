@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt, decodeProtectedHeader, jwtVerify, createLocalJWKSet } from 'jose';
 import { loadSettings, settingsSchema } from '../../src/config/settings.js';
-import { createJwtSigner, jwtSignerFromSettings, parseJwtKeys, type JwtSigner } from '../../src/http/identity-jwt.js';
+import { createJwtSigner, jwtSignerFromSettings, type JwtSigner } from '../../src/http/identity-jwt.js';
+import { parseJwtKeys } from '../../src/config/jwt-keys.js';
 import type { Identity } from '../../src/http/identity.js';
 import {
   createJwtVerifier,
