@@ -1,10 +1,10 @@
 // Diagnostic (docs/limits.md, Monthly quotas): the gateway's CPU per gated request in the standalone
-// gate batcher (src/limits/redis-gate.ts) with the months' checkpoint and without, on a Redis stand-in
+// gate batcher (src/limits/redis/gate.ts) with the months' checkpoint and without, on a Redis stand-in
 // that answers at once (so only the gateway's own work is timed), for requests of an organization
 // without a quota and with one. Rounds alternate the variants; prints the median ns per request.
 // Run: npx tsx bench/diagnostics/month-floor-cost.ts [requests per round=100000] [rounds=31]
 import type { Redis } from 'ioredis';
-import { createGateBatcher } from '../../src/limits/redis-gate.js';
+import { createGateBatcher } from '../../src/limits/redis/gate.js';
 import { MonthCheckpoint } from '../../src/limits/month-checkpoint.js';
 import { monthStart, type GateRequest } from '../../src/limits/types.js';
 import { systemClock } from '../../src/ops/clock.js';

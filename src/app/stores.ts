@@ -9,7 +9,7 @@ import {
   redisClientSettings,
   redisSettingName,
   type RedisConnection,
-} from '../limits/redis.js';
+} from '../limits/redis/index.js';
 import { createResilientStores } from '../limits/resilient/index.js';
 import { MonthCheckpoint } from '../limits/month-checkpoint.js';
 import type { Queryable } from '../db/types.js';

@@ -25,7 +25,7 @@ export const FLEET_TTL_MS = 5_000;
 /** Counters remembered per window at most: beyond it, a counter falls back as if unseen (its share of the whole budget). */
 const MAX_SEEN = 100_000;
 
-/** The live set in Redis (./redis.ts). */
+/** The live set in Redis (./redis/index.ts). */
 export interface FleetRegistry {
   /** Marks `id` live now (Redis's clock), forgets members silent for `ttlMs`, returns how many are live. */
   beat(id: string, ttlMs: number): Promise<number>;

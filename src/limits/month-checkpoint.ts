@@ -4,7 +4,7 @@
 // back what the others wrote, every MONTH_CHECKPOINT_MS and when it stops (after the drain, as
 // ../access/last-use.ts does for the last uses). The gate raises a month's counter that Redis answers
 // below the highest count this instance knows (its checkpoint, or a count Redis answered it earlier)
-// to that count, atomically, before spending (./redis-gate.ts, MONTH_LUA in ./redis.ts). What an outage
+// to that count, atomically, before spending (./redis/gate.ts, MONTH_LUA in ./redis/gate-lua.ts). What an outage
 // can over-admit is then what the fleet admitted in the last two intervals before the loss, less what
 // the restoring instance saw itself (docs/limits.md, Monthly quotas).
 //
@@ -18,7 +18,7 @@ export const MONTH_CHECKPOINT_MS = 5_000;
 /** Held across failed checkpoints (database down) at most this many counters. */
 const MAX_PENDING = 100_000;
 
-/** What the Redis gate asks of the checkpoint (./redis-gate.ts, ./redis.ts). */
+/** What the Redis gate asks of the checkpoint (./redis/gate.ts, ./redis/limiter.ts). */
 export interface MonthFloors {
   /** The count the month's counter `id` cannot be below in the month starting at `month` (ms); undefined until loaded. */
   floor(id: string, month: number): number | undefined;

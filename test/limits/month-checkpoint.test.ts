@@ -5,7 +5,7 @@
 // keeps the highest count any instance wrote. The real programs: test/ops/month-durability.test.ts.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisStores, type RedisConnection, type RedisStores } from '../../src/limits/redis.js';
+import { createRedisStores, type RedisConnection, type RedisStores } from '../../src/limits/redis/index.js';
 import { MonthCheckpoint } from '../../src/limits/month-checkpoint.js';
 import { monthStart, type CounterRef, type GateRequest } from '../../src/limits/types.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';

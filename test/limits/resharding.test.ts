@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
+import { createRedisClient, createRedisStores } from '../../src/limits/redis/index.js';
 import { spendOne, windowStart } from '../../src/limits/types.js';
 
 // Provided by the `cluster` project (vitest.config.ts); the main project has no cluster to reshard.

@@ -1,6 +1,6 @@
 // The hash slot of a key, checked against the values Redis gives (CLUSTER KEYSLOT).
 import { describe, expect, it } from 'vitest';
-import { keySlot } from '../../src/limits/slot.js';
+import { keySlot } from '../../src/limits/redis-cluster/slot.js';
 
 describe('keySlot', () => {
   it.each([

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { Redis, type Cluster } from 'ioredis';
 import { createMemoryStores } from '../../src/limits/memory/index.js';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
+import { createRedisClient, createRedisStores } from '../../src/limits/redis/index.js';
 import { spendPair, type CounterRef, type SharedStores } from '../../src/limits/types.js';
 import type { Clock } from '../../src/ops/clock.js';
 

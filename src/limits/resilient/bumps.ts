@@ -2,7 +2,7 @@
 // again before its node's breaker closes (and before any call reads that version), so a change made
 // during the outage is never hidden by an old cached principal. Until then its version cannot be
 // proven: the gate and the preflight answer without one (the gateway resolves from the database).
-import type { ClusterTopology } from '../redis.js';
+import type { ClusterTopology } from '../redis-cluster/topology.js';
 import type { Calls } from './calls.js';
 import type { NodeBreakers } from './nodes.js';
 import { StoreUnavailableError, type FallbackStores, type PrimaryStores } from './options.js';

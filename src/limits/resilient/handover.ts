@@ -3,7 +3,7 @@
 // second time (31 of 20 in a Sentinel failover). A call Redis counted after all and the fallback counted
 // too is counted twice: the error is on the side of refusing.
 import type { Breaker } from '../breaker.js';
-import type { ClusterTopology } from '../redis.js';
+import type { ClusterTopology } from '../redis-cluster/topology.js';
 import type { NodeBreakers } from './nodes.js';
 import type { FallbackStores, PrimaryStores } from './options.js';
 

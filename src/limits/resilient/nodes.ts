@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { createBreaker, type Breaker, type BreakerOptions } from '../breaker.js';
 import type { LoopClock } from '../loop-clock.js';
-import type { ClusterTopology } from '../redis.js';
+import type { ClusterTopology } from '../redis-cluster/topology.js';
 import { watchSlotMap } from './slot-map.js';
 import { type BreakerEvents, type ConnectionEvents } from './options.js';
 

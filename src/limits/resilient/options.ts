@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { FleetRegistry } from '../fleet.js';
 import type { LoopClock } from '../loop-clock.js';
-import type { ClusterTopology } from '../redis.js';
+import type { ClusterTopology } from '../redis-cluster/topology.js';
 import type { CountHandover, SharedStores } from '../types.js';
 import type { Clock } from '../../ops/clock.js';
 

@@ -2,7 +2,7 @@
 // a node that owns slots, so a promoted replica is used as soon as it is promoted. A node that no longer
 // owns any is forgotten with its breaker.
 import type { Breaker } from '../breaker.js';
-import type { ClusterTopology } from '../redis.js';
+import type { ClusterTopology } from '../redis-cluster/topology.js';
 import { CLUSTER_REFRESH_MS } from './options.js';
 
 export function watchSlotMap(o: {
