@@ -1,0 +1,134 @@
+/// <reference lib="dom" />
+// The pieces every page shows: times, errors, statuses, tables, the traffic chart, a secret shown
+// once and a usage meter.
+import { h, type ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import type { Json } from './api.js';
+
+export const when = (t: string | null) => (t ? new Date(t).toLocaleString() : '—');
+export const Err = ({ msg }: { msg: string | null }) => (msg ? h('p', { class: 'error', role: 'alert' }, msg) : null);
+export const Status = ({ s }: { s: string }) => h('span', { class: `status-${s}` }, s);
+
+export function Table({ head, rows, caption }: { head: string[]; rows: ComponentChildren[][]; caption: string }) {
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      null,
+      h('caption', { class: 'visually-hidden' }, caption),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          head.map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        null,
+        rows.length
+          ? rows.map((r) =>
+              h(
+                'tr',
+                null,
+                r.map((c) => h('td', null, c)),
+              ),
+            )
+          : h('tr', null, h('td', { colSpan: head.length, class: 'muted' }, 'Nothing here.')),
+      ),
+    ),
+  );
+}
+
+export function TrafficChart({ points }: { points: Json[] }) {
+  const W = 600;
+  const H = 160;
+  const max = Math.max(1, ...points.map((p) => p.accepted + p.refused));
+  const bw = W / points.length;
+  const acc = points.reduce((n, p) => n + p.accepted, 0);
+  const ref = points.reduce((n, p) => n + p.refused, 0);
+  const label = `Requests per minute over the last hour: ${acc} accepted, ${ref} refused; busiest minute ${max}.`;
+  return h(
+    'figure',
+    { style: { margin: 0 } },
+    h(
+      'svg',
+      { class: 'chart', viewBox: `0 0 ${W} ${H + 18}`, role: 'img', 'aria-label': label },
+      points.map((p, i) => {
+        const ha = (p.accepted / max) * H;
+        const hr = (p.refused / max) * H;
+        return h(
+          'g',
+          null,
+          h('rect', { class: 'acc', x: i * bw + 1, y: H - ha, width: bw - 2, height: ha }),
+          h('rect', { class: 'ref', x: i * bw + 1, y: H - ha - hr, width: bw - 2, height: hr }),
+          h(
+            'title',
+            null,
+            `${new Date(p.minute * 1000).toLocaleTimeString()}: ${p.accepted} accepted, ${p.refused} refused`,
+          ),
+        );
+      }),
+      h('line', { x1: 0, x2: W, y1: H + 0.5, y2: H + 0.5, stroke: '#9aa5b1' }),
+      h('text', { x: 0, y: H + 15, 'font-size': 11, fill: '#5b6673' }, '-60 min'),
+      h('text', { x: W, y: H + 15, 'font-size': 11, fill: '#5b6673', 'text-anchor': 'end' }, 'now'),
+      h('text', { x: 2, y: 11, 'font-size': 11, fill: '#5b6673' }, `${max}/min`),
+    ),
+    h(
+      'figcaption',
+      { class: 'legend' },
+      h('span', null, h('span', { class: 'sw acc' }), `accepted (${acc})`),
+      h('span', null, h('span', { class: 'sw ref' }), `refused (${ref})`),
+    ),
+  );
+}
+
+export function SecretOnce({ secret, what, onDone }: { secret: string; what: string; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret);
+      setCopied(true);
+    } catch {
+      setCopied(false);
+    }
+  };
+  return h(
+    'div',
+    { class: 'secret', role: 'status' },
+    h('strong', null, `The ${what}'s secret, shown only this once:`),
+    h('code', { 'data-testid': 'secret' }, secret),
+    h(
+      'div',
+      { class: 'row' },
+      h('button', { type: 'button', onClick: copy }, copied ? 'Copied' : 'Copy'),
+      h('button', { type: 'button', class: 'secondary', onClick: onDone }, 'I have saved it'),
+    ),
+  );
+}
+
+export function Meter({ name, s, period = 'this minute' }: { name: string; s: Json; period?: string }) {
+  const pct = Math.min(100, Math.round((s.used / Math.max(1, s.limit)) * 100));
+  return h(
+    'div',
+    { class: 'meter', 'data-testid': `meter-${name}` },
+    h('div', { class: 'muted' }, name),
+    h('b', { 'data-testid': `used-${name}` }, s.used),
+    ` / ${s.limit} ${period}`,
+    h(
+      'div',
+      {
+        class: 'bar',
+        role: 'progressbar',
+        'aria-label': `${name} used`,
+        'aria-valuemin': 0,
+        'aria-valuemax': s.limit,
+        'aria-valuenow': s.used,
+      },
+      h('span', { style: { width: `${pct}%` } }),
+    ),
+  );
+}
