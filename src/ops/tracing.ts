@@ -6,15 +6,7 @@
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { GatewayResolver, TraceableResolver, Tracing } from './tracing-types.js';
 
-export type {
-  RequestOutcome,
-  RequestTrace,
-  TraceableEvents,
-  TraceableResolver,
-  TraceableStores,
-  TracedResolution,
-  Tracing,
-} from './tracing-types.js';
+export type * from './tracing-types.js';
 
 /** Is tracing configured? The standard variables: an OTLP endpoint, and not disabled. */
 export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
