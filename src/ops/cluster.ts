@@ -15,7 +15,7 @@ import net, { Socket } from 'node:net';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { listenError } from '../config/errors.js';
-import { adminPath, answerBudget, ANSWERS_PER_SECOND, boundAdminServer, shared } from './admin.js';
+import { adminPath, answerBudget, ANSWERS_PER_SECOND, boundAdminServer, shared } from './ops-server.js';
 
 /** WORKERS as a number of processes: `auto` is the cores this process may use. */
 export function workerCount(setting: string): number {
