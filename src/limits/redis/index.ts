@@ -1,44 +1,18 @@
 // Stores shared by every gateway instance through Redis (standalone or Cluster), so N instances
 // enforce the same budget as one (docs/decisions.md section 3, "Rate-limit windows and headers").
-//
-// Key layout (prefix default `kg:`); the part in braces is the Cluster hash tag, so every script
-// touches exactly one slot and the keys of one IP's cooldown live together:
-//   <prefix>rl:{<counter id>}:<window start ms>   fixed-window counter, TTL = rest of window + slack
-//   <prefix>af:{<address>}:failures                hash {n, until}: failed authentications, TTL 15 min
-//   <prefix>af:{<address>}:cooldown                cooldown end (clock ms), TTL 15 min
-//   <prefix>af:{cooldowns}:latest                  the latest end of any cooldown (clock ms), TTL 15 min
-//                                                  from the last one set; standalone only (see FAILURE_LUA)
-// where <address> is addressKey(ip): the IPv4 address, or the /64 of an IPv6 one (../address.ts).
-//   <prefix>av:{<org id>}                          access version (no TTL: it must never reset to 0)
-//   <prefix>rl:{m:<org id>}:<month start ms>       monthly quota's counter, TTL = rest of month + 1 day;
-//                                                  checkpointed to PostgreSQL (../month-checkpoint.ts)
-//   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
-//                                                  (Redis's own clock, ms); see ../fleet.ts
+// The keys are laid out in ./keys.ts.
 
 import type { Cluster, Redis } from 'ioredis';
-import { addressKey } from '../address.js';
 import type { FleetRegistry } from '../fleet.js';
 import type { MonthFloors } from '../month-checkpoint.js';
+import { clusterGate } from '../redis-cluster/gate.js';
 import { clusterTopology, type ClusterTopology } from '../redis-cluster/topology.js';
-import {
-  COOLDOWN_MS,
-  FAILURE_LIMIT,
-  FAILURE_WINDOW_MS,
-  WINDOW_MS,
-  windowStart,
-  hitOf,
-  monthEnd,
-  monthStart,
-  type CounterRef,
-  type CountHandover,
-  type SharedStores,
-  type GateRequest,
-  type GateResult,
-} from '../types.js';
+import { COOLDOWN_MS, FAILURE_LIMIT, FAILURE_WINDOW_MS, type CountHandover, type SharedStores } from '../types.js';
 import { systemClock, type Clock } from '../../ops/clock.js';
 import { pingWithin, type RedisConnection } from './client.js';
-import { MONTH_TTL_SLACK_MS, cooldownSecondsLeft, createGateBatcher } from './gate.js';
-import { createRedisLimiter } from './limiter.js';
+import { cooldownSecondsLeft, createGateBatcher } from './gate.js';
+import { redisKeys } from './keys.js';
+import { createAddCounts, createRedisLimiter } from './limiter.js';
 import { TTL_SLACK_MS, defineScripts } from './scripts.js';
 
 export * from './client.js';
@@ -67,25 +41,14 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
   const prefix = opts.prefix ?? 'kg:';
   const readyTimeoutMs = opts.readyTimeoutMs ?? 250;
   const floors = opts.month;
-  if (/[{}]/.test(prefix)) {
-    // A brace in the prefix would become the hash tag of every key and put them all in one slot.
-    throw new Error(`Redis key prefix must not contain '{' or '}': ${JSON.stringify(prefix)}`);
-  }
-  if (/\s/.test(prefix)) {
-    // The standalone gate packs its keys into one newline-separated argument (./gate.ts).
-    throw new Error(`Redis key prefix must not contain whitespace: ${JSON.stringify(prefix)}`);
-  }
-
   const redis = opts.redis;
   const scripts = defineScripts(redis);
   const cluster = redis.isCluster;
 
-  const counterKey = (id: string, start: number) => `${prefix}rl:{${id}}:${start}`;
-  const failuresKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:failures`;
-  const cooldownKey = (ip: string) => `${prefix}af:{${addressKey(ip)}}:cooldown`;
-  const versionKey = (orgId: number) => `${prefix}av:{${orgId}}`;
-  const latestCooldownKey = `${prefix}af:{cooldowns}:latest`;
-  const fleetKey = `${prefix}fleet:{gateways}`;
+  const keys = redisKeys(prefix);
+  const counterKey = keys.counter;
+  const cooldownKey = keys.cooldown;
+  const versionKey = keys.version;
 
   /**
    * GET several keys: one pipelined round trip on standalone; on a Cluster the keys live in different
@@ -108,42 +71,19 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
     : createGateBatcher({
         redis: redis as Redis,
         clock,
-        keys: { counter: counterKey, cooldown: cooldownKey, version: versionKey, latestCooldown: latestCooldownKey },
+        keys,
         ttlSlackMs: TTL_SLACK_MS,
         month: floors,
       });
 
-  /** A Cluster's gate: the keys live in different slots, so the preflight's two GETs, then the spend or the reads. */
-  async function clusterGate(req: GateRequest, refs: CounterRef[]): Promise<GateResult> {
-    const pre = await stores.preflight(req.ip, req.orgId);
-    if (pre.cooldown > 0) return { kind: 'cooldown', seconds: pre.cooldown };
-    if (pre.version !== req.version) return { kind: 'stale' };
-    if (req.spend) {
-      const [key, ip, month] = await stores.limiter.spend(req.spend, 1);
-      return { kind: 'spent', hit: hitOf(key, ip, month) };
-    }
-    return { kind: 'peeked', states: await stores.limiter.spend(refs, 0) };
-  }
-
   const stores: RedisStores = {
     ...(cluster ? { topology: clusterTopology(redis as Cluster) } : {}),
-    // One call per counter: on a Cluster each lives in its own slot.
-    async addCounts(counts) {
-      const now = clock.now();
-      const sent: Promise<number>[] = [];
-      for (const { id, windowStart: start, used, month } of counts) {
-        // A window already over is skipped: its counter has expired or is about to.
-        if (used <= 0 || start !== (month ? monthStart(now) : windowStart(now))) continue;
-        const ttl = month ? monthEnd(now) - now + MONTH_TTL_SLACK_MS : start + WINDOW_MS - now + TTL_SLACK_MS;
-        sent.push(scripts.keygateLimitAdd(counterKey(id, start), used, ttl));
-      }
-      await Promise.all(sent);
-    },
+    addCounts: createAddCounts({ scripts, clock, counterKey }),
 
     fleet: {
-      beat: (id, ttlMs) => scripts.keygateFleetBeat(fleetKey, id, ttlMs),
+      beat: (id, ttlMs) => scripts.keygateFleetBeat(keys.fleet, id, ttlMs),
       async leave(id) {
-        await redis.zrem(fleetKey, id);
+        await redis.zrem(keys.fleet, id);
       },
     },
 
@@ -155,12 +95,12 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
       },
       async recordFailure(ip) {
         const now = clock.now();
-        const keys = cluster
-          ? [failuresKey(ip), cooldownKey(ip)]
-          : [failuresKey(ip), cooldownKey(ip), latestCooldownKey];
+        const touched = cluster
+          ? [keys.failures(ip), cooldownKey(ip)]
+          : [keys.failures(ip), cooldownKey(ip), keys.latestCooldown];
         return scripts.keygateRecordFailure(
-          keys.length as 2 | 3,
-          ...keys,
+          touched.length as 2 | 3,
+          ...touched,
           now,
           now + FAILURE_WINDOW_MS,
           FAILURE_LIMIT,
@@ -190,7 +130,7 @@ export function createRedisStores(opts: RedisStoreOptions): RedisStores {
 
     // Not async: the standalone path hands back the batch's promise itself, with no wrapper to settle.
     gate(req) {
-      return standaloneGate !== undefined ? standaloneGate(req) : clusterGate(req, req.spend ?? req.peek ?? []);
+      return standaloneGate !== undefined ? standaloneGate(req) : clusterGate(stores, req);
     },
 
     // With the offline queue on, PING would wait for a reconnect; /readyz must answer now.

@@ -10,6 +10,7 @@ import {
   monthState,
   windowStart,
   type CounterRef,
+  type CountHandover,
   type LayerState,
   type RateLimiter,
 } from '../types.js';
@@ -88,5 +89,25 @@ export function createRedisLimiter(o: {
       }
       return states;
     },
+  };
+}
+
+/** CountHandover.addCounts: one call per counter, as on a Cluster each lives in its own slot. */
+export function createAddCounts(o: {
+  scripts: ScriptCommands;
+  clock: Clock;
+  counterKey(id: string, start: number): string;
+}): CountHandover['addCounts'] {
+  const { scripts, clock, counterKey } = o;
+  return async (counts) => {
+    const now = clock.now();
+    const sent: Promise<number>[] = [];
+    for (const { id, windowStart: start, used, month } of counts) {
+      // A window already over is skipped: its counter has expired or is about to.
+      if (used <= 0 || start !== (month ? monthStart(now) : windowStart(now))) continue;
+      const ttl = month ? monthEnd(now) - now + MONTH_TTL_SLACK_MS : start + WINDOW_MS - now + TTL_SLACK_MS;
+      sent.push(scripts.keygateLimitAdd(counterKey(id, start), used, ttl));
+    }
+    await Promise.all(sent);
   };
 }
