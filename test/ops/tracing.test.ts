@@ -20,7 +20,7 @@ import { startProgram, type Program } from '../helpers/program.js';
 import { createTracingFromEnv, tracingConfigured, type RequestTrace } from '../../src/ops/tracing.js';
 import { createTracing, samplerFromEnv } from '../../src/ops/tracing-otel.js';
 import type { Principal } from '../../src/access/principal.js';
-import type { ResolverEvents } from '../../src/access/resolver.js';
+import type { AccessResolver, ResolverEvents } from '../../src/access/resolver.js';
 import type { GateRequest, SharedStores } from '../../src/limits/types.js';
 
 const KEY = 'svc_ws_DemoWorkspaceAdminKey0000000000000001';
@@ -151,13 +151,13 @@ describe('sampling decided at the request head', () => {
       export: (batch, done) => (spans.push(...batch), done({ code: 0 })),
       shutdown: async () => {},
     });
-    return { tracing: createTracing({ processor, sampler, serviceName: 'unit' }), spans };
+    return { tracing: createTracing<AccessResolver>({ processor, sampler, serviceName: 'unit' }), spans };
   };
   const head = (headers: http.IncomingHttpHeaders) => ({ headers }) as http.IncomingMessage;
   const answered = { headersSent: true, statusCode: 200 } as http.ServerResponse;
   const outcome = { route: '/v2/x', code: null, organizationId: 1, keyId: 2 };
   /** The fields the upstream would get (the client's own trace fields copied first, as the gateway does). */
-  const upstreamFields = (t: RequestTrace, copied: http.OutgoingHttpHeaders = {}) => {
+  const upstreamFields = (t: RequestTrace<AccessResolver>, copied: http.OutgoingHttpHeaders = {}) => {
     const out = { ...copied };
     t.upstream(out);
     return out;
