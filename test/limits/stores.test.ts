@@ -1,11 +1,16 @@
-// One suite for every SharedStores implementation (STYLE.md habit 3): memory always, Redis when
-// REDIS_URL is set. Windows and cooldowns are driven by a fake clock (habit 4), never by sleeping.
+// One suite for every SharedStores implementation and composition (STYLE.md habit 3), a contract each
+// must keep: memory always, and memory behind the breaker; Redis when REDIS_URL is set, alone and as
+// src/app/stores.ts composes it (behind its breaker, the memory store as open mode's fallback, the
+// fleet's share); a Redis Cluster alone and split by node behind a breaker per primary in the
+// `cluster` project. Windows and cooldowns are driven by a fake clock (habit 4), never by sleeping.
 
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { Redis, type Cluster } from 'ioredis';
+import { pino } from 'pino';
 import { createMemoryStores } from '../../src/limits/memory/index.js';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis/index.js';
+import { createRedisClient, createRedisStores, type RedisStores } from '../../src/limits/redis/index.js';
+import { createResilientStores, type ConnectionEvents } from '../../src/limits/resilient/index.js';
 import { spendPair, type CounterRef, type SharedStores } from '../../src/limits/types.js';
 import type { Clock } from '../../src/ops/clock.js';
 
@@ -33,6 +38,27 @@ const MINUTE = 1_893_456_000_000;
 const T0 = MINUTE + 12_345;
 
 type Factory = (clock: Clock) => SharedStores;
+
+/**
+ * The composition src/app/stores.ts builds: the shared store behind its breakers (one per Cluster
+ * primary), the memory store as open mode's fallback, the fleet's share when the store keeps a live set.
+ */
+function behindBreaker(
+  clock: Clock,
+  primary: SharedStores & Partial<Pick<RedisStores, 'addCounts' | 'fleet' | 'topology'>>,
+  connection?: ConnectionEvents,
+): SharedStores {
+  return createResilientStores({
+    primary,
+    fallback: createMemoryStores({ clock }),
+    clock,
+    mode: 'open',
+    log: pino({ level: 'silent' }),
+    fleet: primary.fleet,
+    connection,
+    topology: primary.topology,
+  });
+}
 
 function storeSuite(name: string, factory: Factory): void {
   describe(`SharedStores: ${name}`, () => {
@@ -331,6 +357,8 @@ function storeSuite(name: string, factory: Factory): void {
 
 storeSuite('memory', (clock) => createMemoryStores({ clock }));
 
+storeSuite('memory behind the breaker', (clock) => behindBreaker(clock, createMemoryStores({ clock })));
+
 describe('memory store housekeeping', () => {
   it('sweeps entries whose window is over once enough accumulate', async () => {
     const clock = fakeClock(T0);
@@ -384,6 +412,10 @@ describe.runIf(REDIS_URL !== undefined)('redis', () => {
   storeSuite('redis', (clock) =>
     createRedisStores({ redis: createRedisClient({ url: REDIS_URL }), prefix: `${prefix}${seq++}:`, clock }),
   );
+  storeSuite('redis behind the breaker, memory as the fallback', (clock) => {
+    const redis = createRedisClient({ url: REDIS_URL });
+    return behindBreaker(clock, createRedisStores({ redis, prefix: `${prefix}${seq++}:`, clock }), redis);
+  });
 
   it('names every key with a hash tag and gives it a TTL', async () => {
     const clock = fakeClock(T0);
@@ -639,6 +671,16 @@ describe.runIf(Boolean(CLUSTER))('redis cluster', () => {
       prefix: `${prefix}${seq++}:`,
       clock,
     }),
+  );
+  storeSuite('redis cluster split by node, a breaker per primary', (clock) =>
+    behindBreaker(
+      clock,
+      createRedisStores({
+        redis: createRedisClient({ clusterNodes: nodes, commandTimeoutMs: 2000 }),
+        prefix: `${prefix}${seq++}:`,
+        clock,
+      }),
+    ),
   );
 
   it("spreads one request's counters over several slots, each script touching one", async () => {
