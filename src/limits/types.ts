@@ -1,6 +1,7 @@
-// The rate-limit and failed-authentication stores, and the access versions' storage, behind one set
-// of interfaces.
-// Implementations: memory (single instance) and Redis (shared by every gateway instance).
+// The store layer's port: the rate-limit and failed-authentication stores, and the access versions'
+// storage, behind one set of interfaces; everything above src/limits/ uses these.
+// Backends: ./memory/ (single instance), ./redis/ (shared by every gateway instance) and
+// ./redis-cluster/; ./resilient/ wraps a shared backend in breakers with a per-instance fallback.
 // See docs/decisions.md section 3.
 import { WINDOW_SECONDS } from '../config/contract.js';
 
@@ -137,19 +138,37 @@ export interface LimitStores {
 }
 
 /**
+ * A per-organization access version. Every writer of access data bumps it after its commit; the gateway
+ * keeps a cached principal only while the version it was resolved at is still current. It only grows
+ * (no TTL, never swept: it must never reset to 0). What a version means is access/'s
+ * (src/access/versions.ts); it is declared here, once, because the stores hold it and access/ sits
+ * above limits/.
+ */
+export interface AccessVersions {
+  get(orgId: number): Promise<number>;
+  bump(orgId: number): Promise<number>;
+}
+
+/**
+ * The round trip the gateway makes before resolving a key: the IP's cooldown and, when the key's
+ * principal is cached, its organization's access version. Redis answers both in one round trip.
+ */
+export type Preflight = (ip: string, orgId: number | null) => Promise<{ cooldown: number; version: number | null }>;
+
+/** The access part of the shared stores: what the principal cache, the seed and every writer of access data use. */
+export interface AccessStores {
+  versions: AccessVersions;
+  preflight: Preflight;
+}
+
+/**
  * The counters with the access versions' storage beside them, as the stores implement them: one Redis
  * (or one process's memory) holds both, so the gate reads the cooldown and the version and spends the
- * counters in one round trip. The versions and the preflight are access/'s interfaces (AccessStores in
- * src/access/versions.ts), declared here by shape only: limits/ sits below access/ and does not import
- * it; structural typing checks the fit where the stores are handed to the principal cache.
+ * counters in one round trip.
  */
-export interface SharedStores extends LimitStores {
+export interface SharedStores extends LimitStores, AccessStores {
   /** Cooldown, version check and spend-or-peek in one round trip where the store allows it. */
   gate(req: GateRequest): Promise<GateResult>;
-  /** A per-organization version that only grows (no TTL, never swept: it must never reset to 0). */
-  versions: { get(orgId: number): Promise<number>; bump(orgId: number): Promise<number> };
-  /** The IP's cooldown and, when `orgId` is given, its organization's version, in one round trip. */
-  preflight(ip: string, orgId: number | null): Promise<{ cooldown: number; version: number | null }>;
 }
 
 /**
