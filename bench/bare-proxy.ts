@@ -1,5 +1,5 @@
 // Scenario 2's baseline: a minimal http-proxy-3 pass-through over a keep-alive agent, no checks.
-// The agent options are the gateway's (src/gateway/forward.ts, which forwards over node:http), so the ratio
+// The agent options are the gateway's (src/gateway/upstream-client.ts, which forwards over node:http), so the ratio
 // gateway/bare proxy measures what the gateway's checks cost and nothing else.
 import http from 'node:http';
 import { createProxyServer } from 'http-proxy-3';

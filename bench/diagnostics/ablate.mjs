@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 
 export const CUTS = {
   // The identity signature: a constant instead of the HMAC.
-  'no-sign': [['gateway/upstream.js', 'const signature = sign(', "const signature = 'cut' || sign("]],
+  'no-sign': [['gateway/forward-authorized.js', 'const signature = sign(', "const signature = 'cut' || sign("]],
   // The seven rate-limit fields of the answer.
   'no-limit-fields': [
     [
@@ -26,7 +26,7 @@ export const CUTS = {
     ],
   ],
   // Forwarded and X-Forwarded-For, -Proto and -Host to the upstream.
-  'no-forwarding': [['gateway/upstream.js', 'forwardingFields(deps, ctx, out);', 'void 0;']],
+  'no-forwarding': [['gateway/forward-authorized.js', 'forwardingFields(deps, ctx, out);', 'void 0;']],
   // The request's metrics (count and latency histogram).
   'no-metrics': [['gateway/server.js', 'deps.metrics.request(', 'false && deps.metrics.request(']],
   // The access resolver after the first request: its answer reused, so no cache lookup, no gate

@@ -1,5 +1,5 @@
 // Diagnostic (bench/RESULTS.md): redis-server CPU per gated request for the gate script in
-// src/limits/redis-gate.ts, on a private redis-server, optionally against the script of another commit
+// src/limits/redis/gate-lua.ts, on a private redis-server, optionally against the script of another commit
 // in the same run (rounds alternate the two). 20,000 requests per variant and round, in batches of 16,
 // each from one of GATE_IPS client addresses in turn (5,000 by default: each address about four times
 // a window, as in the shared harness, so a quarter of the IP counters are new and get their PEXPIRE).
@@ -12,7 +12,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 
-const FILE = 'src/limits/redis-gate.ts';
+const FILE = 'src/limits/redis/gate-lua.ts';
 function scriptOf(src) {
   const at = src.indexOf('const GATE_LUA = `') + 'const GATE_LUA = `'.length;
   return src.slice(at, src.indexOf('`;', at)).replaceAll('\\\\', '\\');

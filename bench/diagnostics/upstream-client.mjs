@@ -1,7 +1,7 @@
 // What undici costs the gateway as a client, against the least a client can do: the CPU per request of
 // this process (user + system, process.cpuUsage) sending GET requests over 50 keep-alive connections to
 // the trivial upstream (bench/peers/upstream.mjs), with the fields keygate sends, either through an
-// undici Pool's `dispatch` (keygate's src/gateway/forward.ts: raw response fields, each value decoded
+// undici Pool's `dispatch` (keygate's src/gateway/upstream-client.ts: raw response fields, each value decoded
 // once) or over raw sockets: one pre-serialised request string written, the response head split on CRLF
 // and its body taken by Content-Length, nothing else (no chunked bodies, no errors, no timeouts). The
 // second is a floor no real client reaches; the difference bounds what replacing undici could save.

@@ -1,5 +1,5 @@
 // The floor of keygate's own architecture: node:http in front, an undici Pool's lowest-level `dispatch`
-// behind (keygate's src/gateway/forward.ts without its timer, checks or header cleaning), no checks, no
+// behind (keygate's src/gateway/upstream-client.ts without its timer, checks or header cleaning), no checks, no
 // Redis, no log. What keygate costs above it is keygate's own work; what it costs above nginx is the
 // runtime's (bench/RESULTS.md). Env: PORT, HOST, UPSTREAM_URL.
 import http from 'node:http';

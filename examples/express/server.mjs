@@ -1,5 +1,5 @@
-// Your express service behind keygate: every request's identity verified with keygate/verifier.
-// Documentation, not installed by keygate: `npm install express keygate` in your service, then
+// Your express service behind keygate: every request's identity verified with @keygate/verifier.
+// Documentation, not installed by keygate: `npm install express @keygate/verifier` in your service, then
 //   GATEWAY_SECRET=... node server.mjs                                   (IDENTITY_FORMAT hmac, the default)
 //   KEYGATE_JWKS_URL=http://gateway:9090/.well-known/jwks.json node server.mjs   (IDENTITY_FORMAT jwt|both)
 // The signature covers the body's digest, so the raw bytes are kept (express.raw) and parsed after.
@@ -9,7 +9,7 @@ import {
   createMemoryReplayCache,
   IdentityVerificationError,
   verifyHmacIdentity,
-} from 'keygate/verifier';
+} from '@keygate/verifier';
 
 const replay = createMemoryReplayCache(); // one instance; with several, back ReplayCache with Redis SET NX
 const jwks = process.env.KEYGATE_JWKS_URL;

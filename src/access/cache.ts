@@ -9,7 +9,7 @@ import type { Db } from '../db/types.js';
 import type { Preflight, AccessVersions } from './versions.js';
 import { hashSecret, type KeyType } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
-import { StoreUnavailableError } from '../limits/resilient.js';
+import { StoreUnavailableError } from '../limits/resilient/index.js';
 
 /** SHA-256 in base64: the one-shot `crypto.hash` where Node has it (20.12 and later), else a Hash object. */
 const sha256: (s: string) => string =

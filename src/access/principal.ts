@@ -4,7 +4,7 @@
 import type { Queryable } from '../db/types.js';
 import { ROLES, type Role } from '../config/routes.js';
 import type { KeyType } from './secrets.js';
-import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
+import { limitOverridesOf, type LimitOverrides } from '../config/budgets.js';
 
 export interface Principal {
   keyId: number;
@@ -32,7 +32,7 @@ export interface Principal {
   metadata: Record<string, unknown> | null;
   /** The keyed hash of the secret this principal was resolved from (where its last use is recorded). */
   secretHash: string;
-  /** The key's and its organization's overrides of the plan's limits (src/limits/budgets.ts). */
+  /** The key's and its organization's overrides of the plan's limits (src/config/budgets.ts). */
   limits: LimitOverrides;
 }
 

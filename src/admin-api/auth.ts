@@ -7,7 +7,7 @@
 // own, and does not lock the address out of the gateway.
 import type http from 'node:http';
 import { windowStart } from '../limits/types.js';
-import { addressKey } from '../limits/address.js';
+import { addressKey } from '../http/address.js';
 import { authenticateAdminToken, type AuthenticatedToken } from '../access/service/admin-tokens.js';
 import { AdminApiError } from './errors.js';
 import type { AdminApiDeps } from './deps.js';

@@ -7,8 +7,6 @@ import { createAdminApiServer } from './server.js';
 import { ConsoleFiles } from './console-files.js';
 import type { AdminApiDeps } from './deps.js';
 
-export type { AdminApiDeps } from './deps.js';
-
 export function startAdminApi(deps: Omit<AdminApiDeps, 'console'>): http.Server {
   return createAdminApiServer({ ...deps, console: new ConsoleFiles() });
 }

@@ -5,7 +5,7 @@
 // Redis the process's own counts are the answer (a single instance).
 import type { Logger } from 'pino';
 import type { Clock } from '../ops/clock.js';
-import type { RedisConnection } from '../limits/redis.js';
+import type { RedisConnection } from '../limits/redis/index.js';
 
 export interface TrafficPoint {
   /** The minute's start, Unix seconds. */

@@ -1,7 +1,7 @@
 // The listeners of the gateway side of startApp: the gateway's own port, the admin port (probes,
 // metrics, the identity JWT's keys) with the dependency checks it reports, and the admin API.
 import { TrustedProxies } from '../http/client-ip.js';
-import { backgroundChecks, createAdminServer } from '../ops/admin.js';
+import { backgroundChecks, createAdminServer } from '../ops/ops-server.js';
 import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '../ops/connection-limits.js';
 import { drainable } from '../ops/drain.js';
 import { listenOn, listenPrivately } from './listen.js';

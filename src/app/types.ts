@@ -10,7 +10,7 @@ import type { SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { BackendServices } from '../backend/services.js';
 import type { Tracing } from '../ops/tracing.js';
-import type { RedisConnection } from '../limits/redis.js';
+import type { RedisConnection } from '../limits/redis/index.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 
 export type AppMode = 'start' | 'gateway' | 'backend';

@@ -10,7 +10,7 @@ import { loadRoutes, type MinRole, type Routes } from '../config/routes.js';
 import { openDb, type Db } from '../db/index.js';
 import { getPepper } from '../access/pepper.js';
 import { accessChangedVia } from '../access/versions.js';
-import { createRedisClient, createRedisStores, redisClientSettings } from '../limits/redis.js';
+import { createRedisClient, createRedisStores, redisClientSettings } from '../limits/redis/index.js';
 import { createLogger } from '../ops/logger.js';
 import { systemClock } from '../ops/clock.js';
 import type { ServiceContext } from '../access/service/context.js';

@@ -6,8 +6,8 @@ import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from '../config/errors.js';
 import { parsePlans, readJson } from '../config/plans.js';
-import { limitOverridesOf, type LimitOverrides } from '../limits/budgets.js';
-import { parseAccessLine, replay, type AccessLine, type ReplayLimits, type ReplayReport } from '../limits/replay.js';
+import { limitOverridesOf, type LimitOverrides } from '../config/budgets.js';
+import { parseAccessLine, replay, type AccessLine, type ReplayLimits, type ReplayReport } from './replay.js';
 import {
   getKeyLimits,
   getOrganizationLimits,

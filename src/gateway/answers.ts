@@ -3,7 +3,7 @@
 // on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
 import { AccessStoreUnavailableError } from '../access/cache.js';
-import { StoreUnavailableError } from '../limits/resilient.js';
+import { StoreUnavailableError } from '../limits/resilient/index.js';
 import {
   ERROR_CODES,
   ENVELOPE_A,

@@ -10,7 +10,7 @@
 import type { Principal } from '../access/principal.js';
 import type { Bucket, RouteDef, RouteTable } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
-import { budgetOf, monthlyQuotaOf } from '../limits/budgets.js';
+import { budgetOf, monthlyQuotaOf } from '../config/budgets.js';
 import type { CounterRef, LayerState } from '../limits/types.js';
 import type { LimitOutcome } from './headers.js';
 import type { Refusal } from './refusal.js';

@@ -7,7 +7,7 @@ import type { Principal } from '../access/principal.js';
 import type { Bucket } from '../config/routes.js';
 import { WINDOW_SECONDS } from '../config/contract.js';
 import { planOf } from '../config/plans.js';
-import { budgetSource } from '../limits/budgets.js';
+import { budgetSource } from '../config/budgets.js';
 import type { LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
 import { canonicalRequest } from './guards/canonical.js';

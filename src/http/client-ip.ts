@@ -4,7 +4,7 @@
 import { BlockList, isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { parseCidr } from '../config/cidr.js';
-import { plainAddress } from '../limits/address.js';
+import { plainAddress } from './address.js';
 
 /** The 32-bit value of a dotted-quad IPv4 address as net.isIP accepts it (no leading zeros), or -1. */
 export function ipv4Value(s: string): number {

@@ -4,7 +4,7 @@
 import type { Bucket } from '../config/routes.js';
 import { IP_LIMIT, V1_LIMIT } from '../config/contract.js';
 import type { CounterRef } from './types.js';
-import { addressKey } from './address.js';
+import { addressKey } from '../http/address.js';
 
 export const BUCKETS: readonly Bucket[] = ['read', 'write', 'bulk'];
 
@@ -16,6 +16,6 @@ export const keyCounter = (keyId: number, bucket: Bucket, budget: number): Count
 /** An organization's monthly quota counter, or undefined when it has no quota (nothing changes then). */
 export const monthCounter = (organizationId: number, quota: number | null): CounterRef | undefined =>
   quota === null ? undefined : { id: `m:${organizationId}`, limit: quota, month: true };
-// Counted per client as the cooldown is: an IPv6 client per /64 (src/limits/address.ts).
+// Counted per client as the cooldown is: an IPv6 client per /64 (src/http/address.ts).
 export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
 export const partnerCounter = (keyId: number): CounterRef => ({ id: `v1:${keyId}`, limit: V1_LIMIT });

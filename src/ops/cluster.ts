@@ -314,7 +314,7 @@ async function fromWorker(slot: Slot, path: string): Promise<{ status: number; t
  */
 function createClusterAdmin(slots: Slot[], stopping: () => boolean): http.Server {
   // Probes arriving together share one round of questions to the workers; answers are budgeted as a
-  // worker's are (src/ops/admin.ts).
+  // worker's are (src/ops/ops-server.ts).
   const readiness = shared(() => Promise.all(slots.map((s) => fromWorker(s, '/readyz'))));
   const budget = answerBudget(ANSWERS_PER_SECOND);
   return http.createServer((req, res) => budget(() => void answerCluster(slots, stopping, readiness, req, res)));

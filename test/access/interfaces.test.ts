@@ -9,7 +9,7 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith, K } from '../fixtures/seed.js';
 import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/index.js';
+import { runAdminCommand } from '../../src/cli/program.js';
 
 /** The CLI in process, as src/cli.ts runs it, with --json; its stdout. */
 async function keygateText(env: Record<string, string>, ...args: string[]): Promise<string> {

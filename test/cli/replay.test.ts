@@ -9,7 +9,7 @@ import { K } from '../fixtures/seed.js';
 import { createLogger, flushAccessLines } from '../../src/ops/logger.js';
 import { loadSettings } from '../../src/config/settings.js';
 import { runAdminCommand } from '../../src/cli/program.js';
-import type { ReplayReport } from '../../src/limits/replay.js';
+import type { ReplayReport } from '../../src/cli/replay.js';
 import { testSecret } from '../helpers/keys.js';
 
 // The CLI reaches the test's schema through PGOPTIONS, on the real PostgreSQL only.

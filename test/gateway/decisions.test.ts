@@ -8,7 +8,7 @@ import type { Principal } from '../../src/access/principal.js';
 import { loadRoutes } from '../../src/config/routes.js';
 import { loadPlans, type Plans } from '../../src/config/plans.js';
 import { decideV1, decideV2, limitOutcome, refusedInstead, type Decision } from '../../src/gateway/decisions.js';
-import type { LimitOverrides } from '../../src/limits/budgets.js';
+import type { LimitOverrides } from '../../src/config/budgets.js';
 import type { LayerState } from '../../src/limits/types.js';
 import { ALL_SCOPES } from '../fixtures/seed.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { startRecorder, type Recorder } from '../helpers/recorder.js';
 import { clusterNodes, testRedisClient } from '../helpers/redis.js';
-import { createRedisStores, type RedisConnection } from '../../src/limits/redis.js';
+import { createRedisStores, type RedisConnection } from '../../src/limits/redis/index.js';
 import { K } from '../fixtures/seed.js';
 
 // Counting commands needs a real Redis (REDIS_URL, set in CI); the memory stores make no round trip.

@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K, ALL_SCOPES } from '../fixtures/seed.js';
-import { createRedisStores } from '../../src/limits/redis.js';
+import { createRedisStores } from '../../src/limits/redis/index.js';
 import { haveRedis, testRedisClient } from '../helpers/redis.js';
-import { createMemoryStores } from '../../src/limits/memory.js';
+import { createMemoryStores } from '../../src/limits/memory/index.js';
 import type { SharedStores } from '../../src/limits/types.js';
 import { testSecret } from '../helpers/keys.js';
 

@@ -1,6 +1,6 @@
 // Which Redis a test talks to: the `cluster` project's Redis Cluster, else REDIS_URL, else none.
 import { inject } from 'vitest';
-import { createRedisClient, type RedisConnection } from '../../src/limits/redis.js';
+import { createRedisClient, type RedisConnection } from '../../src/limits/redis/index.js';
 
 export function clusterNodes(): string[] | undefined {
   const nodes = inject('redisClusterNodes');

@@ -3,7 +3,7 @@
 // before the kill and three times after it. Now each falls back to its share of what it last saw
 // left in the window (src/limits/fleet.ts), so the fleet stays near one budget.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResilientStores } from '../../src/limits/resilient.js';
+import type { ResilientStores } from '../../src/limits/resilient/index.js';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { hasRedisServer, ownRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { K } from '../fixtures/seed.js';

@@ -1,12 +1,12 @@
-// The breaker in front of a real Redis of the test's own (src/limits/resilient.ts): a link that loses
+// The breaker in front of a real Redis of the test's own (src/limits/resilient/): a link that loses
 // packets is no outage, a silent partition and a stall still are, and an idle gateway finds Redis
 // back by itself.
 import { spawnSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
-import { createMemoryStores } from '../../src/limits/memory.js';
-import { createRedisClient, createRedisStores } from '../../src/limits/redis.js';
-import { createResilientStores, type ResilientStores } from '../../src/limits/resilient.js';
+import { createMemoryStores } from '../../src/limits/memory/index.js';
+import { createRedisClient, createRedisStores } from '../../src/limits/redis/index.js';
+import { createResilientStores, type ResilientStores } from '../../src/limits/resilient/index.js';
 import type { CounterRef } from '../../src/limits/types.js';
 import { hasRedisServer, ownRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { startLossyProxy, type LossyProxy } from '../helpers/lossy-proxy.js';

@@ -7,13 +7,13 @@
 // judged by its own silence, not the others'. The nodes run with cluster-require-full-coverage no
 // (test/helpers/cluster-replicas.ts). Figures in docs/redis.md and deploy/README.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResilientStores } from '../../src/limits/resilient.js';
-import { keySlot } from '../../src/limits/slot.js';
+import type { ResilientStores } from '../../src/limits/resilient/index.js';
+import { keySlot } from '../../src/limits/redis-cluster/slot.js';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
 import { startReplicatedCluster, type ReplicatedCluster } from '../helpers/cluster-replicas.js';
 import { alternatingLoad } from '../helpers/failover-load.js';
-import { addressKey } from '../../src/limits/address.js';
+import { addressKey } from '../../src/http/address.js';
 
 const CAN = hasRedisServer();
 let cluster: ReplicatedCluster;
@@ -44,7 +44,7 @@ afterAll(async () => {
 
 const degraded = (s: Stack) => (s.stores as ResilientStores).degraded();
 
-// The hash tags of the requests' counters (src/gateway/guards/rate-limit.ts, src/limits/redis.ts):
+// The hash tags of the requests' counters (src/limits/counters.ts, src/limits/redis/keys.ts):
 // K.wsAdmin is key 1000 of organization 1; its `read` bucket has a budget of 20.
 const KEY_TAG = 'k:1000:read';
 const ORG_TAG = '1';

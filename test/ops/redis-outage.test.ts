@@ -3,7 +3,7 @@
 // switches back, and the metrics say so.
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResilientStores } from '../../src/limits/resilient.js';
+import type { ResilientStores } from '../../src/limits/resilient/index.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { hasRedisServer, ownRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { K } from '../fixtures/seed.js';
@@ -175,7 +175,7 @@ describe.runIf(CAN)('Redis outage', () => {
     );
   });
 
-  // A silent Redis is judged by 900 ms of *free* event-loop time (src/limits/resilient.ts: a TCP
+  // A silent Redis is judged by 900 ms of *free* event-loop time (src/limits/resilient/: a TCP
   // retransmission each way must be waited for): this test's process also runs both stacks and the load, so on
   // a loaded machine that takes longer in wall time than on a quiet one (1.0 to 1.5 s seen at load 10
   // to 14 with a 250 ms floor, 2.2 s once at load 28 with 650 ms, 3.9 s once beside two other test files

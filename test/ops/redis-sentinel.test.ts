@@ -3,7 +3,7 @@
 // the replica. Measured: errors answered during the failover, how long until every instance uses the
 // new primary, requests admitted over the key's budget (figures in deploy/README.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResilientStores } from '../../src/limits/resilient.js';
+import type { ResilientStores } from '../../src/limits/resilient/index.js';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
 import { startSentinelGroup, type SentinelGroup } from '../helpers/sentinel.js';

@@ -5,7 +5,7 @@
 // next request (the principal carries the budgets).
 import type { Row } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
-import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../limits/budgets.js';
+import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../config/budgets.js';
 import { BUCKETS } from '../../limits/counters.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type ServiceContext } from './context.js';

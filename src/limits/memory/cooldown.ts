@@ -1,6 +1,6 @@
 // Failed authentications and cooldowns per client address in this process's memory, both keyed by
 // addressKey(ip): the IPv4 address, or the /64 of an IPv6 one.
-import { addressKey } from '../address.js';
+import { addressKey } from '../../http/address.js';
 import { COOLDOWN_MS, FAILURE_LIMIT, FAILURE_WINDOW_MS, type FailureCooldown } from '../types.js';
 import type { Clock } from '../../ops/clock.js';
 

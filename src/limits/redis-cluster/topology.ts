@@ -1,7 +1,7 @@
 // Where a Redis Cluster keeps each key: the node that owns its hash tag's slot in the client's slot map,
 // and the events of each node's connection. The breakers judge each node on its own (../resilient/nodes.ts).
 import type { Cluster, Redis } from 'ioredis';
-import { addressKey } from '../address.js';
+import { addressKey } from '../../http/address.js';
 import { pingWithin } from '../redis/client.js';
 import { keySlot, SLOTS } from './slot.js';
 

@@ -14,7 +14,7 @@
 //   <prefix>fleet:{gateways}                       sorted set: gateway instance id -> its last beat
 //                                                  (Redis's own clock, ms); see ../fleet.ts
 
-import { addressKey } from '../address.js';
+import { addressKey } from '../../http/address.js';
 
 export interface RedisKeys {
   counter(id: string, start: number): string;

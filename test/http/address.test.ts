@@ -1,7 +1,7 @@
 // addressKey: the client an address is counted as (IPv4 address, or IPv6 /64), and plainAddress:
 // an IPv4-mapped IPv6 address as its IPv4 address.
 import { describe, expect, it } from 'vitest';
-import { addressKey, plainAddress } from '../../src/limits/address.js';
+import { addressKey, plainAddress } from '../../src/http/address.js';
 import { clientIp, TrustedProxies } from '../../src/http/client-ip.js';
 
 describe('addressKey', () => {

@@ -10,8 +10,8 @@
 // unchanged by plans) is not replayed: a request refused by it for real stays counted as refused for
 // real only. The /v1 partner layer (20 per key per minute) is fixed by the contract and not replayed
 // either; /v1 requests do spend the organization's monthly quota.
-import { budgetOf, monthlyQuotaOf, type LimitOverrides } from './budgets.js';
-import { monthStart, windowStart } from './types.js';
+import { budgetOf, monthlyQuotaOf, type LimitOverrides } from '../config/budgets.js';
+import { monthStart, windowStart } from '../limits/types.js';
 import type { Plans } from '../config/plans.js';
 import type { Bucket, Routes } from '../config/routes.js';
 

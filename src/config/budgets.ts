@@ -2,8 +2,8 @@
 // bucket; and the organization's monthly quota (its override, else the plan's `monthlyQuota`, or none).
 // The principal carries the overrides (read with the key), so a change reaches every gateway with the
 // organization's access version, on the next request, like a plan change.
-import { planOf, type Plans } from '../config/plans.js';
-import type { Bucket } from '../config/routes.js';
+import { planOf, type Plans } from './plans.js';
+import type { Bucket } from './routes.js';
 
 export interface LimitOverrides {
   read: number | null;

@@ -1,2 +1,0 @@
-// Re-export until the integrator rewrites the importers.
-export * from './memory/index.js';
