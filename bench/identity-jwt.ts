@@ -5,7 +5,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { encodeIdentity, sign as hmacSign, type Identity } from '../src/http/identity.js';
-import { createJwtSigner, parseJwtKeys, type JwtSignInput } from '../src/http/identity-jwt.js';
+import { createJwtSigner, type JwtSignInput } from '../src/http/identity-jwt.js';
+import { parseJwtKeys } from '../src/config/jwt-keys.js';
 
 const N = Number(process.argv[2] ?? 20_000);
 const ROUNDS = 5;

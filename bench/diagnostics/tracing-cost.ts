@@ -42,8 +42,8 @@ const base = makeResolver(stores);
 // The forwarder's part is the upstream request's fields; the exchange itself is not tracing's cost.
 const forward = (headers: OutgoingHttpHeaders) => headers;
 
-function tracingAt(ratio: number): Tracing {
-  const tracing = createTracing({
+function tracingAt(ratio: number): Tracing<AccessResolver> {
+  const tracing = createTracing<AccessResolver>({
     processor: new BatchSpanProcessor(dropping),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
     serviceName: 'bench',
@@ -52,7 +52,7 @@ function tracingAt(ratio: number): Tracing {
   return tracing;
 }
 
-async function request(t: Tracing | null): Promise<void> {
+async function request(t: Tracing<AccessResolver> | null): Promise<void> {
   const req = { headers: { host: 'x', authorization: 'Bearer k' } } as unknown as IncomingMessage;
   const res = {
     headersSent: true,
@@ -70,7 +70,7 @@ async function request(t: Tracing | null): Promise<void> {
   span?.end({ route: '/v2/workspaces/{workspaceId}/tags', code: null, organizationId: 1, keyId: 1 }, 200);
 }
 
-async function measure(t: Tracing | null): Promise<number> {
+async function measure(t: Tracing<AccessResolver> | null): Promise<number> {
   const perRequest: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const start = process.cpuUsage();
@@ -85,7 +85,7 @@ async function measure(t: Tracing | null): Promise<number> {
 
 /** Each sampling ratio's median CPU per request and what it adds to the hooks-free loop, in µs. */
 export async function tracingHooksCost(): Promise<{ name: string; us: number; addedUs: number; passes: number[] }[]> {
-  const configs: [string, Tracing | null][] = [
+  const configs: [string, Tracing<AccessResolver> | null][] = [
     ['off', null],
     ['1 %', tracingAt(0.01)],
     ['10 %', tracingAt(0.1)],

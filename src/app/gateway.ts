@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import { PrincipalCache } from '../access/cache.js';
-import { createAccessResolver, type ResolverEvents } from '../access/resolver.js';
+import { createAccessResolver, type AccessResolver, type ResolverEvents } from '../access/resolver.js';
 import { LastUseRecorder } from '../access/last-use.js';
 import { createGatewayServer, type GatewayServer } from '../gateway/server.js';
 import { createForwarder } from '../gateway/upstream-client.js';
@@ -61,7 +61,7 @@ export async function startGateway(
     log: app.log.child({ c: 'traffic' }),
   });
   // Off (no OTEL_* endpoint), the SDK is never loaded and the gateway's objects are its own.
-  const tracing = app.tracing !== undefined ? app.tracing : await createTracingFromEnv(process.env);
+  const tracing = app.tracing !== undefined ? app.tracing : await createTracingFromEnv<AccessResolver>(process.env);
   const resolverEvents: ResolverEvents = {
     cache: (hit) => metrics.cache(hit),
     authFailure: (kind) => metrics.authFailure(kind),

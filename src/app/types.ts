@@ -6,6 +6,7 @@ import type { Plans } from '../config/plans.js';
 import type { Routes } from '../config/routes.js';
 import type { Db } from '../db/index.js';
 import type { PrincipalCache } from '../access/cache.js';
+import type { AccessResolver } from '../access/resolver.js';
 import type { SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { BackendServices } from '../backend/services.js';
@@ -35,7 +36,7 @@ export interface AppOptions {
   /** Forward somewhere other than the in-process backend in all-in-one (tests: a recording upstream). */
   upstreamOverride?: string;
   /** OpenTelemetry tracing; by default from the OTEL_* environment (null: not configured). */
-  tracing?: Tracing | null;
+  tracing?: Tracing<AccessResolver> | null;
   /**
    * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
    * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.

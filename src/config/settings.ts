@@ -46,7 +46,7 @@ export const settingsSchema = z
     REDIS_URL: z.string().url().optional(),
     REDIS_CLUSTER_NODES: csv.optional(),
     // Redis Sentinel: the sentinels (host:port), the name of the primary they watch, the sentinels'
-    // own password and the password of the primary and its replicas (src/limits/redis.ts).
+    // own password and the password of the primary and its replicas (src/limits/redis/client.ts).
     REDIS_SENTINELS: csv.optional(),
     REDIS_SENTINEL_NAME: z.string().min(1).max(128).optional(),
     REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
@@ -132,7 +132,7 @@ export const settingsSchema = z
       .positive()
       .default(64 * 1024 * 1024),
     // Within BODY_BUFFER_MAX_BYTES, what the bodies of one key and of one client address may hold at
-    // once (src/gateway/body.ts bodySharesOf); unset: an eighth and a quarter of it, at least one body.
+    // once (src/gateway/body-budget.ts bodySharesOf); unset: an eighth and a quarter of it, at least one body.
     BODY_BUFFER_KEY_MAX_BYTES: z.coerce.number().int().positive().optional(),
     BODY_BUFFER_ADDRESS_MAX_BYTES: z.coerce.number().int().positive().optional(),
     // A refused upload's connection is read and discarded after its answer for at most this long and

@@ -51,7 +51,7 @@ export interface GatewayDeps {
   /** Counts each answered request of a known organization, accepted or refused (the admin console's chart). */
   traffic?: (organizationId: number, refused: boolean) => void;
   /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
-  tracing?: Tracing | null;
+  tracing?: Tracing<AccessResolver> | null;
   /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */
   limitMode?: LimitMode;
 }
@@ -76,7 +76,7 @@ export interface RequestContext {
    */
   readonly head: ResponseFields;
   /** The request's span when tracing is on, else null. */
-  readonly span: RequestTrace | null;
+  readonly span: RequestTrace<AccessResolver> | null;
 }
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */

@@ -13,8 +13,6 @@ import { ConfigError } from '../config/errors.js';
 import { generateJwtKey, type JwtKey } from '../config/jwt-keys.js';
 
 export type { JwtAlgorithm, JwtKey } from '../config/jwt-keys.js';
-// Re-export until the integrator rewrites the importers.
-export { parseJwtKeys } from '../config/jwt-keys.js';
 
 export const JWT_ISSUER = 'keygate';
 /**

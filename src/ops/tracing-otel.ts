@@ -49,7 +49,6 @@ import {
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type {
-  GatewayResolver,
   RequestOutcome,
   RequestTrace,
   TraceableEvents,
@@ -112,7 +111,7 @@ export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
  * (default `keygate`), the endpoint and headers from `OTEL_EXPORTER_OTLP_*` (OTLP/HTTP with JSON
  * bodies) and the batching from `OTEL_BSP_*`, these two read by the SDK itself.
  */
-export function tracingFromEnv<R extends TraceableResolver = GatewayResolver>(
+export function tracingFromEnv<R extends TraceableResolver>(
   env: NodeJS.ProcessEnv,
   exporter?: SpanExporter,
 ): Tracing<R> {
@@ -297,7 +296,7 @@ function fail(span: Span, err: unknown): void {
   span.end();
 }
 
-export function createTracing<R extends TraceableResolver = GatewayResolver>(o: TracingOptions): Tracing<R> {
+export function createTracing<R extends TraceableResolver>(o: TracingOptions): Tracing<R> {
   // The trace id a root span must take: the one its sampling decision was made on.
   let rootTraceId: string | null = null;
   const provider = new BasicTracerProvider({

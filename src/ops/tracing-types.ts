@@ -4,10 +4,6 @@
 // stores and events fit these shapes structurally, and the gateway names its resolver's type once
 // (`Tracing<AccessResolver>`), so a sampled request's resolver keeps it.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { AccessResolver } from '../access/resolver.js';
-
-/** The default resolver until the integrator names it in the importers (`Tracing<AccessResolver>`). */
-export type GatewayResolver = AccessResolver;
 
 /** What the request span says once the request is answered (the pipeline's notes, see gateway/context.ts). */
 export interface RequestOutcome {
@@ -42,7 +38,7 @@ export interface TraceableEvents {
   cache(hit: boolean): void;
 }
 
-export interface RequestTrace<R extends TraceableResolver = GatewayResolver> {
+export interface RequestTrace<R extends TraceableResolver> {
   /** The trace id, for the access log line (sampled or not). */
   readonly traceId: string;
   /** A sampled request's own resolver, whose work appears as child spans; null when not sampled. */
@@ -56,7 +52,7 @@ export interface RequestTrace<R extends TraceableResolver = GatewayResolver> {
   end(outcome: RequestOutcome, status: number): void;
 }
 
-export interface Tracing<R extends TraceableResolver = GatewayResolver> {
+export interface Tracing<R extends TraceableResolver> {
   /** The request's trace from its head (continuing a valid incoming `traceparent`), sampled or not. */
   request(req: IncomingMessage, res: ServerResponse, method: string, requestId: string): RequestTrace<R>;
   /**

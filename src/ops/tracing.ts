@@ -4,7 +4,7 @@
 // field), and the SDK and the exporter are never imported: they are loaded from ./tracing-otel.ts,
 // which describes what is traced and how sampling is decided, only when tracing is configured.
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { GatewayResolver, TraceableResolver, Tracing } from './tracing-types.js';
+import type { TraceableResolver, Tracing } from './tracing-types.js';
 
 export type * from './tracing-types.js';
 
@@ -19,7 +19,7 @@ export function tracingConfigured(env: NodeJS.ProcessEnv): boolean {
  * Tracing from the environment (./tracing-otel.ts, `tracingFromEnv`), or null when it is not
  * configured; with `exporter` (tests) it is on whatever the environment says.
  */
-export async function createTracingFromEnv<R extends TraceableResolver = GatewayResolver>(
+export async function createTracingFromEnv<R extends TraceableResolver>(
   env: NodeJS.ProcessEnv = process.env,
   exporter?: SpanExporter,
 ): Promise<Tracing<R> | null> {

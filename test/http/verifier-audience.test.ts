@@ -3,7 +3,8 @@
 // with no `aud` (a gateway without IDENTITY_JWT_AUDIENCE) is then refused by a verifier that names one.
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createJwtSigner, parseJwtKeys } from '../../src/http/identity-jwt.js';
+import { createJwtSigner } from '../../src/http/identity-jwt.js';
+import { parseJwtKeys } from '../../src/config/jwt-keys.js';
 import { createJwtVerifier, IdentityVerificationError } from '../../src/verifier/index.js';
 import type { Identity } from '../../src/http/identity.js';
 
