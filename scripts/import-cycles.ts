@@ -7,17 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules') out.push(...sourceFiles(full));
-    } else if (/\.(ts|mts)$/.test(entry.name) && !entry.name.endsWith('.d.ts')) out.push(full);
-  }
-  return out;
-}
+import { sourceFiles } from './source-files.js';
 
 /** The relative specifiers a file imports or re-exports, static or dynamic, types included. */
 function specifiers(file: string): string[] {

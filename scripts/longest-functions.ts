@@ -4,25 +4,14 @@
 //
 //   npx tsx scripts/longest-functions.ts [dir ...] [--top N]
 import fs from 'node:fs';
-import path from 'node:path';
 import ts from 'typescript';
+import { sourceFiles } from './source-files.js';
 
 interface FunctionLength {
   file: string;
   line: number;
   name: string;
   lines: number;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (entry.name !== 'node_modules') out.push(...sourceFiles(full));
-    } else if (/\.(ts|mts)$/.test(entry.name) && !entry.name.endsWith('.d.ts')) out.push(full);
-  }
-  return out;
 }
 
 /** The name a reader would search for: the declaration's own, else what it is assigned or passed to. */
