@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
-import type { Preflight, AccessVersions } from './versions.js';
+import type { Preflight, AccessVersions } from '../limits/types.js';
 import { hashSecret, type KeyType } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
 import { StoreUnavailableError } from '../limits/resilient/index.js';

@@ -15,8 +15,6 @@ import { adminOpenApi } from './openapi.js';
 import { authenticate } from './auth.js';
 import { serviceContexts, type AdminApiDeps } from './deps.js';
 
-export { ADMIN_AUTH_FAILURES } from './auth.js';
-
 const BODY_MAX = 64 * 1024;
 const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 

@@ -1,7 +1,7 @@
 // The seed applied at start (SEED_FILE, the demo seed of `start`).
 import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
-import type { AccessStores } from '../access/versions.js';
+import type { AccessStores } from '../limits/types.js';
 
 export async function applyStartSeed(
   db: Db,

@@ -12,8 +12,6 @@ import type { Identity } from './identity.js';
 import { ConfigError } from '../config/errors.js';
 import { generateJwtKey, type JwtKey } from '../config/jwt-keys.js';
 
-export type { JwtAlgorithm, JwtKey } from '../config/jwt-keys.js';
-
 export const JWT_ISSUER = 'keygate';
 /**
  * Targets up to this many bytes travel in the token as `htu`; a longer one as `htd`, the base64url

@@ -7,7 +7,7 @@ import http from 'node:http';
 import { createHash } from 'node:crypto';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { adminToken } from '../helpers/admin-api.js';
-import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/server.js';
+import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/auth.js';
 
 let stack: Stack;
 let port: number;

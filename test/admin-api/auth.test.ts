@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, fetchRes, FakeClock, type Stack, type Res } from '../helpers/stack.js';
 import { ROUTES } from '../../src/admin-api/routes.js';
-import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/server.js';
+import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/auth.js';
 import { createAdminToken, revokeAdminToken, hashAdminToken } from '../../src/access/service/admin-tokens.js';
 import { getPepper } from '../../src/access/pepper.js';
 import { concretePath } from '../helpers/routes.js';

@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { startProgram } from '../helpers/program.js';
 import { freePort } from '../helpers/redis-server.js';
-import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/server.js';
+import { ADMIN_AUTH_FAILURES } from '../../src/admin-api/auth.js';
 
 const started: ChildProcess[] = [];
 afterAll(() => {

@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it, vi, type Mock } from 'vitest';
 import { createLogger } from '../../src/ops/logger.js';
 import { createMemoryStores } from '../../src/limits/memory/index.js';
 import { createLoopClock } from '../../src/limits/loop-clock.js';
-import type { ClusterTopology } from '../../src/limits/redis/index.js';
+import type { ClusterTopology } from '../../src/limits/redis-cluster/topology.js';
 import {
   CLUSTER_REFRESH_MS,
   createResilientStores,

@@ -16,7 +16,6 @@ import { createAddCounts, createRedisLimiter } from './limiter.js';
 import { TTL_SLACK_MS, defineScripts } from './scripts.js';
 
 export * from './client.js';
-export type { ClusterTopology } from '../redis-cluster/topology.js';
 
 export interface RedisStoreOptions {
   redis: RedisConnection;
