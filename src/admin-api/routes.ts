@@ -5,16 +5,27 @@
 import { isIP } from 'node:net';
 import type { z } from 'zod';
 import { planOf } from '../config/plans.js';
-import type { AuthenticatedToken } from '../access/service/admin-tokens.js';
 import { createAdminToken, listAdminTokens, revokeAdminToken } from '../access/service/admin-tokens.js';
 import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
 import { getOrganization, listOrganizations, updateOrganization } from '../access/service/organizations.js';
 import { listAudit } from '../access/service/audit.js';
 import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
-import { ServiceError, type ServiceContext } from '../access/service/context.js';
 import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
 import { AdminApiError } from './errors.js';
-import type { AdminApiDeps } from './deps.js';
+import {
+  ID_QUERY,
+  PAGE,
+  idQuery,
+  oneOfQuery,
+  pageOf,
+  paging,
+  service,
+  type AdminRoute,
+  type QueryParam,
+} from './route-kit.js';
+import { USAGE_ROUTES } from './usage-routes.js';
+import { WEBHOOK_ROUTES } from './webhook-routes.js';
+import { OVERVIEW_ROUTES } from './overview-routes.js';
 import {
   AdminTokenSchema,
   AuditEntrySchema,
@@ -40,77 +51,7 @@ import {
 } from './schemas.js';
 import type { Row } from '../db/types.js';
 import type { CounterRef } from '../limits/types.js';
-import { DB_ID_SOURCE, isDbId, PG_INT_MAX } from '../config/contract.js';
 import { isoOrNull } from '../db/time.js';
-
-export interface Call {
-  deps: AdminApiDeps;
-  /** The service layer's context for this request: the token as the actor, the request id. */
-  ctx: ServiceContext;
-  token: AuthenticatedToken;
-  params: Record<string, number>;
-  query: URLSearchParams;
-  body: unknown;
-  requestId: string;
-}
-
-export interface QueryParam {
-  name: string;
-  description: string;
-  schema: Record<string, unknown>;
-}
-
-export interface AdminRoute {
-  method: 'GET' | 'POST' | 'PATCH';
-  path: string;
-  role: 'read' | 'write';
-  summary: string;
-  query?: QueryParam[];
-  body?: z.ZodType;
-  status: 200 | 201;
-  response: z.ZodType;
-  handle(call: Call): Promise<unknown>;
-}
-
-const ID_QUERY = { type: 'string', pattern: DB_ID_SOURCE };
-const PAGE: QueryParam[] = [
-  {
-    name: 'limit',
-    description: 'Items per page, 1 to 200 (default 50).',
-    schema: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' },
-  },
-  {
-    name: 'cursor',
-    description: 'The `nextCursor` of the previous page.',
-    schema: { type: 'string', pattern: '^[0-9]{1,10}$' },
-  },
-];
-
-function idQuery(q: URLSearchParams, name: string): number | undefined {
-  const raw = q.get(name);
-  if (raw === null || raw === '') return undefined;
-  if (!isDbId(raw)) throw new AdminApiError('invalid_request', `${name} must be a positive integer id`);
-  return Number(raw);
-}
-
-function paging(q: URLSearchParams): { limit: number; after: number } {
-  const rawLimit = q.get('limit');
-  const limit = rawLimit === null ? 50 : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 200)
-    throw new AdminApiError('invalid_request', 'limit must be an integer from 1 to 200');
-  const rawCursor = q.get('cursor');
-  // A cursor is an id this API gave: within PostgreSQL's integer, as the column it is compared with.
-  const after = rawCursor === null || rawCursor === '' ? 0 : Number(rawCursor);
-  if (!/^[0-9]{1,10}$/.test(rawCursor || '0') || after > PG_INT_MAX)
-    throw new AdminApiError('invalid_request', 'cursor is not one this API gave');
-  return { limit, after };
-}
-
-/** Rows fetched one past the page: the extra row says there is a next page. */
-function pageOf<T extends { id: number }>(rows: T[], limit: number) {
-  const items = rows.slice(0, limit);
-  return { items, nextCursor: rows.length > limit ? String(items[items.length - 1].id) : null };
-}
 
 const wsView = (w: Row) => ({
   id: w.id,
@@ -118,21 +59,6 @@ const wsView = (w: Row) => ({
   name: w.name,
   createdAt: isoOrNull(w.created_at)!,
 });
-
-/** The service layer's refusals in this API's shape. */
-async function service<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    if (err instanceof ServiceError) {
-      // A change the rules refuse as asked (a role above its creator's, a workspace the user is not in)
-      // is an input problem for an operator's token: 400, not the 403 of a read token on a write.
-      const code = err.kind === 'not_found' ? 'not_found' : err.kind === 'conflict' ? 'conflict' : 'invalid_request';
-      throw new AdminApiError(code, err.message);
-    }
-    throw err;
-  }
-}
 
 const KEY_FILTERS: QueryParam[] = [
   { name: 'organization', description: "Only this organization's.", schema: ID_QUERY },
@@ -149,14 +75,7 @@ const KEY_FILTERS: QueryParam[] = [
   },
 ];
 
-function oneOfQuery<T extends string>(q: URLSearchParams, name: string, allowed: readonly T[]): T | undefined {
-  const v = q.get(name);
-  if (v === null || v === '') return undefined;
-  if (!(allowed as readonly string[]).includes(v))
-    throw new AdminApiError('invalid_request', `${name} must be one of ${allowed.join(', ')}`);
-  return v as T;
-}
-
+/** Every operation: this file's, then the tables of usage, webhooks and the overview. */
 export const ROUTES: AdminRoute[] = [
   {
     method: 'GET',
@@ -510,4 +429,7 @@ export const ROUTES: AdminRoute[] = [
     response: AdminTokenSchema,
     handle: async ({ ctx, params }) => service(revokeAdminToken(ctx, params.id)),
   },
+  ...USAGE_ROUTES,
+  ...WEBHOOK_ROUTES,
+  ...OVERVIEW_ROUTES,
 ];

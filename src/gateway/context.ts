@@ -2,6 +2,7 @@
 // guards never write to it; the pipeline notes the outcome (route template, code, key) for metrics
 // and the access log in `trace`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Routes } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
@@ -50,6 +51,8 @@ export interface GatewayDeps {
   openApi: (path: string) => Buffer | null;
   /** Counts each answered request of a known organization, accepted or refused (the admin console's chart). */
   traffic?: (organizationId: number, refused: boolean) => void;
+  /** Counts each answered request by key and outcome for the usage history (src/access/usage/). */
+  usage?: (api: Api, trace: Trace, status: number) => void;
   /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
   tracing?: Tracing<AccessResolver> | null;
   /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */
@@ -77,6 +80,11 @@ export interface RequestContext {
   readonly head: ResponseFields;
   /** The request's span when tracing is on, else null. */
   readonly span: RequestTrace<AccessResolver> | null;
+  /**
+   * An `Upgrade: websocket` request: its socket and the bytes read past its head. `res` then writes
+   * on that socket (refusals are ordinary answers); once authorized it is tunnelled (./websocket.ts).
+   */
+  readonly upgrade?: { socket: Duplex; head: Buffer } | null;
 }
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */

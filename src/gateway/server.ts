@@ -143,6 +143,7 @@ function recordAnswer(
     ms,
   );
   if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
+  deps.usage?.(ctx.api, trace, res.statusCode);
   if (writeAccess)
     writeAccess({
       requestId: ctx.requestId,

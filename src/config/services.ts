@@ -1,0 +1,125 @@
+// The services a route may name (the `services` section of ROUTES_FILE): each with its targets and the
+// settings that choose among them (balancing, health, retries, timeouts). A route naming none goes to
+// the `default` service, which is UPSTREAM_URL (the reference backend in all-in-one) unless the file
+// defines it. The gateway's side of a service (pools, health state) is in src/gateway/upstreams/.
+import { z } from 'zod';
+
+const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+export const DEFAULT_SERVICE = 'default';
+
+const targetUrl = z
+  .string()
+  .url()
+  .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+  .refine((u) => !/[?#]/.test(u), 'must not carry a query or fragment');
+
+const target = z.union([
+  targetUrl,
+  z.object({ url: targetUrl, weight: z.number().int().min(1).max(1000).default(1) }).strict(),
+]);
+
+const timeouts = z
+  .object({
+    /** Connecting to a target (TCP, TLS). */
+    connectMs: z.number().int().positive().optional(),
+    /** From handing the request over to the answer's head. */
+    headMs: z.number().int().positive().optional(),
+    /** Silence between two chunks of the answer's body. */
+    idleMs: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const serviceSchema = z
+  .object({
+    targets: z.array(target).min(1),
+    /** least-request: the less loaded of two random healthy targets (Envoy's default); round-robin. */
+    balance: z.enum(['least-request', 'round-robin']).default('least-request'),
+    /** Host-name targets are resolved again this often, and at once when one fails to connect. */
+    dns: z
+      .object({ refreshSeconds: z.number().int().min(1).max(3600).default(10) })
+      .strict()
+      .prefault({}),
+    /** Removed from the start of the request's path before the target's own base path is put in front. */
+    stripPrefix: z
+      .string()
+      .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a /-separated path without a trailing /')
+      .optional(),
+    timeouts: timeouts.prefault({}),
+    retries: z
+      .object({
+        /** Tries after the first, on other targets where there are any. */
+        attempts: z.number().int().min(0).max(5).default(2),
+        /** Retries in flight at most this share of the requests in flight (Envoy's retry budget)... */
+        budgetPercent: z.number().min(0).max(100).default(20),
+        /** ...but always this many. */
+        minConcurrent: z.number().int().min(0).max(1000).default(3),
+      })
+      .strict()
+      .prefault({}),
+    passive: z
+      .object({
+        /** Connect failures, resets, timeouts or 5xx answers in a row that eject a target. */
+        consecutiveFailures: z.number().int().min(1).max(1000).default(5),
+        /** The first ejection's length; each next one in a row is longer (times the ejections so far). */
+        baseEjectionMs: z.number().int().min(100).default(30_000),
+        maxEjectionMs: z.number().int().min(100).default(300_000),
+        /** Never more than this share of a service's targets ejected at once (at least one stays). */
+        maxEjectedPercent: z.number().min(0).max(100).default(50),
+      })
+      .strict()
+      .prefault({}),
+    /** An active HTTP probe per target; off when absent. */
+    probe: z
+      .object({
+        path: z.string().regex(/^\/[^\s?#]*(\?[^\s#]*)?$/, 'must be an origin-form path'),
+        intervalMs: z.number().int().min(100).default(5_000),
+        timeoutMs: z.number().int().min(10).default(1_000),
+        /** Probes answered 2xx in a row that re-admit a target. */
+        healthyThreshold: z.number().int().min(1).default(2),
+        /** Probes failed in a row that eject it. */
+        unhealthyThreshold: z.number().int().min(1).default(3),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export const servicesSchema = z.record(z.string().regex(NAME, 'a service name is a-z, 0-9 and -'), serviceSchema);
+
+export type ServiceFile = z.input<typeof serviceSchema>;
+
+export interface ServiceTarget {
+  url: string;
+  weight: number;
+}
+
+/** One service as a route refers to it. A reload makes new objects; an unchanged service is `same()` as before. */
+export interface ServiceConfig extends Omit<z.output<typeof serviceSchema>, 'targets'> {
+  name: string;
+  targets: ServiceTarget[];
+}
+
+/** Per-route settings of its forwarding, within the service's and the global bound. */
+export interface RouteForwarding {
+  /** A sent request with an idempotent method may be tried again on another target (default true). */
+  retry: boolean;
+  timeouts: { connectMs?: number; headMs?: number; idleMs?: number };
+}
+
+export function serviceConfig(name: string, raw: z.output<typeof serviceSchema>): ServiceConfig {
+  return {
+    ...raw,
+    name,
+    targets: raw.targets.map((t) => (typeof t === 'string' ? { url: t, weight: 1 } : { url: t.url, weight: t.weight })),
+  };
+}
+
+/** The default service when the file does not define it: one target, every setting at its default. */
+export function defaultService(url: string): ServiceConfig {
+  return serviceConfig(DEFAULT_SERVICE, serviceSchema.parse({ targets: [url] }));
+}
+
+/** Two configurations of one service that a reload may keep running as they are (pools, health). */
+export function sameService(a: ServiceConfig, b: ServiceConfig): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
