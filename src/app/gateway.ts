@@ -16,6 +16,8 @@ import type { GatewayMetrics } from '../ops/metrics.js';
 import { OrgTraffic } from '../admin-api/traffic.js';
 import { createTracingFromEnv } from '../ops/tracing.js';
 import type { AppOptions, AppParts, AppSettings, Closer } from './types.js';
+import { startUsage } from './usage.js';
+import { startEvents } from './events.js';
 
 export interface StartedGateway {
   gateway: GatewayServer;
@@ -68,6 +70,8 @@ export async function startGateway(
     used: (p, now) => lastUse.record(p, now),
   };
   const access = createAccessResolver(cache, stores, resolverEvents, clock);
+  const usage = await startUsage(o);
+  const events = await startEvents(o);
   // A sampled request gets a resolver of its own, whose store calls open spans under its span.
   tracing?.resolvers((st, ev) => createAccessResolver(cache, st, ev, clock), stores, resolverEvents);
   const gateway = createGatewayServer({
@@ -94,15 +98,17 @@ export async function startGateway(
     cors: createCors(s.CORS_ORIGINS),
     openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
     traffic: (org, refused) => traffic.record(org, refused),
+    usage: usage.record,
+    monthSpent: events.monthSpent,
   });
-  const last: Closer[] = [unlisten, () => traffic.close()];
+  const last: Closer[] = [unlisten, () => traffic.close(), events.close];
   if (tracing) last.push(() => tracing.close());
   return {
     gateway,
     cache,
     traffic,
     jwt,
-    first: [() => gateway.drain(o.drainMs()), () => lastUse.stop(), async () => forwarder.close()],
+    first: [() => gateway.drain(o.drainMs()), () => lastUse.stop(), usage.close, async () => forwarder.close()],
     last,
   };
 }

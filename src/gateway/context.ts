@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Routes } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
 import type { AccessResolver } from '../access/resolver.js';
-import type { SharedStores } from '../limits/types.js';
+import type { LayerState, SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import type { Forwarder } from './upstream-client.js';
@@ -53,6 +53,8 @@ export interface GatewayDeps {
   traffic?: (organizationId: number, refused: boolean) => void;
   /** Counts each answered request by key and outcome for the usage history (src/access/usage/). */
   usage?: (api: Api, trace: Trace, status: number) => void;
+  /** Hears each organization's monthly quota after a request spent it (the quota's threshold events). */
+  monthSpent?: (organizationId: number, month: LayerState, now: number) => void;
   /** OpenTelemetry tracing (src/ops/tracing.ts); null when not configured, and then nothing is traced. */
   tracing?: Tracing<AccessResolver> | null;
   /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */

@@ -51,7 +51,10 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     if (enforce) return refuse(ctx, limited);
     recordShadowRefusal(deps, ctx, limited, layersOver(['v1', key]));
   }
-  if (month) deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+  if (month) {
+    deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+    deps.monthSpent?.(principal.organizationId, month, deps.clock.now());
+  }
   const exhausted = monthlyQuotaGuard(month, deps.clock.now());
   if (exhausted) {
     if (enforce) return refuse(ctx, exhausted);

@@ -59,7 +59,10 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     if (enforce) return refuse(ctx, limited);
     recordShadowRefusal(deps, ctx, limited, layersOver(['key', key], ['ip', ip]));
   }
-  if (month) deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+  if (month) {
+    deps.metrics.rateLimit('month', month.used > month.limit, month.remaining === 0);
+    deps.monthSpent?.(principal.organizationId, month, now);
+  }
   const exhausted = monthlyQuotaGuard(month, now);
   if (exhausted) {
     if (enforce) return refuse(ctx, exhausted);
