@@ -118,6 +118,13 @@ export const settingsSchema = z
     DB_QUERY_TIMEOUT_MS: z.coerce.number().int().positive().default(2_000),
     // How long the audit trail keeps its rows (src/access/service/audit.ts); the backend purges hourly.
     AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(365),
+    // The usage history (src/access/usage/, docs/usage.md, Storage): counts per key and outcome, written every
+    // USAGE_FLUSH_MS (jittered); minute rows kept USAGE_MINUTE_DAYS, hour rows USAGE_HOUR_DAYS, day rows USAGE_DAY_DAYS.
+    USAGE_HISTORY: z.enum(['on', 'off']).default('on'),
+    USAGE_FLUSH_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+    USAGE_MINUTE_DAYS: z.coerce.number().int().min(1).max(90).default(7),
+    USAGE_HOUR_DAYS: z.coerce.number().int().min(1).max(3_660).default(90),
+    USAGE_DAY_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
     WORKERS: z

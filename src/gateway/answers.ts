@@ -73,6 +73,7 @@ export function unavailableRefusal(err: unknown): Refusal | null {
 /** Answer a refusal in the envelope of the request's interface. */
 export function refuse(ctx: RequestContext, refusal: Refusal): void {
   const headers = refusal.retryAfter !== undefined ? { 'Retry-After': refusal.retryAfter } : undefined;
+  if (refusal.layer) ctx.trace.limit = refusal.layer;
   if (ctx.api === 'v1') {
     const code = V1_CODE[refusal.code] ?? (refusal.code as CodeV1);
     ctx.trace.code = code;

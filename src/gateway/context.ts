@@ -17,6 +17,7 @@ import type { Lingering } from './linger.js';
 import type { TrustedProxies } from '../http/client-ip.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
+import type { LimitLayer } from './refusal.js';
 import type { RequestTrace, Tracing } from '../ops/tracing.js';
 
 export type Api = 'v1' | 'v2';
@@ -59,6 +60,11 @@ export interface GatewayDeps {
   tracing?: Tracing<AccessResolver> | null;
   /** RATE_LIMIT_MODE: limits refuse (enforce, the default) or only log and count (shadow); see ./shadow.ts. */
   limitMode?: LimitMode;
+  /**
+   * WebSocket tunnels (./websocket.ts): WEBSOCKET_RECHECK_MS, how often an open tunnel's key is checked
+   * again; WEBSOCKET_MAX_TUNNELS, how many may be open (unset: from the descriptor limit).
+   */
+  websocket?: { recheckMs: number; maxTunnels?: number };
 }
 
 export interface RequestContext {
@@ -95,4 +101,6 @@ export interface Trace {
   code: string | null;
   organizationId: number | null;
   keyId: number | null;
+  /** Set by a limit's refusal: the layer that refused (./refusal.ts). */
+  limit?: LimitLayer;
 }

@@ -11,7 +11,12 @@ export interface Refusal {
   message?: string;
   retryAfter?: number;
   details?: Record<string, unknown>;
+  /** A limit's refusal: the layer that refused (the usage history counts each apart: src/access/usage/). */
+  layer?: LimitLayer;
 }
+
+/** The limit layers a refusal of code 150005 (rate_limit_exceeded on /v1) comes from. */
+export type LimitLayer = 'key' | 'address' | 'month';
 
 /** What reading a body, or finding room for it, refuses with (./body-read.ts, ./body-budget.ts). */
 export type BodyRefusal =

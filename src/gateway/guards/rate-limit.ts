@@ -23,7 +23,12 @@ export function rateLimitGuard(
   const message = over(key)
     ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.`
     : `Rate limit exceeded for IP address ${address}.`;
-  return { code: '150005', message, retryAfter: retryAfter(over(key) ? key : ip, nowMs) };
+  return {
+    code: '150005',
+    message,
+    retryAfter: retryAfter(over(key) ? key : ip, nowMs),
+    layer: over(key) ? 'key' : 'address',
+  };
 }
 
 /**
@@ -36,6 +41,7 @@ export function monthlyQuotaGuard(month: LayerState | undefined, nowMs: number):
     code: '150005',
     message: `Monthly request quota of ${month.limit} exhausted; it renews on ${new Date(month.reset * 1000).toISOString().slice(0, 10)} (UTC).`,
     retryAfter: retryAfter(month, nowMs),
+    layer: 'month',
   };
 }
 
@@ -47,5 +53,6 @@ export function partnerRateLimitGuard(key: LayerState, nowMs: number): Refusal |
     message: `Rate limit exceeded: ${V1_LIMIT} requests per minute per key.`,
     retryAfter: retryAfter(key, nowMs),
     details: { limit: V1_LIMIT, reset: key.reset },
+    layer: 'key',
   };
 }
