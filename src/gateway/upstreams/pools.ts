@@ -1,0 +1,114 @@
+// The connection pools of one service: one undici Pool per target origin, made on its first request,
+// with the service's connections (UPSTREAM_MAX_SOCKETS) shared over its targets. A target gone (its
+// address left the DNS answer, a reload) closes its pool gracefully: the requests on it finish, the
+// idle connections close, and no new request goes to it.
+import type { Dispatcher } from 'undici';
+// The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
+import Pool from 'undici/lib/dispatcher/pool.js';
+
+/** What a pool is made for: where to connect (`http://10.0.0.5:9000`). */
+export interface PoolTarget {
+  readonly origin: string;
+}
+
+export interface PoolOptions {
+  /** Connections over all of the service's pools. */
+  maxSockets: number;
+  /** undici's bound on a connection's TCP (and TLS) set-up. */
+  connectTimeoutMs: number;
+}
+
+/** Connections of each pool: the service's share per target, at least one. */
+export function connectionsPerPool(maxSockets: number, targets: number): number {
+  return Math.max(1, Math.floor(maxSockets / Math.max(1, targets)));
+}
+
+export class TargetPools {
+  private readonly open = new Map<string, Pool>();
+  /** Pools of targets gone, finishing their requests; destroyed if the service closes first. */
+  private readonly closing = new Set<Pool>();
+  private connections: number;
+  private closed = false;
+  // Nearly every request goes to the target of the one before it (a service of one target): that pool is kept.
+  private lastTarget: PoolTarget | null = null;
+  private lastPool: Pool | null = null;
+
+  constructor(
+    private readonly options: PoolOptions,
+    targets = 1,
+  ) {
+    this.connections = connectionsPerPool(options.maxSockets, targets);
+  }
+
+  /** The pool of a target's origin, made now if it has none. */
+  get(target: PoolTarget): Dispatcher {
+    if (target === this.lastTarget) return this.lastPool!;
+    let pool = this.open.get(target.origin);
+    if (pool === undefined) {
+      if (this.closed) throw new Error('the service is closed');
+      pool = new Pool(target.origin, {
+        connections: this.connections,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        // The forwarder's deadlines (src/gateway/deadlines.ts) bound the head and the silences of the
+        // body; undici's own (pooled timers, swept every half second) would only repeat them.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        connectTimeout: this.options.connectTimeoutMs,
+      });
+      this.open.set(target.origin, pool);
+    }
+    this.lastTarget = target;
+    this.lastPool = pool;
+    return pool;
+  }
+
+  /**
+   * The service's targets now: the pools of origins no longer among them close gracefully. When the
+   * share of connections per target changed, every pool is replaced by one of the new size (the old
+   * ones finish what they carry), so the pools together keep within the service's connections.
+   */
+  follow(targets: readonly PoolTarget[]): void {
+    if (this.closed) return;
+    const origins = new Set<string>();
+    for (const t of targets) origins.add(t.origin);
+    const connections = connectionsPerPool(this.options.maxSockets, origins.size);
+    const resized = connections !== this.connections;
+    this.connections = connections;
+    for (const [origin, pool] of this.open) {
+      if (resized || !origins.has(origin)) this.retire(origin, pool);
+    }
+  }
+
+  /** Origins with a pool open to new requests. */
+  origins(): string[] {
+    return [...this.open.keys()];
+  }
+
+  /** Pools closing gracefully now. */
+  closingCount(): number {
+    return this.closing.size;
+  }
+
+  /** Every pool destroyed: requests still on them fail, their connections close. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lastTarget = this.lastPool = null;
+    const all = [...this.open.values(), ...this.closing];
+    this.open.clear();
+    this.closing.clear();
+    await Promise.all(all.map((p) => p.destroy()));
+  }
+
+  private retire(origin: string, pool: Pool): void {
+    this.open.delete(origin);
+    if (pool === this.lastPool) this.lastTarget = this.lastPool = null;
+    this.closing.add(pool);
+    // close() waits for the requests queued and in flight on it; destroy() at the service's close cuts them.
+    pool
+      .close()
+      .catch(() => {})
+      .finally(() => this.closing.delete(pool));
+  }
+}
