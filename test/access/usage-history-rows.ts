@@ -1,0 +1,48 @@
+// The usage history's tables as the readers' tests need them: the shape agreed with the writer
+// (docs/usage.md, Storage; src/db/migrations/100_usage.sql once it is there), created when the
+// migrations did not, each with a default partition unless it already has one, so rows of any time can
+// be inserted; and rows written as the gateways write them.
+import type { Queryable } from '../../src/db/types.js';
+
+export const USAGE_TABLES = ['usage_minute', 'usage_hour', 'usage_day'] as const;
+export type UsageTable = (typeof USAGE_TABLES)[number];
+
+export async function ensureUsageTables(q: Queryable): Promise<void> {
+  for (const t of USAGE_TABLES) {
+    await q.query(
+      `CREATE TABLE IF NOT EXISTS ${t} (
+         bucket timestamptz NOT NULL, organization_id integer NOT NULL, key_id integer NOT NULL,
+         outcome text NOT NULL, count bigint NOT NULL, PRIMARY KEY (key_id, outcome, bucket)
+       ) PARTITION BY RANGE (bucket)`,
+    );
+    await q.query(`CREATE INDEX IF NOT EXISTS ${t}_org_bucket ON ${t} (organization_id, bucket)`);
+    const [{ has }] = await q.query(
+      `SELECT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass($1) AND partdefid <> 0) AS has`,
+      [t],
+    );
+    if (!has) await q.query(`CREATE TABLE ${t}_test_default PARTITION OF ${t} DEFAULT`);
+  }
+}
+
+export interface UsageRow {
+  table: UsageTable;
+  at: string | Date;
+  org: number;
+  key: number;
+  outcome: string;
+  count: number;
+}
+
+/** Rows added to what the table holds (an upsert, as the writer's batches add up). */
+export async function insertUsage(q: Queryable, rows: UsageRow[]): Promise<void> {
+  for (const r of rows)
+    await q.query(
+      `INSERT INTO ${r.table} (bucket, organization_id, key_id, outcome, count) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (key_id, outcome, bucket) DO UPDATE SET count = ${r.table}.count + EXCLUDED.count`,
+      [new Date(r.at), r.org, r.key, r.outcome, r.count],
+    );
+}
+
+export async function clearUsage(q: Queryable): Promise<void> {
+  for (const t of USAGE_TABLES) await q.query(`DELETE FROM ${t}`);
+}
