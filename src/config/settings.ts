@@ -125,6 +125,20 @@ export const settingsSchema = z
     USAGE_MINUTE_DAYS: z.coerce.number().int().min(1).max(90).default(7),
     USAGE_HOUR_DAYS: z.coerce.number().int().min(1).max(3_660).default(90),
     USAGE_DAY_DAYS: z.coerce.number().int().min(1).max(36_500).default(400),
+    // Events and webhooks (docs/events.md): the delivery loop of each gateway process, its send timeout,
+    // sends at once and outbox poll; key.expiring's lead, the monthly quota's thresholds (percentages),
+    // the expiry scan's period and how long events are kept (past a month: a threshold's once-a-month mark).
+    WEBHOOKS_DELIVERY: z.enum(['on', 'off']).default('on'),
+    WEBHOOKS_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    WEBHOOKS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+    WEBHOOKS_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+    EVENTS_KEY_EXPIRING_DAYS: z.coerce.number().int().min(1).max(365).default(7),
+    EVENTS_QUOTA_THRESHOLDS: csv
+      .pipe(z.array(z.string().regex(/^([1-9][0-9]{0,2}|1000)$/, 'each must be a percentage from 1 to 1000')))
+      .transform((list) => list.map(Number))
+      .default([80, 100]),
+    EVENTS_SCAN_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+    EVENTS_RETENTION_DAYS: z.coerce.number().int().min(40).max(3_650).default(90),
     DRAIN_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     // The gateway on this many processes sharing PORT (src/ops/cluster.ts); auto: the cores available.
     WORKERS: z

@@ -9,6 +9,7 @@ import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { isoOrNull } from '../../db/time.js';
+import { keyChanged, keyCreated } from '../events/outbox.js';
 import {
   insertKey,
   keyRow,
@@ -345,6 +346,7 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
       organizationId: b.organizationId,
       after: view,
     });
+    await keyCreated(q, ctx, view);
     return view;
   });
   // A new key needs no eviction, but an organization whose keys changed is re-read everywhere: cheap, and exact.
@@ -395,6 +397,7 @@ async function changeKey(
       before,
       after: view,
     });
+    await keyChanged(q, ctx, action, before, view);
     return view;
   });
   await ctx.accessChanged(after.organizationId);

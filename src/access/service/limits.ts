@@ -3,12 +3,13 @@
 // the admin API only parse and format around these): validate, write with the audit row in one
 // transaction, then bump the organization's access version, so every gateway applies the change on its
 // next request (the principal carries the budgets).
-import type { Row } from '../../db/types.js';
+import type { Queryable, Row } from '../../db/types.js';
 import { planOf, type Plans } from '../../config/plans.js';
 import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from '../../config/budgets.js';
 import { BUCKETS } from '../../limits/counters.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type ServiceContext } from './context.js';
+import { limitsChanged } from '../events/outbox.js';
 import { keyLimitsRow, organizationLimitsRow, updateLimits } from './queries.js';
 
 /** A change: a number sets, null clears (back to the layer above); absent keeps. */
@@ -117,6 +118,11 @@ export async function getKeyLimits(ctx: Pick<ServiceContext, 'db' | 'plans'>, ke
   return view(ctx.plans(), found(await keyLimitsRow(ctx.db, keyId), keyId, 'key'), keyId);
 }
 
+/** An organization's limits as `q` (a change's transaction) reads them. */
+export async function organizationLimitsIn(q: Queryable, plans: Plans, orgId: number): Promise<LimitsView> {
+  return view(plans, found(await organizationLimitsRow(q, orgId), orgId, 'organization'));
+}
+
 /** Change an organization's overrides and monthly quota. */
 export async function setOrganizationLimits(
   ctx: ServiceContext,
@@ -137,6 +143,7 @@ export async function setOrganizationLimits(
       before: before.overrides,
       after: updated.overrides,
     });
+    await limitsChanged(q, ctx, before, updated);
     return updated;
   });
   await ctx.accessChanged(orgId);
@@ -159,6 +166,7 @@ export async function setKeyLimits(ctx: ServiceContext, keyId: number, change: L
       before: before.overrides,
       after: updated.overrides,
     });
+    await limitsChanged(q, ctx, before, updated);
     return updated;
   });
   await ctx.accessChanged(after.organizationId);

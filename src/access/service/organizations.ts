@@ -4,6 +4,8 @@
 import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { applyPlanCap } from './plan-cap.js';
+import { organizationLimitsIn } from './limits.js';
+import { limitsChanged } from '../events/outbox.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';
@@ -79,6 +81,7 @@ export async function updateOrganization(
   const result = await ctx.db.tx(async (q) => {
     const cur = await organizationRow(q, id, true);
     if (!cur) throw new ServiceError('not_found', `no organization ${id}`, 'no_organization');
+    const limitsBefore = patch.plan !== undefined ? await organizationLimitsIn(q, ctx.plans(), id) : null;
     const row = await updateOrganizationRow(q, id, {
       plan: patch.plan !== undefined ? patch.plan : cur.plan,
       apiAccess: patch.apiAccess ?? cur.api_access,
@@ -95,6 +98,8 @@ export async function updateOrganization(
     if (patch.plan !== undefined && patch.plan !== cur.plan) {
       lowered = await applyPlanCap(q, id, planOf(ctx.plans(), patch.plan).plan.maxWarmupPerAccount);
     }
+    // A plan change changes the limits the organization's keys get: told as limits.changed.
+    if (limitsBefore) await limitsChanged(q, ctx, limitsBefore, await organizationLimitsIn(q, ctx.plans(), id));
     const after = organizationView(row);
     await recordAudit(q, ctx, {
       action: actionOf(patch),
