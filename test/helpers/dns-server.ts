@@ -1,11 +1,16 @@
-// A tiny authoritative DNS server over UDP for tests: TXT and MX answers from a map, NXDOMAIN for
-// unknown names. Point the backend at it with DNS_RESOLVER=127.0.0.1:<port>.
+// A tiny authoritative DNS server over UDP for tests: TXT, MX, A and AAAA answers from a map, NXDOMAIN
+// for unknown names. Point the backend at it with DNS_RESOLVER=127.0.0.1:<port>, the gateway's
+// host-name targets with UPSTREAM_DNS_SERVER=127.0.0.1:<port>.
 import dgram from 'node:dgram';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 
 export interface DnsRecords {
   txt?: string[];
   mx?: { exchange: string; priority: number }[];
+  /** IPv4 addresses (A records). */
+  a?: string[];
+  /** IPv6 addresses (AAAA records). */
+  aaaa?: string[];
 }
 
 export interface DnsServer {
@@ -24,6 +29,33 @@ function encodeName(name: string): Buffer {
     ...parts.map((p) => Buffer.concat([Buffer.from([p.length]), Buffer.from(p)])),
     Buffer.from([0]),
   ]);
+}
+
+function ipv4Bytes(address: string): Buffer {
+  if (!net.isIPv4(address)) throw new Error(`not an IPv4 address: ${address}`);
+  return Buffer.from(address.split('.').map(Number));
+}
+
+function ipv6Bytes(address: string): Buffer {
+  if (!net.isIPv6(address)) throw new Error(`not an IPv6 address: ${address}`);
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, null];
+  const groups = (part: string) => {
+    if (!part) return [];
+    const words = part.split(':');
+    const last = words[words.length - 1];
+    // A trailing dotted IPv4 (::ffff:1.2.3.4) is two 16-bit words.
+    if (last.includes('.')) {
+      const b = ipv4Bytes(last);
+      words.splice(-1, 1, ((b[0] << 8) | b[1]).toString(16), ((b[2] << 8) | b[3]).toString(16));
+    }
+    return words.map((w) => parseInt(w, 16));
+  };
+  const left = groups(head);
+  const right = tail === null ? [] : groups(tail);
+  const words = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  const out = Buffer.alloc(16);
+  words.forEach((w, i) => out.writeUInt16BE(w, i * 2));
+  return out;
 }
 
 function readName(buf: Buffer, off: number): { name: string; end: number } {
@@ -72,6 +104,8 @@ export async function startDnsServer(initial: Record<string, DnsRecords> = {}): 
         answers.push(rr(15, Buffer.concat([pref, encodeName(m.exchange)])));
       }
     }
+    if (rec && qtype === 1) for (const a of rec.a ?? []) answers.push(rr(1, ipv4Bytes(a)));
+    if (rec && qtype === 28) for (const a of rec.aaaa ?? []) answers.push(rr(28, ipv6Bytes(a)));
     const header = Buffer.alloc(12);
     header.writeUInt16BE(id, 0);
     // QR, AA, RD copied, RA; rcode 3 (NXDOMAIN) for unknown names.
