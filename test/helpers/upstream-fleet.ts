@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort } from './redis-server.js';
+import type { ServiceFile } from '../../src/config/services.js';
 
 const SERVER = resolve('test/fixtures/upstream-server.mjs');
 
@@ -103,6 +104,15 @@ async function startOne(spec: Required<UpstreamSpec>, dir: string, delayMs: numb
       running.pending.set(id, done);
       running.child.send({ ...msg, id });
     });
+  async function kill() {
+    if (!running) return;
+    const { child } = running;
+    running = null;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
   return {
     name,
     host,
@@ -111,17 +121,9 @@ async function startOne(spec: Required<UpstreamSpec>, dir: string, delayMs: numb
     alive: () => running !== null,
     mode: (mode) => control({ mode }),
     delay: (ms) => control({ delayMs: (delayMs = ms) }),
-    async kill() {
-      if (!running) return;
-      const { child } = running;
-      running = null;
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await exited;
-    },
+    kill,
     async restart() {
-      await this.kill();
+      await kill();
       // The address was just released; another bind may race it briefly on a busy machine.
       for (let attempt = 0; ; attempt++) {
         try {
@@ -185,4 +187,25 @@ export async function startFleet(
     },
     close,
   };
+}
+
+/**
+ * config/routes.json with a `services` section (src/config/services.ts) and each route's `service` as
+ * `serviceOf` names it (undefined: the route stays on the default service), written to `file`.
+ */
+export function writeRoutesFile(
+  file: string,
+  services: Record<string, ServiceFile>,
+  serviceOf: (route: { method: string; path: string }) => string | undefined,
+): void {
+  const routes = JSON.parse(readFileSync(resolve('config/routes.json'), 'utf8')) as {
+    v2: { method: string; path: string; gateway?: true; service?: string }[];
+    v1: { method: string; path: string; gateway?: true; service?: string }[];
+  };
+  // A route the gateway answers itself goes to no service.
+  for (const r of [...routes.v2, ...routes.v1].filter((route) => !route.gateway)) {
+    const service = serviceOf(r);
+    if (service) r.service = service;
+  }
+  writeFileSync(file, JSON.stringify({ ...routes, services }, null, 1));
 }
