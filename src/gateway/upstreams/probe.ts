@@ -16,7 +16,7 @@ export function httpProbe(signal?: AbortSignal): ProbeFn {
       if (signal?.aborted) return resolve(false);
       const url = new URL(target.origin);
       const tls = url.protocol === 'https:';
-      const serverName = new URL(`${url.protocol}//${target.authority}`).hostname;
+      const serverName = new URL(`${url.protocol}//${target.authority}`).hostname.replace(/^\[(.*)\]$/, '$1');
       const req = (tls ? https : http).request({
         host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
         port: url.port || (tls ? 443 : 80),

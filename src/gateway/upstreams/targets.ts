@@ -130,9 +130,8 @@ class ServiceTargets implements TargetSet {
   }
 
   report(target: Target, result: AttemptResult): void {
-    if (!(target instanceof TargetEntry) || target.owner !== this) return;
-    this.deps.events.attempt(this.service, target.key, result);
-    if (!target.live || this.closed) return;
+    // The forwarder tells events.attempt itself; this counts the result against the target's health.
+    if (!(target instanceof TargetEntry) || target.owner !== this || !target.live || this.closed) return;
     this.checkReadmit();
     if (result === 'connect_failure') this.lookupSoon(this.sources[target.source]);
     const passive = this.config.passive;

@@ -5,7 +5,7 @@ import { vi } from 'vitest';
 import { serviceConfig, serviceSchema, type ServiceConfig, type ServiceFile } from '../../../src/config/services.js';
 import type { Clock } from '../../../src/ops/clock.js';
 import { createTargetSet, type TargetSetDeps } from '../../../src/gateway/upstreams/targets.js';
-import type { AttemptResult, Target, TargetSet, UpstreamEvents } from '../../../src/gateway/upstreams/types.js';
+import type { Target, TargetSet, UpstreamEvents } from '../../../src/gateway/upstreams/types.js';
 
 export function service(file: ServiceFile, name = 'svc'): ServiceConfig {
   return serviceConfig(name, serviceSchema.parse(file));
@@ -13,7 +13,6 @@ export function service(file: ServiceFile, name = 'svc'): ServiceConfig {
 
 export class EventLog implements UpstreamEvents {
   readonly list: string[] = [];
-  readonly attempts: [string, AttemptResult][] = [];
   readonly lookups: { host: string; addresses: string[]; error?: string }[] = [];
   ejected(_service: string, target: string, reason: 'passive' | 'probe', forMs: number | null): void {
     this.list.push(`ejected ${target} ${reason} ${forMs}`);
@@ -23,9 +22,7 @@ export class EventLog implements UpstreamEvents {
   }
   retried(): void {}
   budgetExhausted(): void {}
-  attempt(_service: string, target: string, result: AttemptResult): void {
-    this.attempts.push([target, result]);
-  }
+  attempt(): void {}
   resolved(_service: string, host: string, addresses: string[], error?: string): void {
     this.lookups.push(error === undefined ? { host, addresses } : { host, addresses, error });
   }
