@@ -45,9 +45,9 @@ export async function api(path: string, init: { method?: string; body?: unknown 
 }
 
 export function useRoute(): string {
-  const [hash, setHash] = useState(location.hash || '#/organizations');
+  const [hash, setHash] = useState(location.hash || '#/');
   useEffect(() => {
-    const on = () => setHash(location.hash || '#/organizations');
+    const on = () => setHash(location.hash || '#/');
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);

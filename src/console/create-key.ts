@@ -1,9 +1,72 @@
 /// <reference lib="dom" />
-// The form that makes a key of an organization (workspace, personal or partner) and shows its secret once.
+// The form that makes a key of an organization (workspace, personal or partner), with its expiry,
+// metadata and scopes picked from the route table's (GET /api/scopes), and shows its secret once.
 import { h } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, type Json } from './api.js';
-import { Err, SecretOnce } from './ui.js';
+import { api, useApi, type Json } from './api.js';
+import { metadataOf } from './key-edit.js';
+import { Err, fromUtcField, SecretOnce } from './ui.js';
+
+const ROLE_RANK = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER', 'ORG_OWNER'];
+
+/**
+ * The scopes to pick from: the route table's with their least role; without that route (an older
+ * admin API) the scopes the organization's keys already hold.
+ */
+function useScopes(orgId: number): { items: { scope: string; minRole: string | null }[]; derived: boolean } {
+  const table = useApi('/api/scopes');
+  const keys = useApi(table.error ? `/api/keys?organization=${orgId}&limit=200` : null, [table.error]);
+  if (table.data) {
+    const items = (table.data.items ?? []).map((s: Json) => ({ scope: s.scope ?? s.name, minRole: s.minRole ?? null }));
+    return { items, derived: false };
+  }
+  const seen = new Set<string>();
+  for (const k of keys.data?.items ?? []) for (const s of k.scopes) seen.add(s);
+  return { items: [...seen].sort().map((scope) => ({ scope, minRole: null })), derived: true };
+}
+
+function ScopePicker({
+  scopes,
+  role,
+  picked,
+  setPicked,
+}: {
+  scopes: ReturnType<typeof useScopes>;
+  role: string | null;
+  picked: Set<string>;
+  setPicked: (s: Set<string>) => void;
+}) {
+  const toggle = (s: string) => {
+    const next = new Set(picked);
+    if (next.has(s)) next.delete(s);
+    else next.add(s);
+    setPicked(next);
+  };
+  return h(
+    'fieldset',
+    { class: 'scopes' },
+    h('legend', null, 'Scopes', scopes.derived ? ' (those of this organization’s keys)' : ' (from the route table)'),
+    scopes.items.length === 0 && h('p', { class: 'muted' }, 'No scope to pick.'),
+    scopes.items.map(({ scope, minRole }) => {
+      // A workspace key's role must reach the scope's least role; the service layer refuses it otherwise.
+      const tooLow = role !== null && minRole !== null && ROLE_RANK.indexOf(minRole) > ROLE_RANK.indexOf(role);
+      return h(
+        'label',
+        { class: 'check', title: minRole ? `needs the role ${minRole}` : undefined },
+        h('input', {
+          type: 'checkbox',
+          name: 'scope',
+          value: scope,
+          checked: picked.has(scope) && !tooLow,
+          disabled: tooLow,
+          onChange: () => toggle(scope),
+        }),
+        h('code', null, scope),
+        minRole && h('span', { class: 'muted' }, ` ${minRole}`),
+      );
+    }),
+  );
+}
 
 export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspaces: Json[]; onCreated: () => void }) {
   const [type, setType] = useState('workspace');
@@ -11,87 +74,110 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
   const [ws, setWs] = useState(String(workspaces[0]?.id ?? ''));
   const [user, setUser] = useState('');
   const [role, setRole] = useState('ADMIN');
-  const [scopes, setScopes] = useState('');
+  const [picked, setPicked] = useState<Set<string>>(new Set());
+  const [expires, setExpires] = useState('');
+  const [meta, setMeta] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
+  const scopes = useScopes(org.id);
   const val = (set: (v: string) => void) => (e: Event) => set((e.target as HTMLInputElement).value);
   const submit = async (e: Event) => {
     e.preventDefault();
-    const list = scopes
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
+    const m = metadataOf(meta);
+    if ('error' in m) return setError(m.error);
+    const allowed = new Set(scopes.items.map((s) => s.scope));
+    const list = [...picked].filter((s) => allowed.has(s));
     const body: Json = { type, name };
     if (type === 'workspace') Object.assign(body, { workspaceId: Number(ws), role, scopes: list });
     if (type === 'personal') Object.assign(body, { userId: Number(user), scopes: list });
     if (type === 'partner') body.organizationId = org.id;
+    if (expires) body.expiresAt = fromUtcField(expires);
+    if (m.value) body.metadata = m.value;
     try {
       const k = await api('/api/keys', { method: 'POST', body });
       setSecret(k.secret);
       setError(null);
       setName('');
+      setMeta('');
+      setExpires('');
+      setPicked(new Set());
       onCreated();
     } catch (err) {
       setError((err as Error).message);
     }
   };
   if (secret) return h(SecretOnce, { secret, what: 'new key', onDone: () => setSecret(null) });
-  return h(
-    'form',
-    { class: 'row', onSubmit: submit, 'aria-label': 'Create a key' },
+  const select = (label: string, value: string, set: (v: string) => void, options: [string, string][]) =>
     h(
       'label',
       null,
-      'Type',
+      label,
       h(
         'select',
-        { value: type, onChange: val(setType) },
-        ['workspace', 'personal', 'partner'].map((t) => h('option', { value: t }, t)),
+        { value, onChange: val(set) },
+        options.map(([v, t]) => h('option', { value: v }, t)),
+      ),
+    );
+  return h(
+    'form',
+    { class: 'stack create-key', onSubmit: submit, 'aria-label': 'Create a key' },
+    h(
+      'div',
+      { class: 'row' },
+      select('Type', type, setType, [
+        ['workspace', 'workspace'],
+        ['personal', 'personal'],
+        ['partner', 'partner (/v1)'],
+      ]),
+      h(
+        'label',
+        null,
+        'Name',
+        h('input', { name: 'name', required: true, maxLength: 100, value: name, onInput: val(setName) }),
+      ),
+      type === 'workspace' &&
+        select(
+          'Workspace',
+          ws,
+          setWs,
+          workspaces.map((w) => [String(w.id), `${w.id} ${w.name}`]),
+        ),
+      type === 'workspace' &&
+        select(
+          'Role',
+          role,
+          setRole,
+          ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'].map((r) => [r, r]),
+        ),
+      type === 'personal' &&
+        h(
+          'label',
+          null,
+          'User id',
+          h('input', { inputMode: 'numeric', required: true, value: user, onInput: val(setUser) }),
+        ),
+      h(
+        'label',
+        null,
+        'Expires (UTC; empty: never)',
+        h('input', { type: 'datetime-local', name: 'expiresAt', value: expires, onInput: val(setExpires) }),
       ),
     ),
+    type !== 'partner' && h(ScopePicker, { scopes, role: type === 'workspace' ? role : null, picked, setPicked }),
     h(
       'label',
       null,
-      'Name',
-      h('input', { name: 'name', required: true, maxLength: 100, value: name, onInput: val(setName) }),
+      'Metadata (a JSON object; empty: none)',
+      h('textarea', {
+        name: 'metadata',
+        rows: 2,
+        spellcheck: false,
+        placeholder: '{"customer": "cus_123"}',
+        value: meta,
+        onInput: val(setMeta),
+      }),
     ),
-    type === 'workspace' &&
-      h(
-        'label',
-        null,
-        'Workspace',
-        h(
-          'select',
-          { value: ws, onChange: val(setWs) },
-          workspaces.map((w) => h('option', { value: String(w.id) }, `${w.id} ${w.name}`)),
-        ),
-      ),
-    type === 'workspace' &&
-      h(
-        'label',
-        null,
-        'Role',
-        h(
-          'select',
-          { value: role, onChange: val(setRole) },
-          ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'].map((r) => h('option', { value: r }, r)),
-        ),
-      ),
-    type === 'personal' &&
-      h(
-        'label',
-        null,
-        'User id',
-        h('input', { inputMode: 'numeric', required: true, value: user, onInput: val(setUser) }),
-      ),
-    type !== 'partner' &&
-      h(
-        'label',
-        null,
-        'Scopes (comma-separated)',
-        h('input', { name: 'scopes', value: scopes, placeholder: 'accounts:read', onInput: val(setScopes) }),
-      ),
-    h('button', { type: 'submit' }, 'Create key'),
+    h('p', { class: 'row' }, h('button', { type: 'submit' }, 'Create key')),
     h(Err, { msg: error }),
   );
 }

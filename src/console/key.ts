@@ -1,10 +1,13 @@
 /// <reference lib="dom" />
-// One key: its fields, rotate, expire and revoke (each confirmed), its live usage and its limits.
+// One key: its fields, rotate, expire and revoke (each confirmed), its history by outcome, its live
+// usage, its name, expiry and metadata editor, and its limits.
 import { h, type Ref } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, useApi, type Json } from './api.js';
 import { LimitsEditor } from './limits-editor.js';
-import { Err, Meter, SecretOnce, Status, Table, when } from './ui.js';
+import { HistoryChart } from './history-chart.js';
+import { KeyEdit } from './key-edit.js';
+import { Err, Facts, Meter, SecretOnce, Status, when } from './ui.js';
 
 type Change = 'revoke' | 'expire' | 'rotate';
 
@@ -37,20 +40,19 @@ function keyCard({
   return h(
     'section',
     { class: 'card' },
-    h(Table, {
-      caption: 'Key',
-      head: ['Type', 'Hint', 'Workspace', 'Role', 'Scopes', 'Created', 'Expires', 'Status'],
-      rows: [
-        [
-          k.type,
-          h('code', null, k.hint),
-          k.workspaceId ?? '—',
-          k.role ?? '—',
-          k.scopes.join(', ') || '—',
-          when(k.createdAt),
-          when(k.expiresAt),
-          h(Status, { s: k.status }),
-        ],
+    h(Facts, {
+      items: [
+        ['Status', h(Status, { s: k.status })],
+        ['Type', k.type],
+        ['Hint', h('code', null, k.hint)],
+        ['Organization', h('a', { href: `#/organizations/${k.organizationId}` }, String(k.organizationId))],
+        ['Workspace', k.workspaceId ?? '—'],
+        ['Role', k.role ?? '—'],
+        ['Scopes', k.scopes.join(', ') || '—'],
+        ['Created', when(k.createdAt)],
+        ['Expires', when(k.expiresAt)],
+        ['Last use', when(k.lastUsedAt)],
+        ['Metadata', k.metadata ? h('pre', null, JSON.stringify(k.metadata, null, 1)) : '—'],
       ],
     }),
     k.previousSecret &&
@@ -108,9 +110,9 @@ function usageCard(
         h(
           'p',
           { class: 'muted' },
-          `Plan ${u.plan}. The minute resets at ${new Date(u.windowReset * 1000).toLocaleTimeString()}. Monthly quota: `,
+          `Plan ${u.plan}. The minute resets at ${when(u.windowReset)}. Monthly quota: `,
           u.monthlyQuota
-            ? `${u.monthlyQuota.used} of ${u.monthlyQuota.limit} used, renews ${new Date(u.monthlyQuota.reset * 1000).toLocaleDateString()}`
+            ? `${u.monthlyQuota.used} of ${u.monthlyQuota.limit} used, renews ${when(u.monthlyQuota.reset)}`
             : 'none for this organization',
           `. Last use: ${when(u.lastUsedAt)}.`,
         ),
@@ -167,7 +169,16 @@ export function Key({ id, me }: { id: string; me: Json }) {
         null,
         h('h1', null, `Key ${k.name} `, h('span', { class: 'muted' }, `#${k.id}`)),
         keyCard({ k, me, secret, setSecret, confirm, setConfirm, confirmRef, act }),
+        h(HistoryChart, { path: `/api/keys/${id}/usage/history`, title: 'Requests by outcome' }),
         usageCard(usage, ip, setIp, setIpQuery),
+        me.role === 'write' &&
+          k.status !== 'revoked' &&
+          h(
+            'section',
+            { class: 'card' },
+            h('h2', null, 'Name, expiry and metadata'),
+            h(KeyEdit, { key: `${k.name}|${k.expiresAt}|${JSON.stringify(k.metadata)}`, k, onSaved: key.reload }),
+          ),
         h(
           'section',
           { class: 'card' },

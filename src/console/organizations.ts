@@ -1,12 +1,57 @@
 /// <reference lib="dom" />
-// The organizations' list, and one organization: its traffic, workspaces, keys and limits.
+// The organizations' list, and one organization: its plan, its history by outcome, its live traffic,
+// limits, workspaces and keys.
 import { h } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, useApi, type Json } from './api.js';
 import { CreateKey } from './create-key.js';
 import { KeysTable } from './keys-table.js';
 import { LimitsEditor } from './limits-editor.js';
-import { Err, Table, TrafficChart, when } from './ui.js';
+import { HistoryChart } from './history-chart.js';
+import { Err, Ok, Status, Table, TrafficChart, when } from './ui.js';
+
+/**
+ * The plan picker: the plans of PLANS_FILE (GET /api/plans) with their budgets; without that route a
+ * plan's name typed (the API refuses an unknown one, naming it).
+ */
+function PlanForm({ current, onSave }: { current: string | null; onSave: (plan: string) => Promise<boolean> }) {
+  const plans = useApi('/api/plans');
+  const [plan, setPlan] = useState(current ?? '');
+  const [saved, setSaved] = useState<string | null>(null);
+  const items: Json[] = plans.data?.items ?? [];
+  const onInput = (e: Event) => (setSaved(null), setPlan((e.target as HTMLInputElement).value));
+  return h(
+    'form',
+    {
+      class: 'row',
+      'aria-label': 'Change the plan',
+      onSubmit: async (e: Event) => {
+        e.preventDefault();
+        if (await onSave(plan)) setSaved(`The plan is now ${plan}; the gateways apply it to the next request.`);
+      },
+    },
+    h(
+      'label',
+      null,
+      'Plan',
+      items.length
+        ? h(
+            'select',
+            { name: 'plan', value: plan, onChange: onInput },
+            items.map((p) =>
+              h(
+                'option',
+                { value: p.id },
+                `${p.label ?? p.id} (${p.read}/${p.write}/${p.bulk} per minute${p.monthlyQuota ? `, ${p.monthlyQuota.toLocaleString('en-US')} a month` : ''})`,
+              ),
+            ),
+          )
+        : h('input', { name: 'plan', required: true, pattern: '[a-z][a-z0-9_]{0,39}', value: plan, onInput }),
+    ),
+    h('button', { type: 'submit', disabled: plan === (current ?? '') }, 'Change plan'),
+    h(Ok, { msg: saved }),
+  );
+}
 
 export function Organizations() {
   const [cursor, setCursor] = useState<string | null>(null);
@@ -27,9 +72,7 @@ export function Organizations() {
             o.id,
             h('a', { href: `#/organizations/${o.id}` }, o.name),
             o.plan ?? 'none',
-            o.paused
-              ? h('span', { class: 'status-revoked' }, 'paused')
-              : h('span', { class: 'status-active' }, 'active'),
+            h(Status, { s: o.paused ? 'paused' : 'active' }),
           ]),
         }),
         data.nextCursor &&
@@ -48,9 +91,12 @@ export function Organization({ id, me }: { id: string; me: Json }) {
   const change = async (body: Json) => {
     try {
       await api(`/api/organizations/${id}`, { method: 'PATCH', body });
+      setError(null);
       org.reload();
+      return true;
     } catch (err) {
       setError((err as Error).message);
+      return false;
     }
   };
   const write = me.role === 'write';
@@ -81,7 +127,9 @@ export function Organization({ id, me }: { id: string; me: Json }) {
               { class: o.paused ? '' : 'danger', onClick: () => change({ paused: !o.paused }) },
               o.paused ? 'Resume' : 'Pause',
             ),
+          write && h(PlanForm, { key: o.plan, current: o.plan, onSave: (plan: string) => change({ plan }) }),
         ),
+        h(HistoryChart, { path: `/api/organizations/${id}/usage/history`, title: 'Requests by outcome' }),
         h(
           'section',
           { class: 'card' },
@@ -96,7 +144,7 @@ export function Organization({ id, me }: { id: string; me: Json }) {
         h(
           'section',
           { class: 'card' },
-          h('h2', null, 'Requests per minute, last hour'),
+          h('h2', null, 'Live: requests per minute, last hour'),
           h(Err, { msg: traffic.error }),
           traffic.data && h(TrafficChart, { points: traffic.data.points }),
         ),

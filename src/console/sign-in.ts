@@ -5,9 +5,9 @@ import { useState } from 'preact/hooks';
 import { api, TOKEN_KEY, type Json } from './api.js';
 import { Err } from './ui.js';
 
-export function SignIn({ onSignedIn }: { onSignedIn: (me: Json) => void }) {
+export function SignIn({ onSignedIn, notice }: { onSignedIn: (me: Json) => void; notice?: string | null }) {
   const [value, setValue] = useState('');
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(notice ?? null);
   const submit = async (e: Event) => {
     e.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, value.trim());

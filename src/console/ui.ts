@@ -5,10 +5,32 @@ import { h, type ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { Json } from './api.js';
 
-export const when = (t: string | null) => (t ? new Date(t).toLocaleString() : '—');
-export const Err = ({ msg }: { msg: string | null }) => (msg ? h('p', { class: 'error', role: 'alert' }, msg) : null);
-export const Status = ({ s }: { s: string }) => h('span', { class: `status-${s}` }, s);
+const pad = (n: number) => String(n).padStart(2, '0');
 
+/**
+ * The console's one date format: `2026-12-04 18:15 UTC` (ISO 8601's order, 24 hours, UTC), for every
+ * time a page shows and the charts' axes alike; the history's buckets and the monthly quota are UTC.
+ */
+export function when(t: string | number | Date | null | undefined): string {
+  if (t === null || t === undefined || t === '') return '—';
+  const d = t instanceof Date ? t : new Date(typeof t === 'number' && t < 1e12 ? t * 1000 : t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  return `${day(d)} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())} UTC`;
+}
+
+/** The date part of that format: `2026-12-04`. */
+export const day = (d: Date) => `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
+
+/** An instant for a `datetime-local` field, read and written as UTC (the field's label says so). */
+export const toUtcField = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().slice(0, 16) : '');
+export const fromUtcField = (v: string) => (v ? new Date(`${v}:00Z`).toISOString() : null);
+
+export const Err = ({ msg }: { msg: string | null | undefined }) =>
+  msg ? h('p', { class: 'error', role: 'alert' }, msg) : null;
+export const Status = ({ s }: { s: string }) => h('span', { class: `status-${s}` }, s);
+export const Ok = ({ msg }: { msg: string | null | undefined }) => (msg ? h('p', { role: 'status' }, msg) : null);
+
+/** A table; on a phone each row becomes a card of labelled values (app.css), so none scrolls sideways. */
 export function Table({ head, rows, caption }: { head: string[]; rows: ComponentChildren[][]; caption: string }) {
   return h(
     'div',
@@ -34,12 +56,21 @@ export function Table({ head, rows, caption }: { head: string[]; rows: Component
               h(
                 'tr',
                 null,
-                r.map((c) => h('td', null, c)),
+                r.map((c, i) => h('td', { 'data-label': head[i] || undefined }, c)),
               ),
             )
           : h('tr', null, h('td', { colSpan: head.length, class: 'muted' }, 'Nothing here.')),
       ),
     ),
+  );
+}
+
+/** Label and value pairs that wrap on a narrow screen (a one-row table would scroll sideways). */
+export function Facts({ items }: { items: [string, ComponentChildren][] }) {
+  return h(
+    'dl',
+    { class: 'facts' },
+    items.map(([k, v]) => h('div', null, h('dt', null, k), h('dd', null, v))),
   );
 }
 
@@ -65,11 +96,7 @@ export function TrafficChart({ points }: { points: Json[] }) {
           null,
           h('rect', { class: 'acc', x: i * bw + 1, y: H - ha, width: bw - 2, height: ha }),
           h('rect', { class: 'ref', x: i * bw + 1, y: H - ha - hr, width: bw - 2, height: hr }),
-          h(
-            'title',
-            null,
-            `${new Date(p.minute * 1000).toLocaleTimeString()}: ${p.accepted} accepted, ${p.refused} refused`,
-          ),
+          h('title', null, `${when(p.minute)}: ${p.accepted} accepted, ${p.refused} refused`),
         );
       }),
       h('line', { x1: 0, x2: W, y1: H + 0.5, y2: H + 0.5, stroke: '#9aa5b1' }),
