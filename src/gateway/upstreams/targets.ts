@@ -105,7 +105,7 @@ class ServiceTargets implements TargetSet {
   pick(tried?: ReadonlySet<Target>): Target | null {
     const n = this.entries.length;
     if (n <= 1) return n === 1 ? this.entries[0] : null;
-    if (this.deps.clock.now() >= this.nextReadmitAt) this.readmitDue();
+    if (this.nextReadmitAt !== Infinity && this.deps.clock.now() >= this.nextReadmitAt) this.readmitDue();
     const avoid = tried as ReadonlySet<TargetEntry> | undefined;
     return this.admitted.size > 0 ? this.admitted.pick(avoid) : this.everyone.pick(avoid);
   }
