@@ -2,13 +2,15 @@
 // defaults (USAGE_MINUTE_DAYS 7, USAGE_HOUR_DAYS 90, USAGE_DAY_DAYS 400, so the minutes hold 7 days and
 // the hours and days all 30), rows made with generate_series into a schema of the run's own (dropped at
 // the end), then rows and disk per table (pg_total_relation_size over the partitions: heap, primary key
-// and organization index) and the median of 5 EXPLAIN ANALYZE runs of each chart's query.
+// and organization index) and the median of 5 EXPLAIN ANALYZE runs of each chart's query (USB_KEEP=1 keeps
+// the schema to look further).
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/usage/storage.ts
 // The traffic it stands for (env to change it): USB_KEYS keys (10000) in organizations of ten, but the
 // first USB_BIG_ORG (1000) in organization 1; each key active USB_HOURS (6) hours a day with 2 outcomes
 // (forwarded_2xx, forwarded_4xx), USB_MINUTES (30) minutes a day with 2 outcomes, and every day with 3
 // (those two and limited_key). A key busier than that adds minute rows, bounded by 1,440 a day per outcome.
 import { randomBytes } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import { migrate, openDb, type Db } from '../../src/db/index.js';
 import { createPartition, USAGE_TABLES } from '../../src/access/usage/queries.js';
@@ -50,7 +52,8 @@ async function fill(db: Db): Promise<void> {
     SELECT ${t0} - d * interval '1 day' + (48 * j + k % 48) * interval '1 minute', ${orgOf}, k, o, 1 + (k + j) % 5
       FROM generate_series(1, ${KEYS}) k, generate_series(0, ${MINUTE_DAYS - 1}) d, generate_series(0, ${MINUTES - 1}) j,
            unnest(ARRAY['forwarded_2xx', 'forwarded_4xx']) o`);
-  for (const t of USAGE_TABLES) await db.query(`ANALYZE ${t}`);
+  // As autovacuum leaves them: statistics, and the visibility map the index-only scans rely on.
+  for (const t of USAGE_TABLES) await db.query(`VACUUM ANALYZE ${t}`);
 }
 
 async function size(db: Db, table: string): Promise<{ rows: number; bytes: number; partitions: number }> {
@@ -64,8 +67,17 @@ async function size(db: Db, table: string): Promise<{ rows: number; bytes: numbe
 }
 
 /** The median execution time of 5 EXPLAIN ANALYZE runs (after one unmeasured), and the plan's top nodes. */
-async function timed(db: Db, sql: string): Promise<{ ms: number; planning: number; rows: number; plan: string }> {
-  const runs: { ms: number; planning: number; rows: number; plan: string }[] = [];
+interface Timed {
+  ms: number;
+  planning: number;
+  rows: number;
+  /** Shared buffers hit and read: the query's work whatever the machine's load. */
+  buffers: number;
+  plan: string;
+}
+
+async function timed(db: Db, sql: string): Promise<Timed> {
+  const runs: Timed[] = [];
   for (let i = 0; i < 6; i++) {
     const [r] = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`);
     const top = r['QUERY PLAN'][0];
@@ -81,6 +93,7 @@ async function timed(db: Db, sql: string): Promise<{ ms: number; planning: numbe
         ms: top['Execution Time'],
         planning: top['Planning Time'],
         rows: top.Plan['Actual Rows'],
+        buffers: top.Plan['Shared Hit Blocks'] + top.Plan['Shared Read Blocks'],
         plan: [...new Set(nodes)].slice(0, 5).join(' > '),
       });
   }
@@ -138,18 +151,29 @@ async function main() {
         `SELECT bucket, outcome, sum(count) AS count FROM usage_day WHERE organization_id = 1 AND bucket >= ${since(30)} GROUP BY 1, 2 ORDER BY 1, 2`,
       ],
     ];
+    // The machine's load beside the times: on a shared 2-core machine they grow with it.
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')} on ${cpus().length} cores`,
+    );
     for (const [name, sql] of queries) {
       const r = await timed(db, sql);
       console.log(
-        `${name.padEnd(56)} ${r.ms.toFixed(2).padStart(8)} ms (+${r.planning.toFixed(2)} ms planning)  ${r.rows} rows  ${r.plan}`,
+        `${name.padEnd(56)} ${r.ms.toFixed(2).padStart(8)} ms (+${r.planning.toFixed(2)} ms planning)  ${r.rows} rows  ${r.buffers} buffers  ${r.plan}`,
       );
     }
   } finally {
     await db.close();
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => c.end());
+    if (env.USB_KEEP) console.log(`kept schema ${schema}`);
+    else await dropSchema(url, schema);
   }
+}
+
+async function dropSchema(url: string, schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => c.end());
 }
 
 await main();
