@@ -7,10 +7,13 @@
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/upstreams/failover.ts
 //
-// Settings: FAILOVER_RATE (requests/s to each proxy, 200), FAILOVER_POST_SHARE (0.2 of them POSTs),
-// FAILOVER_SECONDS (40), FAILOVER_KILL_AT (10), FAILOVER_RESTART_AT (25), FAILOVER_DELAY_MS (each
-// target's answer delay, 5), FAILOVER_PROBE (on: an active probe every second; off: passive health
-// alone, so re-admission waits for the ejection's end). The JSON goes to bench/results/failover-<time>.json.
+// Settings: FAILOVER_RATE (requests/s to each proxy, 150), FAILOVER_POST_SHARE (0.2 of them POSTs),
+// FAILOVER_SECONDS (60: past the default 30 s passive ejection that follows the kill),
+// FAILOVER_KILL_AT (10), FAILOVER_RESTART_AT (25), FAILOVER_DELAY_MS (each target's answer delay, 5),
+// FAILOVER_PROBE (on: an active probe every second, its other settings the defaults; off: passive
+// health alone). A target is admitted only when neither passive health nor the probe has it out, so
+// with either the restarted target waits for its passive ejection's end. The JSON goes to
+// bench/results/failover-<time>.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -27,9 +30,9 @@ import type { ServiceFile } from '../../src/config/services.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const env = process.env;
-const RATE = Number(env.FAILOVER_RATE ?? 200);
+const RATE = Number(env.FAILOVER_RATE ?? 150);
 const POST_SHARE = Number(env.FAILOVER_POST_SHARE ?? 0.2);
-const SECONDS = Number(env.FAILOVER_SECONDS ?? 40);
+const SECONDS = Number(env.FAILOVER_SECONDS ?? 60);
 const KILL_AT = Number(env.FAILOVER_KILL_AT ?? 10);
 const RESTART_AT = Number(env.FAILOVER_RESTART_AT ?? 25);
 const DELAY_MS = Number(env.FAILOVER_DELAY_MS ?? 5);
@@ -58,11 +61,11 @@ const seed = {
   ],
 };
 
-/** The three targets as keygate's one service: defaults throughout, a probe unless FAILOVER_PROBE=off. */
+/** The three targets as keygate's one service: defaults throughout, a probe each second unless FAILOVER_PROBE=off. */
 function service(targets: Upstream[]): ServiceFile {
   return {
     targets: targets.map((t) => t.url),
-    ...(PROBE ? { probe: { path: '/healthz', intervalMs: 1_000, timeoutMs: 500 } } : {}),
+    ...(PROBE ? { probe: { path: '/healthz', intervalMs: 1_000 } } : {}),
   };
 }
 
@@ -99,9 +102,15 @@ function send(agent: http.Agent, port: number, method: 'GET' | 'POST', id: strin
   });
 }
 
+/** What the client itself lost: sends skipped because its own loop fell behind, and its worst stall. */
+const client = { skipped: 0, maxLagMs: 0 };
+
 /**
  * RATE requests a second to each proxy for `seconds`, paced in 10 ms steps (an open loop: a slow answer
- * does not slow the sending), `events` run at their second. Resolves once every answer is in.
+ * does not slow the sending), `events` run at their second on their own timers. A client that falls
+ * more than a step behind skips the sends it missed rather than burst them (counted in `client`).
+ * Each proxy gets at most 128 connections: the keep-alive pools of a real client, not one per request.
+ * Resolves once every answer is in.
  */
 async function paced(
   proxies: Record<Via, number>,
@@ -109,17 +118,29 @@ async function paced(
   events: [number, () => Promise<void>][],
   prefix: string,
 ): Promise<Sample[]> {
-  const agents = { keygate: new http.Agent({ keepAlive: true }), bare: new http.Agent({ keepAlive: true }) };
+  const agents = {
+    keygate: new http.Agent({ keepAlive: true, maxSockets: 128 }),
+    bare: new http.Agent({ keepAlive: true, maxSockets: 128 }),
+  };
   const samples: Sample[] = [];
   const pending: Promise<void>[] = [];
   const t0 = performance.now();
+  const timers = events.map(([at, run]) => setTimeout(() => pending.push(run()), at * 1000));
   let sent = 0;
-  const due = [...events];
+  let last = t0;
   for (;;) {
-    const elapsed = (performance.now() - t0) / 1000;
+    const now = performance.now();
+    client.maxLagMs = Math.max(client.maxLagMs, now - last - 10);
+    last = now;
+    const elapsed = (now - t0) / 1000;
     if (elapsed >= seconds) break;
-    while (due.length > 0 && due[0][0] <= elapsed) pending.push(due.shift()![1]());
-    for (; sent < Math.floor(elapsed * RATE); sent++) {
+    const due = Math.floor(elapsed * RATE);
+    const floor = due - Math.ceil(RATE / 100);
+    if (sent < floor) {
+      client.skipped += floor - sent;
+      sent = floor;
+    }
+    for (; sent < due; sent++) {
       const method = (sent * 7919) % 100 < POST_SHARE * 100 ? 'POST' : 'GET';
       for (const via of ['keygate', 'bare'] as const) {
         const at = (performance.now() - t0) / 1000;
@@ -132,6 +153,7 @@ async function paced(
     }
     await new Promise((r) => setTimeout(r, 10));
   }
+  for (const t of timers) clearTimeout(t);
   await Promise.all(pending);
   agents.keygate.destroy();
   agents.bare.destroy();
@@ -155,11 +177,9 @@ function healthEvents(log: string, target: string): HealthEvent[] {
     } catch {
       continue;
     }
-    const what = /re-?admit|return|back/i.test(rec.msg ?? '')
-      ? 'readmitted'
-      : /eject/i.test(rec.msg ?? '')
-        ? 'ejected'
-        : null;
+    // src/gateway/upstreams/registry.ts: 'upstream target ejected', 'upstream target admitted again'.
+    const msg = rec.msg ?? '';
+    const what = /admitted again|re-?admit/i.test(msg) ? 'readmitted' : /eject/i.test(msg) ? 'ejected' : null;
     if (what && rec.time) out.push({ at: rec.time, what, line: line.slice(0, 300) });
   }
   return out;
@@ -250,6 +270,7 @@ async function main() {
     const proxies = { keygate: port, bare: barePort };
     const warm = await paced(proxies, 2, [], 'warm');
     console.log(`warm-up: ${warm.filter(failed).length} failures of ${warm.length}`);
+    Object.assign(client, { skipped: 0, maxLagMs: 0 });
 
     const victim = fleet.targets[1];
     const marks = { kill: 0, restart: 0, killEpoch: 0, restartEpoch: 0 };
@@ -279,6 +300,9 @@ async function main() {
       'run',
     );
     const events = healthEvents(readFileSync(logFile, 'utf8'), `${victim.host}:${victim.port}`);
+    const series = (await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text())
+      .split('\n')
+      .filter((l) => /^keygate_upstream_(retr|attempt|ejec|readm)/.test(l));
     const ejected = events.find((e) => e.what === 'ejected' && e.at >= marks.killEpoch);
     const readmitted = events.find((e) => e.what === 'readmitted' && e.at >= marks.restartEpoch);
     const firsts = firstAfter(victim, marks.restartEpoch, 'run');
@@ -290,12 +314,14 @@ async function main() {
       'keygate: first request on the restarted target': firsts.keygate,
       'bare proxy: first request on the restarted target': firsts.bare,
       'keygate health log lines for the target': String(events.length),
+      'client: sends skipped (its own loop behind), worst stall': `${client.skipped}, ${Math.round(client.maxLagMs)} ms`,
       settings: `rate ${RATE}/s per proxy, POST share ${POST_SHARE}, ${SECONDS} s, kill at ${KILL_AT} s, restart at ${RESTART_AT} s, target delay ${DELAY_MS} ms, probe ${PROBE ? 'on' : 'off'}`,
     };
     report(samples, marks, extra);
+    console.log(`\nkeygate's series:\n${series.join('\n')}`);
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
     const json = join(ROOT, 'bench', 'results', `failover-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(json, JSON.stringify({ extra, marks, events, samples }));
+    writeFileSync(json, JSON.stringify({ extra, marks, events, series, samples }));
     console.log(`JSON: ${json}; keygate's log: ${logFile}`);
   } finally {
     for (const p of procs) p.kill('SIGTERM');
