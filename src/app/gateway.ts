@@ -100,6 +100,10 @@ export async function startGateway(
     traffic: (org, refused) => traffic.record(org, refused),
     usage: usage.record,
     monthSpent: events.monthSpent,
+    websocket: {
+      recheckMs: s.WEBSOCKET_RECHECK_MS,
+      maxTunnels: s.WEBSOCKET_MAX_TUNNELS,
+    },
   });
   const last: Closer[] = [unlisten, () => traffic.close(), events.close];
   if (tracing) last.push(() => tracing.close());

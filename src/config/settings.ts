@@ -146,6 +146,11 @@ export const settingsSchema = z
       .regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto')
       .default('1'),
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
+    // WebSocket tunnels (src/gateway/websocket.ts): an open tunnel's key is checked again this often (a
+    // revoked key's tunnels close within it and a second); how many tunnels may be open at once (unset:
+    // a quarter of the gateway's connection share, src/ops/connection-limits.ts defaultTunnelBound).
+    WEBSOCKET_RECHECK_MS: z.coerce.number().int().min(50).max(300_000).default(5_000),
+    WEBSOCKET_MAX_TUNNELS: z.coerce.number().int().min(1).max(1_000_000).optional(),
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     BODY_BUFFER_MAX_BYTES: z.coerce
       .number()

@@ -2,7 +2,11 @@
 // per file under ./guards/), ./v1.ts (section 4), and ./forward-authorized.ts (signing and forwarding).
 // Here: the request line (absolute-form targets reduced to their path, RFC 9112 section 3.2.2), the
 // request id and client address, metrics and the access log, dependency failures as 503, the drain.
+// An `Upgrade: websocket` request takes the same path, its answers written on its socket, and once
+// admitted is tunnelled (./websocket.ts); any other Upgrade is refused.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
 import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
@@ -16,11 +20,15 @@ import { v1 } from './v1.js';
 import { announcesBody } from './body-read.js';
 import { lingerAfterAnswer } from './linger.js';
 import { REQUEST_ID } from '../config/contract.js';
+import { defaultTunnelBound, descriptorLimit } from '../ops/connection-limits.js';
+import { DRAIN_CLOSE, Tunnels, isWebSocketUpgrade } from './websocket.js';
 
 export type { GatewayDeps } from './context.js';
 
 export interface GatewayServer extends Drainable {
   server: http.Server;
+  /** The open WebSocket tunnels (./websocket.ts). */
+  tunnels: Tunnels;
 }
 
 export function createGatewayServer(deps: GatewayDeps): GatewayServer {
@@ -29,44 +37,60 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   // Slow heads are found within a second of their timeout, not node's default 30 s sweep.
   const server = http.createServer({ connectionsCheckingInterval: 1_000 });
   const drain = drainable(server, 'reported');
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+  const tunnels = new Tunnels(
+    deps,
+    deps.websocket?.maxTunnels ?? defaultTunnelBound(descriptorLimit()),
+    deps.websocket?.recheckMs,
+  );
+  /** A request's context, in flight until its response closes; `opened()` says a tunnel counted it already. */
+  const begin = (req: IncomingMessage, res: ServerResponse, upgrade: Upgrade | null, opened?: () => boolean) => {
     drain.began(req, res);
-    // An answer given before its body was read (a refusal) lingers before the connection closes.
-    if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
-    const ctx = contextOf(deps, req, res);
+    const ctx = contextOf(deps, req, res, upgrade);
     const entry = inFlight.add(ctx);
     // One listener per request: 'close' follows 'finish' on every response, and comes alone when the
     // client went away first (then there is no answer to count).
     res.on('close', () => {
       drain.ended(req);
       inFlight.delete(entry);
+      if (opened?.()) return;
       if (res.writableFinished) recordAnswer(deps, ctx, writeAccess);
       ctx.span?.end(ctx.trace, res.writableFinished ? res.statusCode : 499);
     });
-    // A CORS preflight is answered before any step, and counted and logged like any answer.
-    if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
-    deps.cors.decorate(req, res);
-    if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
-    dispatch(deps, ctx)?.catch((err: unknown) => {
-      try {
-        // The outage itself is logged once per transition by the store's breaker, not once per request.
-        const unavailable = res.headersSent ? null : unavailableRefusal(err);
-        if (unavailable) return refuse(ctx, unavailable);
-      } catch (failed) {
-        err = failed;
-      }
-      deps.log.error(
-        { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
-        'gateway request failed',
-      );
-      if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
-      else res.destroy();
-    });
+    return ctx;
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    // An answer given before its body was read (a refusal) lingers before the connection closes.
+    if (announcesBody(req)) lingerAfterAnswer(req, deps.linger);
+    serve(deps, begin(req, res, null));
   };
   server.on('request', onRequest);
   // `Expect: 100-continue` is answered by the gateway itself, once the guards passed (./body-read.ts); it
   // is never forwarded, so no upstream can hold the request open waiting for a body.
   server.on('checkContinue', onRequest);
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const res = upgradeResponse(req, socket);
+    let opened = false;
+    const ctx = begin(req, res, { socket, head }, () => opened);
+    // Counted once, as the 101 it is (./websocket.ts writes it), not at the tunnel's end.
+    tunnels.expect(ctx, () => {
+      opened = true;
+      res.statusCode = 101;
+      recordAnswer(deps, ctx, writeAccess);
+      ctx.span?.end(ctx.trace, 101);
+    });
+    if (!isWebSocketUpgrade(req))
+      return refuse(ctx, {
+        code: 'invalid_request',
+        message: 'Only Upgrade: websocket (a GET without a body) is served; send other requests without Upgrade.',
+      });
+    if (drain.draining)
+      return refuse(ctx, {
+        code: 'service_unavailable',
+        message: 'The gateway is shutting down; connect again.',
+        retryAfter: 1,
+      });
+    serve(deps, ctx);
+  });
   server.keepAliveTimeout = 65_000;
   // A head takes at most 10 s: a connection sending it slowly holds a descriptor (src/ops/connection-limits.ts).
   server.headersTimeout = 10_000;
@@ -74,6 +98,7 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   server.requestTimeout = 20_000 + deps.bodyTimeoutMs;
   return {
     server,
+    tunnels,
     get draining() {
       return drain.draining;
     },
@@ -81,9 +106,11 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
       // Requests already in flight close their connection once answered, as later ones do.
       for (const ctx of inFlight.values()) if (!ctx.res.headersSent) ctx.res.setHeader('connection', 'close');
       return drain.drain(ms, () => {
+        // Open tunnels close with 1001 (RFC 6455 section 7.4.1: going away), both ways.
+        tunnels.closeAll(DRAIN_CLOSE.code, DRAIN_CLOSE.reason);
         // Still waiting for the upstream at the deadline: an answer rather than a reset.
         for (const ctx of inFlight.values()) {
-          if (ctx.res.headersSent) continue;
+          if (ctx.res.headersSent || tunnels.isOpen(ctx)) continue;
           refuse(ctx, {
             code: 'gateway_timeout',
             message: 'The gateway is shutting down and the upstream did not answer in time.',
@@ -94,11 +121,56 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   };
 }
 
+type Upgrade = NonNullable<RequestContext['upgrade']>;
+
+/**
+ * The response of an upgrade request, written on its socket: every refusal of the pipeline is then an
+ * ordinary answer. node:http parses nothing more on that socket, so the answer is its last.
+ */
+function upgradeResponse(req: IncomingMessage, socket: Duplex): ServerResponse {
+  // node:http took its own listeners off the socket: without one, an error on it would be thrown.
+  socket.on('error', () => socket.destroy());
+  const res = new http.ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket as Socket);
+  res.once('finish', () => (socket as Socket).destroySoon());
+  return res;
+}
+
+/** A request of a served interface: CORS, then the interface's pipeline; its failures answered. */
+function serve(deps: GatewayDeps, ctx: RequestContext): void {
+  const { req, res } = ctx;
+  // A CORS preflight is answered before any step, and counted and logged like any answer.
+  if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
+  deps.cors.decorate(req, res);
+  if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
+  dispatch(deps, ctx)?.catch((err: unknown) => {
+    try {
+      // The outage itself is logged once per transition by the store's breaker, not once per request.
+      const unavailable = res.headersSent ? null : unavailableRefusal(err);
+      if (unavailable) return refuse(ctx, unavailable);
+    } catch (failed) {
+      err = failed;
+    }
+    deps.log.error(
+      { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
+      'gateway request failed',
+    );
+    if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
+    else res.destroy();
+  });
+}
+
 const servedPath = (path: string) =>
   path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
 
 /** The request line and the client. */
-function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): RequestContext {
+function contextOf(
+  deps: GatewayDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  upgrade: Upgrade | null,
+): RequestContext {
   let target = req.url ?? '/';
   // An absolute-form target (RFC 9112 section 3.2.2) names its path after the authority.
   if (target[0] !== '/' && /^https?:\/\//i.test(target)) {
@@ -124,6 +196,7 @@ function contextOf(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse)
     trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
     head: ['X-Request-Id', requestId],
     span: deps.tracing ? deps.tracing.request(req, res, req.method ?? 'GET', requestId) : null,
+    upgrade,
   };
 }
 

@@ -39,6 +39,17 @@ export function defaultBounds(limit: number): { gateway: ConnectionBounds; admin
   };
 }
 
+/**
+ * Open WebSocket tunnels a gateway holds at once (WEBSOCKET_MAX_TUNNELS unset). A tunnel holds two
+ * descriptors for its life: its client connection, which stays one of the listener's (counted against
+ * `max` and `perAddress` by boundConnections until it closes), and its connection to the target, which
+ * comes out of the quarter held back. A quarter of the gateway's share leaves most of that reserve to
+ * the upstream pool, Redis and PostgreSQL (1024 descriptors: 115 tunnels, whose targets take 115 of the 411 left to the rest).
+ */
+export function defaultTunnelBound(limit: number): number {
+  return Math.max(4, Math.floor(defaultBounds(limit).gateway.max / 4));
+}
+
 export interface Refusals {
   /** A connection refused: the listener's name and why. Logged once per episode by the caller's rule. */
   (listener: string, reason: 'listener' | 'address'): void;
