@@ -5,7 +5,7 @@ import { h } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, useApi, type Json } from './api.js';
 import { metadataOf } from './key-edit.js';
-import { Err, fromUtcField, SecretOnce } from './ui.js';
+import { Err, ExpiryField, fromUtcField, SecretOnce, UTC_FIELD_ERROR } from './ui.js';
 
 const ROLE_RANK = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER', 'ORG_OWNER'];
 
@@ -91,7 +91,9 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
     if (type === 'workspace') Object.assign(body, { workspaceId: Number(ws), role, scopes: list });
     if (type === 'personal') Object.assign(body, { userId: Number(user), scopes: list });
     if (type === 'partner') body.organizationId = org.id;
-    if (expires) body.expiresAt = fromUtcField(expires);
+    const at = fromUtcField(expires);
+    if (at === undefined) return setError(UTC_FIELD_ERROR);
+    if (at) body.expiresAt = at;
     if (m.value) body.metadata = m.value;
     try {
       const k = await api('/api/keys', { method: 'POST', body });
@@ -156,12 +158,7 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
           'User id',
           h('input', { inputMode: 'numeric', required: true, value: user, onInput: val(setUser) }),
         ),
-      h(
-        'label',
-        null,
-        'Expires (UTC; empty: never)',
-        h('input', { type: 'datetime-local', name: 'expiresAt', value: expires, onInput: val(setExpires) }),
-      ),
+      h(ExpiryField, { value: expires, onInput: val(setExpires) }),
     ),
     type !== 'partner' && h(ScopePicker, { scopes, role: type === 'workspace' ? role : null, picked, setPicked }),
     h(

@@ -3,7 +3,7 @@
 import { h } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, type Json } from './api.js';
-import { Err, fromUtcField, Ok, toUtcField } from './ui.js';
+import { Err, ExpiryField, fromUtcField, Ok, toUtcField, UTC_FIELD_ERROR } from './ui.js';
 
 /** The metadata field's text as the API's value: empty is none, else a JSON object. */
 export function metadataOf(text: string): { value: Json } | { error: string } {
@@ -35,7 +35,9 @@ export function KeyEdit({ k, onSaved }: { k: Json; onSaved: () => void }) {
     const body: Json = {};
     if (name.trim() !== k.name) body.name = name.trim();
     const at = fromUtcField(expires);
-    if (at !== (k.expiresAt ? new Date(k.expiresAt).toISOString() : null)) body.expiresAt = at;
+    if (at === undefined) return setError(UTC_FIELD_ERROR);
+    // Compared as shown: an expiry with seconds is unchanged while its field is.
+    if (expires.trim() !== toUtcField(k.expiresAt)) body.expiresAt = at;
     if (JSON.stringify(m.value) !== JSON.stringify(k.metadata ?? null)) body.metadata = m.value;
     if (!Object.keys(body).length) return setError('Nothing changed.');
     try {
@@ -59,12 +61,7 @@ export function KeyEdit({ k, onSaved }: { k: Json; onSaved: () => void }) {
         'Name',
         h('input', { name: 'name', required: true, maxLength: 100, value: name, onInput: val(setName) }),
       ),
-      h(
-        'label',
-        null,
-        'Expires (UTC; empty: never)',
-        h('input', { type: 'datetime-local', name: 'expiresAt', value: expires, onInput: val(setExpires) }),
-      ),
+      h(ExpiryField, { value: expires, onInput: val(setExpires) }),
     ),
     h(
       'label',

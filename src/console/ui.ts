@@ -21,9 +21,46 @@ export function when(t: string | number | Date | null | undefined): string {
 /** The date part of that format: `2026-12-04`. */
 export const day = (d: Date) => `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
 
-/** An instant for a `datetime-local` field, read and written as UTC (the field's label says so). */
-export const toUtcField = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().slice(0, 16) : '');
-export const fromUtcField = (v: string) => (v ? new Date(`${v}:00Z`).toISOString() : null);
+/** An instant as a text field shows it, in the same format without the zone: `2026-12-04 18:15`. */
+export const toUtcField = (iso: string | null | undefined) =>
+  iso ? new Date(iso).toISOString().slice(0, 16).replace('T', ' ') : '';
+
+/**
+ * A text field's instant, read as UTC: `2026-12-04 18:15` or a date alone (its midnight); empty is
+ * none (null); anything else is undefined, for the form to refuse. A browser's date picker would show
+ * its locale's format, not the console's one.
+ */
+export function fromUtcField(v: string): string | null | undefined {
+  const t = v.trim();
+  if (!t) return null;
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?$/.exec(t);
+  if (!m) return undefined;
+  const [y, mo, d, hh = '00', mm = '00'] = m.slice(1);
+  const at = new Date(Date.UTC(+y, +mo - 1, +d, +hh, +mm));
+  // Date.UTC rolls 2026-02-31 over to March: a date that does not exist is refused instead.
+  if (at.getUTCDate() !== +d || at.getUTCHours() !== +hh || at.getUTCMinutes() !== +mm) return undefined;
+  return at.toISOString();
+}
+
+export const UTC_FIELD_ERROR = 'Write the expiry as 2027-01-31 23:59 (UTC), a date alone, or leave it empty for never.';
+
+/** The expiry field of the key forms: text in the console's date format, UTC. */
+export function ExpiryField({ value, onInput }: { value: string; onInput: (e: Event) => void }) {
+  return h(
+    'label',
+    null,
+    'Expires (UTC; empty: never)',
+    h('input', {
+      name: 'expiresAt',
+      value,
+      placeholder: 'YYYY-MM-DD HH:MM',
+      pattern: '\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2})?',
+      inputMode: 'numeric',
+      autocomplete: 'off',
+      onInput,
+    }),
+  );
+}
 
 export const Err = ({ msg }: { msg: string | null | undefined }) =>
   msg ? h('p', { class: 'error', role: 'alert' }, msg) : null;

@@ -199,7 +199,7 @@ function Deliveries({ id, write }: { id: string; write: boolean }) {
           h('span', null, h('code', null, d.eventType), h('br', null), h('span', { class: 'muted' }, d.messageId)),
           h(Status, { s: d.status }),
           d.attempts ?? '—',
-          [d.lastStatus ? `HTTP ${d.lastStatus}` : '', d.lastError ?? ''].filter(Boolean).join(': ') || '—',
+          d.lastError ?? (d.lastStatus ? `HTTP ${d.lastStatus}` : '—'),
           d.status === 'pending'
             ? when(d.nextAttemptAt)
             : d.status === 'delivered'
