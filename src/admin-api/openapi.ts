@@ -46,7 +46,12 @@ export function adminOpenApi(): Json {
     const responses: Record<string, Json> = {
       [String(r.status)]: {
         description: r.summary.split(':')[0],
-        content: { 'application/json': { schema: jsonSchema(r.response, 'output') } },
+        content: Object.fromEntries(
+          Object.entries(r.produces ?? { 'application/json': r.response }).map(([type, schema]) => [
+            type,
+            { schema: jsonSchema(schema, 'output') },
+          ]),
+        ),
       },
     };
     const codes: AdminErrorCode[] = ['unauthorized', 'too_many_attempts', 'service_unavailable', 'internal'];

@@ -1,3 +1,78 @@
-import type { AdminRoute } from './route-kit.js';
+// The console's first page (docs/usage.md, Reading): the deployment at a glance and a search. The
+// database's facts come from the service layer (src/access/service/usage-history.ts); the monthly
+// quotas' use is read from the gateways' own month counters without spending, as GET /api/keys/{id}/usage
+// reads them.
+import { overviewFacts, organizationsWithQuota, searchAccess } from '../access/service/usage-history.js';
+import { monthCounter } from '../limits/counters.js';
+import type { AdminApiDeps } from './deps.js';
+import { service, type AdminRoute } from './route-kit.js';
+import { OverviewSchema, SearchSchema } from './usage-schemas.js';
 
-export const OVERVIEW_ROUTES: AdminRoute[] = [];
+const EXPIRING_WITHIN_MS = 7 * 86_400_000;
+const EXPIRING_MAX = 100;
+const QUOTAS_MAX = 100;
+/** Month counters read at once: a few round trips in flight, not one per organization. */
+const QUOTA_READS_IN_FLIGHT = 16;
+
+/** Organizations whose monthly quota is 80 % or more spent, the most spent first. */
+async function quotasNearEnd(deps: AdminApiDeps, orgs: { id: number; name: string; monthlyQuota: number }[]) {
+  const near: { organizationId: number; name: string; used: number; limit: number; percent: number; reset: number }[] =
+    [];
+  let next = 0;
+  const reader = async () => {
+    while (next < orgs.length) {
+      const o = orgs[next++];
+      const [state] = await deps.stores.limiter.spend([monthCounter(o.id, o.monthlyQuota)!], 0);
+      // 80 % in integers: used / limit >= 4 / 5.
+      if (state.used * 5 >= state.limit * 4)
+        near.push({
+          organizationId: o.id,
+          name: o.name,
+          used: state.used,
+          limit: state.limit,
+          percent: Math.floor((state.used * 100) / state.limit),
+          reset: state.reset,
+        });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(QUOTA_READS_IN_FLIGHT, orgs.length) }, reader));
+  return near
+    .sort((a, b) => b.used / b.limit - a.used / a.limit || a.organizationId - b.organizationId)
+    .slice(0, QUOTAS_MAX);
+}
+
+export const OVERVIEW_ROUTES: AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/api/overview',
+    role: 'read',
+    summary:
+      "The deployment at a glance: organizations and keys counted, today's requests (UTC) admitted and refused by outcome from the usage history, the monthly quotas 80 % or more spent, and the keys expiring within 7 days.",
+    status: 200,
+    response: OverviewSchema,
+    handle: async ({ ctx, deps }) => {
+      const facts = await service(
+        overviewFacts(ctx, { expiringWithinMs: EXPIRING_WITHIN_MS, expiringLimit: EXPIRING_MAX }),
+      );
+      const quotas = await quotasNearEnd(deps, await service(organizationsWithQuota(ctx)));
+      return { ...facts, quotas };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/search',
+    role: 'read',
+    summary:
+      'Organizations and keys by name (any part, any case), id, or key hint (any part, or the start of a secret): at most 20 of each.',
+    query: [
+      {
+        name: 'q',
+        description: 'What to look for, 1 to 100 characters (required).',
+        schema: { type: 'string', minLength: 1, maxLength: 100 },
+      },
+    ],
+    status: 200,
+    response: SearchSchema,
+    handle: async ({ ctx, query }) => service(searchAccess(ctx, query.get('q') ?? '')),
+  },
+];

@@ -33,7 +33,20 @@ export interface AdminRoute {
   body?: z.ZodType;
   status: 200 | 201;
   response: z.ZodType;
+  /** The media types a StreamedAnswer is written in, each with its schema (the document's); else JSON. */
+  produces?: Record<string, z.ZodType>;
   handle(call: Call): Promise<unknown>;
+}
+
+/**
+ * An answer that is not one JSON document (the billing export): its headers, then its body written a
+ * piece at a time as it is read, so a long answer never sits in memory whole.
+ */
+export class StreamedAnswer {
+  constructor(
+    readonly headers: Record<string, string>,
+    readonly body: AsyncIterable<string>,
+  ) {}
 }
 
 export const ID_QUERY = { type: 'string', pattern: DB_ID_SOURCE };

@@ -11,7 +11,7 @@ import { DB_ID_SOURCE, PG_INT_MAX } from '../config/contract.js';
 import type { AuthenticatedToken } from '../access/service/admin-tokens.js';
 import { AdminApiError, errorBody, type AdminErrorCode } from './errors.js';
 import { ROUTES } from './routes.js';
-import type { AdminRoute } from './route-kit.js';
+import { StreamedAnswer, type AdminRoute } from './route-kit.js';
 import { adminOpenApi } from './openapi.js';
 import { authenticate } from './auth.js';
 import { serviceContexts, type AdminApiDeps } from './deps.js';
@@ -37,6 +37,31 @@ function send(
     ...headers,
   });
   res.end(head ? undefined : text);
+}
+
+/** Once the client took what was written, or went away. */
+function drained(res: http.ServerResponse): Promise<void> {
+  return new Promise((go) => {
+    const done = () => (res.off('drain', done), res.off('close', done), go());
+    res.on('drain', done).on('close', done);
+  });
+}
+
+/**
+ * A streamed answer: its first piece is read before the head is written, so a failure there is still
+ * an answer in this API's shape; a later one cuts the connection (sendFailure), and a client gone
+ * stops the reading.
+ */
+async function streamAnswer(res: http.ServerResponse, status: number, a: StreamedAnswer, head: boolean) {
+  const pieces = a.body[Symbol.asyncIterator]();
+  let next = head ? { done: true as const, value: undefined } : await pieces.next();
+  res.writeHead(status, { ...API_HEADERS, ...a.headers });
+  try {
+    for (; !next.done && !res.destroyed; next = await pieces.next()) if (!res.write(next.value)) await drained(res);
+  } finally {
+    if (!next.done) await pieces.return?.();
+  }
+  res.end();
 }
 
 /** A failure in this API's shape: its own refusals as thrown, a store that did not answer 503, else 500. */
@@ -118,7 +143,9 @@ export function createAdminApiServer(deps: AdminApiDeps): http.Server {
     const { route, params } = routeOf(method, path, token);
     const body = await bodyOf(req, route);
     const ctx = contextFor(token, requestId);
-    send(res, route.status, await route.handle({ deps, ctx, token, params, query, body, requestId }), {}, head);
+    const answer = await route.handle({ deps, ctx, token, params, query, body, requestId });
+    if (answer instanceof StreamedAnswer) return streamAnswer(res, route.status, answer, head);
+    send(res, route.status, answer, {}, head);
   }
 
   return http.createServer((req, res) => {

@@ -1,7 +1,8 @@
 // The usage history's tables as the readers' tests need them: the shape agreed with the writer
 // (docs/usage.md, Storage; src/db/migrations/100_usage.sql once it is there), created when the
 // migrations did not, each with a default partition unless it already has one, so rows of any time can
-// be inserted; and rows written as the gateways write them.
+// be inserted; and rows written as the gateway's writer writes them (src/access/usage/writer.ts: every
+// count added to the minute, the hour and the day in one go).
 import type { Queryable } from '../../src/db/types.js';
 
 export const USAGE_TABLES = ['usage_minute', 'usage_hour', 'usage_day'] as const;
@@ -45,4 +46,30 @@ export async function insertUsage(q: Queryable, rows: UsageRow[]): Promise<void>
 
 export async function clearUsage(q: Queryable): Promise<void> {
   for (const t of USAGE_TABLES) await q.query(`DELETE FROM ${t}`);
+}
+
+export interface Answers {
+  /** Any instant of the minute. */
+  at: string;
+  org: number;
+  key: number;
+  outcome: string;
+  count: number;
+}
+
+const floorTo = (t: number, step: number) => Math.floor(t / step) * step;
+
+/** Answers counted as the writer adds them: to the minute, the hour and the day that hold them. */
+export async function insertAnswers(q: Queryable, answers: Answers[]): Promise<void> {
+  const rows: UsageRow[] = [];
+  for (const a of answers) {
+    const t = new Date(a.at).getTime();
+    for (const [table, step] of [
+      ['usage_minute', 60_000],
+      ['usage_hour', 3_600_000],
+      ['usage_day', 86_400_000],
+    ] as const)
+      rows.push({ ...a, table, at: new Date(floorTo(t, step)) });
+  }
+  await insertUsage(q, rows);
 }

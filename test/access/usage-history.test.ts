@@ -1,7 +1,6 @@
 // The usage history as the service layer reads it (src/access/service/usage-history.ts), over rows
-// inserted as the gateways write them: every bucket of the range present, zero-filled; each bucket from
-// the coarsest table that holds it (a roll-up never counted twice, a bucket not rolled up yet read from
-// the finer table); admitted and refused as the outcomes say; the limits of a reading refused with a
+// inserted as the gateways write them: every bucket of the range present, zero-filled, from the
+// granularity's own table; admitted and refused as the outcomes say; the limits of a reading refused with a
 // message that says what to change; keys and organizations not there, or not the reader's, not found.
 // Then the billing month per key (families, pages cut inside a key) and the console's overview and search.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -26,7 +25,7 @@ import {
 import { updateKey } from '../../src/access/service/keys.js';
 import { setOrganizationLimits } from '../../src/access/service/limits.js';
 import type { Db } from '../../src/db/types.js';
-import { clearUsage, ensureUsageTables, insertUsage } from './usage-history-rows.js';
+import { clearUsage, ensureUsageTables, insertAnswers, insertUsage } from './usage-history-rows.js';
 
 let db: Db & { drop(): Promise<void> };
 // 2026-11-22T12:30:00Z
@@ -62,20 +61,21 @@ async function refusal(p: Promise<unknown>): Promise<ServiceError> {
 }
 
 describe('a key and an organization by hour, the default', () => {
-  it('the last 24 hours, zero-filled, the current hour last; a roll-up never counted twice', async () => {
-    await insertUsage(db, [
-      // 11:00 rolled up: its minutes are already in the hour's row.
-      { table: 'usage_hour', at: '2026-11-22T11:00Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 5 },
-      { table: 'usage_minute', at: '2026-11-22T11:30Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 5 },
-      // 12:00 not rolled up yet: read from its minutes.
-      { table: 'usage_minute', at: '2026-11-22T12:05Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 2 },
-      { table: 'usage_minute', at: '2026-11-22T12:20Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 3 },
-      { table: 'usage_minute', at: '2026-11-22T12:20Z', org: 1, key: 1000, outcome: 'limited_key', count: 1 },
-      { table: 'usage_minute', at: '2026-11-22T12:21Z', org: 1, key: 1000, outcome: 'refused_150003', count: 4 },
+  it('the last 24 hours, zero-filled, the current hour last; the hour table read, the minutes summed in it', async () => {
+    await insertAnswers(db, [
+      { at: '2026-11-22T11:30Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 5 },
+      { at: '2026-11-22T12:05Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 2 },
+      { at: '2026-11-22T12:20Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 3 },
+      { at: '2026-11-22T12:20Z', org: 1, key: 1000, outcome: 'limited_key', count: 1 },
+      { at: '2026-11-22T12:21Z', org: 1, key: 1000, outcome: 'refused_150003', count: 4 },
       // Another key of the organization, another organization, and before the range.
-      { table: 'usage_hour', at: '2026-11-22T11:00Z', org: 1, key: 1001, outcome: 'forwarded_5xx', count: 7 },
-      { table: 'usage_hour', at: '2026-11-22T11:00Z', org: 2, key: 2000, outcome: 'forwarded_2xx', count: 100 },
-      { table: 'usage_hour', at: '2026-11-21T12:00Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 1000 },
+      { at: '2026-11-22T11:00Z', org: 1, key: 1001, outcome: 'forwarded_5xx', count: 7 },
+      { at: '2026-11-22T11:00Z', org: 2, key: 2000, outcome: 'forwarded_2xx', count: 100 },
+      { at: '2026-11-21T12:59Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 1000 },
+    ]);
+    // The reading takes the hour table alone: a row there only proves it reads no other.
+    await insertUsage(db, [
+      { table: 'usage_minute', at: '2026-11-22T10:00Z', org: 1, key: 1000, outcome: 'answered', count: 50 },
     ]);
     const h = await keyUsageHistory(cli(), 1000);
     expect(h).toMatchObject({
@@ -100,6 +100,7 @@ describe('a key and an organization by hour, the default', () => {
     expect(h.buckets[0].start).toBe('2026-11-21T13:00:00.000Z');
     expect(h.buckets[0]).toMatchObject({ admitted: 0, refused: 0 });
     expect(Object.values(h.buckets[0].outcomes)).toEqual(Array(9).fill(0));
+    expect(h.buckets[21]).toMatchObject({ start: '2026-11-22T10:00:00.000Z', admitted: 0, refused: 0 });
     expect(h.buckets[22]).toMatchObject({ start: '2026-11-22T11:00:00.000Z', admitted: 5, refused: 0 });
     expect(h.buckets[23]).toMatchObject({ start: '2026-11-22T12:00:00.000Z', admitted: 5, refused: 5 });
     expect(h.buckets[23].outcomes).toMatchObject({ forwarded_2xx: 5, limited_key: 1, refused_150003: 4 });
@@ -112,24 +113,22 @@ describe('a key and an organization by hour, the default', () => {
     expect(org.totals).toMatchObject({ admitted: 17, refused: 5 });
   });
 
-  it('by minute and by day: the range widened to whole buckets; a day from its hours and minutes where not rolled up', async () => {
-    await insertUsage(db, [
-      { table: 'usage_day', at: '2026-11-20T00:00Z', org: 1, key: 1000, outcome: 'answered', count: 40 },
-      { table: 'usage_hour', at: '2026-11-20T05:00Z', org: 1, key: 1000, outcome: 'answered', count: 40 },
-      { table: 'usage_hour', at: '2026-11-21T05:00Z', org: 1, key: 1000, outcome: 'answered', count: 6 },
-      { table: 'usage_minute', at: '2026-11-21T05:10Z', org: 1, key: 1000, outcome: 'answered', count: 6 },
-      { table: 'usage_minute', at: '2026-11-21T06:10Z', org: 1, key: 1000, outcome: 'limited_month', count: 2 },
-      { table: 'usage_minute', at: '2026-11-22T12:29Z', org: 1, key: 1000, outcome: 'forwarded_4xx', count: 1 },
+  it('by minute and by day: the range widened to whole buckets (UTC days)', async () => {
+    await insertAnswers(db, [
+      { at: '2026-11-20T05:10Z', org: 1, key: 1000, outcome: 'answered', count: 40 },
+      { at: '2026-11-20T23:59:59Z', org: 1, key: 1000, outcome: 'answered', count: 1 },
+      { at: '2026-11-21T00:00Z', org: 1, key: 1000, outcome: 'limited_month', count: 2 },
+      { at: '2026-11-22T12:29:59Z', org: 1, key: 1000, outcome: 'forwarded_4xx', count: 1 },
     ]);
     const days = await keyUsageHistory(cli(), 1000, {
       granularity: 'day',
       from: new Date('2026-11-20T08:00Z'),
       to: new Date('2026-11-22T01:00Z'),
     });
-    expect(days.buckets.map((b) => [b.start.slice(0, 10), b.admitted, b.refused])).toEqual([
-      ['2026-11-20', 40, 0],
-      ['2026-11-21', 6, 2],
-      ['2026-11-22', 1, 0],
+    expect(days.buckets.map((b) => [b.start, b.admitted, b.refused])).toEqual([
+      ['2026-11-20T00:00:00.000Z', 41, 0],
+      ['2026-11-21T00:00:00.000Z', 0, 2],
+      ['2026-11-22T00:00:00.000Z', 1, 0],
     ]);
     const minutes = await keyUsageHistory(cli(), 1000, {
       granularity: 'minute',
@@ -204,8 +203,7 @@ describe('the billing month', () => {
         count: 4,
       },
       { table: 'usage_day', at: '2026-11-02T00:00Z', org: 1, key: 1000, outcome: 'limited_address', count: 6 },
-      // Today (the 22nd) is not rolled up to a day yet: its minutes count.
-      { table: 'usage_minute', at: '2026-11-22T12:00Z', org: 1, key: 1001, outcome: 'answered', count: 8 },
+      { table: 'usage_day', at: '2026-11-22T00:00Z', org: 1, key: 1001, outcome: 'answered', count: 8 },
       { table: 'usage_day', at: '2026-11-05T00:00Z', org: 2, key: 2000, outcome: 'forwarded_5xx', count: 9 },
       // Not billed: no key resolved, or another month.
       { table: 'usage_day', at: '2026-11-05T00:00Z', org: 0, key: 0, outcome: 'refused_150002', count: 50 },
@@ -293,10 +291,10 @@ describe('the billing month', () => {
 
 describe("the console's overview and search", () => {
   it("counts, today's traffic from the history, keys expiring within the window, organizations with a quota", async () => {
-    await insertUsage(db, [
-      { table: 'usage_minute', at: '2026-11-22T00:00Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 3 },
-      { table: 'usage_minute', at: '2026-11-22T12:29Z', org: 0, key: 0, outcome: 'refused_150002', count: 2 },
-      { table: 'usage_hour', at: '2026-11-21T23:00Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 99 },
+    await insertAnswers(db, [
+      { at: '2026-11-22T00:00Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 3 },
+      { at: '2026-11-22T12:29Z', org: 0, key: 0, outcome: 'refused_150002', count: 2 },
+      { at: '2026-11-21T23:59Z', org: 1, key: 1000, outcome: 'forwarded_2xx', count: 99 },
     ]);
     await updateKey(cli(), 1001, { expiresAt: new Date('2026-11-25T00:00Z') });
     await updateKey(cli(), 1002, { expiresAt: new Date('2026-12-25T00:00Z') });

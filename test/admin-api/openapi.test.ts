@@ -113,6 +113,10 @@ describe('against real answers', () => {
       ['POST', '/api/keys/{id}/revoke', `/api/keys/${keyId}/revoke`],
       ['GET', '/api/admin-tokens', '/api/admin-tokens'],
       ['POST', '/api/admin-tokens/{id}/revoke', `/api/admin-tokens/${tokenMade.body.id}/revoke`],
+      ['GET', '/api/keys/{id}/usage/history', `/api/keys/${keyId}/usage/history`],
+      ['GET', '/api/organizations/{id}/usage/history', '/api/organizations/1/usage/history?granularity=day'],
+      ['GET', '/api/overview', '/api/overview'],
+      ['GET', '/api/search', '/api/search?q=acme'],
     ];
     check('POST', '/api/keys', made);
     check('POST', '/api/admin-tokens', tokenMade);
@@ -123,6 +127,15 @@ describe('against real answers', () => {
       check(method, path, r);
       seen.add(`${method} ${path}`);
     }
+    // The export is CSV or JSON lines, as its media types say.
+    const csv = await call('GET', '/api/usage/export?month=2026-11');
+    expect([csv.status, csv.headers.get('content-type')]).toEqual([200, 'text/csv; charset=utf-8']);
+    expect(Object.keys(doc.paths['/api/usage/export'].get.responses['200'].content)).toEqual([
+      'text/csv',
+      'application/x-ndjson',
+    ]);
+    check('GET', '/api/usage/export', await call('GET', '/api/usage/export?month=11'));
+    seen.add('GET /api/usage/export');
     expect([...seen].sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
 
     check('GET', '/api/me', await call('GET', '/api/me', undefined, 'kga_' + 'n'.repeat(40)));

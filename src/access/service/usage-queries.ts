@@ -1,8 +1,7 @@
 // The SQL of the operators' reading side (usage-history.ts): the usage history's tables (usage_minute,
 // usage_hour, usage_day: docs/usage.md, Storage) summed per bucket and outcome, the billing export's page
-// of keys, and the console's overview and search. Every history read takes each bucket from the coarsest
-// table that holds it and falls back to the finer ones where a roll-up has not been written yet, so a
-// reading is whole whether the writer rolls up as it goes or after the hour or day closes.
+// of keys, and the console's overview and search. The writer adds every count to all three tables in one
+// transaction, so a granularity's own table is whole: each reading reads that one table alone.
 import type { Queryable, Row } from '../../db/types.js';
 
 export type Granularity = 'minute' | 'hour' | 'day';
@@ -11,40 +10,12 @@ export type Granularity = 'minute' | 'hour' | 'day';
 export type UsageSubject = { keyId: number } | { organizationId: number } | { all: true };
 
 const TABLE: Record<Granularity, string> = { minute: 'usage_minute', hour: 'usage_hour', day: 'usage_day' };
-const INTERVAL: Record<Granularity, string> = { minute: '1 minute', hour: '1 hour', day: '1 day' };
-/** From the coarsest to the finest: the tables a bucket of each granularity may be read from. */
-const LEVELS: Record<Granularity, Granularity[]> = {
-  minute: ['minute'],
-  hour: ['hour', 'minute'],
-  day: ['day', 'hour', 'minute'],
-};
-// date_bin against a UTC origin: buckets in UTC whatever the session's TimeZone.
-const bin = (g: Granularity) => `date_bin(interval '${INTERVAL[g]}', bucket, timestamptz '2000-01-01 00:00:00+00')`;
-
-/**
- * The rows of [from, to) at granularity `g` as the CTEs l0, l1, ... (coarsest first), each with `b`
- * (the bucket of `g`), `own` (the row's own bucket), the outcome, the count and `extra` columns. A row of
- * a finer table is left out where a coarser table holds its bucket for the same filter: the roll-up
- * already counted it. `where` is the filter's SQL over the parameters that follow $1 (from) and $2 (to).
- */
-function levelCtes(g: Granularity, where: string, extra = ''): { ctes: string; union: string } {
-  const levels = LEVELS[g];
-  const ctes = levels.map((level, i) => {
-    const excluded = levels
-      .slice(0, i)
-      .map((coarser, j) => ` AND ${bin(coarser)} NOT IN (SELECT own FROM l${j})`)
-      .join('');
-    return `l${i} AS (SELECT ${bin(g)} AS b, bucket AS own, outcome, count${extra}
-       FROM ${TABLE[level]} WHERE bucket >= $1 AND bucket < $2 AND ${where}${excluded})`;
-  });
-  const union = levels.map((_, i) => `SELECT b, outcome, count${extra} FROM l${i}`).join(' UNION ALL ');
-  return { ctes: `WITH ${ctes.join(',\n')}`, union };
-}
 
 function subjectFilter(s: UsageSubject): { where: string; params: unknown[] } {
-  if ('keyId' in s) return { where: 'key_id = $3', params: [s.keyId] };
-  if ('organizationId' in s) return { where: 'organization_id = $3', params: [s.organizationId] };
-  return { where: 'true', params: [] };
+  // The primary key (key_id, outcome, bucket) serves a key; the index (organization_id, bucket) an organization.
+  if ('keyId' in s) return { where: ' AND key_id = $3', params: [s.keyId] };
+  if ('organizationId' in s) return { where: ' AND organization_id = $3', params: [s.organizationId] };
+  return { where: '', params: [] };
 }
 
 /** The counts of [from, to) per bucket of `g` and outcome, bucket then outcome order. */
@@ -56,10 +27,10 @@ export async function usageCounts(
   to: Date,
 ): Promise<{ bucket: Date; outcome: string; count: number }[]> {
   const { where, params } = subjectFilter(subject);
-  const { ctes, union } = levelCtes(g, where);
   const rows = await q.query(
-    `${ctes}
-     SELECT b AS bucket, outcome, sum(count) AS count FROM (${union}) u GROUP BY b, outcome ORDER BY b, outcome`,
+    `SELECT bucket, outcome, sum(count) AS count FROM ${TABLE[g]}
+      WHERE bucket >= $1 AND bucket < $2${where}
+      GROUP BY bucket, outcome ORDER BY bucket, outcome`,
     [from, to, ...params],
   );
   return rows.map((r) => ({ bucket: new Date(r.bucket), outcome: String(r.outcome), count: Number(r.count) }));
@@ -75,12 +46,13 @@ export async function monthKeyCountsPage(
   q: Queryable,
   f: { from: Date; to: Date; organizationId?: number; after: { organizationId: number; keyId: number }; limit: number },
 ): Promise<Row[]> {
-  const where = `organization_id <> 0 AND ($3::integer IS NULL OR organization_id = $3) AND (organization_id, key_id) > ($4::integer, $5::integer)`;
-  const { ctes, union } = levelCtes('day', where, ', organization_id, key_id');
   return q.query(
-    `${ctes},
-     agg AS (SELECT organization_id, key_id, outcome, sum(count) AS count FROM (${union}) u
-              GROUP BY organization_id, key_id, outcome)
+    `WITH agg AS (
+       SELECT organization_id, key_id, outcome, sum(count) AS count FROM usage_day
+        WHERE bucket >= $1 AND bucket < $2 AND organization_id <> 0
+          AND ($3::integer IS NULL OR organization_id = $3)
+          AND (organization_id, key_id) > ($4::integer, $5::integer)
+        GROUP BY organization_id, key_id, outcome)
      SELECT a.organization_id, o.name AS organization_name, a.key_id, k.name AS key_name, k.hint AS key_hint,
             a.outcome, a.count
        FROM agg a LEFT JOIN organizations o ON o.id = a.organization_id LEFT JOIN api_keys k ON k.id = a.key_id
