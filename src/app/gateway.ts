@@ -6,7 +6,8 @@ import { PrincipalCache } from '../access/cache.js';
 import { createAccessResolver, type AccessResolver, type ResolverEvents } from '../access/resolver.js';
 import { LastUseRecorder } from '../access/last-use.js';
 import { createGatewayServer, type GatewayServer } from '../gateway/server.js';
-import { createForwarder } from '../gateway/upstream-client.js';
+import { Upstreams } from '../gateway/upstreams/registry.js';
+import { resolverFor } from '../gateway/upstreams/dns.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body-budget.js';
 import { createCors } from '../gateway/cors.js';
 import { openApiRoute } from '../gateway/openapi.js';
@@ -23,6 +24,7 @@ export interface StartedGateway {
   gateway: GatewayServer;
   cache: PrincipalCache;
   traffic: OrgTraffic;
+  upstreams: Upstreams;
   jwt: ReturnType<typeof jwtSignerFromSettings>;
   /** Run first at close, in this order: the drain, the last uses, the upstream's sockets. */
   first: Closer[];
@@ -46,13 +48,22 @@ export async function startGateway(
   );
   lastUse.start();
   const upstream = app.upstreamOverride ?? (app.mode === 'start' && o.backendUrl ? o.backendUrl : s.UPSTREAM_URL);
-  const forwarder = createForwarder({
+  // The services of the routes in force, each with its targets, health and pools; a reload syncs them.
+  const upstreams = new Upstreams({
     upstream,
     timeoutMs: s.UPSTREAM_TIMEOUT_MS,
     maxSockets: s.UPSTREAM_MAX_SOCKETS,
     ownCors: s.CORS_ORIGINS.length > 0,
+    // A request matched before a reload may still read its body, then wait for its answer's head.
+    retireAfterMs: s.BODY_TIMEOUT_MS + 2 * s.UPSTREAM_TIMEOUT_MS,
+    clock,
+    log: app.log.child({ c: 'upstreams' }),
+    metrics: metrics.upstreams,
     observe: (sec) => metrics.upstreamLatency(sec),
+    resolve: s.UPSTREAM_DNS_SERVER ? resolverFor(s.UPSTREAM_DNS_SERVER) : undefined,
   });
+  upstreams.sync(o.tables.routes().services);
+  const unsubscribe = o.tables.onReload?.(() => upstreams.sync(o.tables.routes().services));
   const jwt = identitySigner(s, app.mode, app.log);
   // Per-organization accepted/refused counts per minute for the admin console's chart: in memory, and
   // flushed to Redis in batches (when there is one) so any admin API instance reads the whole fleet.
@@ -81,7 +92,7 @@ export async function startGateway(
     plans: o.tables.plans,
     access,
     stores,
-    forwarder,
+    upstreams,
     tracing,
     limitMode: s.RATE_LIMIT_MODE,
     trusted: new TrustedProxies(s.TRUST_PROXY),
@@ -105,14 +116,15 @@ export async function startGateway(
       maxTunnels: s.WEBSOCKET_MAX_TUNNELS,
     },
   });
-  const last: Closer[] = [unlisten, () => traffic.close(), events.close];
+  const last: Closer[] = [unlisten, () => traffic.close(), events.close, async () => unsubscribe?.()];
   if (tracing) last.push(() => tracing.close());
   return {
     gateway,
     cache,
     traffic,
+    upstreams,
     jwt,
-    first: [() => gateway.drain(o.drainMs()), () => lastUse.stop(), usage.close, async () => forwarder.close()],
+    first: [() => gateway.drain(o.drainMs()), () => lastUse.stop(), usage.close, async () => upstreams.close()],
     last,
   };
 }

@@ -48,7 +48,12 @@ export async function openGatewayListeners(
     // The breaker's verdict costs nothing to read: it is live, not a second old.
     checks: () => {
       const current = health.current();
-      return redis && degraded() ? { ...current, redis: 'degraded' } : current;
+      // Each service: `up`, or `no_healthy_target` while every target is ejected or failing its probe
+      // (the gateway still tries one of them: readiness stays with the process, as for the database).
+      const services = Object.fromEntries(
+        gw.upstreams.health().map((h) => [h.service, h.healthy > 0 ? ('up' as const) : ('no_healthy_target' as const)]),
+      );
+      return { ...current, ...(redis && degraded() ? { redis: 'degraded' as const } : {}), services };
     },
     maxConnections: s.ADMIN_MAX_CONNECTIONS,
   });

@@ -12,9 +12,14 @@ export interface ReloadableTables extends LiveTables {
 export function loadTables(s: { PLANS_FILE: string; ROUTES_FILE: string }, log: Logger): ReloadableTables {
   let plans: Plans = loadPlans(s.PLANS_FILE);
   let routes: Routes = loadRoutes(s.ROUTES_FILE);
+  const listeners = new Set<() => void>();
   return {
     plans: () => plans,
     routes: () => routes,
+    onReload(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     reload() {
       try {
         const nextPlans = loadPlans(s.PLANS_FILE);
@@ -22,6 +27,7 @@ export function loadTables(s: { PLANS_FILE: string; ROUTES_FILE: string }, log: 
         plans = nextPlans;
         routes = nextRoutes;
         log.info({ plans: s.PLANS_FILE, routes: s.ROUTES_FILE }, 'configuration reloaded');
+        for (const listener of listeners) listener();
         return true;
       } catch (err) {
         log.error({ err: (err as Error).message }, 'configuration reload refused; the previous files stay in force');

@@ -66,6 +66,8 @@ export interface App {
 export interface LiveTables {
   plans(): Plans;
   routes(): Routes;
+  /** Told after each reload that took effect; returns the unsubscribe. */
+  onReload?(listener: () => void): () => void;
 }
 
 /** What startApp builds before the backend and the gateway, handed to both. */

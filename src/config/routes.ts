@@ -5,6 +5,14 @@ import { ConfigError, formatZodIssue } from './errors.js';
 import { readJson } from './plans.js';
 import { LRUCache } from 'lru-cache';
 import { CANONICAL_ID, STRING_ID } from './contract.js';
+import {
+  DEFAULT_SERVICE,
+  implicitDefaultService,
+  serviceConfig,
+  servicesSchema,
+  type RouteForwarding,
+  type ServiceConfig,
+} from './services.js';
 
 export const ROLES = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'] as const;
 export type Role = (typeof ROLES)[number];
@@ -12,6 +20,19 @@ export type MinRole = Role | 'ORG_OWNER';
 export type Bucket = 'read' | 'write' | 'bulk';
 
 const method = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+/** Where a route goes and how (src/config/services.ts): every field optional, today's routes unchanged. */
+const forwarding = {
+  service: z.string().optional(),
+  retry: z.boolean().optional(),
+  timeouts: z
+    .object({
+      connectMs: z.number().int().positive().optional(),
+      headMs: z.number().int().positive().optional(),
+      idleMs: z.number().int().positive().optional(),
+    })
+    .strict()
+    .optional(),
+};
 const pathPattern = z
   .string()
   .regex(/^(\/([a-z0-9-]+|\{[A-Za-z]+(:str)?\}))+$/, 'must be /-separated literals or {param} / {param:str}');
@@ -27,6 +48,7 @@ const v2Route = z
     bucket: z.enum(['read', 'write', 'bulk']),
     gateway: z.literal(true).optional(),
     limitMode: z.enum(['enforce', 'shadow']).optional(),
+    ...forwarding,
   })
   .strict();
 const v1Route = z
@@ -35,12 +57,14 @@ const v1Route = z
     path: pathPattern.refine((p) => p.startsWith('/v1/'), 'must start with /v1/'),
     gateway: z.literal(true).optional(),
     limitMode: z.enum(['enforce', 'shadow']).optional(),
+    ...forwarding,
   })
   .strict();
 
 export const routesFileSchema = z
   .object({
     scopes: z.record(z.string().regex(/^[a-z]+:[a-z]+$/), z.enum([...ROLES, 'ORG_OWNER'])),
+    services: servicesSchema.optional(),
     v2: z.array(v2Route).min(1),
     v1: z.array(v1Route).min(1),
   })
@@ -54,6 +78,14 @@ export const routesFileSchema = z
     for (const api of ['v1', 'v2'] as const) {
       const seen = new Set<string>();
       f[api].forEach((r, i) => {
+        if (r.service !== undefined && r.service !== DEFAULT_SERVICE && !(f.services && r.service in f.services)) {
+          const known = ['default', ...Object.keys(f.services ?? {}).filter((n) => n !== DEFAULT_SERVICE)];
+          ctx.addIssue({
+            code: 'custom',
+            path: [api, i, 'service'],
+            message: `no service ${r.service}; define it under "services" or name one of ${known.join(', ')}`,
+          });
+        }
         const k = `${r.method} ${r.path.replace(/\{[^}]+\}/g, (m) => (m.endsWith(':str}') ? '{s}' : '{n}'))}`;
         if (seen.has(k))
           ctx.addIssue({ code: 'custom', path: [api, i, 'path'], message: `duplicate route ${r.method} ${r.path}` });
@@ -74,6 +106,10 @@ export interface RouteDef {
   limitMode?: 'enforce' | 'shadow';
   /** Names of the path parameters, in order. */
   params: string[];
+  /** The service it goes to: an object of this configuration (a reload makes new ones); absent, the default. */
+  service?: ServiceConfig;
+  /** Absent: retries allowed, the service's timeouts. */
+  forwarding?: RouteForwarding;
 }
 
 export interface RouteMatch {
@@ -174,15 +210,26 @@ export interface Routes {
   v2: RouteTable;
   v1: RouteTable;
   scopes: Record<string, MinRole>;
+  /** Every service of this configuration, `default` included. */
+  services: Map<string, ServiceConfig>;
 }
 
 export function parseRoutes(raw: unknown, source = 'routes'): Routes {
   const r = routesFileSchema.safeParse(raw);
   if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
   const f = r.data;
+  const services = new Map<string, ServiceConfig>([[DEFAULT_SERVICE, implicitDefaultService()]]);
+  for (const [name, raw] of Object.entries(f.services ?? {})) services.set(name, serviceConfig(name, raw));
+  const params = (p: string) => [...p.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]);
+  const where = (d: RoutesFile['v1'][number]) => ({
+    gateway: d.gateway === true,
+    limitMode: d.limitMode,
+    params: params(d.path),
+    service: services.get(d.service ?? DEFAULT_SERVICE)!,
+    forwarding: { retry: d.retry !== false, timeouts: d.timeouts ?? {} },
+  });
   const v2 = new RouteTable();
   const v1 = new RouteTable();
-  const params = (p: string) => [...p.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]);
   for (const d of f.v2) {
     v2.add({
       method: d.method,
@@ -190,24 +237,12 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
       scope: d.scope,
       minRole: d.scope ? f.scopes[d.scope] : null,
       bucket: d.bucket,
-      gateway: d.gateway === true,
-      limitMode: d.limitMode,
-      params: params(d.path),
+      ...where(d),
     });
   }
-  for (const d of f.v1) {
-    v1.add({
-      method: d.method,
-      path: d.path,
-      scope: null,
-      minRole: null,
-      bucket: 'read',
-      gateway: d.gateway === true,
-      limitMode: d.limitMode,
-      params: params(d.path),
-    });
-  }
-  return { v2, v1, scopes: f.scopes };
+  for (const d of f.v1)
+    v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', ...where(d) });
+  return { v2, v1, scopes: f.scopes, services };
 }
 
 export function loadRoutes(file: string): Routes {

@@ -97,6 +97,12 @@ export interface ServiceTarget {
 export interface ServiceConfig extends Omit<z.output<typeof serviceSchema>, 'targets'> {
   name: string;
   targets: ServiceTarget[];
+  /**
+   * The `default` service the file does not define: its one target is the process's upstream
+   * (UPSTREAM_URL, or the in-process reference backend in all-in-one), known only when the gateway
+   * starts; its `targets` here are empty.
+   */
+  implicit?: true;
 }
 
 /** Per-route settings of its forwarding, within the service's and the global bound. */
@@ -114,9 +120,16 @@ export function serviceConfig(name: string, raw: z.output<typeof serviceSchema>)
   };
 }
 
-/** The default service when the file does not define it: one target, every setting at its default. */
-export function defaultService(url: string): ServiceConfig {
-  return serviceConfig(DEFAULT_SERVICE, serviceSchema.parse({ targets: [url] }));
+/** The default service when the file does not define it: the upstream's one target, every setting at its default. */
+export function implicitDefaultService(): ServiceConfig {
+  const { targets, ...settings } = serviceSchema.parse({ targets: ['http://upstream.invalid'] });
+  void targets;
+  return { ...settings, name: DEFAULT_SERVICE, targets: [], implicit: true };
+}
+
+/** The implicit default service with its target now known. */
+export function withUpstream(service: ServiceConfig, url: string): ServiceConfig {
+  return service.implicit ? { ...service, targets: [{ url, weight: 1 }] } : service;
 }
 
 /** Two configurations of one service that a reload may keep running as they are (pools, health). */

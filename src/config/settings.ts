@@ -106,6 +106,15 @@ export const settingsSchema = z
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    // Host-name targets of the services (docs/services.md) are resolved by this DNS server instead of
+    // the system's resolver: an address and port (node's resolver takes no host name there).
+    UPSTREAM_DNS_SERVER: z
+      .string()
+      .regex(
+        /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d{1,5}$/,
+        'must be an IP address and port: 10.0.0.10:53 or [fd00::a]:53',
+      )
+      .optional(),
     // Longer request targets are answered 414 before any step (src/gateway/guards/canonical.ts); at most
     // 14 KiB, since the whole forwarded head must fit the upstream's (Node's default: 16 KiB).
     REQUEST_TARGET_MAX_BYTES: z.coerce.number().int().min(256).max(14_336).default(8192),

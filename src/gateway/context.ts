@@ -10,7 +10,7 @@ import type { AccessResolver } from '../access/resolver.js';
 import type { LayerState, SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
-import type { Forwarder } from './upstream-client.js';
+import type { Upstreams } from './upstreams/registry.js';
 import type { ResponseFields } from './fields.js';
 import type { BodyBudget } from './body-budget.js';
 import type { Lingering } from './linger.js';
@@ -30,7 +30,8 @@ export interface GatewayDeps {
   plans: () => Plans;
   access: AccessResolver;
   stores: SharedStores;
-  forwarder: Forwarder;
+  /** The services of the configuration in force: a route's upstream (./upstreams/registry.ts). */
+  upstreams: Pick<Upstreams, 'of'>;
   trusted: TrustedProxies;
   clock: Clock;
   log: Logger;

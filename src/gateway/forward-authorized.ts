@@ -1,8 +1,11 @@
-// Sign and forward an authorized request (docs/decisions.md section 5). The upstream gets a clean request
-// (./request-fields.ts); then the signed identity (./identity-headers.ts), the request id, the client
-// address and, with a body, its RFC 9530 Content-Digest, which the signature covers.
+// Sign and forward an authorized request (docs/decisions.md section 5) to its route's service
+// (./upstreams/registry.ts). The upstream gets a clean request (./request-fields.ts); then the signed
+// identity (./identity-headers.ts), the request id, the client address and, with a body, its RFC 9530
+// Content-Digest, which the signature covers. A service's `stripPrefix` is applied first: the
+// signature covers the target the service receives (before a target's own base path).
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../access/principal.js';
+import type { RouteDef } from '../config/routes.js';
 import type { Granted } from './guards/permission.js';
 import { contentDigest, sign } from '../http/identity.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -11,6 +14,7 @@ import { announcesBody, readBody, type ReadBody } from './body-read.js';
 import { refuse } from './answers.js';
 import { cleanHeaders, forwardingFields } from './request-fields.js';
 import { identityHeader, identityOf } from './identity-headers.js';
+import { tunnelUpgrade } from './websocket.js';
 
 export function forwardAuthorized(
   deps: GatewayDeps,
@@ -18,7 +22,11 @@ export function forwardAuthorized(
   principal: Principal,
   grant: Granted | null,
   body: ReadBody | null,
+  route: RouteDef,
 ): void {
+  const upstream = deps.upstreams.of(route.service);
+  const strip = upstream.config.stripPrefix;
+  const target = strip === undefined ? ctx.target : stripPrefix(ctx.target, strip);
   const out = cleanHeaders(ctx.req.headers, ctx.span !== null);
   const now = deps.clock.now();
   out.push('x-request-id', ctx.requestId);
@@ -32,7 +40,7 @@ export function forwardAuthorized(
   if (deps.identityHmac) {
     const identity = identityHeader(principal, grant);
     const ts = String(now);
-    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, ctx.target, identity, digest);
+    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, target, identity, digest);
     out.push('x-gateway-identity', identity, 'x-gateway-timestamp', ts, 'x-gateway-signature', signature);
   }
   if (deps.identityJwt) {
@@ -41,7 +49,7 @@ export function forwardAuthorized(
       {
         identity: identityOf(principal, grant),
         method: ctx.method,
-        target: ctx.target,
+        target,
         requestId: ctx.requestId,
         contentDigest: digest,
       },
@@ -55,8 +63,10 @@ export function forwardAuthorized(
     ctx.span.upstream(trace);
     for (const k in trace) out.push(k, String(trace[k]));
   }
-  deps.forwarder.forward(
-    { method: ctx.method, target: ctx.target, headers: out, body: body?.bytes ?? null, head: ctx.head },
+  // An admitted WebSocket upgrade is tunnelled to its service (./websocket.ts).
+  if (ctx.upgrade) return tunnelUpgrade(deps, ctx, upstream, out, principal.keyId);
+  upstream.forwarder.forward(
+    { method: ctx.method, target, headers: out, body: body?.bytes ?? null, head: ctx.head, route: route.forwarding },
     ctx.res,
     (kind: UpstreamFailure) => {
       deps.metrics.upstreamFailure(kind);
@@ -78,9 +88,10 @@ export function forwardWithBody(
   ctx: RequestContext,
   principal: Principal,
   grant: Granted | null,
+  route: RouteDef,
 ): Promise<void> | void {
-  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null);
-  return readAndForward(deps, ctx, principal, grant);
+  if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null, route);
+  return readAndForward(deps, ctx, principal, grant, route);
 }
 
 async function readAndForward(
@@ -88,6 +99,7 @@ async function readAndForward(
   ctx: RequestContext,
   principal: Principal,
   grant: Granted | null,
+  route: RouteDef,
 ): Promise<void> {
   const owner = { key: String(principal.keyId), address: ctx.ip };
   const body = await readBody(ctx.req, ctx.res, {
@@ -98,5 +110,18 @@ async function readAndForward(
   });
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
-  forwardAuthorized(deps, ctx, principal, grant, body);
+  forwardAuthorized(deps, ctx, principal, grant, body, route);
+}
+
+/**
+ * The target without the service's prefix: `/v2/x?q` less `/v2` is `/x?q`; the prefix must end at a
+ * segment's end (`/v2x` keeps it), and the whole path removed leaves `/`.
+ */
+export function stripPrefix(target: string, prefix: string): string {
+  if (!target.startsWith(prefix)) return target;
+  const next = target.charCodeAt(prefix.length);
+  if (Number.isNaN(next)) return '/';
+  if (next === 0x2f /* / */) return target.slice(prefix.length);
+  if (next === 0x3f /* ? */) return '/' + target.slice(prefix.length);
+  return target;
 }

@@ -60,7 +60,7 @@ export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     if (enforce) return refuse(ctx, exhausted);
     recordShadowRefusal(deps, ctx, exhausted, ['month']);
   }
-  return forwardWithBody(deps, ctx, principal, null);
+  return forwardWithBody(deps, ctx, principal, null, decision.route);
 }
 
 /** GET /v1/rate-limit: the key's one layer, and the organization's monthly quota when it has one, read without spending. */

@@ -68,7 +68,7 @@ export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
     if (enforce) return refuse(ctx, exhausted);
     recordShadowRefusal(deps, ctx, exhausted, ['month']);
   }
-  return forwardWithBody(deps, ctx, principal, decision.grant);
+  return forwardWithBody(deps, ctx, principal, decision.grant, decision.route);
 }
 
 /** An answer before a key is resolved (steps 1 to 4): it shows the address layer without spending. */

@@ -10,6 +10,7 @@ import {
   type MetricValueWithName,
 } from 'prom-client';
 import { logLinesDropped } from './log-sink.js';
+import { upstreamSeries, type UpstreamMetrics } from './upstream-metrics.js';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -29,6 +30,8 @@ export interface GatewayMetrics {
   dependency(name: 'database' | 'redis', up: boolean): void;
   /** A connection closed at accept by a connection bound (src/ops/connection-limits.ts). */
   connectionRefused(listener: string, reason: string): void;
+  /** The services behind the gateway: their targets' health, failed tries and retries. */
+  upstreams: UpstreamMetrics;
 }
 
 export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics {
@@ -43,8 +46,10 @@ export function createMetrics(opts: { defaults?: boolean } = {}): GatewayMetrics
   const { upstream, degraded, transitions, dependencyUp, connRefused, degradedCalls } = dependencySeries(registry);
   countDroppedLogLines(registry);
   const { redisLat, upstreamLat } = latencySeries(registry);
+  const upstreams = upstreamSeries(registry);
   return {
     registry,
+    upstreams,
     request: requestRecorder(requestTally, duration),
     rateLimit(layer, rejected, nearLimit) {
       decisionTally.add(rejected ? `${layer} r` : layer, () => ({

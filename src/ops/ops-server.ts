@@ -8,7 +8,8 @@ import type { GatewayMetrics } from './metrics.js';
 import type { JwtSigner } from '../http/identity-jwt.js';
 
 export type DependencyState = 'up' | 'down' | 'degraded' | 'absent';
-export type DependencyChecks = Record<string, DependencyState>;
+/** Each dependency's state; `services` maps each service behind the gateway to `up` or `no_healthy_target`. */
+export type DependencyChecks = Record<string, DependencyState | Record<string, 'up' | 'no_healthy_target'>>;
 
 /** Answers a second, per admin listener: far above probes and scrapes, far below a flood. */
 export const ANSWERS_PER_SECOND = 200;
