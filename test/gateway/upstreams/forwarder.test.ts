@@ -69,6 +69,20 @@ describe('the try on a target', () => {
     expect(a.headers['x-request-id']).toBe('r1');
   });
 
+  it('answers 502 through onFail when the service has no target at all', async () => {
+    const [u] = await serve('ok');
+    const targets = new FakeTargets([]);
+    state.forwarder = createServiceForwarder(service({ targets: [u.url] }), targets, {
+      timeoutMs: 1_000,
+      maxSockets: 4,
+      events: new Events(),
+    });
+    const a = await gateway.request('/');
+    expect(a.status).toBe(502);
+    expect(a.failure).toBe('bad_gateway');
+    expect(u.seen).toHaveLength(0);
+  });
+
   it('counts a try as outstanding on its target while it runs, and reports how it ended', async () => {
     const [slow] = await serve('slow');
     const { targets, events } = forwarder([slow.url]);
