@@ -84,7 +84,15 @@ export const serviceSchema = z
   })
   .strict();
 
-export const servicesSchema = z.record(z.string().regex(NAME, 'a service name is a-z, 0-9 and -'), serviceSchema);
+export const servicesSchema = z.record(z.string(), serviceSchema).superRefine((services, ctx) => {
+  for (const name of Object.keys(services))
+    if (!NAME.test(name))
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: 'a service name is a-z, 0-9 and - (at most 63), starting with a letter',
+      });
+});
 
 export type ServiceFile = z.input<typeof serviceSchema>;
 
