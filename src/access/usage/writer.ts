@@ -125,8 +125,8 @@ export class UsageWriter {
     this.counts = empty();
     this.cur = null;
     this.curMinute = -1;
-    const tables = rowsOf(batch, this.outcomes);
     try {
+      const tables = rowsOf(batch, this.outcomes);
       await this.write(tables).catch(async (err: unknown) => {
         if (!isMissingPartition(err)) throw err;
         // A partition the upkeep has not made yet (an instance started before it ran, a clock past
@@ -197,31 +197,42 @@ export class UsageWriter {
 
 /** The batch as rows of the minute, hour and day tables, each sorted by (key_id, outcome, bucket). */
 export function rowsOf(batch: Counts, outcomes: string[]): UsageRows[] {
-  const grains = [MINUTE, HOUR, DAY];
-  const maps = grains.map(() => new Map<string, { bucket: number; key: number; outcome: string; count: number }>());
-  for (const [minute, counts] of batch.minutes) {
-    for (const [k, n] of counts) {
-      const key = Math.floor(k / OUTCOME_BITS);
-      const outcome = outcomes[k % OUTCOME_BITS];
-      for (const [i, grain] of grains.entries()) {
-        const bucket = Math.floor((minute * MINUTE) / grain) * grain;
-        const id = `${key} ${outcome} ${bucket}`;
-        const row = maps[i].get(id);
-        if (row) row.count += n;
-        else maps[i].set(id, { bucket, key, outcome, count: n });
+  // Each outcome id's place in the outcomes' text order, so a row sorts by two numbers.
+  const rank = new Array<number>(outcomes.length);
+  [...outcomes.keys()].sort((a, b) => (outcomes[a] < outcomes[b] ? -1 : 1)).forEach((id, i) => (rank[id] = i));
+  return [MINUTE, HOUR, DAY].map((grain) => {
+    // bucket (ms) -> (key id * 128 + outcome id) -> count; the minutes are the batch's own maps.
+    const buckets = new Map<number, Map<number, number>>();
+    for (const [minute, counts] of batch.minutes) {
+      const bucket = Math.floor((minute * MINUTE) / grain) * grain;
+      if (grain === MINUTE) {
+        buckets.set(bucket, counts);
+        continue;
       }
+      let into = buckets.get(bucket);
+      if (!into) buckets.set(bucket, (into = new Map()));
+      for (const [k, n] of counts) into.set(k, (into.get(k) ?? 0) + n);
     }
-  }
-  return maps.map((m) => {
-    const rows = [...m.values()].sort(
-      (a, b) => a.key - b.key || (a.outcome < b.outcome ? -1 : a.outcome > b.outcome ? 1 : 0) || a.bucket - b.bucket,
-    );
+    const at: number[] = [];
+    const ks: number[] = [];
+    const ns: number[] = [];
+    for (const [bucket, counts] of buckets)
+      for (const [k, n] of counts) {
+        at.push(bucket);
+        ks.push(k);
+        ns.push(n);
+      }
+    const order = ns.map((_n, i) => i);
+    const sortKey = ks.map((k) => Math.floor(k / OUTCOME_BITS) * OUTCOME_BITS + rank[k % OUTCOME_BITS]);
+    order.sort((a, b) => sortKey[a] - sortKey[b] || at[a] - at[b]);
+    const iso = new Map<number, string>();
+    const isoOf = (b: number) => iso.get(b) ?? (iso.set(b, new Date(b).toISOString()), iso.get(b)!);
     return {
-      buckets: rows.map((r) => new Date(r.bucket).toISOString()),
-      organizations: rows.map((r) => (r.key === 0 ? 0 : (batch.orgOf.get(r.key) ?? 0))),
-      keys: rows.map((r) => r.key),
-      outcomes: rows.map((r) => r.outcome),
-      counts: rows.map((r) => r.count),
+      buckets: order.map((i) => isoOf(at[i])),
+      organizations: order.map((i) => batch.orgOf.get(Math.floor(ks[i] / OUTCOME_BITS)) ?? 0),
+      keys: order.map((i) => Math.floor(ks[i] / OUTCOME_BITS)),
+      outcomes: order.map((i) => outcomes[ks[i] % OUTCOME_BITS]),
+      counts: order.map((i) => ns[i]),
     };
   });
 }
