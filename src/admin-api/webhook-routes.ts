@@ -115,7 +115,7 @@ export const WEBHOOK_ROUTES: AdminRoute[] = [
     path: '/api/webhooks/{id}/deliveries/{deliveryId}/replay',
     role: 'write',
     summary:
-      'Send a delivered or failed delivery again, by hand: a new delivery of the same event (same webhook-id), due now, retried for a day. A pending one is refused (409).',
+      'Send a delivery again, by hand: a new delivery of the same event (same webhook-id, so a receiver can drop a repeat), due now and retried for a day, whatever became of the one it repeats.',
     status: 201,
     response: WebhookDeliverySchema,
     handle: async ({ ctx, params }) => service(replayDelivery(ctx, params.id, params.deliveryId)),

@@ -50,6 +50,7 @@ export interface DeliveryView {
   /** The next attempt (pending only); while an attempt runs, the end of its lease. */
   nextAttemptAt: string | null;
   retryUntil: string;
+  /** When the last finished attempt's outcome was known; its HTTP status, or its error. */
   lastAttemptAt: string | null;
   lastStatus: number | null;
   lastError: string | null;
@@ -244,8 +245,9 @@ export async function listDeliveries(
 }
 
 /**
- * Send a delivery again by hand: a new delivery of the same event (the same webhook-id) to the same
- * endpoint, due now, with a day of retries of its own. One still pending is refused: it is being retried.
+ * Send a delivery again by hand: a new delivery of the same event (the same webhook-id, so a receiver
+ * that has it already can drop it) to the same endpoint, due now, with a day of retries of its own,
+ * whatever became of the one it repeats (delivered, failed, or still being retried).
  */
 export async function replayDelivery(ctx: ServiceContext, endpointId: number, id: number): Promise<DeliveryView> {
   const now = nowOf(ctx);
@@ -253,8 +255,6 @@ export async function replayDelivery(ctx: ServiceContext, endpointId: number, id
     found(await endpointRow(q, endpointId, true), endpointId);
     const d = await deliveryRow(q, endpointId, id);
     if (!d) throw new ServiceError('not_found', `no delivery ${id} of webhook endpoint ${endpointId}`, 'no_delivery');
-    if (d.status === 'pending')
-      throw new ServiceError('conflict', `delivery ${id} is still pending: its next attempt is on its way`, 'pending');
     const newId = await insertReplay(q, d, now, new Date(now.getTime() + RETRY_WINDOW_MS));
     await notifyEvents(q);
     await audit(ctx, q, 'webhook.replay', [endpointId, newId], {

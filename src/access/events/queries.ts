@@ -211,7 +211,7 @@ export async function insertReplay(q: Queryable, of: Row, now: Date, retryUntil:
  */
 export async function claimDue(q: Queryable, now: Date, leaseUntil: Date, limit: number): Promise<Row[]> {
   return q.query(
-    `UPDATE webhook_deliveries d SET next_attempt_at = $2, attempts = d.attempts + 1, last_attempt_at = $1
+    `UPDATE webhook_deliveries d SET next_attempt_at = $2, attempts = d.attempts + 1
       WHERE d.id IN (
         SELECT c.id FROM webhook_deliveries c JOIN webhook_endpoints w ON w.id = c.endpoint_id AND w.enabled
          WHERE c.status = 'pending' AND c.next_attempt_at <= $1
@@ -249,7 +249,7 @@ export async function recordAttempt(
   },
 ): Promise<boolean> {
   const rows = await q.query(
-    `UPDATE webhook_deliveries SET status = $3, last_status = $4, last_error = $5, next_attempt_at = $6,
+    `UPDATE webhook_deliveries SET status = $3, last_status = $4, last_error = $5, next_attempt_at = $6, last_attempt_at = $7,
             delivered_at = CASE WHEN $3 = 'delivered' THEN $7::timestamptz END
       WHERE id = $1 AND attempts = $2 AND status = 'pending' RETURNING 1`,
     [id, attempts, r.status, r.httpStatus, r.error, r.next, r.at],
