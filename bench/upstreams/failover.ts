@@ -11,7 +11,8 @@
 // FAILOVER_SECONDS (60: past the default 30 s passive ejection that follows the kill),
 // FAILOVER_KILL_AT (10), FAILOVER_RESTART_AT (25), FAILOVER_DELAY_MS (each target's answer delay, 5),
 // FAILOVER_PROBE (on: an active probe every second, its other settings the defaults; off: passive
-// health alone). A target is admitted only when neither passive health nor the probe has it out, so
+// health alone), FAILOVER_MIN_RETRIES (the retry budget's floor, `retries.minConcurrent`; default the
+// service's default, 3). A target is admitted only when neither passive health nor the probe has it out, so
 // with either the restarted target waits for its passive ejection's end. The JSON goes to
 // bench/results/failover-<time>.json.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,6 +38,7 @@ const KILL_AT = Number(env.FAILOVER_KILL_AT ?? 10);
 const RESTART_AT = Number(env.FAILOVER_RESTART_AT ?? 25);
 const DELAY_MS = Number(env.FAILOVER_DELAY_MS ?? 5);
 const PROBE = env.FAILOVER_PROBE !== 'off';
+const MIN_RETRIES = env.FAILOVER_MIN_RETRIES ? Number(env.FAILOVER_MIN_RETRIES) : undefined;
 const KEY = 'svc_ws_' + randomBytes(20).toString('hex').slice(0, 32);
 const WS = 100;
 const PATH = `/v2/workspaces/${WS}/tags`;
@@ -66,6 +68,7 @@ function service(targets: Upstream[]): ServiceFile {
   return {
     targets: targets.map((t) => t.url),
     ...(PROBE ? { probe: { path: '/healthz', intervalMs: 1_000 } } : {}),
+    ...(MIN_RETRIES === undefined ? {} : { retries: { minConcurrent: MIN_RETRIES } }),
   };
 }
 
@@ -315,7 +318,7 @@ async function main() {
       'bare proxy: first request on the restarted target': firsts.bare,
       'keygate health log lines for the target': String(events.length),
       'client: sends skipped (its own loop behind), worst stall': `${client.skipped}, ${Math.round(client.maxLagMs)} ms`,
-      settings: `rate ${RATE}/s per proxy, POST share ${POST_SHARE}, ${SECONDS} s, kill at ${KILL_AT} s, restart at ${RESTART_AT} s, target delay ${DELAY_MS} ms, probe ${PROBE ? 'on' : 'off'}`,
+      settings: `rate ${RATE}/s per proxy, POST share ${POST_SHARE}, ${SECONDS} s, kill at ${KILL_AT} s, restart at ${RESTART_AT} s, target delay ${DELAY_MS} ms, probe ${PROBE ? 'on' : 'off'}, retry budget floor ${MIN_RETRIES ?? 'default'}`,
     };
     report(samples, marks, extra);
     console.log(`\nkeygate's series:\n${series.join('\n')}`);
