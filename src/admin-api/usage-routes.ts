@@ -3,11 +3,12 @@
 // The rules and the SQL are the service layer's (src/access/service/usage-history.ts).
 import {
   EXPORT_COLUMNS,
+  EXPORT_FORMATS,
+  exportText,
   GRANULARITIES,
   keyUsageHistory,
   monthUsageRows,
   organizationUsageHistory,
-  type ExportRow,
   type HistoryQuery,
 } from '../access/service/usage-history.js';
 import { AdminApiError } from './errors.js';
@@ -65,27 +66,6 @@ const HISTORY_QUERY: QueryParam[] = [
   },
 ];
 
-/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, its quotes doubled. */
-export function csvField(v: string | number): string {
-  if (typeof v === 'number') return String(v);
-  // A name starting like a formula is written as text, so a spreadsheet never runs it (OWASP, CSV injection).
-  const text = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-const csvLine = (values: (string | number)[]) => values.map(csvField).join(',') + '\r\n';
-
-async function* csvOf(rows: AsyncIterable<ExportRow>) {
-  yield csvLine([...EXPORT_COLUMNS]);
-  for await (const r of rows) yield csvLine(EXPORT_COLUMNS.map((c) => r[c]));
-}
-
-async function* jsonLinesOf(rows: AsyncIterable<ExportRow>) {
-  for await (const r of rows) yield JSON.stringify(r) + '\n';
-}
-
-const FORMATS = ['csv', 'jsonl'] as const;
-
 export const USAGE_ROUTES: AdminRoute[] = [
   {
     method: 'GET',
@@ -122,7 +102,11 @@ export const USAGE_ROUTES: AdminRoute[] = [
         schema: { type: 'string', pattern: '^[2-9][0-9]{3}-(0[1-9]|1[0-2])$' },
       },
       { name: 'organization', description: "Only this organization's keys.", schema: ID_QUERY },
-      { name: 'format', description: 'csv (the default) or jsonl.', schema: { type: 'string', enum: [...FORMATS] } },
+      {
+        name: 'format',
+        description: 'csv (the default) or jsonl.',
+        schema: { type: 'string', enum: [...EXPORT_FORMATS] },
+      },
     ],
     status: 200,
     response: ExportLineSchema,
@@ -134,7 +118,7 @@ export const USAGE_ROUTES: AdminRoute[] = [
       const month = query.get('month');
       if (!month) throw new AdminApiError('invalid_request', 'month is required: YYYY-MM, e.g. 2026-11');
       const organizationId = idQuery(query, 'organization');
-      const format = oneOfQuery(query, 'format', FORMATS) ?? 'csv';
+      const format = oneOfQuery(query, 'format', EXPORT_FORMATS) ?? 'csv';
       const rows = await service(monthUsageRows(ctx, { month, organizationId }));
       const file = `keygate-usage-${month}${organizationId ? `-organization-${organizationId}` : ''}.${format}`;
       return new StreamedAnswer(
@@ -142,7 +126,7 @@ export const USAGE_ROUTES: AdminRoute[] = [
           'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
           'content-disposition': `attachment; filename="${file}"`,
         },
-        format === 'csv' ? csvOf(rows) : jsonLinesOf(rows),
+        exportText(rows, format),
       );
     },
   },

@@ -13,6 +13,7 @@ import { dataFile } from './paths.js';
 import { sessionsCommand } from './sessions.js';
 import { auditCommand } from './audit.js';
 import { adminTokensCommand } from './admin-tokens.js';
+import { usageCommand } from './usage.js';
 
 export async function runAdminCommand(settings: Settings, argv: readonly string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
@@ -27,5 +28,6 @@ export async function runAdminCommand(settings: Settings, argv: readonly string[
   }
   if (command === 'audit') return auditCommand(open, sub, rest);
   if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
+  if (command === 'usage') return usageCommand(open, sub, rest);
   return sessionsCommand(open, sub, rest);
 }

@@ -34,6 +34,12 @@ const AUDIT_FILTERS: OptionSpecs = {
   until: str(TIME, 'rows before'),
 };
 
+const USAGE_RANGE: OptionSpecs = {
+  from: str(TIME, 'the first instant, or -7d, -24h: that long ago; default 24 hours before --to'),
+  to: str(TIME, 'the end; default now'),
+  granularity: str('<unit>', 'minute (at most 1440 buckets), hour (the default, 2000) or day (400)'),
+};
+
 const spec = (s: CommandSpec): CommandSpec => s;
 
 export const COMMAND_SPECS = {
@@ -211,6 +217,36 @@ export const COMMAND_SPECS = {
     positionals: ['tokenId'],
     options: {},
     example: 'keygate admin-tokens revoke 3',
+  }),
+  'usage key': spec({
+    name: 'usage key',
+    synopsis: ['<keyId> [--from <time>] [--to <time>] [--granularity minute|hour|day]'],
+    summary:
+      "A key's usage history: requests per bucket, admitted and refused by outcome (default the last 24 hours by hour, UTC).",
+    positionals: ['keyId'],
+    options: USAGE_RANGE,
+    example: 'keygate usage key 1000 --from -7d --granularity day',
+  }),
+  'usage org': spec({
+    name: 'usage org',
+    synopsis: ['<orgId> [--from <time>] [--to <time>] [--granularity minute|hour|day]'],
+    summary: "An organization's usage history, every key of it summed (default the last 24 hours by hour, UTC).",
+    positionals: ['orgId'],
+    options: USAGE_RANGE,
+    example: 'keygate usage org 1 --from 2026-11-01 --to 2026-12-01 --granularity day --json',
+  }),
+  'usage export': spec({
+    name: 'usage export',
+    synopsis: ['--month YYYY-MM [--organization <id>] [--format csv|jsonl] [--out <file>]'],
+    summary:
+      "A month's usage per key for billing, every organization's or one's, as CSV or JSON lines (docs/usage.md, Export).",
+    options: {
+      month: str('YYYY-MM', 'the UTC month (required)'),
+      organization: str('<id>', "only this organization's keys"),
+      format: str('csv|jsonl', 'csv (the default) or jsonl'),
+      out: str('<file>', 'write it to this file (whole, or not at all) instead of stdout'),
+    },
+    example: 'keygate usage export --month 2026-11 --format csv --out usage-2026-11.csv',
   }),
 };
 

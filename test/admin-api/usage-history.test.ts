@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack, type Res } from '../helpers/stack.js';
 import { adminCall, adminToken } from '../helpers/admin-api.js';
 import { ensureUsageTables, insertAnswers } from '../access/usage-history-rows.js';
-import { EXPORT_COLUMNS } from '../../src/access/service/usage-history.js';
-import { csvField } from '../../src/admin-api/usage-routes.js';
+import { csvField, EXPORT_COLUMNS } from '../../src/access/service/usage-history.js';
 
 // 2026-11-22T12:30:10Z
 const clock = new FakeClock(Date.UTC(2026, 10, 22, 12, 30, 10));

@@ -321,6 +321,29 @@ function exportRow(month: string, r: Record<string, unknown>): ExportRow {
   return row as ExportRow;
 }
 
+export const EXPORT_FORMATS = ['csv', 'jsonl'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break, its quotes doubled. */
+export function csvField(v: string | number): string {
+  if (typeof v === 'number') return String(v);
+  // A name starting like a formula is written as text, so a spreadsheet never runs it (OWASP, CSV injection).
+  const text = /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const csvLine = (values: (string | number)[]) => values.map(csvField).join(',') + '\r\n';
+
+/**
+ * The export as text, a line at a time: CSV (a header row, CRLF line ends) or JSON lines (an object
+ * per key with the columns as fields, in order). The admin API and the CLI write the same bytes.
+ */
+export async function* exportText(rows: AsyncIterable<ExportRow>, format: ExportFormat): AsyncIterable<string> {
+  if (format === 'csv') yield csvLine([...EXPORT_COLUMNS]);
+  for await (const r of rows)
+    yield format === 'csv' ? csvLine(EXPORT_COLUMNS.map((c) => r[c])) : JSON.stringify(r) + '\n';
+}
+
 // ---------------------------------------------------------------------------------------------
 // The console's overview and search
 
