@@ -52,7 +52,7 @@ const pathCases = ROUTES.filter((r) => r.path.includes('{id}')).flatMap((r) =>
   BIG.map((n) => [r.method, r.path.replace('{id}', n), r.method === 'GET' ? undefined : '{}', 404] as const),
 );
 const cursorCases = ROUTES.filter((r) => r.query?.some((q) => q.name === 'cursor')).flatMap((r) =>
-  [...BIG, '999999999999'].map((n) => ['GET', `${r.path}?cursor=${n}`, undefined, 400] as const),
+  [...BIG, '999999999999'].map((n) => ['GET', `${r.path.replace('{id}', '1')}?cursor=${n}`, undefined, 400] as const),
 );
 const key = () => `/api/keys/${keyId}`;
 const bodyCases = (): (readonly [string, string, string, number])[] => [

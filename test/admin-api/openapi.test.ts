@@ -84,6 +84,9 @@ describe('against real answers', () => {
   });
 
   it('every operation answers as documented, and so do its refusals', async () => {
+    // An endpoint nothing listens on: the key made below leaves it a pending delivery to list and replay.
+    const hook = await call('POST', '/api/webhooks', { url: 'http://127.0.0.1:9/hooks', eventTypes: ['key.created'] });
+    const hookPath = `/api/webhooks/${hook.body.id}`;
     const made = await call('POST', '/api/keys', {
       type: 'workspace',
       name: 'contract',
@@ -92,7 +95,14 @@ describe('against real answers', () => {
     });
     const keyId = made.body.id;
     const tokenMade = await call('POST', '/api/admin-tokens', { name: 'made', role: 'read' });
+    const deliveryId = (await call('GET', `${hookPath}/deliveries`)).body.items[0].id;
     const calls: [string, string, string, unknown?][] = [
+      ['GET', '/api/webhooks', '/api/webhooks?limit=5'],
+      ['GET', '/api/webhooks/{id}', hookPath],
+      ['PATCH', '/api/webhooks/{id}', hookPath, { description: 'contract', enabled: false }],
+      ['POST', '/api/webhooks/{id}/rotate-secret', `${hookPath}/rotate-secret`],
+      ['GET', '/api/webhooks/{id}/deliveries', `${hookPath}/deliveries?status=pending&limit=5`],
+      ['POST', '/api/webhooks/{id}/deliveries/{deliveryId}/replay', `${hookPath}/deliveries/${deliveryId}/replay`],
       ['GET', '/api/me', '/api/me'],
       ['GET', '/api/organizations', '/api/organizations?limit=1'],
       ['GET', '/api/organizations/{id}', '/api/organizations/1'],
@@ -120,7 +130,8 @@ describe('against real answers', () => {
     ];
     check('POST', '/api/keys', made);
     check('POST', '/api/admin-tokens', tokenMade);
-    const seen = new Set(['POST /api/keys', 'POST /api/admin-tokens']);
+    check('POST', '/api/webhooks', hook);
+    const seen = new Set(['POST /api/keys', 'POST /api/admin-tokens', 'POST /api/webhooks']);
     for (const [method, path, url, body] of calls) {
       const r = await call(method, url, body);
       expect(r.status, `${method} ${url}: ${r.text}`).toBeLessThan(300);
