@@ -45,6 +45,11 @@ export const serviceSchema = z
       .regex(/^(\/[A-Za-z0-9._~-]+)+$/, 'must be a /-separated path without a trailing /')
       .optional(),
     timeouts: timeouts.prefault({}),
+    /**
+     * The client's Host field goes to the target (as Envoy does, and as keygate always did); false sends
+     * the target URL's own host:port, for a service that is found by its name (a virtual host, a CDN).
+     */
+    preserveHost: z.boolean().default(true),
     retries: z
       .object({
         /** Tries after the first, on other targets where there are any. */

@@ -103,6 +103,8 @@ export interface ServiceForwarding<T extends ForwardTarget> {
   idleMs: number;
   /** The pools' bound on a connection's set-up; a route may shorten it (Exchange.boundHead). */
   connectMs: number;
+  /** The client's Host goes upstream (as Envoy does); false: the target's configured authority. */
+  preserveHost: boolean;
   ownCors: boolean;
   observe?(seconds: number): void;
 }
@@ -292,7 +294,7 @@ class Exchange<T extends ForwardTarget> implements Dispatcher.DispatchHandlers {
     this.sent = false;
     this.tryStarted = now;
     this.boundHead(now);
-    this.hostAt = setHost(request.headers, target.authority, this.hostAt);
+    if (!this.f.s.preserveHost) this.hostAt = setHost(request.headers, target.authority, this.hostAt);
     this.f.s.pools.get(target).dispatch(
       {
         origin: target.origin,
@@ -619,6 +621,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     headMs: timeoutMs,
     idleMs: timeoutMs,
     connectMs: timeoutMs,
+    preserveHost: true,
     ownCors: options.ownCors === true,
     observe: options.observe,
   });

@@ -40,6 +40,7 @@ export function createServiceForwarder(
     headMs: within(service.timeouts.headMs),
     idleMs: within(service.timeouts.idleMs),
     connectMs,
+    preserveHost: service.preserveHost,
     ownCors: o.ownCors === true,
     observe: o.observe,
   });

@@ -60,13 +60,21 @@ function forwarder(urls: string[], file: Omit<ServiceFile, 'targets'> = {}, time
 const keyOf = (url: string) => new URL(url).host;
 
 describe('the try on a target', () => {
-  it('sends the target its authority as Host and its base path before the request target, exactly', async () => {
+  it("sends the target its base path before the request target, exactly, and the client's Host", async () => {
     const [u] = await serve('ok');
     forwarder([`${u.url}/base/`]);
     const a = await gateway.request('/v2/a%2Fb?x=1&y=%20');
     expect(a.status).toBe(200);
-    expect(echoed(a)).toMatchObject({ url: '/base/v2/a%2Fb?x=1&y=%20', host: u.key });
+    expect(echoed(a)).toMatchObject({ url: '/base/v2/a%2Fb?x=1&y=%20' });
+    expect(echoed(a).host).not.toBe(u.key);
     expect(a.headers['x-request-id']).toBe('r1');
+  });
+
+  it("sends the target its own authority as Host when the service does not preserve the client's", async () => {
+    const [u] = await serve('ok');
+    forwarder([`${u.url}/base/`], { preserveHost: false });
+    const a = await gateway.request('/v2/x');
+    expect(echoed(a)).toMatchObject({ url: '/base/v2/x', host: u.key });
   });
 
   it('answers 502 through onFail when the service has no target at all', async () => {
