@@ -339,9 +339,12 @@ const csvLine = (values: (string | number)[]) => values.map(csvField).join(',') 
  * per key with the columns as fields, in order). The admin API and the CLI write the same bytes.
  */
 export async function* exportText(rows: AsyncIterable<ExportRow>, format: ExportFormat): AsyncIterable<string> {
+  // The first page is read before the header: a failure there comes before any byte (an error answer).
+  const it = rows[Symbol.asyncIterator]();
+  let next = await it.next();
   if (format === 'csv') yield csvLine([...EXPORT_COLUMNS]);
-  for await (const r of rows)
-    yield format === 'csv' ? csvLine(EXPORT_COLUMNS.map((c) => r[c])) : JSON.stringify(r) + '\n';
+  for (; !next.done; next = await it.next())
+    yield format === 'csv' ? csvLine(EXPORT_COLUMNS.map((c) => next.value[c])) : JSON.stringify(next.value) + '\n';
 }
 
 // ---------------------------------------------------------------------------------------------
