@@ -487,7 +487,7 @@ class Exchange<T extends ForwardTarget> implements Dispatcher.DispatchHandlers {
    * closed before the request was written) is made again whatever the method: the target never saw
    * it. One that was sent and failed before any byte of its answer is made again only when its method
    * is idempotent and its route allows it, since the target may have acted on it. Never after the
-   * client left or the whole bound ran out, at most `retries` times, and only within the budget.
+   * client left or the whole bound ran out, at most `retries` times, and a sent one only within the budget.
    */
   private retryTarget(failed: T, sent: boolean, fresh: boolean): T | null {
     const { f, request } = this;
@@ -499,11 +499,16 @@ class Exchange<T extends ForwardTarget> implements Dispatcher.DispatchHandlers {
     tried.add(failed);
     const next = s.targets.pick(tried);
     if (next === null || (fresh && tried.has(next))) return null;
-    if (!s.budget.tryRetry()) {
-      s.events?.budgetExhausted(s.service);
-      return null;
+    // The budget keeps retries from adding load to a failing service. A try that was not sent added
+    // none (the target refused or never took the connection), so its retry is bounded by the
+    // attempts alone: a target killed under load then costs no idempotent request at all.
+    if (sent) {
+      if (!s.budget.tryRetry()) {
+        s.events?.budgetExhausted(s.service);
+        return null;
+      }
+      this.retrySlot = true;
     }
-    this.retrySlot = true;
     s.events?.retried(s.service, sent ? 'sent' : 'not_sent');
     return next;
   }

@@ -176,14 +176,24 @@ describe('retries', () => {
     expect(ok.seen).toHaveLength(0);
   });
 
-  it('makes no retry the budget refuses: the failure answers and the refusal is counted', async () => {
-    const [ok] = await serve('ok');
-    const { events } = forwarder([refused, ok.url], { retries: { budgetPercent: 0, minConcurrent: 0 } });
+  it('makes no retry of a sent request the budget refuses: the failure answers and the refusal is counted', async () => {
+    const [reset, ok] = await serve('reset', 'ok');
+    const { events } = forwarder([reset.url, ok.url], { retries: { budgetPercent: 0, minConcurrent: 0 } });
     const a = await gateway.request('/');
     expect(a.status).toBe(502);
     expect(events.exhausted).toBe(1);
     expect(events.retries).toEqual([]);
     expect(ok.seen).toHaveLength(0);
+  });
+
+  it('retries a request that was not sent whatever the budget: it added no load to the service', async () => {
+    const [ok] = await serve('ok');
+    const { events } = forwarder([refused, ok.url], { retries: { budgetPercent: 0, minConcurrent: 0 } });
+    const a = await gateway.request('/', 'POST', 'x');
+    expect(a.status).toBe(200);
+    expect(events.exhausted).toBe(0);
+    expect(events.retries).toEqual(['not_sent']);
+    expect(ok.seen).toHaveLength(1);
   });
 
   it('keeps retries in flight within the budget while other requests run', async () => {
