@@ -121,6 +121,33 @@ describe('an admitted upgrade', () => {
   });
 });
 
+describe('either side going away', () => {
+  it('a client that vanishes takes the upstream side with it, and one that vanishes upstream the client side', async () => {
+    const ws = client(s, '/v2/workspaces/100', { key: K.wsAdmin });
+    await opened(ws);
+    const upstreamSide = echo.sockets[echo.sockets.length - 1];
+    const upstreamClosed = new Promise<number>((r) => upstreamSide.once('close', (code) => r(code)));
+    // No close frame, the connection simply gone.
+    ws.terminate();
+    expect(await upstreamClosed).toBe(1006);
+
+    const again = client(s, '/v2/workspaces/100', { key: K.wsAdmin });
+    await opened(again);
+    const done = closed(again);
+    echo.sockets[echo.sockets.length - 1].terminate();
+    expect((await done).code).toBe(1006);
+
+    // The gateway goes on serving.
+    const third = client(s, '/v2/workspaces/100', { key: K.wsAdmin });
+    await opened(third);
+    third.send('still serving');
+    expect(await nextMessage(third)).toBe('still serving');
+    const end = closed(third);
+    third.close();
+    await end;
+  });
+});
+
 describe('a refused upgrade is an ordinary answer on its socket', () => {
   it('without a key: 401 in Envelope A, with the request id and the address layer', async () => {
     const ws = client(s, '/v2/workspaces/100');
