@@ -4,17 +4,15 @@
 // delivered and verified, the attempts are visible, nothing is lost. A delivery claimed by a process that
 // died is sent once its lease ends; one whose day runs out is failed and visible; one is replayed by hand.
 // Two instances on one database tell each quota threshold once per month. Times are the injected clock's.
-import http from 'node:http';
 import { pino } from 'pino';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FakeClock, startStack, testStores, type Stack } from '../helpers/stack.js';
 import { adminCall, adminToken } from '../helpers/admin-api.js';
-import { listenLocal } from '../helpers/listen.js';
+import { startReceiver } from './receiver.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith, K } from '../fixtures/seed.js';
 import { claimDue } from '../../src/access/events/queries.js';
-import { LEASE_MARGIN_MS } from '../../src/access/events/delivery.js';
+import { leaseMs } from '../../src/access/events/delivery.js';
 import type { Db } from '../../src/db/types.js';
 import type { SharedStores } from '../../src/limits/types.js';
 
@@ -27,40 +25,6 @@ const ENV = {
   EVENTS_SCAN_MS: '3600000',
 };
 const until = <T>(fn: () => T | Promise<T>) => vi.waitFor(fn, { timeout: 15_000, interval: 20 });
-
-interface Received {
-  mode: Mode;
-  id: string;
-  type: string;
-  verified: boolean;
-  body: Record<string, any>;
-}
-type Mode = 'fail' | 'hang' | 'ok';
-
-/** A Standard Webhooks receiver: verifies each request with the endpoint's secret, then answers as `mode` says. */
-async function startReceiver() {
-  const r = { mode: 'ok' as Mode, secret: '', got: [] as Received[], url: '', server: null as http.Server | null };
-  r.server = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      let verified = false;
-      try {
-        new Webhook(r.secret).verify(body, req.headers as Record<string, string>);
-        verified = true;
-      } catch {
-        verified = false;
-      }
-      const parsed = JSON.parse(body);
-      r.got.push({ mode: r.mode, id: String(req.headers['webhook-id']), type: parsed.type, verified, body: parsed });
-      if (r.mode === 'hang') return; // never answers: the sender's timeout ends it
-      res.writeHead(r.mode === 'fail' ? 500 : verified ? 204 : 401).end();
-    });
-  });
-  r.url = (await listenLocal(r.server)).url + '/hooks/keygate';
-  return r;
-}
 
 describe.sequential('a receiver that fails, hangs and comes back, across a restart', () => {
   const clock = new FakeClock();
@@ -171,15 +135,10 @@ describe.sequential('a receiver that fails, hangs and comes back, across a resta
     // Stopped, so that the claim below is the dead process's and not this one's.
     await stack.close();
     expect((await api2('PATCH', '/api/keys/1000/limits', { read: 9 })).status).toBe(200);
-    const [claimed] = await claimDue(
-      db,
-      new Date(clock.now()),
-      new Date(clock.now() + TIMEOUT_MS + LEASE_MARGIN_MS),
-      10,
-    );
+    const [claimed] = await claimDue(db, new Date(clock.now()), new Date(clock.now() + leaseMs(TIMEOUT_MS)), 10);
     expect(claimed).toMatchObject({ attempts: 1 });
     stack = await startStack({ clock, db, stores, env: ENV, log });
-    clock.advance(TIMEOUT_MS + LEASE_MARGIN_MS);
+    clock.advance(leaseMs(TIMEOUT_MS));
     await until(async () => {
       const [d] = await deliveries();
       expect(d).toMatchObject({ eventType: 'limits.changed', status: 'delivered', attempts: 2 });

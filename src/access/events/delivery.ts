@@ -12,8 +12,11 @@ import { webhookHeaders } from './signing.js';
 /** The waits after the 1st, 2nd, ... failed attempt; after the last, every LATER_DELAY_MS until the day is out. */
 export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000];
 export const LATER_DELAY_MS = 3 * 3_600_000;
-/** A claim outlives the send's timeout by this much: the time to record its outcome. */
-export const LEASE_MARGIN_MS = 30_000;
+/**
+ * How long a claim holds a delivery: the send's timeout, then as long again and 5 s to record its outcome
+ * (a database answering slowly, within DB_QUERY_TIMEOUT_MS). Past it, a sender that died lets go.
+ */
+export const leaseMs = (timeoutMs: number) => 2 * timeoutMs + 5_000;
 
 /** When the next attempt is due after `attempts` failed ones, or null when the retries are over. */
 export function nextAttemptAt(attempts: number, now: number, retryUntil: number): number | null {
@@ -135,7 +138,7 @@ export class DeliveryLoop {
     const free = this.#o.concurrency - this.#inFlight.size;
     if (free <= 0) return;
     const now = this.#o.clock.now();
-    const lease = new Date(now + this.#o.timeoutMs + LEASE_MARGIN_MS);
+    const lease = new Date(now + leaseMs(this.#o.timeoutMs));
     const claimed = await claimDue(this.#o.db, new Date(now), lease, free);
     for (const c of claimed) {
       const p = this.#send(c.id, c.event_id, c.endpoint_id, c.attempts, new Date(c.retry_until).getTime())
