@@ -82,6 +82,8 @@ export function eject(e: TargetEntry, now: number, cfg: Passive): number {
   const forMs = Math.min(cfg.baseEjectionMs * e.ejections, cfg.maxEjectionMs);
   e.ejectedUntil = now + forMs;
   e.failures = 0;
+  // Passes of the probe count from the ejection on: see `probeEndsEjection`.
+  e.probePasses = 0;
   return forMs;
 }
 
@@ -92,6 +94,17 @@ export function readmitIfDue(e: TargetEntry, now: number): boolean {
   e.failures = 0;
   e.readmittedAt = now;
   return true;
+}
+
+/**
+ * A passive ejection ends early once the probe passed its healthy threshold since it began (Envoy's
+ * successful_active_health_check_uneject_host): the target recovered, and waiting out the ejection
+ * would leave a service short of a replica the probe knows is back.
+ */
+export function probeEndsEjection(e: TargetEntry, now: number, cfg: Probe): boolean {
+  if (e.ejectedUntil === null || e.probeDown || e.probePasses < cfg.healthyThreshold) return false;
+  e.ejectedUntil = now;
+  return readmitIfDue(e, now);
 }
 
 /** Counts one probe answer; returns the transition it makes, if any. */

@@ -13,7 +13,15 @@ import {
   type ParsedTarget,
   type Resolve,
 } from './dns.js';
-import { TargetEntry, countResult, eject, maxEjectable, probeResult, readmitIfDue } from './health.js';
+import {
+  TargetEntry,
+  countResult,
+  eject,
+  maxEjectable,
+  probeEndsEjection,
+  probeResult,
+  readmitIfDue,
+} from './health.js';
 import { Prober, httpProbe, type ProbeFn } from './probe.js';
 import type { AttemptResult, Target, TargetHealth, TargetSet, UpstreamEvents } from './types.js';
 
@@ -232,7 +240,9 @@ class ServiceTargets implements TargetSet {
     const change = probeResult(e, pass, this.config.probe);
     if (change === 'down') this.deps.events.ejected(this.service, e.key, 'probe', null);
     else if (change === 'up') this.deps.events.readmitted(this.service, e.key, 'probe');
-    if (change) this.admissionChanged();
+    const back = pass && probeEndsEjection(e, this.deps.clock.now(), this.config.probe);
+    if (back) this.deps.events.readmitted(this.service, e.key, 'passive');
+    if (change || back) this.admissionChanged();
   }
 
   private lookupSoon(source: Source): void {

@@ -185,6 +185,28 @@ describe('active health', () => {
     set.close();
   });
 
+  it('ends a passive ejection once the probe passed its threshold since it began', async () => {
+    const p = scriptedProbe();
+    const k = makeSet(
+      {
+        targets: four.slice(0, 2),
+        passive: { ...passive, baseEjectionMs: 60_000, maxEjectionMs: 60_000 },
+        probe: probeCfg,
+      },
+      { probe: p.probe },
+    );
+    k.set.start();
+    await vi.advanceTimersByTimeAsync(3000); // passes before the ejection do not count
+    fail(k, k.set.all()[0], 3);
+    expect(k.events.list).toEqual(['ejected 10.0.0.1:80 passive 60000']);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(k.set.healthyCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(k.events.list).toEqual(['ejected 10.0.0.1:80 passive 60000', 'readmitted 10.0.0.1:80 passive']);
+    expect(k.set.healthyCount()).toBe(2);
+    k.set.close();
+  });
+
   it('does not send another probe to a target still answering the last', async () => {
     let release!: (pass: boolean) => void;
     const probe = vi.fn(() => new Promise<boolean>((r) => (release = r)));
