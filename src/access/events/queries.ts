@@ -122,7 +122,7 @@ export async function endpointRow(q: Queryable, id: number, lock = false): Promi
   return rows[0] ?? null;
 }
 
-/** Endpoints by id after `afterId`, with their pending and failed deliveries counted. */
+/** Endpoints by id after `afterId`, without their secrets. */
 export async function endpointRows(q: Queryable, afterId: number, limit: number): Promise<Row[]> {
   return q.query(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id > $1 ORDER BY id LIMIT $2`, [
     afterId,
