@@ -332,5 +332,10 @@ describe("the console's overview and search", () => {
     expect(await searchAccess(cli(), '_')).toMatchObject({ organizations: [] });
     for (const q of ['', '   ', 'x'.repeat(101), 'a\u0000b'])
       expect((await refusal(searchAccess(cli(), q))).kind).toBe('invalid');
+    // Every organization's names are for operators, not for a user of one of them.
+    const user = as({ kind: 'user', id: 10 });
+    expect((await refusal(searchAccess(user, 'acme'))).kind).toBe('forbidden');
+    expect((await refusal(overviewFacts(user, { expiringWithinMs: 1, expiringLimit: 1 }))).kind).toBe('forbidden');
+    expect((await refusal(organizationsWithQuota(user))).kind).toBe('forbidden');
   });
 });

@@ -257,6 +257,11 @@ export function monthRange(month: string): { from: Date; to: Date } {
 
 const EXPORT_PAGE_ROWS = 5_000;
 
+/** What spans every organization is for operators: a user (a session of the web app) sees their own. */
+function operatorsOnly(ctx: ServiceContext, what: string): void {
+  if (ctx.actor.kind === 'user') throw new ServiceError('forbidden', `${what} is for operators`, 'forbidden');
+}
+
 /**
  * A month's counts per key, in (organization, key) order, one row per key that has any count: every
  * organization's, or one's (`organizationId`; not found refused before the first row). Read a page at a
@@ -267,8 +272,7 @@ export async function monthUsageRows(
   f: { month: string; organizationId?: number; pageRows?: number },
 ): Promise<AsyncIterable<ExportRow>> {
   const { from, to } = monthRange(f.month);
-  if (ctx.actor.kind === 'user')
-    throw new ServiceError('forbidden', 'the billing export is for operators', 'forbidden');
+  operatorsOnly(ctx, 'the billing export');
   if (f.organizationId !== undefined && !(await organizationRow(ctx.db, f.organizationId)))
     throw new ServiceError('not_found', `no organization ${f.organizationId}`, 'no_organization');
   return monthPages(ctx, { ...f, from, to, pageRows: f.pageRows ?? EXPORT_PAGE_ROWS });
@@ -362,6 +366,7 @@ export interface ExpiringKey {
 
 /** The database's half of the overview: counts, today's traffic from the history, keys expiring soon. */
 export async function overviewFacts(ctx: ServiceContext, o: { expiringWithinMs: number; expiringLimit: number }) {
+  operatorsOnly(ctx, 'the overview');
   const now = nowOf(ctx);
   const counts = await accessCounts(ctx.db, now);
   const dayStart = new Date(floorTo(now.getTime(), STEP_MS.day));
@@ -396,6 +401,7 @@ export async function overviewFacts(ctx: ServiceContext, o: { expiringWithinMs: 
 export async function organizationsWithQuota(
   ctx: ServiceContext,
 ): Promise<{ id: number; name: string; monthlyQuota: number }[]> {
+  operatorsOnly(ctx, 'the overview');
   const plans = ctx.plans();
   const out: { id: number; name: string; monthlyQuota: number }[] = [];
   for (const row of await organizationQuotaRows(ctx.db)) {
@@ -413,6 +419,7 @@ const SEARCH_TEXT_MAX = 100;
  * its first characters are the hint), at most SEARCH_MAX of each.
  */
 export async function searchAccess(ctx: ServiceContext, raw: string) {
+  operatorsOnly(ctx, 'the search');
   const text = raw.trim();
   if (!isStorableText(text)) throw new ServiceError('invalid', 'q holds a character no name can hold', 'q', 'q');
   if (text.length < 1 || text.length > SEARCH_TEXT_MAX)
