@@ -301,6 +301,12 @@ class Opening {
   /** Not a 101: the target's answer is the client's, and the connection closes after it. */
   private relay(target: Target, res: IncomingMessage): void {
     this.host.tunnels.release();
+    if (this.ctx.res.headersSent || this.client.socket.destroyed) {
+      // Answered meanwhile (the drain's deadline) or gone: nothing to relay to.
+      res.destroy();
+      target.outstanding--;
+      return;
+    }
     const status = res.statusCode ?? 502;
     copyResponseHeaders(rawFields(res.rawHeaders), status, this.ctx.head, this.deps.cors.enabled);
     this.ctx.res.writeHead(status, this.ctx.head);
@@ -407,7 +413,8 @@ class Tunnel {
     this.closing = { code, reason };
     if (this.toClient.atBoundary) this.sayClose(this.client, false);
     if (this.toUpstream.atBoundary) this.sayClose(this.upstream, true);
-    this.timer ??= setTimeout(() => this.end(), CLOSE_GRACE_MS);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.end(), CLOSE_GRACE_MS);
   }
 
   /** Whether the key still admits this request; closes the tunnel with 1008 when it does not. */

@@ -12,6 +12,10 @@ import { closed, nextMessage, opened, refused, startWsEcho, type WsEcho } from '
 import { verifyHmacIdentity } from '../../src/verifier/index.js';
 import { freePort } from '../helpers/redis-server.js';
 import { listenLocal } from '../helpers/listen.js';
+import { writeRoutesFile } from '../helpers/upstream-fleet.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const RECHECK_MS = 200;
 const clock = new FakeClock();
@@ -243,6 +247,58 @@ describe('an unreachable upstream', () => {
       expect(r.body.error.code).toBe('bad_gateway');
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('a service of its own (ROUTES_FILE)', () => {
+  it('a target refusing connections is passed over for the next, and stripPrefix and the base path apply to the handshake', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kg-ws-'));
+    const routesFile = join(dir, 'routes.json');
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    writeRoutesFile(
+      routesFile,
+      {
+        chat: {
+          targets: [dead, `${echo.url}/base`],
+          balance: 'round-robin',
+          stripPrefix: '/v2',
+          retries: { attempts: 1 },
+        },
+      },
+      (r) => (r.method === 'GET' && r.path === '/v2/workspaces/{workspaceId}' ? 'chat' : undefined),
+    );
+    const other = await startStack({
+      clock,
+      db: s.db,
+      stores: s.stores,
+      mode: 'gateway',
+      upstreamUrl: echo.url,
+      env: { ROUTES_FILE: routesFile },
+    });
+    try {
+      // Round robin: every other handshake tries the dead target first, and reaches the live one next.
+      for (let i = 0; i < 4; i++) {
+        const before = echo.handshakes.length;
+        const ws = client(other, '/v2/workspaces/100?n=' + i, { key: K.wsAdmin });
+        await opened(ws);
+        const req = echo.handshakes[before];
+        expect(req.url).toBe(`/base/workspaces/100?n=${i}`);
+        // The signature covers the target the service receives, before the target's own base path.
+        await verifyHmacIdentity(
+          s.gatewaySecret,
+          { method: 'GET', target: `/workspaces/100?n=${i}`, headers: req.headers },
+          { now: () => clock.now() },
+        );
+        ws.send('via chat');
+        expect(await nextMessage(ws)).toBe('via chat');
+        const done = closed(ws);
+        ws.close();
+        await done;
+      }
+    } finally {
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
