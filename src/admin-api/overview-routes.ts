@@ -7,6 +7,7 @@ import { monthCounter } from '../limits/counters.js';
 import type { AdminApiDeps } from './deps.js';
 import { service, type AdminRoute } from './route-kit.js';
 import { OverviewSchema, SearchSchema } from './usage-schemas.js';
+import { z } from 'zod';
 
 const EXPIRING_WITHIN_MS = 7 * 86_400_000;
 const EXPIRING_MAX = 100;
@@ -74,5 +75,46 @@ export const OVERVIEW_ROUTES: AdminRoute[] = [
     status: 200,
     response: SearchSchema,
     handle: async ({ ctx, query }) => service(searchAccess(ctx, query.get('q') ?? '')),
+  },
+  // What the console's forms pick from: a key's scopes and an organization's plan.
+  {
+    method: 'GET',
+    path: '/api/scopes',
+    role: 'read',
+    summary: "The route table's scopes, each with the least role a key needs to hold it.",
+    status: 200,
+    response: z.object({ items: z.array(z.object({ scope: z.string(), minRole: z.string() })) }),
+    handle: async ({ deps }) => ({
+      items: Object.entries(deps.scopes()).map(([scope, minRole]) => ({ scope, minRole })),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/api/plans',
+    role: 'read',
+    summary: 'The plans of PLANS_FILE: their per-minute budgets and monthly quota (null: none).',
+    status: 200,
+    response: z.object({
+      items: z.array(
+        z.object({
+          id: z.string(),
+          label: z.string(),
+          read: z.number().int(),
+          write: z.number().int(),
+          bulk: z.number().int(),
+          monthlyQuota: z.number().int().nullable(),
+        }),
+      ),
+    }),
+    handle: async ({ deps }) => ({
+      items: Object.entries(deps.plans()).map(([id, p]) => ({
+        id,
+        label: p.label,
+        read: p.read,
+        write: p.write,
+        bulk: p.bulk,
+        monthlyQuota: p.monthlyQuota ?? null,
+      })),
+    }),
   },
 ];

@@ -127,6 +127,8 @@ describe('against real answers', () => {
       ['GET', '/api/organizations/{id}/usage/history', '/api/organizations/1/usage/history?granularity=day'],
       ['GET', '/api/overview', '/api/overview'],
       ['GET', '/api/search', '/api/search?q=acme'],
+      ['GET', '/api/scopes', '/api/scopes'],
+      ['GET', '/api/plans', '/api/plans'],
     ];
     check('POST', '/api/keys', made);
     check('POST', '/api/admin-tokens', tokenMade);
