@@ -12,8 +12,8 @@
 // FAILOVER_KILL_AT (10), FAILOVER_RESTART_AT (25), FAILOVER_DELAY_MS (each target's answer delay, 5),
 // FAILOVER_PROBE (on: an active probe every second, its other settings the defaults; off: passive
 // health alone), FAILOVER_MIN_RETRIES (the retry budget's floor, `retries.minConcurrent`; default the
-// service's default, 3). A target is admitted only when neither passive health nor the probe has it out, so
-// with either the restarted target waits for its passive ejection's end. The JSON goes to
+// service's default, 3). Without the probe the restarted target waits for its passive ejection's end
+// (30 s at the defaults); with it, the probe's passes end the ejection. The JSON goes to
 // bench/results/failover-<time>.json.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
