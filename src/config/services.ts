@@ -54,8 +54,13 @@ export const serviceSchema = z
       .object({
         /** Tries after the first, on other targets where there are any. */
         attempts: z.number().int().min(0).max(5).default(2),
-        /** Retries in flight at most this share of the requests in flight (Envoy's retry budget)... */
-        budgetPercent: z.number().min(0).max(100).default(20),
+        /**
+         * Retries of sent requests in flight at most this share of the requests in flight (Envoy's retry
+         * budget)... Half: one target of three dying under even load leaves a third of the requests in
+         * flight to try again at once, which fits; a service failing as a whole gets at most half its
+         * traffic again, not a multiple of it.
+         */
+        budgetPercent: z.number().min(0).max(100).default(50),
         /** ...but always this many. */
         minConcurrent: z.number().int().min(0).max(1000).default(3),
       })

@@ -54,7 +54,7 @@ describe('services in the routes file', () => {
       { url: 'http://analytics.svc:9000', weight: 3 },
     ]);
     expect(route.service!.balance).toBe('round-robin');
-    expect(route.service!.retries).toEqual({ attempts: 1, budgetPercent: 20, minConcurrent: 3 });
+    expect(route.service!.retries).toEqual({ attempts: 1, budgetPercent: 50, minConcurrent: 3 });
     expect(route.service!.passive.consecutiveFailures).toBe(5);
     expect(route.forwarding).toEqual({ retry: false, timeouts: { headMs: 2000 } });
     // Routes of one service share its object: what the registry keys its upstream on.
