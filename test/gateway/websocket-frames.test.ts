@@ -1,14 +1,23 @@
 // The frame boundaries a tunnel's own close frame waits for (src/gateway/websocket-frames.ts), against
 // frames made by `ws` itself: every length form, masked and not, split anywhere across chunks.
 import { describe, expect, it } from 'vitest';
-import { Receiver, Sender } from 'ws';
+import * as ws from 'ws';
 import { FrameCursor, closeFrame } from '../../src/gateway/websocket-frames.js';
+
+// ws's own frame codec, which @types/ws does not declare.
+const { Receiver, Sender } = ws as unknown as {
+  Receiver: new (o: { isServer: boolean }) => {
+    write(b: Buffer): void;
+    on(event: 'conclude', listener: (code: number, reason: Buffer) => void): void;
+  };
+  Sender: { frame(data: Buffer, o: Record<string, unknown>): Buffer[] };
+};
 
 /** The bytes `ws` writes for these messages (masked as a client's when `mask`). */
 function framesOf(payloads: Buffer[], mask: boolean): Buffer[] {
   return payloads.map((p) => {
     const parts = Sender.frame(p, { fin: true, opcode: 2, mask, readOnly: false, rsv1: false });
-    return Buffer.concat(parts as Buffer[]);
+    return Buffer.concat(parts);
   });
 }
 
