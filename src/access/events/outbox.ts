@@ -2,9 +2,9 @@
 // pending delivery per endpoint subscribed to its type, so that a change that rolls back tells nobody and
 // one that commits is delivered at least once. A payload holds ids, names and hints: never a secret or
 // a hash. The shapes the service layer hands in are declared here by the fields read, so that this module
-// imports nothing of the operations that call it.
+// imports nothing of the operations that call it; the service layer's own events are in
+// ./service-events.ts (a gateway process, which writes quota and expiry events, loads none of it).
 import type { Queryable } from '../../db/types.js';
-import { actorColumns, nowOf, type ServiceContext } from '../service/context.js';
 import { insertEvent, notifyEvents } from './queries.js';
 
 export const EVENT_TYPES = [
@@ -82,78 +82,4 @@ export function keyData(k: KeyFields) {
     createdAt: k.createdAt,
     expiresAt: k.expiresAt,
   };
-}
-
-type Ctx = Pick<ServiceContext, 'clock' | 'actor'>;
-
-const actorOf = (ctx: Ctx) => actorColumns(ctx.actor);
-
-export function keyCreated(q: Queryable, ctx: Ctx, key: KeyFields): Promise<boolean> {
-  return emitEvent(q, {
-    type: 'key.created',
-    organizationId: key.organizationId,
-    at: nowOf(ctx),
-    data: { key: keyData(key), actor: actorOf(ctx) },
-  });
-}
-
-/**
- * A key's change as changeKey (src/access/service/keys.ts) audits it: a rotation, and a revocation
- * that revoked (revoking a revoked key changes nothing and tells nothing). Other changes tell nothing.
- */
-export async function keyChanged(
-  q: Queryable,
-  ctx: Ctx,
-  action: string,
-  before: KeyFields,
-  after: KeyFields,
-): Promise<void> {
-  const at = nowOf(ctx);
-  if (action === 'key.rotate') {
-    await emitEvent(q, {
-      type: 'key.rotated',
-      organizationId: after.organizationId,
-      at,
-      data: {
-        key: keyData(after),
-        previousHint: before.hint,
-        previousSecretExpiresAt: after.previousSecret?.expiresAt ?? null,
-        actor: actorOf(ctx),
-      },
-    });
-  } else if (action === 'key.revoke' && before.revokedAt === null && after.revokedAt !== null) {
-    await emitEvent(q, {
-      type: 'key.revoked',
-      organizationId: after.organizationId,
-      at,
-      data: { key: keyData(after), revokedAt: after.revokedAt, actor: actorOf(ctx) },
-    });
-  }
-}
-
-/** The limits fields a payload carries (a LimitsView has them all). */
-export interface LimitsFields {
-  organizationId: number;
-  keyId?: number;
-  plan: string;
-  overrides: Record<string, unknown>;
-  effective: Record<string, unknown>;
-}
-
-/** An organization's or a key's limits changed: told when what it sets or what applies differs. */
-export async function limitsChanged(q: Queryable, ctx: Ctx, before: LimitsFields, after: LimitsFields): Promise<void> {
-  const side = (l: LimitsFields) => ({ plan: l.plan, overrides: l.overrides, effective: l.effective });
-  if (JSON.stringify(side(before)) === JSON.stringify(side(after))) return;
-  await emitEvent(q, {
-    type: 'limits.changed',
-    organizationId: after.organizationId,
-    at: nowOf(ctx),
-    data: {
-      organizationId: after.organizationId,
-      keyId: after.keyId ?? null,
-      before: side(before),
-      after: side(after),
-      actor: actorOf(ctx),
-    },
-  });
 }

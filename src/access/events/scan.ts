@@ -3,8 +3,6 @@
 // event once per key and expiry instant (its mark), and the old events' upkeep.
 import type { Db, Queryable, Row } from '../../db/types.js';
 import type { Clock } from '../../ops/clock.js';
-import { keyView } from '../service/keys.js';
-import { keyRow } from '../service/queries.js';
 import { emitEvent, keyData } from './outbox.js';
 import { deleteOldEvents, keysExpired, keysExpiring, tryScanLock } from './queries.js';
 
@@ -55,6 +53,9 @@ async function tellEach(
   let told = 0;
   for (;;) {
     const found = await find(now);
+    // The service layer's view of a key, loaded only when a key is due: a gateway process that has
+    // nothing to tell keeps the service layer out of its memory (test/ops/gateway-modules.test.ts).
+    const { keyView, keyRow } = found.length ? await keyViews() : ({} as Awaited<ReturnType<typeof keyViews>>);
     for (const { id, mark } of found) {
       const row = await keyRow(q, id);
       if (!row) continue;
@@ -87,4 +88,9 @@ export function startScans(
       await running;
     },
   };
+}
+
+async function keyViews() {
+  const [{ keyView }, { keyRow }] = await Promise.all([import('../service/keys.js'), import('../service/queries.js')]);
+  return { keyView, keyRow };
 }

@@ -9,7 +9,7 @@ import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { isoOrNull } from '../../db/time.js';
-import { keyChanged, keyCreated } from '../events/outbox.js';
+import { keyChanged, keyCreated } from '../events/service-events.js';
 import {
   insertKey,
   keyRow,

@@ -9,7 +9,7 @@ import { budgetOf, limitOverridesOf, monthlyQuotaOf, type LimitOverrides } from 
 import { BUCKETS } from '../../limits/counters.js';
 import { recordAudit } from './audit.js';
 import { ServiceError, type ServiceContext } from './context.js';
-import { limitsChanged } from '../events/outbox.js';
+import { limitsChanged } from '../events/service-events.js';
 import { keyLimitsRow, organizationLimitsRow, updateLimits } from './queries.js';
 
 /** A change: a number sets, null clears (back to the layer above); absent keeps. */

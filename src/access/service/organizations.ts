@@ -5,7 +5,7 @@ import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { applyPlanCap } from './plan-cap.js';
 import { organizationLimitsIn } from './limits.js';
-import { limitsChanged } from '../events/outbox.js';
+import { limitsChanged } from '../events/service-events.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';
