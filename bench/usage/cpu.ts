@@ -6,7 +6,8 @@
 // map, as in production) and client addresses, so no limit refuses. The history flushes every
 // USAGE_FLUSH_MS (10 s, the default) into PostgreSQL; its writes are in the "on" windows' CPU.
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/usage/cpu.ts
-// Settings: USC_ROUNDS (12), USC_WINDOW (2 s), USC_CONNECTIONS (50), USC_KEYS (200). The order of the
+// Settings: USC_ROUNDS (12), USC_WINDOW (2 s), USC_CONNECTIONS (50), USC_KEYS (200), USC_FIRST (off: the
+// gateway started first in the process; `on` for the other order). The order of the
 // two alternates each round.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
@@ -70,6 +71,7 @@ async function main() {
       PLANS_FILE: join(ROOT, 'bench', 'plans.json'),
       ACCESS_LOG: 'off',
       LOG_LEVEL: 'warn',
+      USC_FIRST: env.USC_FIRST ?? 'off',
     },
     stdio: ['ignore', out, out, 'ipc'],
   });
