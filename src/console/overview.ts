@@ -96,6 +96,15 @@ function Stat({ label, value, tone }: { label: string; value: unknown; tone?: st
   );
 }
 
+const REFUSED_BY: Record<string, string> = {
+  limited_key: "the key's rate limit",
+  limited_address: "the client address's rate limit",
+  limited_month: 'the monthly quota',
+};
+/** What an outcome of refusal means, in words beside its name. */
+const refusedBy = (o: string) =>
+  REFUSED_BY[o] ?? (o.startsWith('refused_') ? `refused with ${o.slice('refused_'.length)}` : o);
+
 /** Today's refusals by what refused them, biggest first. */
 function refusalsOf(today: Json): [string, number][] {
   const by: Record<string, number> = today?.byOutcome ?? today?.outcomes ?? today?.counts ?? {};
@@ -137,7 +146,10 @@ export function Overview() {
             ? h(Table, {
                 caption: 'Refusals today',
                 head: ['Refused by', 'Requests'],
-                rows: refusals.map(([what, n]) => [h('code', null, what), fmt(n)]),
+                rows: refusals.map(([what, n]) => [
+                  h('span', null, refusedBy(what), ' ', h('code', { class: 'muted' }, what)),
+                  fmt(n),
+                ]),
               })
             : h('p', { class: 'muted' }, 'No request refused today.'),
         ),

@@ -217,7 +217,8 @@ function Deliveries({ id, write }: { id: string; write: boolean }) {
 }
 
 export function Webhook({ id, me }: { id: string; me: Json }) {
-  const w = useApi(`/api/webhooks/${id}`);
+  // Polled with the deliveries below, so its counts by status follow them.
+  const w = useApi(`/api/webhooks/${id}`, [], 10_000);
   const all = useEventTypes();
   const [types, setTypes] = useState<string[] | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
