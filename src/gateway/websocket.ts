@@ -20,8 +20,9 @@
 // route gone) has its tunnels closed within WEBSOCKET_RECHECK_MS + RECHECK_TICK_MS plus one resolver
 // round trip: close frame 1008 to the client, 1008 to the target, both connections then closed. A
 // re-check the stores cannot answer keeps the tunnel until one can; an invalid key counts one failed
-// authentication for the address, as any request with it would. On the drain's deadline (SIGTERM) every
-// open tunnel gets close frame 1001 both ways.
+// authentication for the address, as any request with it would. A draining gateway (SIGTERM) refuses
+// new upgrades; the open tunnels hold the drain as requests in flight do, and at its deadline each
+// gets close frame 1001 both ways.
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';

@@ -60,11 +60,12 @@ async function answered101(): Promise<number> {
 }
 
 /** A personal key of the owner (user 10) through /api-keys. */
-async function mint(): Promise<{ id: number; secret: string }> {
+async function mint(body: Record<string, unknown> = {}): Promise<{ id: number; secret: string }> {
   const r = await s.session('POST', '/api-keys', K.session, {
     name: 'ws',
     type: 'personal',
     scopes: ['workspace:read'],
+    ...body,
   });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return { id: r.body.data.id, secret: r.body.data.secret };
@@ -214,6 +215,21 @@ describe('revocation while open', () => {
     expect(c.code).toBe(1008);
     expect(c.reason).toContain('revoked');
     expect(await upstreamClosed).toBe(1008);
+  });
+
+  it('a key that expires while open is closed at the first re-check after its expiry', async () => {
+    const expiresAt = clock.now() + 10 * RECHECK_MS;
+    const key = await mint({ expiresAt: new Date(expiresAt).toISOString() });
+    const ws = client(s, '/v2/workspaces/100', { key: key.secret });
+    await opened(ws);
+    const done = closed(ws);
+    ws.send('before expiry');
+    expect(await nextMessage(ws)).toBe('before expiry');
+    // The instant of expiry, a re-check being due by then: the resolver finds the secret expired.
+    clock.t = expiresAt;
+    const c = await done;
+    expect(c.code).toBe(1008);
+    expect(c.reason).toContain('revoked');
   });
 
   it('an organization paused while open closes it too (no longer admitted)', async () => {
