@@ -154,3 +154,17 @@ export function withUpstream(service: ServiceConfig, url: string): ServiceConfig
 export function sameService(a: ServiceConfig, b: ServiceConfig): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
+
+/**
+ * A request target less the service's `stripPrefix`: `/v2/x?q` less `/v2` is `/x?q`; the prefix must end
+ * at a segment's end (`/v2x` keeps it), and the whole path removed leaves `/`. What the service receives,
+ * and what the gateway signs, forwarded or tunnelled alike.
+ */
+export function stripPrefix(target: string, prefix: string): string {
+  if (!target.startsWith(prefix)) return target;
+  const next = target.charCodeAt(prefix.length);
+  if (Number.isNaN(next)) return '/';
+  if (next === 0x2f /* / */) return target.slice(prefix.length);
+  if (next === 0x3f /* ? */) return '/' + target.slice(prefix.length);
+  return target;
+}

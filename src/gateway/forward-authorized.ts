@@ -6,6 +6,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../access/principal.js';
 import type { RouteDef } from '../config/routes.js';
+import { stripPrefix } from '../config/services.js';
 import type { Granted } from './guards/permission.js';
 import { contentDigest, sign } from '../http/identity.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -111,17 +112,4 @@ async function readAndForward(
   if (body === null) return; // the client went away
   if ('code' in body) return refuse(ctx, body);
   forwardAuthorized(deps, ctx, principal, grant, body, route);
-}
-
-/**
- * The target without the service's prefix: `/v2/x?q` less `/v2` is `/x?q`; the prefix must end at a
- * segment's end (`/v2x` keeps it), and the whole path removed leaves `/`.
- */
-export function stripPrefix(target: string, prefix: string): string {
-  if (!target.startsWith(prefix)) return target;
-  const next = target.charCodeAt(prefix.length);
-  if (Number.isNaN(next)) return '/';
-  if (next === 0x2f /* / */) return target.slice(prefix.length);
-  if (next === 0x3f /* ? */) return '/' + target.slice(prefix.length);
-  return target;
 }

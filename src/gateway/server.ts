@@ -69,6 +69,11 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
   server.on('checkContinue', onRequest);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const res = upgradeResponse(req, socket);
+    // An Upgrade the gateway does not speak (h2c, which `curl --http2` offers) is ignored, as RFC 9110
+    // section 7.8 lets a server: the request is served as HTTP/1.1, its connection closed after the
+    // answer (node:http parses nothing more on it). One with a body is refused below: node:http hands
+    // its bytes over unparsed.
+    if (!isWebSocketUpgrade(req) && !announcesBody(req)) return serve(deps, begin(req, res, null));
     let opened = false;
     const ctx = begin(req, res, { socket, head }, () => opened);
     // Counted once, as the 101 it is (./websocket.ts writes it), not at the tunnel's end.
@@ -81,7 +86,8 @@ export function createGatewayServer(deps: GatewayDeps): GatewayServer {
     if (!isWebSocketUpgrade(req))
       return refuse(ctx, {
         code: 'invalid_request',
-        message: 'Only Upgrade: websocket (a GET without a body) is served; send other requests without Upgrade.',
+        message:
+          'Only Upgrade: websocket (a GET without a body) is served; send a request with a body without Upgrade.',
       });
     if (drain.draining)
       return refuse(ctx, {

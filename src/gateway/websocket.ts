@@ -30,6 +30,7 @@ import { pipeline, type Duplex } from 'node:stream';
 import type { GatewayDeps, RequestContext } from './context.js';
 import type { FieldList } from './upstream-client.js';
 import type { AttemptResult, ServiceUpstream, Target } from './upstreams/types.js';
+import { stripPrefix } from '../config/services.js';
 import { refuse } from './answers.js';
 import { copyResponseHeaders } from './response-head.js';
 import { bearerSecret, partnerSecret } from './guards/credential.js';
@@ -168,7 +169,7 @@ function upstreamFields(ctx: RequestContext, fields: FieldList): string[] {
   const seen = new Set<string>();
   for (let i = 0; i < fields.length; i += 2) {
     const name = String(fields[i]).toLowerCase();
-    // The target's authority is sent as Host (per attempt); the pair below is the tunnel's own.
+    // Host is sent per attempt (Opening.hostFor); the pair below is the tunnel's own.
     if (name === 'host' || name === 'connection' || name === 'upgrade') continue;
     seen.add(name);
     const value = fields[i + 1];
@@ -200,7 +201,13 @@ class Opening {
   ) {
     this.triesLeft = 1 + upstream.config.retries.attempts;
     const strip = upstream.config.stripPrefix;
-    this.target = strip === undefined ? ctx.target : withoutPrefix(ctx.target, strip);
+    this.target = strip === undefined ? ctx.target : stripPrefix(ctx.target, strip);
+  }
+
+  /** The client's Host, as every forwarded request of the service sends it, unless it says preserveHost: false. */
+  private hostFor(target: Target): string {
+    const client = this.ctx.req.headers.host;
+    return this.upstream.config.preserveHost && client ? client : target.authority;
   }
 
   next(): void {
@@ -215,7 +222,7 @@ class Opening {
     target.outstanding++;
     let req: http.ClientRequest;
     try {
-      req = requestTo(target, `${target.basePath}${this.target}`, this.fields);
+      req = requestTo(target, `${target.basePath}${this.target}`, this.fields, this.hostFor(target));
     } catch {
       // A field node:http will not write: nothing was sent.
       target.outstanding--;
@@ -323,22 +330,8 @@ class Opening {
   }
 }
 
-/**
- * The target less the service's prefix, by the rule ./forward-authorized.ts signs with (`stripPrefix`
- * there, which this module cannot import without a circle): the prefix must end at a segment's end,
- * and the whole path removed leaves `/`.
- */
-function withoutPrefix(target: string, prefix: string): string {
-  if (!target.startsWith(prefix)) return target;
-  const next = target.charCodeAt(prefix.length);
-  if (Number.isNaN(next)) return '/';
-  if (next === 0x2f /* / */) return target.slice(prefix.length);
-  if (next === 0x3f /* ? */) return '/' + target.slice(prefix.length);
-  return target;
-}
-
 /** One handshake to one target: its own connection (never pooled: it becomes the tunnel's). */
-function requestTo(target: Target, path: string, fields: string[]): http.ClientRequest {
+function requestTo(target: Target, path: string, fields: string[], host: string): http.ClientRequest {
   const url = new URL(target.origin);
   const tls = url.protocol === 'https:';
   const address = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -347,7 +340,7 @@ function requestTo(target: Target, path: string, fields: string[]): http.ClientR
     port: url.port || (tls ? 443 : 80),
     method: 'GET',
     path,
-    headers: [...fields, 'host', target.authority],
+    headers: [...fields, 'host', host],
     agent: false,
   };
   // The TLS server name is the configured host's, not the address it resolved to (never an IP literal).

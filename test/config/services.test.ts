@@ -3,8 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseRoutes } from '../../src/config/routes.js';
-import { DEFAULT_SERVICE, sameService, withUpstream } from '../../src/config/services.js';
-import { stripPrefix } from '../../src/gateway/forward-authorized.js';
+import { DEFAULT_SERVICE, sameService, stripPrefix, withUpstream } from '../../src/config/services.js';
 
 const base = JSON.parse(readFileSync('config/routes.json', 'utf8')) as {
   v2: Record<string, unknown>[];

@@ -93,7 +93,7 @@ describe('an admitted upgrade', () => {
     expect(await answered101()).toBe(before + 1);
   });
 
-  it('reaches the upstream signed and identified, without the client credential, with its own Host', async () => {
+  it("reaches the upstream signed and identified, without the client credential, with the client's Host", async () => {
     const ip = freshIp();
     const before = echo.handshakes.length;
     const ws = client(s, '/v2/workspaces/100?x=1', { key: K.wsAdmin, ip });
@@ -101,7 +101,7 @@ describe('an admitted upgrade', () => {
     const req = echo.handshakes[before];
     expect(req.url).toBe('/v2/workspaces/100?x=1');
     expect(req.headers.authorization).toBeUndefined();
-    expect(req.headers.host).toBe(new URL(echo.url).host);
+    expect(req.headers.host).toBe(new URL(s.gatewayUrl).host);
     expect(req.headers['x-request-id']).toBe(res.headers['x-request-id']);
     expect(req.headers['x-forwarded-for']).toContain(ip);
     expect(req.headers['sec-websocket-version']).toBe('13');
@@ -183,10 +183,21 @@ describe('a refused upgrade is an ordinary answer on its socket', () => {
     expect(r.body.error_code).toBe('unauthorized');
   });
 
-  it('another Upgrade (h2c) is refused 400 in Envelope B, naming the rule', async () => {
+  it('another Upgrade (h2c) is ignored: the request is served as HTTP/1.1 and its connection closed', async () => {
     const answer = await rawExchange(
       s,
       'GET /v2/workspaces/100 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer.toLowerCase()).toContain('connection: close');
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body).toMatchObject({ success: false, errorCode: '150001' });
+  });
+
+  it('another Upgrade with a body is refused 400 in Envelope B, naming the rule', async () => {
+    const answer = await rawExchange(
+      s,
+      'POST /v2/workspaces/100/tags HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}',
     );
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
