@@ -63,7 +63,10 @@ export function outcomeOf(
     return refused(code);
   }
   if (trace.keyId === null || answeredRoutes.has(trace.route)) return ANSWERED;
+  // A 101 is a WebSocket tunnel the service accepted (counted once, as it opened): a success.
+  if (status === 101) return FORWARDED[0];
   const cls = Math.floor(status / 100);
-  // 1xx cannot end an exchange; anything outside 2xx..5xx is the upstream's odd status, counted with 5xx.
+  // Any other 1xx cannot end an exchange; anything outside 2xx..5xx is the upstream's odd status,
+  // counted with 5xx.
   return cls >= 2 && cls <= 5 ? FORWARDED[cls - 2] : FORWARDED[3];
 }

@@ -17,6 +17,7 @@ const rows: Row[] = [
   ['admitted, upstream 404', 'v2', { route: ACCOUNTS, code: null, ...keyed }, 404, 'forwarded_4xx'],
   ['admitted, upstream 503', 'v2', { route: ACCOUNTS, code: null, ...keyed }, 503, 'forwarded_5xx'],
   ['admitted, upstream odd 600', 'v2', { route: ACCOUNTS, code: null, ...keyed }, 600, 'forwarded_5xx'],
+  ['admitted, a WebSocket tunnel opened (101)', 'v2', { route: ACCOUNTS, code: null, ...keyed }, 101, 'forwarded_2xx'],
   ['admitted, gateway 502', 'v2', { route: ACCOUNTS, code: 'bad_gateway', ...keyed }, 502, 'forwarded_5xx'],
   ['admitted, gateway 504', 'v2', { route: ACCOUNTS, code: 'gateway_timeout', ...keyed }, 504, 'forwarded_5xx'],
   ['admitted on /v1, gateway 502', 'v1', { route: '/v1/leads', code: 'bad_gateway', ...keyed }, 502, 'forwarded_5xx'],
