@@ -23,7 +23,24 @@ export async function ensureUsageTables(q: Queryable): Promise<void> {
     );
     if (!has) await q.query(`CREATE TABLE ${t}_test_default PARTITION OF ${t} DEFAULT`);
   }
+  // The sums per organization the writer adds with them (migration 101), which organizations' charts read.
+  for (const t of ORG_TABLES) {
+    await q.query(
+      `CREATE TABLE IF NOT EXISTS ${t} (
+         bucket timestamptz NOT NULL, organization_id integer NOT NULL, outcome text NOT NULL,
+         count bigint NOT NULL, PRIMARY KEY (organization_id, bucket, outcome)
+       ) PARTITION BY RANGE (bucket)`,
+    );
+    const [{ has }] = await q.query(
+      `SELECT EXISTS (SELECT 1 FROM pg_partitioned_table WHERE partrelid = to_regclass($1) AND partdefid <> 0) AS has`,
+      [t],
+    );
+    if (!has) await q.query(`CREATE TABLE ${t}_test_default PARTITION OF ${t} DEFAULT`);
+  }
 }
+
+const ORG_TABLES = ['usage_org_minute', 'usage_org_hour', 'usage_org_day'] as const;
+const orgTable = (t: UsageTable) => t.replace('usage_', 'usage_org_');
 
 export interface UsageRow {
   table: UsageTable;
@@ -36,16 +53,23 @@ export interface UsageRow {
 
 /** Rows added to what the table holds (an upsert, as the writer's batches add up). */
 export async function insertUsage(q: Queryable, rows: UsageRow[]): Promise<void> {
-  for (const r of rows)
+  for (const r of rows) {
     await q.query(
       `INSERT INTO ${r.table} (bucket, organization_id, key_id, outcome, count) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (key_id, outcome, bucket) DO UPDATE SET count = ${r.table}.count + EXCLUDED.count`,
       [new Date(r.at), r.org, r.key, r.outcome, r.count],
     );
+    const o = orgTable(r.table);
+    await q.query(
+      `INSERT INTO ${o} (bucket, organization_id, outcome, count) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (organization_id, bucket, outcome) DO UPDATE SET count = ${o}.count + EXCLUDED.count`,
+      [new Date(r.at), r.org, r.outcome, r.count],
+    );
+  }
 }
 
 export async function clearUsage(q: Queryable): Promise<void> {
-  for (const t of USAGE_TABLES) await q.query(`DELETE FROM ${t}`);
+  for (const t of [...USAGE_TABLES, ...ORG_TABLES]) await q.query(`DELETE FROM ${t}`);
 }
 
 export interface Answers {

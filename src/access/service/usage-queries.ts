@@ -1,7 +1,10 @@
 // The SQL of the operators' reading side (usage-history.ts): the usage history's tables (usage_minute,
 // usage_hour, usage_day: docs/usage.md, Storage) summed per bucket and outcome, the billing export's page
 // of keys, and the console's overview and search. The writer adds every count to all three tables in one
-// transaction, so a granularity's own table is whole: each reading reads that one table alone.
+// transaction, so a granularity's own table is whole: each reading reads that one table alone. An
+// organization's counts and the overview's come from the sums per organization the writer adds in the
+// same transaction (usage_org_minute, _hour, _day: migration 101), one row per bucket and outcome
+// rather than one per key.
 import type { Queryable, Row } from '../../db/types.js';
 
 export type Granularity = 'minute' | 'hour' | 'day';
@@ -10,12 +13,19 @@ export type Granularity = 'minute' | 'hour' | 'day';
 export type UsageSubject = { keyId: number } | { organizationId: number } | { all: true };
 
 const TABLE: Record<Granularity, string> = { minute: 'usage_minute', hour: 'usage_hour', day: 'usage_day' };
+const ORG_TABLE: Record<Granularity, string> = {
+  minute: 'usage_org_minute',
+  hour: 'usage_org_hour',
+  day: 'usage_org_day',
+};
 
-function subjectFilter(s: UsageSubject): { where: string; params: unknown[] } {
-  // The primary key (key_id, outcome, bucket) serves a key; the index (organization_id, bucket) an organization.
-  if ('keyId' in s) return { where: ' AND key_id = $3', params: [s.keyId] };
-  if ('organizationId' in s) return { where: ' AND organization_id = $3', params: [s.organizationId] };
-  return { where: '', params: [] };
+function subjectFilter(s: UsageSubject, g: Granularity): { table: string; where: string; params: unknown[] } {
+  // The primary key (key_id, outcome, bucket) serves a key; the organization table's primary key
+  // (organization_id, bucket, outcome) an organization, as one range.
+  if ('keyId' in s) return { table: TABLE[g], where: ' AND key_id = $3', params: [s.keyId] };
+  if ('organizationId' in s)
+    return { table: ORG_TABLE[g], where: ' AND organization_id = $3', params: [s.organizationId] };
+  return { table: ORG_TABLE[g], where: '', params: [] };
 }
 
 /** The counts of [from, to) per bucket of `g` and outcome, bucket then outcome order. */
@@ -26,9 +36,9 @@ export async function usageCounts(
   from: Date,
   to: Date,
 ): Promise<{ bucket: Date; outcome: string; count: number }[]> {
-  const { where, params } = subjectFilter(subject);
+  const { table, where, params } = subjectFilter(subject, g);
   const rows = await q.query(
-    `SELECT bucket, outcome, sum(count) AS count FROM ${TABLE[g]}
+    `SELECT bucket, outcome, sum(count) AS count FROM ${table}
       WHERE bucket >= $1 AND bucket < $2${where}
       GROUP BY bucket, outcome ORDER BY bucket, outcome`,
     [from, to, ...params],

@@ -4,7 +4,14 @@
 // (an advisory lock tried, not waited for: another instance is doing the same work).
 import type { Db } from '../../db/types.js';
 import type { Clock } from '../../ops/clock.js';
-import { createPartition, dropPartitionsBefore, tryUpkeepLock, type UsageTable } from './queries.js';
+import {
+  createPartition,
+  dropPartitionsBefore,
+  ORG_TABLES,
+  tryUpkeepLock,
+  USAGE_TABLES,
+  type UsageTable,
+} from './queries.js';
 
 const DAY = 86_400_000;
 
@@ -44,16 +51,20 @@ export async function upkeepPartitions(
     if (!(await tryUpkeepLock(q))) return null;
     let created = 0;
     const make = async (t: UsageTable, at: number) => void ((await createPartition(q, t, new Date(at))) && created++);
-    for (let d = 0; d <= AHEAD_DAYS; d++) await make('usage_minute', now + d * DAY);
-    for (const t of ['usage_hour', 'usage_day'] as const) {
-      await make(t, now);
-      await make(t, nextMonth(now));
+    // The key tables and their sums per organization (ORG_TABLES) alike: same ranges, same retention.
+    const dropped: string[] = [];
+    for (const [minute, hour, day] of [USAGE_TABLES, ORG_TABLES]) {
+      for (let d = 0; d <= AHEAD_DAYS; d++) await make(minute, now + d * DAY);
+      for (const t of [hour, day]) {
+        await make(t, now);
+        await make(t, nextMonth(now));
+      }
+      dropped.push(
+        ...(await dropPartitionsBefore(q, minute, new Date(now - r.minuteDays * DAY))),
+        ...(await dropPartitionsBefore(q, hour, new Date(now - r.hourDays * DAY))),
+        ...(await dropPartitionsBefore(q, day, new Date(now - r.dayDays * DAY))),
+      );
     }
-    const dropped = [
-      ...(await dropPartitionsBefore(q, 'usage_minute', new Date(now - r.minuteDays * DAY))),
-      ...(await dropPartitionsBefore(q, 'usage_hour', new Date(now - r.hourDays * DAY))),
-      ...(await dropPartitionsBefore(q, 'usage_day', new Date(now - r.dayDays * DAY))),
-    ];
     return { created, dropped };
   });
 }

@@ -1,9 +1,13 @@
 // Every statement of the usage history's writer (src/access/usage/): the batched upserts and the
-// partitions' upkeep through the functions of migration 100_usage.sql.
+// partitions' upkeep through the functions of migrations 100_usage.sql and 101_usage_org.sql.
 import type { Queryable, Transaction } from '../../db/types.js';
 
 export const USAGE_TABLES = ['usage_minute', 'usage_hour', 'usage_day'] as const;
-export type UsageTable = (typeof USAGE_TABLES)[number];
+/** The sums per organization of the key tables, grain by grain (USAGE_TABLES[i]'s is ORG_TABLES[i]). */
+export const ORG_TABLES = ['usage_org_minute', 'usage_org_hour', 'usage_org_day'] as const;
+export type KeyTable = (typeof USAGE_TABLES)[number];
+export type OrgTable = (typeof ORG_TABLES)[number];
+export type UsageTable = KeyTable | OrgTable;
 
 /** One table's rows of a flush, column by column, sorted by its primary key (key_id, outcome, bucket). */
 export interface UsageRows {
@@ -18,12 +22,30 @@ export interface UsageRows {
  * Adds the rows' counts to `table`'s. Rows come sorted by the primary key, so two instances flushing
  * the same keys at once lock them in the same order and never deadlock.
  */
-export async function addUsage(q: Queryable, table: UsageTable, rows: UsageRows): Promise<void> {
+export async function addUsage(q: Queryable, table: KeyTable, rows: UsageRows): Promise<void> {
   await q.query(
     `INSERT INTO ${table} (bucket, organization_id, key_id, outcome, count)
      SELECT * FROM unnest($1::timestamptz[], $2::int[], $3::int[], $4::text[], $5::bigint[])
      ON CONFLICT (key_id, outcome, bucket) DO UPDATE SET count = ${table}.count + EXCLUDED.count`,
     [rows.buckets, rows.organizations, rows.keys, rows.outcomes, rows.counts],
+  );
+}
+
+/** One organization table's rows of a flush, sorted by its primary key (organization_id, bucket, outcome). */
+export interface OrgUsageRows {
+  buckets: string[];
+  organizations: number[];
+  outcomes: string[];
+  counts: number[];
+}
+
+/** Adds the rows' counts to the organization table `table`'s; sorted, as addUsage's, so no deadlock. */
+export async function addOrgUsage(q: Queryable, table: OrgTable, rows: OrgUsageRows): Promise<void> {
+  await q.query(
+    `INSERT INTO ${table} (bucket, organization_id, outcome, count)
+     SELECT * FROM unnest($1::timestamptz[], $2::int[], $3::text[], $4::bigint[])
+     ON CONFLICT (organization_id, bucket, outcome) DO UPDATE SET count = ${table}.count + EXCLUDED.count`,
+    [rows.buckets, rows.organizations, rows.outcomes, rows.counts],
   );
 }
 

@@ -2,13 +2,24 @@
 // in-memory count per (minute, key, outcome), and every flush adds what was counted to the minute, hour
 // and day tables in one transaction, one upsert statement each (count = count + EXCLUDED.count). So the
 // database sees a few statements per instance per flush whatever the traffic, the sums over instances
-// are exact, and the hours and days never lag behind the minutes. Batched as src/access/last-use.ts
+// are exact, and the hours and days never lag behind the minutes. The same transaction adds the
+// batch summed per organization to usage_org_minute, _hour and _day (migration 101), which the
+// organizations' charts read, so those are the exact sums of the key tables at every commit. Batched as src/access/last-use.ts
 // batches lastUsedAt: a failed flush keeps its counts for the next, and stopping flushes, so a SIGTERM
 // loses nothing.
 import type { Db } from '../../db/types.js';
 import type { Clock } from '../../ops/clock.js';
 import { outcomeOf, type GatewayRoutes, type UsageApi, type UsageTrace } from './outcome.js';
-import { addUsage, createPartition, isMissingPartition, USAGE_TABLES, type UsageRows } from './queries.js';
+import {
+  addOrgUsage,
+  addUsage,
+  createPartition,
+  isMissingPartition,
+  ORG_TABLES,
+  USAGE_TABLES,
+  type OrgUsageRows,
+  type UsageRows,
+} from './queries.js';
 
 /** Counts held across failed flushes (database down), as rows of (minute, key, outcome), at most this many. */
 export const MAX_PENDING_ROWS = 200_000;
@@ -133,7 +144,10 @@ export class UsageWriter {
         // the days made ahead): make the batch's and write again.
         await this.o.db.tx(async (q) => {
           for (const [i, t] of USAGE_TABLES.entries())
-            for (const b of new Set(tables[i].buckets)) await createPartition(q, t, new Date(b));
+            for (const b of new Set(tables[i].buckets)) {
+              await createPartition(q, t, new Date(b));
+              await createPartition(q, ORG_TABLES[i], new Date(b));
+            }
         });
         await this.write(tables);
       });
@@ -145,8 +159,10 @@ export class UsageWriter {
   }
 
   private write(tables: UsageRows[]): Promise<void> {
+    const orgs = tables.map(orgRowsOf);
     return this.o.db.tx(async (q) => {
       for (const [i, t] of USAGE_TABLES.entries()) await addUsage(q, t, tables[i]);
+      for (const [i, t] of ORG_TABLES.entries()) await addOrgUsage(q, t, orgs[i]);
     });
   }
 
@@ -235,4 +251,35 @@ export function rowsOf(batch: Counts, outcomes: string[]): UsageRows[] {
       counts: order.map((i) => ns[i]),
     };
   });
+}
+
+/**
+ * A key table's rows summed per (organization, bucket, outcome), sorted by that, the organization
+ * table's primary key: two instances lock an organization's rows in the same order.
+ */
+export function orgRowsOf(rows: UsageRows): OrgUsageRows {
+  const sums = new Map<string, { org: number; bucket: string; outcome: string; count: number }>();
+  for (let i = 0; i < rows.counts.length; i++) {
+    const id = `${rows.organizations[i]} ${rows.buckets[i]} ${rows.outcomes[i]}`;
+    const s = sums.get(id);
+    if (s) s.count += rows.counts[i];
+    else
+      sums.set(id, {
+        org: rows.organizations[i],
+        bucket: rows.buckets[i],
+        outcome: rows.outcomes[i],
+        count: rows.counts[i],
+      });
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  // The buckets are ISO strings of one format: their text order is their time order.
+  const sorted = [...sums.values()].sort(
+    (a, b) => a.org - b.org || cmp(a.bucket, b.bucket) || cmp(a.outcome, b.outcome),
+  );
+  return {
+    buckets: sorted.map((s) => s.bucket),
+    organizations: sorted.map((s) => s.org),
+    outcomes: sorted.map((s) => s.outcome),
+    counts: sorted.map((s) => s.count),
+  };
 }

@@ -31,11 +31,18 @@ describe.each(backends)('usage partitions on $name', ({ name, skip, open }) => {
     hour: await partitionsOf(db, 'usage_hour'),
     day: await partitionsOf(db, 'usage_day'),
   });
+  /** The organization tables' partitions, named back as their key tables' (usage_org_x_p... as usage_x_p...). */
+  const orgs = async () => ({
+    minute: (await partitionsOf(db, 'usage_org_minute')).map((n) => n.replace('usage_org_', 'usage_')),
+    hour: (await partitionsOf(db, 'usage_org_hour')).map((n) => n.replace('usage_org_', 'usage_')),
+    day: (await partitionsOf(db, 'usage_org_day')).map((n) => n.replace('usage_org_', 'usage_')),
+  });
 
   it.skipIf(skip)('makes today and the next days ahead, and drops only what is wholly past retention', async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 30, 23, 30));
     const upkeep = new PartitionUpkeep(db, clock, RETENTION);
-    expect(await upkeep.run()).toEqual({ created: 8, dropped: [] });
+    expect(await upkeep.run()).toEqual({ created: 16, dropped: [] });
+    expect(await orgs()).toEqual(await all());
     expect(await all()).toEqual({
       minute: ['usage_minute_p20260130', 'usage_minute_p20260131', 'usage_minute_p20260201', 'usage_minute_p20260202'],
       hour: ['usage_hour_p202601', 'usage_hour_p202602'],
@@ -54,9 +61,12 @@ describe.each(backends)('usage partitions on $name', ({ name, skip, open }) => {
     expect((await upkeep.run())?.dropped).toEqual([]);
     clock.advance(60_000);
     const r = await upkeep.run();
-    expect(r?.dropped).toEqual(['usage_minute_p20260130']);
+    expect(r?.dropped).toEqual(['usage_minute_p20260130', 'usage_org_minute_p20260130']);
     expect(await db.query('SELECT count(*)::int AS n FROM usage_minute')).toEqual([{ n: 0 }]);
     expect(await db.query('SELECT count(*)::int AS n FROM usage_hour')).toEqual([{ n: 1 }]);
+    expect(await db.query('SELECT count(*)::int AS n FROM usage_org_minute')).toEqual([{ n: 0 }]);
+    expect(await db.query('SELECT count(*)::int AS n FROM usage_org_hour')).toEqual([{ n: 1 }]);
+    expect(await orgs()).toEqual(await all());
     expect((await all()).minute).toEqual([
       'usage_minute_p20260131',
       'usage_minute_p20260201',
@@ -72,17 +82,23 @@ describe.each(backends)('usage partitions on $name', ({ name, skip, open }) => {
 
     // January's hours go 90 days after its end (1 May), its days 400 days after.
     clock.t = Date.UTC(2026, 3, 30);
-    expect((await upkeep.run())?.dropped.filter((n) => !n.startsWith('usage_minute'))).toEqual([]);
+    expect((await upkeep.run())?.dropped.filter((n) => !/^usage_(org_)?minute/.test(n))).toEqual([]);
     clock.t = Date.UTC(2026, 4, 2);
     const may = await upkeep.run();
-    expect(may?.dropped.filter((n) => !n.startsWith('usage_minute'))).toEqual(['usage_hour_p202601']);
+    expect(may?.dropped.filter((n) => !/^usage_(org_)?minute/.test(n))).toEqual([
+      'usage_hour_p202601',
+      'usage_org_hour_p202601',
+    ]);
     expect((await all()).day[0]).toBe('usage_day_p202601');
     clock.t = Date.UTC(2026, 1, 1) + 400 * DAY;
     const later = await upkeep.run();
     expect(later?.dropped).toContain('usage_day_p202601');
     expect(later?.dropped).toContain('usage_hour_p202602');
+    expect(later?.dropped).toContain('usage_org_day_p202601');
     expect((await all()).day).not.toContain('usage_day_p202601');
+    expect(await orgs()).toEqual(await all());
     expect(await db.query('SELECT count(*)::int AS n FROM usage_day')).toEqual([{ n: 0 }]);
+    expect(await db.query('SELECT count(*)::int AS n FROM usage_org_day')).toEqual([{ n: 0 }]);
   });
 
   // Another instance's upkeep holds the lock in an open transaction: this one skips. Not on PGlite: one

@@ -30,7 +30,7 @@ describe.skipIf(!process.env.DATABASE_URL)('usage history as the role that owns 
 
   it('makes partitions, writes, and drops past retention', async () => {
     const now = Date.UTC(2026, 11, 4, 12);
-    expect(await upkeepPartitions(app, now, RETENTION)).toEqual({ created: 8, dropped: [] });
+    expect(await upkeepPartitions(app, now, RETENTION)).toEqual({ created: 16, dropped: [] });
     // Ten days on: no partition yet for that day; the write makes it.
     const w = new UsageWriter({ db: app, clock: { now: () => now + 10 * DAY } });
     w.record('v2', { route: 'r', code: null, organizationId: 1, keyId: 5 }, 200);
@@ -39,9 +39,13 @@ describe.skipIf(!process.env.DATABASE_URL)('usage history as the role that owns 
     expect(await app.query('SELECT key_id, outcome, count FROM usage_day')).toEqual([
       { key_id: 5, outcome: 'forwarded_2xx', count: 1 },
     ]);
+    expect(await app.query('SELECT organization_id, outcome, count FROM usage_org_day')).toEqual([
+      { organization_id: 1, outcome: 'forwarded_2xx', count: 1 },
+    ]);
     const later = await upkeepPartitions(app, now + 30 * DAY, RETENTION);
     expect(later?.dropped).toContain('usage_minute_p20261204');
     expect(later?.dropped).toContain('usage_minute_p20261214');
+    expect(later?.dropped).toContain('usage_org_minute_p20261214');
   });
 
   it('refuses a role that may not write the history', async () => {

@@ -25,6 +25,21 @@ async function sums(db: Db, table: string): Promise<{ by: Sums; rows: number }> 
   return { by, rows: rows.length };
 }
 
+/**
+ * Each organization table's rows as "organization bucket outcome count", and the same summed from its key
+ * table: the writer keeps them equal.
+ */
+async function orgAndKeySums(db: Db, grain: string): Promise<{ org: string[]; keys: string[] }> {
+  const line = (r: Record<string, unknown>) =>
+    `${r.organization_id} ${new Date(r.bucket as string).toISOString()} ${r.outcome} ${Number(r.count)}`;
+  const org = await db.query(`SELECT * FROM usage_org_${grain} ORDER BY organization_id, bucket, outcome`);
+  const keys = await db.query(
+    `SELECT organization_id, bucket, outcome, sum(count) AS count FROM usage_${grain}
+      GROUP BY 1, 2, 3 ORDER BY organization_id, bucket, outcome`,
+  );
+  return { org: org.map(line), keys: keys.map(line) };
+}
+
 const backends = [
   // A real PostgreSQL server: needs DATABASE_URL (the CI run sets it; the default path has none).
   { name: 'PostgreSQL', skip: !process.env.DATABASE_URL, open: () => openTestDb() },
@@ -41,7 +56,8 @@ describe.each(backends)('usage writer on $name', ({ skip, open }) => {
   });
 
   const clean = async () => {
-    for (const t of ['usage_minute', 'usage_hour', 'usage_day']) await db.query(`TRUNCATE ${t}`);
+    for (const t of ['usage_minute', 'usage_hour', 'usage_day'])
+      await db.query(`TRUNCATE ${t}, usage_org_${t.slice(6)}`);
   };
 
   it.skipIf(skip)('writes minutes, hours and days of one flush in one transaction, and nothing when idle', async () => {
@@ -77,6 +93,18 @@ describe.each(backends)('usage writer on $name', ({ skip, open }) => {
     expect(new Date(k8.bucket).toISOString()).toBe('2026-12-04T11:00:00.000Z');
     const [k0] = await db.query(`SELECT organization_id FROM usage_day WHERE key_id = 0`);
     expect(k0.organization_id).toBe(0);
+    // The organizations' sums, in the same transaction: organization 1's key 7, 2's key 8, 0's unkeyed.
+    const orgHour = await orgAndKeySums(db, 'hour');
+    expect(orgHour.org).toEqual([
+      '0 2026-12-04T10:00:00.000Z refused_150002 1',
+      '1 2026-12-04T10:00:00.000Z forwarded_2xx 8',
+      '1 2026-12-04T10:00:00.000Z forwarded_4xx 1',
+      '2 2026-12-04T11:00:00.000Z forwarded_2xx 1',
+    ]);
+    for (const g of ['minute', 'day']) {
+      const { org, keys } = await orgAndKeySums(db, g);
+      expect(org).toEqual(keys);
+    }
   });
 
   it.skipIf(skip)('two writers flushing the same keys at once add up exactly', async () => {
@@ -90,7 +118,8 @@ describe.each(backends)('usage writer on $name', ({ skip, open }) => {
       for (let i = 0; i < 200; i++) {
         const key = 1 + (i % 17);
         const status = i % 5 === 0 ? 503 : 200;
-        (i % 2 ? a : b).record('v2', ok(key), status);
+        // Keys of three organizations, each written by both writers.
+        (i % 2 ? a : b).record('v2', ok(key, 1 + (key % 3)), status);
         const o = `${key} ${status === 200 ? 'forwarded_2xx' : 'forwarded_5xx'}`;
         expected[o] = (expected[o] ?? 0) + 1;
       }
@@ -98,6 +127,14 @@ describe.each(backends)('usage writer on $name', ({ skip, open }) => {
       await Promise.all([a.flush(), b.flush()]);
     }
     for (const t of ['usage_minute', 'usage_hour', 'usage_day']) expect((await sums(db, t)).by).toEqual(expected);
+    for (const g of ['minute', 'hour', 'day']) {
+      const { org, keys } = await orgAndKeySums(db, g);
+      expect(org.length).toBeGreaterThanOrEqual(6);
+      expect(org).toEqual(keys);
+    }
+    const [total] = await db.query(`SELECT sum(count)::int AS n FROM usage_org_day WHERE organization_id = 2`);
+    const want = Object.entries(expected).filter(([k]) => Number(k.split(' ')[0]) % 3 === 1);
+    expect(total.n).toBe(want.reduce((n, [, c]) => n + c, 0));
   });
 
   it.skipIf(skip)('a write with no partition for its rows makes them and writes', async () => {
