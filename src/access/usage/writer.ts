@@ -138,7 +138,8 @@ export class UsageWriter {
     this.curMinute = -1;
     try {
       const tables = rowsOf(batch, this.outcomes);
-      await this.write(tables).catch(async (err: unknown) => {
+      const orgs = orgRowsOf(batch, this.outcomes);
+      await this.write(tables, orgs).catch(async (err: unknown) => {
         if (!isMissingPartition(err)) throw err;
         // A partition the upkeep has not made yet (an instance started before it ran, a clock past
         // the days made ahead): make the batch's and write again.
@@ -149,7 +150,7 @@ export class UsageWriter {
               await createPartition(q, ORG_TABLES[i], new Date(b));
             }
         });
-        await this.write(tables);
+        await this.write(tables, orgs);
       });
       this.writes++;
     } catch (err) {
@@ -158,8 +159,7 @@ export class UsageWriter {
     }
   }
 
-  private write(tables: UsageRows[]): Promise<void> {
-    const orgs = tables.map(orgRowsOf);
+  private write(tables: UsageRows[], orgs: OrgUsageRows[]): Promise<void> {
     return this.o.db.tx(async (q) => {
       for (const [i, t] of USAGE_TABLES.entries()) await addUsage(q, t, tables[i]);
       for (const [i, t] of ORG_TABLES.entries()) await addOrgUsage(q, t, orgs[i]);
@@ -254,32 +254,47 @@ export function rowsOf(batch: Counts, outcomes: string[]): UsageRows[] {
 }
 
 /**
- * A key table's rows summed per (organization, bucket, outcome), sorted by that, the organization
- * table's primary key: two instances lock an organization's rows in the same order.
+ * The batch summed per organization as rows of the organization minute, hour and day tables, each sorted
+ * by their primary key (organization_id, bucket, outcome): two instances lock an organization's rows in
+ * the same order. Built from the batch's numeric maps as rowsOf is (string keys cost 60 ms a grain for
+ * 30,000 rows).
  */
-export function orgRowsOf(rows: UsageRows): OrgUsageRows {
-  const sums = new Map<string, { org: number; bucket: string; outcome: string; count: number }>();
-  for (let i = 0; i < rows.counts.length; i++) {
-    const id = `${rows.organizations[i]} ${rows.buckets[i]} ${rows.outcomes[i]}`;
-    const s = sums.get(id);
-    if (s) s.count += rows.counts[i];
-    else
-      sums.set(id, {
-        org: rows.organizations[i],
-        bucket: rows.buckets[i],
-        outcome: rows.outcomes[i],
-        count: rows.counts[i],
-      });
-  }
-  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  // The buckets are ISO strings of one format: their text order is their time order.
-  const sorted = [...sums.values()].sort(
-    (a, b) => a.org - b.org || cmp(a.bucket, b.bucket) || cmp(a.outcome, b.outcome),
-  );
-  return {
-    buckets: sorted.map((s) => s.bucket),
-    organizations: sorted.map((s) => s.org),
-    outcomes: sorted.map((s) => s.outcome),
-    counts: sorted.map((s) => s.count),
-  };
+export function orgRowsOf(batch: Counts, outcomes: string[]): OrgUsageRows[] {
+  const rank = new Array<number>(outcomes.length);
+  [...outcomes.keys()].sort((a, b) => (outcomes[a] < outcomes[b] ? -1 : 1)).forEach((id, i) => (rank[id] = i));
+  // Each key's organization once, not per row.
+  const orgOfKey = (keyId: number) => batch.orgOf.get(keyId) ?? 0;
+  return [MINUTE, HOUR, DAY].map((grain) => {
+    // bucket (ms) -> (organization id * 128 + outcome id) -> count.
+    const buckets = new Map<number, Map<number, number>>();
+    for (const [minute, counts] of batch.minutes) {
+      const bucket = Math.floor((minute * MINUTE) / grain) * grain;
+      let into = buckets.get(bucket);
+      if (!into) buckets.set(bucket, (into = new Map()));
+      for (const [k, n] of counts) {
+        const o = orgOfKey(Math.floor(k / OUTCOME_BITS)) * OUTCOME_BITS + (k % OUTCOME_BITS);
+        into.set(o, (into.get(o) ?? 0) + n);
+      }
+    }
+    const at: number[] = [];
+    const os: number[] = [];
+    const ns: number[] = [];
+    for (const [bucket, counts] of buckets)
+      for (const [o, n] of counts) {
+        at.push(bucket);
+        os.push(o);
+        ns.push(n);
+      }
+    const order = ns.map((_n, i) => i);
+    const org = (i: number) => Math.floor(os[i] / OUTCOME_BITS);
+    order.sort((a, b) => org(a) - org(b) || at[a] - at[b] || rank[os[a] % OUTCOME_BITS] - rank[os[b] % OUTCOME_BITS]);
+    const iso = new Map<number, string>();
+    const isoOf = (b: number) => iso.get(b) ?? (iso.set(b, new Date(b).toISOString()), iso.get(b)!);
+    return {
+      buckets: order.map((i) => isoOf(at[i])),
+      organizations: order.map(org),
+      outcomes: order.map((i) => outcomes[os[i] % OUTCOME_BITS]),
+      counts: order.map((i) => ns[i]),
+    };
+  });
 }
