@@ -1,8 +1,9 @@
 // The usage history's size and its charts' queries (issue 39): 10,000 keys over 30 days at the retention
 // defaults (USAGE_MINUTE_DAYS 7, USAGE_HOUR_DAYS 90, USAGE_DAY_DAYS 400, so the minutes hold 7 days and
 // the hours and days all 30), rows made with generate_series into a schema of the run's own (dropped at
-// the end), then rows and disk per table (pg_total_relation_size over the partitions: heap, primary key
-// and organization index) and the median of 5 EXPLAIN ANALYZE runs of each chart's query (USB_KEEP=1 keeps
+// the end), the organization tables (migration 101) summed from them as the writer keeps them, then rows
+// and disk per table (pg_total_relation_size over the partitions: heap, primary key and organization
+// index) and the median of 5 EXPLAIN ANALYZE runs of each chart's query (USB_KEEP=1 keeps
 // the schema to look further).
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/usage/storage.ts
 // The traffic it stands for (env to change it): USB_KEYS keys (10000) in organizations of ten, but the
@@ -13,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import { migrate, openDb, type Db } from '../../src/db/index.js';
-import { createPartition, USAGE_TABLES } from '../../src/access/usage/queries.js';
+import { createPartition, ORG_TABLES, USAGE_TABLES } from '../../src/access/usage/queries.js';
 
 const env = process.env;
 const KEYS = Number(env.USB_KEYS ?? 10_000);
@@ -33,9 +34,11 @@ const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), ne
 async function fill(db: Db): Promise<void> {
   for (let d = 0; d <= DAYS; d++) {
     const at = new Date(today - d * DAY);
-    if (d <= MINUTE_DAYS) await createPartition(db, 'usage_minute', at);
-    await createPartition(db, 'usage_hour', at);
-    await createPartition(db, 'usage_day', at);
+    for (const [minute, hour, day] of [USAGE_TABLES, ORG_TABLES]) {
+      if (d <= MINUTE_DAYS) await createPartition(db, minute, at);
+      await createPartition(db, hour, at);
+      await createPartition(db, day, at);
+    }
   }
   const t0 = `'${new Date(today).toISOString()}'::timestamptz`;
   // Day d runs from today - d days; hour h of key k is (k + 4j) mod 24, minute m is 48j + k mod 48:
@@ -52,8 +55,12 @@ async function fill(db: Db): Promise<void> {
     SELECT ${t0} - d * interval '1 day' + (48 * j + k % 48) * interval '1 minute', ${orgOf}, k, o, 1 + (k + j) % 5
       FROM generate_series(1, ${KEYS}) k, generate_series(0, ${MINUTE_DAYS - 1}) d, generate_series(0, ${MINUTES - 1}) j,
            unnest(ARRAY['forwarded_2xx', 'forwarded_4xx']) o`);
+  // The writer adds each flush to both in one transaction: the organization tables are these sums.
+  for (const [i, t] of USAGE_TABLES.entries())
+    await db.query(`INSERT INTO ${ORG_TABLES[i]} (bucket, organization_id, outcome, count)
+      SELECT bucket, organization_id, outcome, sum(count) FROM ${t} GROUP BY 1, 2, 3`);
   // As autovacuum leaves them: statistics, and the visibility map the index-only scans rely on.
-  for (const t of USAGE_TABLES) await db.query(`VACUUM ANALYZE ${t}`);
+  for (const t of [...USAGE_TABLES, ...ORG_TABLES]) await db.query(`VACUUM ANALYZE ${t}`);
 }
 
 async function size(db: Db, table: string): Promise<{ rows: number; bytes: number; partitions: number }> {
@@ -113,16 +120,16 @@ async function main() {
     console.log(`filled in ${((performance.now() - t) / 1000).toFixed(0)} s`);
     let total = 0;
     let rowsAll = 0;
-    for (const table of USAGE_TABLES) {
+    for (const table of [...USAGE_TABLES, ...ORG_TABLES]) {
       const s = await size(db, table);
       total += s.bytes;
       rowsAll += s.rows;
       console.log(
-        `${table.padEnd(13)} ${String(s.rows).padStart(10)} rows  ${(s.bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(s.bytes / s.rows).toFixed(0)} B/row  ${s.partitions} partitions`,
+        `${table.padEnd(17)} ${String(s.rows).padStart(10)} rows  ${(s.bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(s.bytes / s.rows).toFixed(0)} B/row  ${s.partitions} partitions`,
       );
     }
     console.log(
-      `${'all'.padEnd(13)} ${String(rowsAll).padStart(10)} rows  ${(total / 2 ** 20).toFixed(0).padStart(6)} MiB`,
+      `${'all'.padEnd(17)} ${String(rowsAll).padStart(10)} rows  ${(total / 2 ** 20).toFixed(0).padStart(6)} MiB`,
     );
     const since = (days: number) => `'${new Date(today + DAY - days * DAY).toISOString()}'::timestamptz`;
     const queries: [string, string][] = [
@@ -138,19 +145,24 @@ async function main() {
         "a key's day (UTC) by minute and outcome (usage_minute)",
         `SELECT bucket, outcome, count FROM usage_minute WHERE key_id = ${KEY} AND bucket >= ${since(1)} ORDER BY bucket, outcome`,
       ],
-      [
-        'an organization of 10 keys: 7 days by hour and outcome',
-        `SELECT bucket, outcome, sum(count) AS count FROM usage_hour WHERE organization_id = ${SMALL_ORG} AND bucket >= ${since(7)} GROUP BY 1, 2 ORDER BY 1, 2`,
-      ],
-      [
-        `the organization of ${BIG_ORG} keys: 7 days by hour and outcome`,
-        `SELECT bucket, outcome, sum(count) AS count FROM usage_hour WHERE organization_id = 1 AND bucket >= ${since(7)} GROUP BY 1, 2 ORDER BY 1, 2`,
-      ],
-      [
-        `the organization of ${BIG_ORG} keys: 30 days by day and outcome`,
-        `SELECT bucket, outcome, sum(count) AS count FROM usage_day WHERE organization_id = 1 AND bucket >= ${since(30)} GROUP BY 1, 2 ORDER BY 1, 2`,
-      ],
     ];
+    // An organization's charts as src/access/service/usage-queries.ts reads them (the organization
+    // tables), and, to compare, summed over its keys' rows as before migration 101.
+    const orgCharts: [string, number, string, number][] = [
+      ['an organization of 10 keys: 7 days by hour and outcome', SMALL_ORG, 'hour', 7],
+      [`the organization of ${BIG_ORG} keys: 7 days by hour and outcome`, 1, 'hour', 7],
+      [`the organization of ${BIG_ORG} keys: 30 days by day and outcome`, 1, 'day', 30],
+      [`the organization of ${BIG_ORG} keys: its day by minute and outcome`, 1, 'minute', 1],
+    ];
+    for (const [from, label] of [
+      ['usage_org_', 'usage_org_*'],
+      ['usage_', 'key tables'],
+    ])
+      for (const [name, org, grain, days] of orgCharts)
+        queries.push([
+          `${name} (${label})`,
+          `SELECT bucket, outcome, sum(count) AS count FROM ${from}${grain} WHERE organization_id = ${org} AND bucket >= ${since(days)} GROUP BY 1, 2 ORDER BY 1, 2`,
+        ]);
     // The machine's load beside the times: on a shared 2-core machine they grow with it.
     console.log(
       `load average ${loadavg()
@@ -160,7 +172,7 @@ async function main() {
     for (const [name, sql] of queries) {
       const r = await timed(db, sql);
       console.log(
-        `${name.padEnd(56)} ${r.ms.toFixed(2).padStart(8)} ms (+${r.planning.toFixed(2)} ms planning)  ${r.rows} rows  ${r.buffers} buffers  ${r.plan}`,
+        `${name.padEnd(72)} ${r.ms.toFixed(2).padStart(8)} ms (+${r.planning.toFixed(2)} ms planning)  ${r.rows} rows  ${r.buffers} buffers  ${r.plan}`,
       );
     }
   } finally {
