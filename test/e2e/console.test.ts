@@ -91,10 +91,10 @@ async function seedHistory(now: number) {
   const c = admin(dbUrl);
   await c.connect();
   try {
-    for (const tbl of ['usage_hour', 'usage_day'])
+    for (const tbl of ['usage_hour', 'usage_day', 'usage_org_hour', 'usage_org_day'])
       for (const at of [now, now - 31 * DAY])
         await c.query('SELECT keygate_usage_partition($1, $2)', [tbl, new Date(at)]);
-    const rows = (tbl: string, step: number, count: number) => {
+    const rows = async (tbl: string, step: number, count: number) => {
       const last = Math.floor(now / step) * step;
       const bucket: Date[] = [];
       const outcome: string[] = [];
@@ -110,10 +110,18 @@ async function seedHistory(now: number) {
           n.push(Math.round(base * wave * spiky));
         }
       }
-      return c.query(
+      // And to the organization's sums (migration 101), as the writer adds them.
+      const org = tbl.replace('usage_', 'usage_org_');
+      await c.query(
         `INSERT INTO ${tbl} (bucket, organization_id, key_id, outcome, count)
          SELECT b, 1, 1000, o, n FROM unnest($1::timestamptz[], $2::text[], $3::bigint[]) AS r(b, o, n)
          ON CONFLICT (key_id, outcome, bucket) DO UPDATE SET count = ${tbl}.count + EXCLUDED.count`,
+        [bucket, outcome, n],
+      );
+      return c.query(
+        `INSERT INTO ${org} (bucket, organization_id, outcome, count)
+         SELECT b, 1, o, n FROM unnest($1::timestamptz[], $2::text[], $3::bigint[]) AS r(b, o, n)
+         ON CONFLICT (organization_id, bucket, outcome) DO UPDATE SET count = ${org}.count + EXCLUDED.count`,
         [bucket, outcome, n],
       );
     };
