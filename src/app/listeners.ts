@@ -1,7 +1,7 @@
 // The listeners of the gateway side of startApp: the gateway's own port, the admin port (probes,
 // metrics, the identity JWT's keys) with the dependency checks it reports, and the admin API.
 import { TrustedProxies } from '../http/client-ip.js';
-import { backgroundChecks, createAdminServer } from '../ops/ops-server.js';
+import { backgroundChecks, createAdminServer, type DependencyChecks } from '../ops/ops-server.js';
 import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '../ops/connection-limits.js';
 import { drainable } from '../ops/drain.js';
 import { listenOn, listenPrivately } from './listen.js';
@@ -48,12 +48,19 @@ export async function openGatewayListeners(
     // The breaker's verdict costs nothing to read: it is live, not a second old.
     checks: () => {
       const current = health.current();
-      // Each service: `up`, or `no_healthy_target` while every target is ejected or failing its probe
-      // (the gateway still tries one of them: readiness stays with the process, as for the database).
-      const services = Object.fromEntries(
-        gw.upstreams.health().map((h) => [h.service, h.healthy > 0 ? ('up' as const) : ('no_healthy_target' as const)]),
-      );
-      return { ...current, ...(redis && degraded() ? { redis: 'degraded' as const } : {}), services };
+      // Each service, when the routes file defines any: `up`, or `no_healthy_target` while every target
+      // is ejected or failing its probe (the gateway still tries one of them: readiness stays with the
+      // process, as for the database). With the one implicit upstream the body is as it always was.
+      const services: DependencyChecks = gw.upstreams.configured()
+        ? {
+            services: Object.fromEntries(
+              gw.upstreams
+                .health()
+                .map((h) => [h.service, h.healthy > 0 ? ('up' as const) : ('no_healthy_target' as const)]),
+            ),
+          }
+        : {};
+      return { ...current, ...(redis && degraded() ? { redis: 'degraded' as const } : {}), ...services };
     },
     maxConnections: s.ADMIN_MAX_CONNECTIONS,
   });

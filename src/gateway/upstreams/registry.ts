@@ -61,6 +61,12 @@ export class Upstreams {
     }
   }
 
+  /** True when the configuration in force defines services (more than the implicit upstream). */
+  configured(): boolean {
+    for (const u of this.byName.values()) if (!u.config.implicit) return true;
+    return false;
+  }
+
   /** Per service, its admitted targets and all of them (/readyz, metrics). */
   health(): ServiceHealth[] {
     return [...this.byName.values()].map((u) => ({
