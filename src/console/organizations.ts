@@ -127,7 +127,8 @@ export function Organization({ id, me }: { id: string; me: Json }) {
               { class: o.paused ? '' : 'danger', onClick: () => change({ paused: !o.paused }) },
               o.paused ? 'Resume' : 'Pause',
             ),
-          write && h(PlanForm, { key: o.plan, current: o.plan, onSave: (plan: string) => change({ plan }) }),
+          // Not keyed by the plan: the reload after a change would mount a new form and lose its confirmation.
+          write && h(PlanForm, { current: o.plan, onSave: (plan: string) => change({ plan }) }),
         ),
         h(HistoryChart, { path: `/api/organizations/${id}/usage/history`, title: 'Requests by outcome' }),
         h(
