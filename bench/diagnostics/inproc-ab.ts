@@ -25,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { runLoad, nextIp } from '../load.js';
 import { HOP_PATH as PATH, hopSeed } from '../hop.js';
-import { freshSchema, runThenStop, startRedisAndUpstream } from './stack.js';
+import { askChild, childReady, freshSchema, runThenStop, startRedisAndUpstream } from './stack.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -87,21 +87,8 @@ async function main() {
     stdio: ['ignore', out, out, 'ipc'],
   });
   procs.push(child);
-  const ask = <T>(msg: string, key: string) =>
-    new Promise<T>((res) => {
-      const on = (m: Record<string, unknown>) => {
-        if (key in m) {
-          child.off('message', on);
-          res(m[key] as T);
-        }
-      };
-      child.on('message', on);
-      if (msg) child.send(msg);
-    });
-  const urls = await Promise.race([
-    ask<Record<string, string>>('', 'ready'),
-    new Promise<never>((_, rej) => child.once('exit', () => rej(new Error('child exited; see /tmp/inproc-ab.log')))),
-  ]);
+  const ask = <T>(msg: string, key: string) => askChild(child, msg, key) as Promise<T>;
+  const urls = await childReady(child, '/tmp/inproc-ab.log');
   const headers = () => ({ authorization: `Bearer ${KEY}`, 'x-forwarded-for': nextIp() });
   const load = (url: string, duration: number) => runLoad([{ url, path: PATH, connections, duration, headers }]);
   for (const b of builds) {

@@ -69,3 +69,28 @@ export function runThenStop(main: () => Promise<void>, procs: ChildProcess[]): v
       process.exit();
     });
 }
+
+/**
+ * Asks a forked child over IPC: sends `msg` (none: only waits) and resolves with the field `key` of the
+ * first message that has it.
+ */
+export function askChild(child: ChildProcess, msg: string, key: string): Promise<unknown> {
+  return new Promise((res) => {
+    const on = (m: Record<string, unknown>) => {
+      if (key in m) {
+        child.off('message', on);
+        res(m[key]);
+      }
+    };
+    child.on('message', on);
+    if (msg) child.send(msg);
+  });
+}
+
+/** The child's `ready` message (its URLs), or a failure naming its log if it exits first. */
+export function childReady(child: ChildProcess, log: string): Promise<Record<string, string>> {
+  return Promise.race([
+    askChild(child, '', 'ready') as Promise<Record<string, string>>,
+    new Promise<never>((_, rej) => child.once('exit', () => rej(new Error(`child exited; see ${log}`)))),
+  ]);
+}

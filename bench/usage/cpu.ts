@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runLoad, nextIp } from '../load.js';
 import { HOP_PATH as PATH, hopSeed } from '../hop.js';
-import { freshSchema, runThenStop, startRedisAndUpstream } from '../diagnostics/stack.js';
+import { askChild, childReady, freshSchema, runThenStop, startRedisAndUpstream } from '../diagnostics/stack.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const env = process.env;
@@ -76,21 +76,8 @@ async function main() {
     stdio: ['ignore', out, out, 'ipc'],
   });
   procs.push(child);
-  const ask = <T>(msg: string, key: string) =>
-    new Promise<T>((res) => {
-      const on = (m: Record<string, unknown>) => {
-        if (key in m) {
-          child.off('message', on);
-          res(m[key] as T);
-        }
-      };
-      child.on('message', on);
-      if (msg) child.send(msg);
-    });
-  const urls = await Promise.race([
-    ask<Record<string, string>>('', 'ready'),
-    new Promise<never>((_, rej) => child.once('exit', () => rej(new Error('child exited; see /tmp/usage-cpu.log')))),
-  ]);
+  const ask = <T>(msg: string, key: string) => askChild(child, msg, key) as Promise<T>;
+  const urls = await childReady(child, '/tmp/usage-cpu.log');
   let k = 0;
   const headers = () => ({ authorization: `Bearer ${keys[k++ % keys.length]}`, 'x-forwarded-for': nextIp() });
   let answeredOn = 0;

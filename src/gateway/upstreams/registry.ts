@@ -6,7 +6,13 @@
 // starts the new ones at once (DNS and probes before any traffic), and retires the replaced ones once
 // no request that matched them can still be waiting to be forwarded.
 import type { Logger } from 'pino';
-import { DEFAULT_SERVICE, sameService, withUpstream, type ServiceConfig } from '../../config/services.js';
+import {
+  DEFAULT_SERVICE,
+  implicitDefaultService,
+  sameService,
+  withUpstream,
+  type ServiceConfig,
+} from '../../config/services.js';
 import type { Clock } from '../../ops/clock.js';
 import type { ServiceHealth, UpstreamMetrics } from '../../ops/upstream-metrics.js';
 import { createServiceForwarder } from './forwarder.js';
@@ -46,7 +52,7 @@ export class Upstreams {
 
   /** The upstream of a route's service (the default one when the route names none). */
   of(service: ServiceConfig | undefined): ServiceUpstream {
-    if (service === undefined) return this.byName.get(DEFAULT_SERVICE) ?? this.adopt(this.defaultConfig());
+    if (service === undefined) return this.byName.get(DEFAULT_SERVICE) ?? this.adopt(implicitDefaultService());
     return this.byConfig.get(service) ?? this.adopt(service);
   }
 
@@ -83,10 +89,6 @@ export class Upstreams {
     const all = [...this.byName.values()];
     this.byName.clear();
     await Promise.all(all.map((u) => this.stop(u)));
-  }
-
-  private defaultConfig(): ServiceConfig {
-    return { ...withUpstream({ name: DEFAULT_SERVICE, implicit: true } as ServiceConfig, this.o.upstream) };
   }
 
   /** The upstream for this configuration object: the running one when unchanged, else a new one replacing it. */
