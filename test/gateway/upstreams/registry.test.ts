@@ -44,6 +44,15 @@ describe('the upstreams registry', () => {
     await upstreams.close();
   });
 
+  it('gives a route without a service the implicit default, with every setting, before any sync', async () => {
+    const { upstreams } = registry();
+    const u = upstreams.of(undefined);
+    expect(u.config.targets).toEqual([{ url: 'http://127.0.0.1:1', weight: 1 }]);
+    expect(u.config.retries.attempts).toBe(2);
+    expect(upstreams.of(undefined)).toBe(u);
+    await upstreams.close();
+  });
+
   it('keeps an unchanged service across a reload and replaces a changed one after the old requests', async () => {
     const { upstreams } = registry(60_000);
     const one = routesWith({ a: { targets: ['http://127.0.0.2:1'] }, b: { targets: ['http://127.0.0.3:1'] } });
