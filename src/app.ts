@@ -13,10 +13,12 @@ import { openStores } from './app/stores.js';
 import { startBackend } from './app/backend.js';
 import { startGateway } from './app/gateway.js';
 import { openGatewayListeners } from './app/listeners.js';
+import { openDecisionListeners, type DecisionListeners } from './decision/listeners.js';
 import { watchConfigFiles } from './app/config-watch.js';
 import { applyStartSeed } from './app/seed.js';
 import { loadTables } from './app/tables.js';
 import type { App, AppOptions, AppParts, Closer } from './app/types.js';
+import type { GatewayDeps } from './gateway/context.js';
 
 export type { App, AppMode, AppOptions } from './app/types.js';
 
@@ -57,13 +59,21 @@ export async function startApp(o: AppOptions): Promise<App> {
   // Closed in this order: the gateway's drain first, the admin listener after it (/readyz says 503 for
   // the whole drain), then the backend, and what the others still used last.
   let closers: Closer[] = backend?.closers ?? [];
+  let gatewayDeps: GatewayDeps | null = null;
+  let decision: Pick<DecisionListeners, 'decisionUrl' | 'decisionGrpcAddress'> = {
+    decisionUrl: null,
+    decisionGrpcAddress: null,
+  };
   if (o.mode !== 'backend') {
     const gw = await startGateway({ ...parts, backendUrl: backend?.url ?? null });
     cache = gw.cache;
     gatewaySrv = gw.gateway.server;
     const listeners = await openGatewayListeners({ ...parts, gw, port, ready: () => ready });
     urls = listeners;
-    closers = [...gw.first, ...listeners.first, ...closers, ...gw.last, ...listeners.last];
+    const decisions = await openDecisionListeners({ ...parts, deps: gw.deps, port });
+    decision = decisions;
+    gatewayDeps = gw.deps;
+    closers = [...decisions.first, ...gw.first, ...listeners.first, ...closers, ...gw.last, ...listeners.last];
   }
   ready = true;
   const app: App = {
@@ -71,6 +81,9 @@ export async function startApp(o: AppOptions): Promise<App> {
     backendUrl: backend?.url ?? null,
     adminUrl: urls.adminUrl,
     adminApiUrl: urls.adminApiUrl,
+    decisionUrl: decision.decisionUrl,
+    decisionGrpcAddress: decision.decisionGrpcAddress,
+    gatewayDeps,
     db,
     stores,
     cache,

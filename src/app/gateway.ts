@@ -5,7 +5,7 @@ import type { Db } from '../db/index.js';
 import { PrincipalCache } from '../access/cache.js';
 import { createAccessResolver, type AccessResolver, type ResolverEvents } from '../access/resolver.js';
 import { LastUseRecorder } from '../access/last-use.js';
-import { createGatewayServer, type GatewayServer } from '../gateway/server.js';
+import { createGatewayServer, type GatewayDeps, type GatewayServer } from '../gateway/server.js';
 import { Upstreams } from '../gateway/upstreams/registry.js';
 import { resolverFor } from '../gateway/upstreams/dns.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body-budget.js';
@@ -22,6 +22,8 @@ import { startEvents } from './events.js';
 
 export interface StartedGateway {
   gateway: GatewayServer;
+  /** What the gateway's pipeline reads; the decision service (src/decision/) runs the same pipeline on it. */
+  deps: GatewayDeps;
   cache: PrincipalCache;
   traffic: OrgTraffic;
   upstreams: Upstreams;
@@ -85,7 +87,7 @@ export async function startGateway(
   const events = await startEvents(o);
   // A sampled request gets a resolver of its own, whose store calls open spans under its span.
   tracing?.resolvers((st, ev) => createAccessResolver(cache, st, ev, clock), stores, resolverEvents);
-  const gateway = createGatewayServer({
+  const deps: GatewayDeps = {
     identityHmac: s.IDENTITY_FORMAT !== 'jwt',
     identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt,
     routes: o.tables.routes,
@@ -115,11 +117,13 @@ export async function startGateway(
       recheckMs: s.WEBSOCKET_RECHECK_MS,
       maxTunnels: s.WEBSOCKET_MAX_TUNNELS,
     },
-  });
+  };
+  const gateway = createGatewayServer(deps);
   const last: Closer[] = [unlisten, () => traffic.close(), events.close, async () => unsubscribe?.()];
   if (tracing) last.push(() => tracing.close());
   return {
     gateway,
+    deps,
     cache,
     traffic,
     upstreams,

@@ -3,7 +3,8 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listenError } from '../config/errors.js';
 
-export type PortSetting = 'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT';
+export type PortSetting =
+  'PORT' | 'ADMIN_PORT' | 'BACKEND_PORT' | 'ADMIN_API_PORT' | 'DECISION_PORT' | 'DECISION_GRPC_PORT';
 
 /** Listen on `port` at `host`. A port in use names its setting; an address this machine does not have names HOST. */
 export function listenOn(srv: http.Server, port: number, host: string, setting: PortSetting): Promise<string> {

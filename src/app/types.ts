@@ -1,4 +1,5 @@
 // What startApp (src/app.ts) takes and gives, and what its pieces (this folder) hand each other.
+import type { GatewayDeps } from '../gateway/context.js';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
@@ -50,6 +51,12 @@ export interface App {
   adminUrl: string | null;
   /** The admin HTTP API and console (ADMIN_API_PORT), when enabled. */
   adminApiUrl: string | null;
+  /** The decision service (DECISION_PORT, src/decision/), when enabled. */
+  decisionUrl: string | null;
+  /** Its gRPC external authorization (DECISION_GRPC_PORT) as host:port, when enabled. */
+  decisionGrpcAddress: string | null;
+  /** What the gateway's pipeline reads (src/decision/ and tests run it on described requests); null in `backend`. */
+  gatewayDeps: GatewayDeps | null;
   db: Db;
   stores: SharedStores;
   cache: PrincipalCache | null;

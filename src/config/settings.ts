@@ -22,6 +22,12 @@ export const settingsSchema = z
     ADMIN_PORT: port.default(9090),
     // The admin HTTP API and console (src/admin-api/): off unless set; bound to ADMIN_API_HOST.
     ADMIN_API_PORT: port.optional(),
+    // The decision service (src/decision/, docs/forward-auth.md): keygate deciding for another proxy
+    // (nginx auth_request, Traefik ForwardAuth, Envoy's HTTP external authorization, the verify API) on
+    // DECISION_PORT, and Envoy's gRPC external authorization on DECISION_GRPC_PORT; each off unless set.
+    DECISION_PORT: port.optional(),
+    DECISION_GRPC_PORT: port.optional(),
+    DECISION_HOST: z.string().min(1).default('0.0.0.0'),
     HOST: z.string().min(1).default('0.0.0.0'),
     // The operations listener's and the admin API's bind addresses: loopback unless opened (0.0.0.0), as
     // they answer metrics, probes, and with a token, every key. WORKERS' private ones are always on loopback.

@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Routes } from '../config/routes.js';
+import type { RouteDef, Routes } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
 import type { AccessResolver } from '../access/resolver.js';
 import type { LayerState, SharedStores } from '../limits/types.js';
@@ -19,6 +19,8 @@ import type { JwtSigner } from '../http/identity-jwt.js';
 import type { Cors } from './cors.js';
 import type { LimitLayer } from './refusal.js';
 import type { RequestTrace, Tracing } from '../ops/tracing.js';
+import type { Principal } from '../access/principal.js';
+import type { Granted } from './guards/permission.js';
 
 export type Api = 'v1' | 'v2';
 
@@ -94,7 +96,16 @@ export interface RequestContext {
    * on that socket (refusals are ordinary answers); once authorized it is tunnelled (./websocket.ts).
    */
   readonly upgrade?: { socket: Duplex; head: Buffer } | null;
+  /**
+   * The pipeline's last phase when it is not forwarding: a request admitted by every guard is handed
+   * here instead of being read and forwarded (the decision service, src/decision/, answers another
+   * proxy with it). Unset on the gateway's own requests.
+   */
+  readonly admit?: Admit | null;
 }
+
+/** What an admitted request is handed to in place of forwarding: its principal, grant and route. */
+export type Admit = (principal: Principal, grant: Granted | null, route: RouteDef) => void;
 
 /** What the metrics and the access log say of a request; filled in as the pipeline learns it. */
 export interface Trace {

@@ -10,7 +10,7 @@ import { stripPrefix } from '../config/services.js';
 import type { Granted } from './guards/permission.js';
 import { contentDigest, sign } from '../http/identity.js';
 import type { GatewayDeps, RequestContext } from './context.js';
-import type { UpstreamFailure } from './upstream-client.js';
+import type { FieldList, UpstreamFailure } from './upstream-client.js';
 import { announcesBody, readBody, type ReadBody } from './body-read.js';
 import { refuse } from './answers.js';
 import { cleanHeaders, forwardingFields } from './request-fields.js';
@@ -38,26 +38,7 @@ export function forwardAuthorized(
   } else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
     out.push('content-length', '0');
   }
-  if (deps.identityHmac) {
-    const identity = identityHeader(principal, grant);
-    const ts = String(now);
-    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, target, identity, digest);
-    out.push('x-gateway-identity', identity, 'x-gateway-timestamp', ts, 'x-gateway-signature', signature);
-  }
-  if (deps.identityJwt) {
-    const jwt = deps.identityJwt;
-    const token = jwt.sign(
-      {
-        identity: identityOf(principal, grant),
-        method: ctx.method,
-        target,
-        requestId: ctx.requestId,
-        contentDigest: digest,
-      },
-      now,
-    );
-    out.push(jwt.header, jwt.headerValue(token));
-  }
+  addIdentityFields(deps, out, ctx, principal, grant, target, digest, now);
   forwardingFields(deps, ctx, out);
   if (ctx.span) {
     const trace: OutgoingHttpHeaders = {};
@@ -81,6 +62,44 @@ export function forwardAuthorized(
 }
 
 /**
+ * The signed identity of an admitted request (docs/decisions.md section 5), pushed onto `out`: the HMAC
+ * fields and the identity JWT as IDENTITY_FORMAT says, over the method, the target the service
+ * receives and, with a body, its digest. The decision service (src/decision/) sends the same fields
+ * for another proxy to pass on.
+ */
+export function addIdentityFields(
+  deps: GatewayDeps,
+  out: FieldList,
+  ctx: Pick<RequestContext, 'method' | 'requestId'>,
+  principal: Principal,
+  grant: Granted | null,
+  target: string,
+  digest: string | undefined,
+  now: number,
+): void {
+  if (deps.identityHmac) {
+    const identity = identityHeader(principal, grant);
+    const ts = String(now);
+    const signature = sign(deps.gatewaySecret, ts, ctx.requestId, ctx.method, target, identity, digest);
+    out.push('x-gateway-identity', identity, 'x-gateway-timestamp', ts, 'x-gateway-signature', signature);
+  }
+  if (deps.identityJwt) {
+    const jwt = deps.identityJwt;
+    const token = jwt.sign(
+      {
+        identity: identityOf(principal, grant),
+        method: ctx.method,
+        target,
+        requestId: ctx.requestId,
+        contentDigest: digest,
+      },
+      now,
+    );
+    out.push(jwt.header, jwt.headerValue(token));
+  }
+}
+
+/**
  * Read the body (only now: the request is authorized and within its limits), then forward. A request
  * without a body is forwarded at once, without a promise of its own.
  */
@@ -91,6 +110,8 @@ export function forwardWithBody(
   grant: Granted | null,
   route: RouteDef,
 ): Promise<void> | void {
+  // Deciding for another proxy: the request is admitted, its body is not ours to read.
+  if (ctx.admit) return ctx.admit(principal, grant, route);
   if (!announcesBody(ctx.req)) return forwardAuthorized(deps, ctx, principal, grant, null, route);
   return readAndForward(deps, ctx, principal, grant, route);
 }

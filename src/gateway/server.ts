@@ -150,24 +150,31 @@ function serve(deps: GatewayDeps, ctx: RequestContext): void {
   if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
   deps.cors.decorate(req, res);
   if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
-  dispatch(deps, ctx)?.catch((err: unknown) => {
-    try {
-      // The outage itself is logged once per transition by the store's breaker, not once per request.
-      const unavailable = res.headersSent ? null : unavailableRefusal(err);
-      if (unavailable) return refuse(ctx, unavailable);
-    } catch (failed) {
-      err = failed;
-    }
-    deps.log.error(
-      { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
-      'gateway request failed',
-    );
-    if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
-    else res.destroy();
-  });
+  dispatch(deps, ctx)?.catch((err: unknown) => answerFailure(deps, ctx, err));
 }
 
-const servedPath = (path: string) =>
+/**
+ * A pipeline that failed: a store the gateway cannot do without answers 503 (./answers.ts), anything
+ * else 500 without its stack, logged once; an answer already begun is cut.
+ */
+export function answerFailure(deps: GatewayDeps, ctx: RequestContext, err: unknown): void {
+  const { res } = ctx;
+  try {
+    // The outage itself is logged once per transition by the store's breaker, not once per request.
+    const unavailable = res.headersSent ? null : unavailableRefusal(err);
+    if (unavailable) return refuse(ctx, unavailable);
+  } catch (failed) {
+    err = failed;
+  }
+  deps.log.error(
+    { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
+    'gateway request failed',
+  );
+  if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
+  else res.destroy();
+}
+
+export const servedPath = (path: string) =>
   path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
 
 /** The request line and the client. */
@@ -207,7 +214,7 @@ function contextOf(
 }
 
 /** Metrics and the access line of an answered request. */
-function recordAnswer(
+export function recordAnswer(
   deps: GatewayDeps,
   ctx: RequestContext,
   writeAccess: ((source: AccessLogSource) => void) | null,
@@ -238,7 +245,7 @@ function recordAnswer(
 }
 
 /** The API description, or the interface's pipeline (its promise; a dependency's failure is answered by the caller). */
-function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> | undefined {
+export function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> | undefined {
   try {
     // The API description: before any step, without a key and spending nothing (a client reads it
     // before it holds a key).

@@ -1,0 +1,167 @@
+// The decision of one request without forwarding it: the gateway's own pipeline (src/gateway/v2.ts,
+// v1.ts, the API description first), run on a request another proxy describes, with its last phase
+// replaced (RequestContext.admit). What the pipeline would have answered itself (a refusal, the
+// rate-limit status route, the API description) is captured byte for byte as an `answer`; a request it
+// would have forwarded is an `allow`, with the fields the client's answer carries (X-Request-Id, the
+// rate-limit fields) and the signed identity the service is to receive. Every layer is spent exactly as
+// the same request through the gateway's proxy spends it: this is that code, not a copy of it.
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../access/principal.js';
+import { REQUEST_ID } from '../config/contract.js';
+import type { RouteDef } from '../config/routes.js';
+import type { Api, GatewayDeps, RequestContext } from '../gateway/context.js';
+import type { ResponseFields } from '../gateway/fields.js';
+import { addIdentityFields } from '../gateway/forward-authorized.js';
+import type { Granted } from '../gateway/guards/permission.js';
+import { refuse } from '../gateway/answers.js';
+import { answerFailure, dispatch, recordAnswer, servedPath } from '../gateway/server.js';
+
+/** A request as the proxy asking describes it. */
+export interface DecisionRequest {
+  method: string;
+  /** The origin-form target the client sent (path and query). */
+  target: string;
+  /** The client's request fields, names in lower case (node:http's IncomingHttpHeaders). */
+  headers: IncomingHttpHeaders;
+  /** The client's address, as the caller resolved it (the proxy's X-Forwarded-For, through TRUST_PROXY). */
+  ip: string;
+}
+
+export type Decision = Allow | Answer;
+
+/** The request may go on to the service. */
+export interface Allow {
+  kind: 'allow';
+  requestId: string;
+  /** For the client's answer: X-Request-Id and the rate-limit fields, as a flat name, value list. */
+  clientFields: ResponseFields;
+  /** For the service's request: X-Request-Id and the signed identity (HMAC fields, JWT, as configured). */
+  upstreamFields: string[];
+  principal: Principal;
+  grant: Granted | null;
+  /** The route template matched (metrics, the access log). */
+  route: string;
+}
+
+/** The proxy answers the client itself with exactly this: a refusal, or a route the gateway answers. */
+export interface Answer {
+  kind: 'answer';
+  requestId: string;
+  status: number;
+  fields: ResponseFields;
+  body: Buffer;
+}
+
+/**
+ * Decide one request. Metrics, the access log, the usage history and the console's traffic count it as
+ * they count the gateway's own answers (an allowed request as a 200: the service's status is not known
+ * here). Never rejects: a failure is an `answer` (503 for a store that is down, 500 otherwise).
+ */
+export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Decision> {
+  const rec = new RecordedResponse();
+  let admitted: Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null = null;
+  const ctx = contextOf(r, rec, (principal, grant, route) => {
+    const upstreamFields: string[] = ['x-request-id', ctx.requestId];
+    addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, undefined, deps.clock.now());
+    admitted = { principal, grant, route: `${route.method} ${route.path}`, upstreamFields };
+  });
+  if (!servedPath(ctx.path)) refuse(ctx, { code: 'not_found', message: 'No such route.' });
+  else {
+    try {
+      await dispatch(deps, ctx);
+    } catch (err) {
+      answerFailure(deps, ctx, err);
+    }
+  }
+  const allowed = admitted as Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null;
+  if (allowed) {
+    rec.statusCode = 200;
+    recordAnswer(deps, ctx, null);
+    return { kind: 'allow', requestId: ctx.requestId, clientFields: ctx.head, ...allowed };
+  }
+  if (!rec.ended) {
+    // Neither admitted nor answered: a pipeline that returned without a word is a defect, answered 500.
+    answerFailure(deps, ctx, new Error('the pipeline neither admitted nor answered the request'));
+  }
+  recordAnswer(deps, ctx, null);
+  return { kind: 'answer', requestId: ctx.requestId, status: rec.statusCode, fields: rec.fields, body: rec.body };
+}
+
+/** The RequestContext of a described request: what the guards read, with the admission hook set. */
+function contextOf(
+  r: DecisionRequest,
+  res: RecordedResponse,
+  admit: (principal: Principal, grant: Granted | null, route: RouteDef) => void,
+): RequestContext {
+  const q = r.target.indexOf('?');
+  const path = q === -1 ? r.target : r.target.slice(0, q);
+  const hdrId = r.headers['x-request-id'];
+  const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
+  const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
+  // The guards read the method, the target, the fields (and the raw list for repeated Host lines);
+  // the request is complete: its body, if any, is the proxy's to send on.
+  const rawHeaders: string[] = [];
+  for (const name in r.headers) {
+    const v = r.headers[name];
+    if (Array.isArray(v)) for (const one of v) rawHeaders.push(name, one);
+    else if (v !== undefined) rawHeaders.push(name, v);
+  }
+  const req = {
+    method: r.method,
+    url: r.target,
+    headers: r.headers,
+    rawHeaders,
+    complete: true,
+    socket: { remoteAddress: r.ip },
+  } as unknown as IncomingMessage;
+  return {
+    req,
+    res: res as unknown as ServerResponse,
+    api,
+    requestId,
+    ip: r.ip,
+    method: r.method,
+    path,
+    target: r.target,
+    started: performance.now(),
+    trace: { route: 'unmatched', code: null, organizationId: null, keyId: null },
+    head: ['X-Request-Id', requestId],
+    span: null,
+    upgrade: null,
+    admit,
+  };
+}
+
+/** The part of ServerResponse the gateway's answers write (./answers.ts): one writeHead, one end. */
+class RecordedResponse {
+  statusCode = 200;
+  headersSent = false;
+  destroyed = false;
+  ended = false;
+  fields: ResponseFields = [];
+  body: Buffer = Buffer.alloc(0);
+
+  writeHead(status: number, fields?: ResponseFields): this {
+    this.statusCode = status;
+    this.headersSent = true;
+    if (fields) this.fields = [...fields];
+    return this;
+  }
+
+  setHeader(name: string, value: string | number): this {
+    this.fields.push(name, value);
+    return this;
+  }
+
+  end(chunk?: string | Buffer): this {
+    this.ended = true;
+    if (chunk !== undefined) this.body = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    return this;
+  }
+
+  destroy(): this {
+    this.destroyed = true;
+    return this;
+  }
+}
