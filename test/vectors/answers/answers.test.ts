@@ -51,7 +51,8 @@ function send(c: Call): Promise<{ status: number; headers: http.IncomingHttpHead
   const headers: Record<string, string> = { 'x-forwarded-for': c.ip, ...c.headers };
   if (c.key) headers.authorization = `Bearer ${c.key}`;
   if (c.apiKey) headers['x-api-key'] = c.apiKey;
-  const body = c.body === undefined ? undefined : Buffer.from(typeof c.body === 'string' ? c.body : JSON.stringify(c.body));
+  const body =
+    c.body === undefined ? undefined : Buffer.from(typeof c.body === 'string' ? c.body : JSON.stringify(c.body));
   if (body) {
     headers['content-type'] ??= 'application/json';
     headers['content-length'] = String(body.length);
