@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../access/principal.js';
 import { REQUEST_ID } from '../config/contract.js';
+import { UNSIGNED_BODY } from '../http/identity.js';
 import type { RouteDef } from '../config/routes.js';
 import type { Api, GatewayDeps, RequestContext } from '../gateway/context.js';
 import type { ResponseFields } from '../gateway/fields.js';
@@ -63,7 +64,8 @@ export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Dec
   let admitted: Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null = null;
   const ctx = contextOf(r, rec, (principal, grant, route) => {
     const upstreamFields: string[] = ['x-request-id', ctx.requestId];
-    addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, undefined, deps.clock.now());
+    // Signed without the body, which the proxy asking holds: marked so (src/verifier/digest.ts, UNSIGNED_BODY).
+    addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, UNSIGNED_BODY, deps.clock.now());
     admitted = { principal, grant, route: `${route.method} ${route.path}`, upstreamFields };
   });
   if (!servedPath(ctx.path)) refuse(ctx, { code: 'not_found', message: 'No such route.' });

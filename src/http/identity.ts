@@ -3,9 +3,10 @@
 // upstream would: the identity's type, the Content-Digest and the signature's age are defined there once.
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Identity } from '../verifier/index.js';
+import { UNSIGNED_BODY } from '../verifier/digest.js';
 
 export type { Identity };
-export { contentDigest } from '../verifier/digest.js';
+export { contentDigest, UNSIGNED_BODY } from '../verifier/digest.js';
 
 export function encodeIdentity(id: Identity): string {
   return Buffer.from(JSON.stringify(id)).toString('base64url');
@@ -26,6 +27,9 @@ function keyOf(secret: string): KeyObject {
  * The signature of docs/decisions.md section 5, extended for requests with a body: when a body is forwarded,
  * its RFC 9530 `Content-Digest` value is signed too, on a line of its own after the identity, so a
  * captured signature cannot carry another body. Body-less requests sign exactly the contract's string.
+ * A decision for another proxy, which never sees the body, passes UNSIGNED_BODY for the digest: the
+ * signature is then marked as made without the body (`unsigned-body:<hex>`), which a verifier accepts
+ * with a body only when told to (src/verifier/index.ts, acceptUnsignedBody).
  */
 export function sign(
   secret: string,
@@ -41,5 +45,5 @@ export function sign(
     .update(`${timestamp}\n${requestId}\n${method}\n${path}\n`)
     .update(identity);
   if (contentDigest !== undefined) mac.update(`\n${contentDigest}`);
-  return mac.digest('hex');
+  return contentDigest === UNSIGNED_BODY ? `${UNSIGNED_BODY}:${mac.digest('hex')}` : mac.digest('hex');
 }

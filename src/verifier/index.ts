@@ -8,12 +8,17 @@
 //     timestamp \n requestId \n method \n target \n identity            (no body forwarded)
 //     timestamp \n requestId \n method \n target \n identity \n digest  (a body: digest = the Content-Digest value)
 //   where Content-Digest is `sha-256=:<base64 SHA-256 of the body>:` (RFC 9530).
+//   A decision of keygate's decision service (forward-auth: nginx, Traefik, Envoy; it never sees the body)
+//   signs `unsigned-body` in the digest's place and sends X-Gateway-Signature = `unsigned-body:<hex>`.
+//   Such a request is accepted without a body; with one only when the verifier is given
+//   `acceptUnsignedBody: true` (the signature then covers method, target and identity, not the body).
 // JWT (IDENTITY_FORMAT jwt|both, public keys at http://<gateway>:ADMIN_PORT/.well-known/jwks.json):
 //   EdDSA or ES256, iss "keygate", aud = IDENTITY_JWT_AUDIENCE (the verifier requires it unless told
 //   `anyAudience: true`), 60 s lifetime (iat at most 60 s old and exp ahead, each with one 5 s clock
 //   tolerance), jti a non-empty string, htm = method,
 //   htu = request target (path and query) when it is at most 512 bytes, else htd = base64url
-//   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one,
+//   SHA-256 of the target (the token's size does not grow with the target's), cd = Content-Digest of the body when there is one
+//   (`unsigned-body` for a decision of the decision service, as above),
 //   kg = the identity.
 // The identity's optional `metadata` is the key's JSON object as its operator set it (absent when none).
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
@@ -49,6 +54,7 @@ export type VerificationFailure =
   | 'stale' // timestamp or token outside the 60 s window
   | 'bad_signature' // the signature does not match what was forwarded
   | 'digest_missing' // a body arrived without a signed digest
+  | 'body_unsigned' // a body arrived under a decision's signature, made without it (see acceptUnsignedBody)
   | 'digest_mismatch' // the body is not the one that was signed
   | 'body_required' // a digest was signed but the caller passed no body to check it against
   | 'wrong_audience'
@@ -86,9 +92,20 @@ export interface ReplayCache {
   firstSeen(id: string, expiresAtMs: number): boolean | Promise<boolean>;
 }
 
-import { MAX_AGE_MS, contentDigest } from './digest.js';
+import { MAX_AGE_MS, UNSIGNED_BODY, contentDigest } from './digest.js';
 
-export { MAX_AGE_MS, contentDigest };
+export { MAX_AGE_MS, UNSIGNED_BODY, contentDigest };
+
+export interface BodyOptions {
+  /**
+   * Accept a body under a signature keygate's decision service made without it (forward-auth: nginx's
+   * auth_request, Traefik's ForwardAuth, Envoy's external authorization never show it the body). The
+   * request's method, target and identity are still verified; its body is then the proxy's word alone,
+   * so set this only where the path from the proxy to this service is trusted. Default false: such a
+   * request is accepted only without a body, and the gateway's own signatures never depend on it.
+   */
+  acceptUnsignedBody?: boolean;
+}
 
 /** The string the gateway's HMAC signs (see the top of this file). */
 export function hmacSigningString(p: {
@@ -112,10 +129,10 @@ export function hmacSigningString(p: {
 export async function verifyHmacIdentity(
   secret: string,
   request: ForwardedRequest & { headers: HeaderSource },
-  opts: { now?: () => number; maxAgeMs?: number; replay?: ReplayCache } = {},
+  opts: { now?: () => number; maxAgeMs?: number; replay?: ReplayCache } & BodyOptions = {},
 ): Promise<Identity> {
   const signed = verifyHmacHeaders(secret, request, opts);
-  const identity = verifySignedBody(signed, request.body);
+  const identity = verifySignedBody(signed, request.body, opts);
   if (opts.replay && !(await opts.replay.firstSeen(`hmac:${signed.signature}`, signed.expiresAtMs))) {
     throw new IdentityVerificationError('replayed', 'this signature was already used');
   }
@@ -128,6 +145,8 @@ export interface SignedHmacHeaders {
   signature: string;
   /** The signed Content-Digest value, when the request carries one. */
   contentDigest: string | undefined;
+  /** The signature is a decision's, made without the body (`unsigned-body:<hex>`). */
+  bodyUnsigned: boolean;
   /** When the signature stops being valid (its timestamp plus the maximum age). */
   expiresAtMs: number;
 }
@@ -151,9 +170,15 @@ export function verifyHmacHeaders(
   if (!identity || !timestamp || !signature || !requestId) {
     throw new IdentityVerificationError('missing', 'the gateway identity headers are missing');
   }
-  if (!/^\d{1,16}$/.test(timestamp) || !/^[0-9a-f]{64}$/.test(signature)) {
+  const mac = /^(unsigned-body:)?([0-9a-f]{64})$/.exec(signature);
+  if (!/^\d{1,16}$/.test(timestamp) || !mac) {
     throw new IdentityVerificationError('malformed', 'the gateway identity headers are malformed');
   }
+  // A decision's mark is signed in the digest's place: the mark cannot be added to, or cut from, a signature.
+  const bodyUnsigned = mac[1] !== undefined;
+  // Only a marked signature signs the mark (and a Content-Digest never takes that form).
+  if (!bodyUnsigned && digest === UNSIGNED_BODY)
+    throw new IdentityVerificationError('malformed', 'the gateway identity headers are malformed');
   const now = (opts.now ?? Date.now)();
   const maxAge = opts.maxAgeMs ?? MAX_AGE_MS;
   if (Math.abs(now - Number(timestamp)) > maxAge)
@@ -166,27 +191,32 @@ export function verifyHmacHeaders(
         method: request.method,
         target: request.target,
         identity,
-        contentDigest: digest,
+        contentDigest: bodyUnsigned ? UNSIGNED_BODY : digest,
       }),
     )
     .digest();
-  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex')))
+  if (!timingSafeEqual(expected, Buffer.from(mac[2], 'hex')))
     throw new IdentityVerificationError('bad_signature', 'the identity signature does not match');
   return {
     identity: decodeIdentity(() => JSON.parse(Buffer.from(identity, 'base64url').toString('utf8'))),
     signature,
-    contentDigest: digest,
+    contentDigest: bodyUnsigned ? undefined : digest,
+    bodyUnsigned,
     expiresAtMs: Number(timestamp) + maxAge,
   };
 }
 
 /** The second half: the body is the one the headers signed (no digest, no body); then the identity holds. */
-export function verifySignedBody(signed: SignedHmacHeaders, body: ForwardedRequest['body']): Identity {
-  checkBody(signed.contentDigest, body);
+export function verifySignedBody(
+  signed: SignedHmacHeaders,
+  body: ForwardedRequest['body'],
+  opts: BodyOptions = {},
+): Identity {
+  checkBody(signed.bodyUnsigned ? UNSIGNED_BODY : signed.contentDigest, body, opts);
   return signed.identity;
 }
 
-export interface JwtVerifierOptions {
+export interface JwtVerifierOptions extends BodyOptions {
   /** The gateway's JWKS, e.g. `http://gateway:9090/.well-known/jwks.json` (fetched and cached by jose)... */
   jwksUrl?: string | URL;
   /** ...or the JWKS document itself. */
@@ -267,7 +297,7 @@ export function createJwtVerifier(
     }
     if (claims.cd !== undefined && typeof claims.cd !== 'string')
       throw new IdentityVerificationError('malformed', 'the cd claim is malformed');
-    checkBody(claims.cd as string | undefined, request.body);
+    checkBody(claims.cd as string | undefined, request.body, o);
     const identity = decodeIdentity(() => claims.kg);
     // Remembered for as long as the token verifies: the clock tolerance extends both its exp and its age.
     const tolerance = o.clockToleranceSec ?? 5;
@@ -314,9 +344,17 @@ function header(h: HeaderSource, name: string): string | undefined {
   return v ?? undefined;
 }
 
-/** No digest: no body. A digest: the body's own digest must equal it. */
-function checkBody(signedDigest: string | undefined, body: ForwardedRequest['body']): void {
+/**
+ * No digest: no body. A digest: the body's own digest must equal it. A decision's mark (no real digest
+ * takes that form): no body, or any body when the caller accepts unsigned bodies.
+ */
+function checkBody(signedDigest: string | undefined, body: ForwardedRequest['body'], opts: BodyOptions): void {
   const length = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  if (signedDigest === UNSIGNED_BODY) {
+    if (length > 0 && opts.acceptUnsignedBody !== true)
+      throw new IdentityVerificationError('body_unsigned', 'the body is not covered by the decision signature');
+    return;
+  }
   if (signedDigest === undefined) {
     if (length > 0) throw new IdentityVerificationError('digest_missing', 'the body is not covered by the signature');
     return;

@@ -6,7 +6,7 @@ import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { decide, type Decision } from '../../src/decision/decide.js';
 import type { GatewayDeps } from '../../src/gateway/context.js';
-import { sign } from '../../src/http/identity.js';
+import { UNSIGNED_BODY, sign } from '../../src/http/identity.js';
 
 let s: Stack;
 let deps: GatewayDeps;
@@ -48,7 +48,7 @@ describe('decide', () => {
     const ts = up.get('x-gateway-timestamp')!;
     const identity = up.get('x-gateway-identity')!;
     expect(up.get('x-gateway-signature')).toBe(
-      sign(s.gatewaySecret, ts, d.requestId, 'GET', '/v2/workspaces/100/accounts?x=1', identity),
+      sign(s.gatewaySecret, ts, d.requestId, 'GET', '/v2/workspaces/100/accounts?x=1', identity, UNSIGNED_BODY),
     );
     const again = await ask('GET', '/v2/workspaces/100/accounts', { authorization: `Bearer ${K.wsAdmin}` });
     expect(again.kind === 'allow' && fieldsOf(again.clientFields).get('x-ratelimit-remaining')).toBe('18');
