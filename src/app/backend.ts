@@ -41,6 +41,7 @@ export async function startBackend(o: AppParts & { port: number }): Promise<Star
       gatewaySecret: s.GATEWAY_SECRET,
       internalToken: s.INTERNAL_TOKEN,
       bodyLimitBytes: s.BODY_LIMIT_BYTES,
+      acceptUnsignedBody: s.BACKEND_UNSIGNED_BODY === 'accept',
       googleProfileUrl: s.GOOGLE_PROFILE_URL,
       microsoftProfileUrl: s.MICROSOFT_PROFILE_URL,
       googleAdminUrl: s.GOOGLE_ADMIN_URL,

@@ -195,7 +195,8 @@ async function handle(
   const buf = bodyless ? Buffer.alloc(0) : await readBody(req, svc.config.bodyLimitBytes);
   if (buf === 'too_large') return fail(new ApiError('payload_too_large'));
   // The signature covers the body through its Content-Digest (RFC 9530), and is good once.
-  const identity = signed && unlessRefused(() => verifySignedBody(signed, buf));
+  const identity =
+    signed && unlessRefused(() => verifySignedBody(signed, buf, { acceptUnsignedBody: svc.config.acceptUnsignedBody }));
   if (signed && (!identity || !replays.firstUse(signed.signature, svc.clock.now()))) return unauthenticated();
   const parsed = jsonOf(buf);
   if (!parsed) return fail(new ApiError('invalid_request', 'Request body is not valid JSON.'));

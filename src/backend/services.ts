@@ -10,6 +10,8 @@ export interface BackendConfig {
   gatewaySecret: string;
   internalToken: string;
   bodyLimitBytes: number;
+  /** BACKEND_UNSIGNED_BODY=accept: a body under a forward-auth decision's signature, which does not cover it. */
+  acceptUnsignedBody?: boolean;
   googleProfileUrl: string;
   microsoftProfileUrl: string;
   googleAdminUrl: string;

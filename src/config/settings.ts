@@ -108,6 +108,9 @@ export const settingsSchema = z
       })
       .optional(),
     IDENTITY_JWT_AUDIENCE: z.string().min(1).max(256).optional(),
+    // The reference backend behind another proxy that keygate's decision service authorizes (docs/forward-auth.md):
+    // `accept` takes a body under a decision's signature, which is made without it (src/verifier acceptUnsignedBody).
+    BACKEND_UNSIGNED_BODY: z.enum(['refuse', 'accept']).default('refuse'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // The gateway's access log line per request, at info (src/ops/logger.ts accessLogFields).
     ACCESS_LOG: z.enum(['on', 'off']).default('on'),

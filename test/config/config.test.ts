@@ -36,6 +36,7 @@ describe('settings', () => {
     [{ RATE_LIMIT_FAILURE_MODE: 'maybe' }, /^setting RATE_LIMIT_FAILURE_MODE: /],
     [{ REDIS_URL: 'not a url' }, /^setting REDIS_URL: /],
     [{ LOG_LEVEL: 'loud' }, /^setting LOG_LEVEL: /],
+    [{ BACKEND_UNSIGNED_BODY: 'yes' }, /^setting BACKEND_UNSIGNED_BODY: /],
     [{ GATEWAY_MAX_CONNECTIONS: '0' }, /^setting GATEWAY_MAX_CONNECTIONS: /],
     [{ GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: 'many' }, /^setting GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: /],
     [{ ADMIN_API_MAX_CONNECTIONS: '1.5' }, /^setting ADMIN_API_MAX_CONNECTIONS: /],
