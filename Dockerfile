@@ -9,6 +9,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# Envoy's gRPC external authorization's .proto files: `npm run build` copies them into dist/proto/.
+COPY proto ./proto
 RUN npm run build
 
 # ---- runtime: production dependencies, compiled JavaScript, SQL migrations, data files ---------

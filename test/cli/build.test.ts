@@ -61,7 +61,15 @@ beforeAll(async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'kg-build-'));
   copy = join(tmp, 'keygate');
   // What the Dockerfile's build stage copies.
-  for (const p of ['src', 'config', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+  for (const p of [
+    'src',
+    'proto',
+    'config',
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+  ])
     cpSync(join(ROOT, p), join(copy, p), { recursive: true });
   allModules = join(ROOT, 'node_modules');
   prodModules = productionModules(join(tmp, 'prod'));
@@ -84,6 +92,7 @@ describe('npm run build', () => {
     expect(firstRun.stderr).toContain('keygate: dist/ is missing: building it (npm run build)');
     expect(firstRun.stdout).toMatch(/^usage: keygate <command>/);
     expect(existsSync(join(copy, 'dist/db/migrations/001_access.sql'))).toBe(true);
+    expect(existsSync(join(copy, 'dist/proto/envoy/service/auth/v3/external_auth.proto'))).toBe(true);
   });
 
   it('puts the SQL migrations next to the compiled module that reads them', () => {
