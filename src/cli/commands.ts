@@ -2,7 +2,18 @@
 // loading the key-management commands, which bring the service layer and parts of the backend a gateway
 // process never uses (about 8 MB of its resident memory).
 export const PROGRAMS = ['start', 'gateway', 'backend', 'migrate', 'seed'] as const;
-export const ADMIN_COMMANDS = ['keys', 'orgs', 'sessions', 'audit', 'admin-tokens', 'limits', 'usage'] as const;
+export const ADMIN_COMMANDS = [
+  'keys',
+  'orgs',
+  'sessions',
+  'audit',
+  'admin-tokens',
+  'limits',
+  'usage',
+  'export',
+  'diff',
+  'apply',
+] as const;
 
 /** Whether the command line asks for help (`--help` or `-h` anywhere, `help [command]`) or `--version`. */
 export function asksForHelp(argv: readonly string[]): boolean {

@@ -7,6 +7,7 @@ import type { CommandSpec } from './args.js';
 import { type PROGRAMS } from './commands.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { COMMAND_SPECS } from './specs.js';
+import { STATE_SPECS } from './state-specs.js';
 
 const EXIT_CODES = 'Exit codes: 0 done, 1 refused (not found), 2 bad arguments or settings.';
 const TIME = '<time>: 2026-12-31T23:59:59Z (a zone is required), 2026-12-31 (UTC midnight) or +30d, +12h, +90m.';
@@ -48,7 +49,11 @@ const PROGRAM_SPECS: Record<(typeof PROGRAMS)[number], CommandSpec> = {
   ),
 };
 
-const specs = (): CommandSpec[] => [...Object.values(PROGRAM_SPECS), ...Object.values(COMMAND_SPECS)];
+const specs = (): CommandSpec[] => [
+  ...Object.values(PROGRAM_SPECS),
+  ...Object.values(COMMAND_SPECS),
+  ...Object.values(STATE_SPECS),
+];
 
 /** A paragraph in lines of at most 100 characters. */
 function wrap(text: string): string[] {
@@ -66,6 +71,7 @@ const forms = (s: CommandSpec): string[] => s.synopsis.map((f) => `${s.name}${f 
 
 export function generalUsage(): string {
   const admin = Object.values(COMMAND_SPECS).flatMap(forms);
+  const state = Object.values(STATE_SPECS).flatMap(forms);
   return [
     'usage: keygate <command>',
     '',
@@ -75,6 +81,9 @@ export function generalUsage(): string {
     '',
     'key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateways use Redis):',
     ...admin.map((l) => `  ${l}`),
+    '',
+    'declarative state (docs/declarative-state.md):',
+    ...state.map((l) => `  ${l}`),
     '',
     TIME,
     'Every change is audited (the operator is the OS user). Every command takes --json (one JSON',

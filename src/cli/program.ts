@@ -14,6 +14,7 @@ import { sessionsCommand } from './sessions.js';
 import { auditCommand } from './audit.js';
 import { adminTokensCommand } from './admin-tokens.js';
 import { usageCommand } from './usage.js';
+import { stateCommand } from './state.js';
 
 export async function runAdminCommand(settings: Settings, argv: readonly string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
@@ -29,5 +30,7 @@ export async function runAdminCommand(settings: Settings, argv: readonly string[
   if (command === 'audit') return auditCommand(open, sub, rest);
   if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
   if (command === 'usage') return usageCommand(open, sub, rest);
+  if (command === 'export' || command === 'diff' || command === 'apply')
+    return stateCommand(open, command, argv.slice(1));
   return sessionsCommand(open, sub, rest);
 }

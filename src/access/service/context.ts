@@ -11,7 +11,8 @@ import type { MinRole } from '../../config/routes.js';
 export type Actor =
   | { kind: 'admin-token'; id: string; name: string }
   | { kind: 'user'; id: number }
-  | { kind: 'cli'; osUser: string }
+  /** `name`: what ran as the operator, when not a plain command (`apply state.yaml`). */
+  | { kind: 'cli'; osUser: string; name?: string }
   | { kind: 'internal' }
   | { kind: 'seed' }
   /** A /v2 request's API key (a workspace's members changed through the gateway). */
@@ -69,7 +70,7 @@ export function actorColumns(actor: Actor): { kind: Actor['kind']; id: string | 
     case 'api-key':
       return { kind: actor.kind, id: String(actor.id), name: null };
     case 'cli':
-      return { kind: actor.kind, id: actor.osUser, name: null };
+      return { kind: actor.kind, id: actor.osUser, name: actor.name ?? null };
     default:
       return { kind: actor.kind, id: null, name: null };
   }

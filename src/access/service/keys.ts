@@ -4,7 +4,7 @@
 // once and stored only as its keyed hash.
 import type { Queryable, Row } from '../../db/types.js';
 import { ROLES, type Role } from '../../config/routes.js';
-import { generateSecret, hashSecret, hintOf, type KeyType } from '../secrets.js';
+import { generateSecret, hashSecret, hintOf, keyTypeOf, type KeyType } from '../secrets.js';
 import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
@@ -202,6 +202,8 @@ export interface CreateKeyInput {
   createdBy?: number;
   expiresAt?: Date | null;
   metadata?: KeyMetadata | null;
+  /** A secret made elsewhere (a secret store's, for `keygate apply`); absent: a new one. Of the key's type. */
+  secret?: string;
 }
 
 /** Where a new key belongs: its organization and, by type, its workspace and role or its user. */
@@ -323,7 +325,9 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
     throw new ServiceError('invalid', `role must be one of ${ROLES.join(', ')}`, 'role', 'role');
   const expiresAt = input.expiresAt === undefined ? null : checkExpiresAt(input.expiresAt);
   const metadata = input.metadata === undefined ? null : checkMetadata(input.metadata);
-  const secret = generateSecret(input.type);
+  if (input.secret !== undefined && keyTypeOf(input.secret) !== input.type)
+    throw new ServiceError('invalid', `secret: not a ${input.type} key's secret`, 'secret', 'secret');
+  const secret = input.secret ?? generateSecret(input.type);
   const now = nowOf(ctx);
   const created = await ctx.db.tx(async (q) => {
     const b = await bindingOf(q, input, await actingUser(q, ctx));
