@@ -1,4 +1,4 @@
-// README, "Fronting your service": the block between the fronting markers is run as written, in a copy
+// docs/fronting.md: the block between the fronting markers is run as written, in a copy
 // of the repository, by bash, on free ports and a fresh database: build, the stand-in service, the seed,
 // a key minted with the CLI, the gateway in front of the service, and the calls through it.
 import { spawn, spawnSync } from 'node:child_process';
@@ -15,9 +15,9 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 // machine, CI included); a laptop without them skips it.
 const CAN = Boolean(process.env.DATABASE_URL && process.env.REDIS_URL) && spawnSync('curl', ['--version']).status === 0;
 
-/** The README's block, with its fixed ports and database replaced by this run's. */
+/** The page's block, with its fixed ports and database replaced by this run's. */
 function readmeBlock(sub: Record<string, string>): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'fronting.md'), 'utf8');
   const begin = readme.indexOf('<!-- fronting:begin -->');
   const end = readme.indexOf('<!-- fronting:end -->');
   expect(begin).toBeGreaterThan(0);
@@ -98,7 +98,7 @@ const answers = () =>
     })
     .filter((a) => a && !('level' in a));
 
-describe.runIf(CAN)('README, Fronting your service', () => {
+describe.runIf(CAN)('docs/fronting.md, Fronting your service', () => {
   it('runs to the end', () => {
     expect(exitCode, output).toBe(0);
   });
