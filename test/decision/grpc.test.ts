@@ -33,7 +33,7 @@ interface CheckResponse {
 }
 
 /** The bytes of the last exchange, as they crossed the wire. */
-const wire = { request: Buffer.alloc(0), response: Buffer.alloc(0) };
+const wire: { request: Buffer; response: Buffer } = { request: Buffer.alloc(0), response: Buffer.alloc(0) };
 
 /** A client of the published service that keeps the bytes it sends and receives; `raw` sends given bytes. */
 function client(address: string, raw?: Buffer) {
