@@ -452,14 +452,18 @@ class Planner {
     keys.forEach((k, j) => {
       const at = `${path}.keys[${j}]`;
       const what = `key ${q(k.name)} of ${orgWhat}`;
-      checkKey(this.ctx, k, at, o, this.o, this.mistakes);
+      const found: string[] = [];
+      checkKey(this.ctx, k, at, o, this.o, found);
+      this.mistakes.push(...found);
       const to = canonicalKey(k);
       const cur =
         h && matchOne(h.keys, (x) => x.doc.name === k.name, `${at}.name`, 'live keys so named', this.mistakes);
       if (!cur) return this.createKey(o, k, to, what);
-      for (const f of fieldChanges(cur.doc, to, KEY_FIXED))
+      // A field already refused (an unknown scope) is not also told it differs from the database's.
+      const refused = (field: string) => found.some((m) => m.startsWith(`${at}.${field}`));
+      for (const f of fieldChanges(cur.doc, to, KEY_FIXED).filter((c) => !refused(c.field)))
         this.mistakes.push(
-          `${at}.${f.field}: a key's ${f.field} does not change (${q(f.from) ?? 'absent'} in the database, ${q(f.to) ?? 'absent'} here); give the key a new name to replace it`,
+          `${at}.${f.field}: a key's ${f.field} cannot change (${q(f.from) ?? 'absent'} in the database, ${q(f.to) ?? 'absent'} here); give the key a new name to replace it`,
         );
       const fields = fieldChanges(cur.doc, to, KEY_CHANGEABLE);
       if (!fields.length) return;
@@ -528,7 +532,7 @@ class Planner {
       );
       if (cur && cur.doc.role !== t.role)
         this.mistakes.push(
-          `${at}.role: an admin token's role does not change (${q(cur.doc.role)} in the database); give it a new name to replace it`,
+          `${at}.role: an admin token's role cannot change (${q(cur.doc.role)} in the database); give it a new name to replace it`,
         );
       if (cur) return;
       this.add('create', what, [{ field: 'role', to: t.role }], async (r) => {

@@ -153,7 +153,7 @@ describe('export, diff and apply', () => {
         'organizations[0].keys[0].scopes[1]: unknown scope "acounts:read"',
         `organizations[0].keys[${n - 2}].workspace: no workspace "Nowhere" in this organization's workspaces`,
         `organizations[0].keys[${n - 1}].name: duplicate of organizations[0].keys[${n - 2}].name`,
-        `organizations[0].keys[${wsAdmin}].role: a key's role does not change ("ADMIN" in the database, "VIEWER" here); give the key a new name to replace it`,
+        `organizations[0].keys[${wsAdmin}].role: a key's role cannot change ("ADMIN" in the database, "VIEWER" here); give the key a new name to replace it`,
         'organizations[1].plan: unknown plan "platinum" (not in PLANS_FILE)',
       ]),
     );
