@@ -14,6 +14,8 @@ export const X = {
   wide: testSecret('svc_ws_', 'AnswersWide'),
   unknown: testSecret('svc_ws_', 'AnswersUnknown'),
   unknownPartner: testSecret('svc_v1_', 'AnswersUnknown'),
+  revoked: testSecret('svc_ws_', 'AnswersRevoked'),
+  expired: testSecret('svc_ws_', 'AnswersExpired'),
   /** A partner key of organization 3, whose API access is off. */
   noAccessPartner: testSecret('svc_v1_', 'AnswersNoAccess'),
 };
@@ -66,6 +68,26 @@ export const EXTRA_SEED = {
       scopes: ALL_SCOPES,
       createdBy: 10,
       limits: { read: 500 },
+    },
+    {
+      id: 1091,
+      secret: X.revoked,
+      name: 'revoked',
+      workspaceId: 100,
+      role: 'ADMIN',
+      scopes: ALL_SCOPES,
+      createdBy: 10,
+      revoked: true,
+    },
+    {
+      id: 1092,
+      secret: X.expired,
+      name: 'expired',
+      workspaceId: 100,
+      role: 'ADMIN',
+      scopes: ALL_SCOPES,
+      createdBy: 10,
+      expiresAt: '2026-01-01T00:00:00Z',
     },
   ],
 };
@@ -256,6 +278,8 @@ export const CORPUS: Step[] = [
   },
   { name: 'v2 unknown key', method: 'GET', path: `${W}/accounts`, key: X.unknown, ip: '10.3.0.3' },
   { name: 'v2 malformed key', method: 'GET', path: `${W}/accounts`, key: 'svc_ws_short', ip: '10.3.0.4' },
+  { name: 'v2 revoked key', method: 'GET', path: `${W}/accounts`, key: X.revoked, ip: '10.3.0.9' },
+  { name: 'v2 expired key', method: 'GET', path: `${W}/accounts`, key: X.expired, ip: '10.3.0.10' },
   { name: 'v2 partner key (wrong type)', method: 'GET', path: `${W}/accounts`, key: K.partner, ip: '10.3.0.5' },
   { name: 'v2 dot segment', method: 'GET', path: `${W}/%2e%2e/accounts`, key: K.wsAdmin, ip: '10.3.0.6' },
   { name: 'v2 empty segment', method: 'GET', path: `${W}//accounts`, key: K.wsAdmin, ip: '10.3.0.6' },
@@ -281,6 +305,24 @@ export const CORPUS: Step[] = [
   // -- /v2 refusals of a resolved key.
   { name: 'v2 unknown route', method: 'GET', path: `${W}/nothing-here`, key: K.wsAdmin, ip: '10.4.0.1' },
   { name: 'v2 method not allowed', method: 'DELETE', path: `${W}/tags`, key: K.wsAdmin, ip: '10.4.0.1' },
+  { name: 'v2 method outside the API', method: 'TRACE', path: `${W}/tags`, key: K.wsAdmin, ip: '10.4.0.1' },
+  {
+    name: 'v2 method override is not believed',
+    method: 'POST',
+    path: `${W}/accounts/bulk-status`,
+    key: K.wsViewer,
+    headers: { 'x-http-method-override': 'DELETE' },
+    body: { accountIds: [5000] },
+    ip: '10.4.0.1',
+  },
+  {
+    name: 'v2 personal key: quotas write',
+    method: 'PATCH',
+    path: '/v2/workspaces/quotas',
+    key: K.ownerPk,
+    body: { quotas: [{ workspaceId: 101, dailyWarmupBudget: 50 }] },
+    ip: '10.4.0.1',
+  },
   { name: 'v2 outside /v2/workspaces', method: 'GET', path: '/v2/elsewhere', key: K.wsAdmin, ip: '10.4.0.1' },
   {
     name: 'v2 other workspace (same org)',
@@ -514,6 +556,13 @@ export const CORPUS: Step[] = [
   { name: 'v1 unknown route', method: 'GET', path: '/v1/nothing-here', apiKey: K.partner, ip: '10.10.0.6' },
   { name: 'v1 method not allowed', method: 'PUT', path: '/v1/email-accounts', apiKey: K.partner, ip: '10.10.0.6' },
   { name: 'v1 dot segment', method: 'GET', path: '/v1/%2e%2e/email-accounts', apiKey: K.partner, ip: '10.10.0.6' },
+  {
+    name: 'v1 target too long',
+    method: 'GET',
+    path: `/v1/email-accounts?limit=${'1'.repeat(9000)}`,
+    apiKey: K.partner,
+    ip: '10.10.0.6',
+  },
   {
     name: 'v1 body too large',
     method: 'POST',
