@@ -17,6 +17,7 @@ import { addIdentityFields } from '../gateway/forward-authorized.js';
 import type { Granted } from '../gateway/guards/permission.js';
 import { refuse } from '../gateway/answers.js';
 import { answerFailure, dispatch, recordAnswer, servedPath } from '../gateway/server.js';
+import type { AccessLogSource } from '../ops/logger.js';
 
 /** A request as the proxy asking describes it. */
 export interface DecisionRequest {
@@ -59,7 +60,12 @@ export interface Answer {
  * they count the gateway's own answers (an allowed request as a 200: the service's status is not known
  * here). Never rejects: a failure is an `answer` (503 for a store that is down, 500 otherwise).
  */
-export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Decision> {
+export async function decide(
+  deps: GatewayDeps,
+  r: DecisionRequest,
+  /** The access log's writer (accessLogWriter, built once per listener), when ACCESS_LOG is on. */
+  writeAccess: ((source: AccessLogSource) => void) | null = null,
+): Promise<Decision> {
   const rec = new RecordedResponse();
   let admitted: Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null = null;
   const ctx = contextOf(r, rec, (principal, grant, route) => {
@@ -79,14 +85,14 @@ export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Dec
   const allowed = admitted as Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null;
   if (allowed) {
     rec.statusCode = 200;
-    recordAnswer(deps, ctx, null);
+    recordAnswer(deps, ctx, writeAccess);
     return { kind: 'allow', requestId: ctx.requestId, clientFields: ctx.head, ...allowed };
   }
   if (!rec.ended) {
     // Neither admitted nor answered: a pipeline that returned without a word is a defect, answered 500.
     answerFailure(deps, ctx, new Error('the pipeline neither admitted nor answered the request'));
   }
-  recordAnswer(deps, ctx, null);
+  recordAnswer(deps, ctx, writeAccess);
   return { kind: 'answer', requestId: ctx.requestId, status: rec.statusCode, fields: rec.fields, body: rec.body };
 }
 

@@ -19,12 +19,13 @@ import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '..
 import { describe } from './describe.js';
 import { answerToken, readAnswerToken } from './answer-token.js';
 import { verifyApi } from './verify-api.js';
-import { decideWithCors } from './cors.js';
+import { decider, type Decider } from './cors.js';
 
 export function createDecisionServer(deps: GatewayDeps): http.Server {
   // Slow heads are found within a second of their timeout, as on the gateway's listener.
+  const decide = decider(deps);
   const server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
-    handle(deps, req, res).catch((err: unknown) => failed(deps, req, res, err));
+    handle(deps, decide, req, res).catch((err: unknown) => failed(deps, req, res, err));
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 10_000;
@@ -40,19 +41,19 @@ export function createDecisionServer(deps: GatewayDeps): http.Server {
   return server;
 }
 
-async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(deps: GatewayDeps, decide: Decider, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  if (path === '/auth') return authorize(deps, req, res, undefined);
+  if (path === '/auth') return authorize(deps, decide, req, res, undefined);
   if (path === '/envoy' || path.startsWith('/envoy/')) {
     const rest = url.slice('/envoy'.length);
-    return authorize(deps, req, res, rest[0] === '/' ? rest : `/${rest}`);
+    return authorize(deps, decide, req, res, rest[0] === '/' ? rest : `/${rest}`);
   }
   if (path === '/answer') return render(deps, req, res);
   if (path === '/verify') {
     if (req.method !== 'POST') return sendError(req, res, 'method_not_allowed', 'The verify API takes POST.');
-    const out = await verifyApi(deps, req);
+    const out = await verifyApi(deps, decide, req);
     if ('code' in out) return sendError(req, res, out.code, out.message, out.details);
     return sendJson(res, 200, out.body);
   }
@@ -66,13 +67,14 @@ async function handle(deps: GatewayDeps, req: IncomingMessage, res: ServerRespon
 /** /auth and /envoy/...: decide the described request and answer the proxy in its own terms. */
 async function authorize(
   deps: GatewayDeps,
+  decide: Decider,
   req: IncomingMessage,
   res: ServerResponse,
   envoyTarget: string | undefined,
 ): Promise<void> {
   const d = describe(req, deps.trusted, envoyTarget);
   if (!d.ok) return sendError(req, res, 'invalid_request', d.message, { field: d.field });
-  const decision = await decideWithCors(deps, d.request);
+  const decision = await decide(d.request);
   if (decision.kind === 'allow') {
     const fields = merged(decision.upstreamFields, decision.clientFields);
     fields.push('content-length', 0);

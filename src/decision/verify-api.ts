@@ -11,7 +11,7 @@ import { jsonOf, readBody } from '../http/body.js';
 import type { CodeB } from '../http/errors.js';
 import { identityOf } from '../gateway/identity-headers.js';
 import { METHODS, ORIGIN_FORM } from './describe.js';
-import { decideWithCors } from './cors.js';
+import type { Decider } from './cors.js';
 
 /** A verify request is a key and a request line: a few hundred bytes. */
 export const VERIFY_BODY_MAX = 16 * 1024;
@@ -39,7 +39,7 @@ interface LimitView {
 export type VerifyOutcome =
   { body: VerifyAnswer } | { code: CodeB; message: string; details?: Record<string, unknown> };
 
-export async function verifyApi(deps: GatewayDeps, req: IncomingMessage): Promise<VerifyOutcome> {
+export async function verifyApi(deps: GatewayDeps, decide: Decider, req: IncomingMessage): Promise<VerifyOutcome> {
   const raw = await readBody(req, VERIFY_BODY_MAX);
   if (raw === 'too_large') return { code: 'payload_too_large', message: `The body exceeds ${VERIFY_BODY_MAX} bytes.` };
   const parsed = parseVerify(jsonOf(raw)?.value);
@@ -47,7 +47,7 @@ export async function verifyApi(deps: GatewayDeps, req: IncomingMessage): Promis
   const { key, method, path } = parsed;
   const v1 = path === '/v1' || path.startsWith('/v1/');
   const ip = parsed.ip ?? clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted);
-  const d = await decideWithCors(deps, {
+  const d = await decide({
     method,
     target: path,
     headers: v1 ? { 'x-api-key': key } : { authorization: `Bearer ${key}` },
