@@ -2,7 +2,8 @@
 // builds (and the bare proxy) side by side in front of the trivial upstream, on one private
 // redis-server and one PostgreSQL schema, interleaved over rounds: CPU µs per request of each process
 // (user + system from /proc/<pid>/stat over the window) and its ratio to the first target, round by
-// round; with AB_FIXED, each target also at a fixed paced rate, with the slow requests grouped into
+// round, and the read and write system calls per request of each (/proc/<pid>/io: a count, steady
+// on a busy machine); with AB_FIXED, each target also at a fixed paced rate, with the slow requests grouped into
 // episodes (when in the window they came, how many, how slow) and the event-loop lag the gateway saw.
 //
 // Build each variant first (the working tree as it is when compiled):
@@ -24,7 +25,7 @@
 // young collections), DATABASE_URL (required).
 // Each process's output goes to /tmp/builds-ab-<name>.log (e.g. with `@--trace-gc`).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync, mkdtempSync, openSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -68,8 +69,26 @@ const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length
 async function measured<R extends { requests: number }>(t: Target, load: () => Promise<R>) {
   const pids = tree(t.pid);
   const c0 = cpuUs(pids);
+  const s0 = syscalls(pids);
   const r = await load();
-  return { r, us: (cpuUs(pids) - c0) / r.requests };
+  return { r, us: (cpuUs(pids) - c0) / r.requests, calls: (syscalls(pids) - s0) / r.requests };
+}
+
+/**
+ * The read and write system calls of processes so far (`syscr` + `syscw` of /proc/<pid>/io: every
+ * thread's, sockets included): a count, so unlike CPU time it does not move with the machine's load.
+ */
+function syscalls(pids: number[]): number {
+  let n = 0;
+  for (const pid of pids) {
+    try {
+      const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+      n += Number(/^syscr: (\d+)/m.exec(io)?.[1] ?? 0) + Number(/^syscw: (\d+)/m.exec(io)?.[1] ?? 0);
+    } catch {
+      // gone, or not ours to read: counted as none
+    }
+  }
+  return n;
 }
 
 /** One saturating window of `duration` s at 50 connections, after a second of warm-up. */
@@ -190,12 +209,14 @@ async function main() {
   if (sampledMode) await sampledRounds(targets, headers);
 
   const cpu: Record<string, number[]> = {};
+  const reads: Record<string, number[]> = {};
   for (let round = 0; round < (env.AB_SATURATE === 'off' || sampledMode ? 0 : rounds); round++) {
     for (const t of round % 2 ? [...targets].reverse() : targets) {
-      const { r, us } = await saturated(t, headers);
+      const { r, us, calls } = await saturated(t, headers);
       (cpu[t.name] ??= []).push(us);
+      (reads[t.name] ??= []).push(calls);
       console.log(
-        `round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  non-2xx ${r.non2xx}`,
+        `round ${round + 1} ${t.name.padEnd(12)} ${Math.round(r.rps)} req/s  p99 ${r.p99.toFixed(1)} ms  CPU ${us.toFixed(1)} µs/req  read+write calls ${calls.toFixed(2)}/req  non-2xx ${r.non2xx}`,
       );
     }
   }
@@ -203,7 +224,7 @@ async function main() {
   for (const t of base.length > 0 ? targets : []) {
     const ratios = cpu[t.name].map((v, i) => v / base[i]);
     console.log(
-      `${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]`,
+      `${t.name.padEnd(12)} CPU median ${median(cpu[t.name]).toFixed(1)} µs/req, x ${targets[0].name} ${median(ratios).toFixed(3)} [${ratios.map((x) => x.toFixed(2)).join(', ')}]; read+write calls median ${median(reads[t.name]).toFixed(2)}/req`,
     );
   }
 
