@@ -9,7 +9,7 @@ import { parseState, serializeState, type StateFormat } from '../access/state/do
 import type { StateDocument } from '../access/state/schema.js';
 import type { Change, Printed } from '../access/state/plan.js';
 import { reasonOf } from '../config/errors.js';
-import { commandArgs, oneOf, UsageError } from './args.js';
+import { commandArgs, oneOf, UsageError, type ParsedArgs } from './args.js';
 import { osUser, withContext, type AdminContext } from './context.js';
 import { output } from './output.js';
 import { viaService } from './service.js';
@@ -70,10 +70,23 @@ function printedLines(printed: Printed[]): string[] {
   return ['Secrets made by this apply, shown only this once:', ...printed.map((p) => `    ${p.what}: ${p.secret}`)];
 }
 
-/** Diff or apply, their mistakes refused the same way. */
-async function withMistakes(file: string, fn: () => Promise<void>): Promise<void> {
+/**
+ * Diff or apply: the file read and checked (its mistakes refused, exit 2, before any database is
+ * opened), then `fn` with the command's arguments, the document and the context, whose StateMistakes
+ * (the mistakes only the database shows) are refused the same way.
+ */
+async function onFile(
+  spec: (typeof STATE_SPECS)['diff' | 'apply'],
+  open: Open,
+  argv: readonly string[],
+  fn: (a: ParsedArgs, doc: StateDocument, c: AdminContext) => Promise<void>,
+): Promise<void> {
+  const a = commandArgs(spec, argv);
+  const file = a.positionals.file;
+  const doc = readDocument(spec.name, file);
+  if (!doc) return;
   try {
-    await fn();
+    await withContext(open, (c) => viaService(spec.name, () => fn(a, doc, c)));
   } catch (err) {
     if (!(err instanceof StateMistakes)) throw err;
     refuse(file, err.mistakes);
@@ -89,8 +102,10 @@ async function exportCommand(open: Open, argv: readonly string[]): Promise<void>
       : out?.endsWith('.json')
         ? 'json'
         : 'yaml';
-  const doc = await withContext(open, (c) => exportState(c.service));
+  const { doc, mistakes } = await withContext(open, (c) => exportState(c.service));
   const text = serializeState(doc, format);
+  // Written all the same (it is the database's state), but `apply` would refuse it until they are fixed.
+  for (const m of mistakes) process.stderr.write(`keygate: warning: ${out ?? 'the export'}: ${m}\n`);
   if (out === undefined) {
     process.stdout.write(text);
     return;
@@ -102,15 +117,9 @@ async function exportCommand(open: Open, argv: readonly string[]): Promise<void>
   process.stderr.write(`Wrote ${out} (${doc.organizations?.length ?? 0} organizations).\n`);
 }
 
-async function diffCommand(open: Open, argv: readonly string[]): Promise<void> {
-  const a = commandArgs(STATE_SPECS.diff, argv);
-  const file = a.positionals.file;
-  const doc = readDocument('diff', file);
-  if (!doc) return;
-  await withMistakes(file, async () => {
-    const r = await withContext(open, (c) =>
-      viaService('diff', () => diffState(c.service, doc, { prune: a.flags.has('prune') })),
-    );
+const diffCommand = (open: Open, argv: readonly string[]) =>
+  onFile(STATE_SPECS.diff, open, argv, async (a, doc, c) => {
+    const r = await diffState(c.service, doc, { prune: a.flags.has('prune') });
     output(a.flags.has('json'), asJson(r), [
       ...changeLines(r.changes),
       summary(r.changes, false),
@@ -118,22 +127,14 @@ async function diffCommand(open: Open, argv: readonly string[]): Promise<void> {
     ]);
     if (a.flags.has('exit-code') && r.changes.length) process.exitCode = 1;
   });
-}
 
-async function applyCommand(open: Open, argv: readonly string[]): Promise<void> {
-  const a = commandArgs(STATE_SPECS.apply, argv);
-  const file = a.positionals.file;
-  const doc = readDocument('apply', file);
-  if (!doc) return;
-  await withMistakes(file, async () => {
-    const r = await withContext(open, (c) =>
-      viaService('apply', () =>
-        applyState({ ...c.service, actor: { kind: 'cli', osUser: osUser(), name: `apply ${basename(file)}` } }, doc, {
-          prune: a.flags.has('prune'),
-          env: process.env,
-        }),
-      ),
-    );
+const applyCommand = (open: Open, argv: readonly string[]) =>
+  onFile(STATE_SPECS.apply, open, argv, async (a, doc, c) => {
+    const name = `apply ${basename(a.positionals.file)}`;
+    const r = await applyState({ ...c.service, actor: { kind: 'cli', osUser: osUser(), name } }, doc, {
+      prune: a.flags.has('prune'),
+      env: process.env,
+    });
     output(a.flags.has('json'), { ...asJson(r), secrets: r.printed, requestId: r.requestId }, [
       ...changeLines(r.changes),
       summary(r.changes, true),
@@ -141,7 +142,6 @@ async function applyCommand(open: Open, argv: readonly string[]): Promise<void> 
       ...printedLines(r.printed),
     ]);
   });
-}
 
 export async function stateCommand(open: Open, command: string, argv: readonly string[]): Promise<void> {
   if (command === 'export') return exportCommand(open, argv);

@@ -12,8 +12,17 @@ import { planState, type Change, type PlanOptions, type Printed } from './plan.j
 import type { StateDocument } from './schema.js';
 import { lockStateApply } from './queries.js';
 
-export async function exportState(ctx: Pick<ServiceContext, 'db' | 'clock' | 'plans'>): Promise<StateDocument> {
-  return ctx.db.tx(async (q) => documentOf(await readState(q, nowOf(ctx)), ctx.plans()));
+/**
+ * The database's state as a document, and what `apply` would refuse in it: a database may hold what a
+ * file may not (two live keys of one name, a scope ROUTES_FILE no longer has), and the operator should
+ * hear of it when exporting rather than when applying.
+ */
+export async function exportState(ctx: ServiceContext): Promise<{ doc: StateDocument; mistakes: string[] }> {
+  return ctx.db.tx(async (q) => {
+    const held = await readState(q, nowOf(ctx));
+    const doc = documentOf(held, ctx.plans());
+    return { doc, mistakes: planState(ctx, held, doc, { prune: false }).mistakes };
+  });
 }
 
 /** The file is refused: nothing was changed. */

@@ -223,6 +223,16 @@ class Planner {
     this.changes.push({ kind, what, fields, run: (r) => at(what, () => run(r)) });
   }
 
+  /** Each repeat of a list's identifying field (`organizations[2].name`) is a mistake naming both places. */
+  private unique<T>(items: T[], list: string, field: keyof T & string, norm: (v: string) => string = (v) => v) {
+    duplicates(
+      items,
+      (t) => norm(String(t[field])),
+      (i) => `${list}[${i}].${field}`,
+      this.mistakes,
+    );
+  }
+
   /** What the file lacks: pruned with --prune, else left and listed. */
   private lacking(what: string, verb: 'revoke' | 'delete', run: (r: Run) => Promise<void>) {
     if (this.o.prune) this.add(verb, what, [], run);
@@ -232,12 +242,7 @@ class Planner {
   plan(doc: StateDocument): StatePlan {
     checkPlans(doc, this.ctx.plans(), this.mistakes);
     const orgs = doc.organizations ?? [];
-    duplicates(
-      orgs,
-      (o) => o.name,
-      (i) => `organizations[${i}].name`,
-      this.mistakes,
-    );
+    this.unique(orgs, 'organizations', 'name');
     const allUsers = orgs.flatMap((o, i) =>
       (o.users ?? []).map((u, j) => ({ u, at: `organizations[${i}].users[${j}]` })),
     );
@@ -367,12 +372,7 @@ class Planner {
 
   private workspaces(o: OrganizationDoc, h: HeldOrg | undefined, path: string, orgWhat: string) {
     const list = o.workspaces ?? [];
-    duplicates(
-      list,
-      (w) => w.name,
-      (i) => `${path}.workspaces[${i}].name`,
-      this.mistakes,
-    );
+    this.unique(list, `${path}.workspaces`, 'name');
     list.forEach((w, j) => {
       const at = `${path}.workspaces[${j}]`;
       const what = `workspace ${q(w.name)} of ${orgWhat}`;
@@ -394,12 +394,7 @@ class Planner {
           await r.ctx.accessChanged(orgId);
         });
       const members = w.members ?? [];
-      duplicates(
-        members,
-        (m) => emailKey(m.email),
-        (i) => `${at}.members[${i}].email`,
-        this.mistakes,
-      );
+      this.unique(members, `${at}.members`, 'email', emailKey);
       const emails = new Set((o.users ?? []).map((u) => emailKey(u.email)));
       members.forEach((m, i) => {
         if (!emails.has(emailKey(m.email)))
@@ -443,12 +438,7 @@ class Planner {
 
   private keys(o: OrganizationDoc, h: HeldOrg | undefined, path: string, orgWhat: string) {
     const keys = o.keys ?? [];
-    duplicates(
-      keys,
-      (k) => k.name,
-      (i) => `${path}.keys[${i}].name`,
-      this.mistakes,
-    );
+    this.unique(keys, `${path}.keys`, 'name');
     keys.forEach((k, j) => {
       const at = `${path}.keys[${j}]`;
       const what = `key ${q(k.name)} of ${orgWhat}`;
@@ -461,7 +451,9 @@ class Planner {
       if (!cur) return this.createKey(o, k, to, what);
       // A field already refused (an unknown scope) is not also told it differs from the database's.
       const refused = (field: string) => found.some((m) => m.startsWith(`${at}.${field}`));
-      for (const f of fieldChanges(cur.doc, to, KEY_FIXED).filter((c) => !refused(c.field)))
+      // An email is the same user whatever its case (the database's unique index is on lower(email)).
+      const sameUser = (c: FieldChange) => c.field === 'user' && emailKey(String(c.from)) === emailKey(String(c.to));
+      for (const f of fieldChanges(cur.doc, to, KEY_FIXED).filter((c) => !refused(c.field) && !sameUser(c)))
         this.mistakes.push(
           `${at}.${f.field}: a key's ${f.field} cannot change (${q(f.from) ?? 'absent'} in the database, ${q(f.to) ?? 'absent'} here); give the key a new name to replace it`,
         );
@@ -514,12 +506,7 @@ class Planner {
 
   private adminTokens(doc: StateDocument) {
     const tokens = doc.adminTokens ?? [];
-    duplicates(
-      tokens,
-      (t) => t.name,
-      (i) => `adminTokens[${i}].name`,
-      this.mistakes,
-    );
+    this.unique(tokens, 'adminTokens', 'name');
     tokens.forEach((t, i) => {
       const at = `adminTokens[${i}]`;
       const what = `admin token ${q(t.name)}`;
@@ -548,12 +535,7 @@ class Planner {
 
   private webhooks(doc: StateDocument) {
     const hooks = doc.webhooks ?? [];
-    duplicates(
-      hooks,
-      (w) => w.url,
-      (i) => `webhooks[${i}].url`,
-      this.mistakes,
-    );
+    this.unique(hooks, 'webhooks', 'url');
     const fields = ['description', 'eventTypes', 'enabled'] as const;
     hooks.forEach((w, i) => {
       const at = `webhooks[${i}]`;

@@ -14,6 +14,7 @@ import { loadPlans } from '../../../src/config/plans.js';
 import { openDb } from '../../../src/db/index.js';
 import { serviceContext, type ServiceBase, type ServiceContext } from '../../../src/access/service/context.js';
 import { createAdminToken } from '../../../src/access/service/admin-tokens.js';
+import { createKey } from '../../../src/access/service/keys.js';
 import { createEndpoint } from '../../../src/access/events/endpoints.js';
 import { applyState, diffState, exportState, StateMistakes } from '../../../src/access/state/apply.js';
 import { parseState, serializeState } from '../../../src/access/state/document.js';
@@ -38,7 +39,11 @@ async function baseOf(db: Db): Promise<ServiceBase> {
 const operator = async (db: Db): Promise<ServiceContext> =>
   serviceContext(await baseOf(db), { kind: 'cli', osUser: 'ci', name: 'apply state.yaml' });
 
-const text = async (db: Db) => serializeState(await exportState(await operator(db)), 'yaml');
+async function text(db: Db): Promise<string> {
+  const { doc, mistakes } = await exportState(await operator(db));
+  expect(mistakes).toEqual([]);
+  return serializeState(doc, 'yaml');
+}
 const docOf = (yaml: string): StateDocument => {
   const p = parseState(yaml);
   if (!p.ok) throw new Error(p.mistakes.join('\n'));
@@ -308,4 +313,16 @@ describe('export, diff and apply', () => {
       }
     },
   );
+  it('export warns of what apply would refuse in the database itself: two live keys of one name', async () => {
+    const ctx = await operator(fresh);
+    for (let i = 0; i < 2; i++) await createKey(ctx, { type: 'partner', organizationId: 2, name: 'twin' });
+    const { doc, mistakes } = await exportState(ctx);
+    const keys = doc.organizations!.find((o) => o.name === 'Beta')!.keys!;
+    const [a, b] = keys.flatMap((k, i) => (k.name === 'twin' ? [i] : []));
+    expect(mistakes).toEqual([
+      `organizations[1].keys[${b}].name: duplicate of organizations[1].keys[${a}].name`,
+      `organizations[1].keys[${a}].name: 2 live keys so named in the database; rename all but one first`,
+      `organizations[1].keys[${b}].name: 2 live keys so named in the database; rename all but one first`,
+    ]);
+  });
 });
