@@ -86,16 +86,38 @@ async function authorize(
     res.writeHead(401, ['x-keygate-answer', answerToken(deps.gatewaySecret, decision), 'content-length', 0]);
     return void res.end();
   }
-  res.writeHead(decision.status, decision.fields);
-  res.end(decision.body);
+  writeAnswer(req, res, decision.status, decision.fields, decision.body);
 }
 
 /** /answer: the signed answer of an nginx subrequest, byte for byte; a token keygate did not sign is 400. */
 function render(deps: GatewayDeps, req: IncomingMessage, res: ServerResponse): void {
   const a = readAnswerToken(deps.gatewaySecret, req.headers['x-keygate-answer']);
   if (!a) return sendError(req, res, 'invalid_request', 'X-Keygate-Answer is missing or not a valid answer token.');
-  res.writeHead(a.status, a.fields);
-  res.end(a.body);
+  writeAnswer(req, res, a.status, a.fields, a.body);
+}
+
+/**
+ * keygate's answer, as it is. The answer to a described HEAD declares the length of a body it does not
+ * carry; asked by a GET (Traefik's subrequest, nginx's /answer) that declaration would frame the body
+ * this message lacks, so it is left out, and the HEAD's client gets the rest.
+ */
+function writeAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  fields: ResponseFields,
+  body: Buffer,
+): void {
+  let out = fields;
+  if (req.method !== 'HEAD') {
+    out = [];
+    for (let i = 0; i < fields.length; i += 2) {
+      const isLength = String(fields[i]).toLowerCase() === 'content-length';
+      if (!isLength || Number(fields[i + 1]) === body.length) out.push(fields[i], fields[i + 1]);
+    }
+  }
+  res.writeHead(status, out);
+  res.end(body);
 }
 
 /** The upstream's fields then the client's, a field both carry (X-Request-Id) once. */

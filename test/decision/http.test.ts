@@ -228,3 +228,19 @@ describe('the listener itself', () => {
     expect((await ask('/healthz', {})).status).toBe(200);
   });
 });
+
+describe('a described HEAD', () => {
+  it('is answered with its fields and no body, whether the proxy asks by GET or by HEAD', async () => {
+    const t = await ask('/auth', traefik('HEAD', '/v2/workspaces/100/tags'));
+    expect(t.status).toBe(401);
+    expect(await t.text()).toBe('');
+    expect(t.headers.get('x-ratelimit-ip-limit')).toBe('100');
+    const n = await ask('/auth', nginx('HEAD', '/v2/workspaces/100/tags'));
+    const a = await ask('/answer', { 'x-keygate-answer': n.headers.get('x-keygate-answer')! });
+    expect([a.status, await a.text()]).toEqual([401, '']);
+    const e = await ask('/envoy/v2/workspaces/100/tags', {}, 'HEAD');
+    expect(e.status).toBe(401);
+    // Asked by HEAD (Envoy), the answer declares the length of the body a GET would get, as the gateway's does.
+    expect(Number(e.headers.get('content-length'))).toBeGreaterThan(0);
+  });
+});
