@@ -6,6 +6,8 @@ import { request as rawRequest } from 'node:http';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { UNSIGNED_BODY, sign } from '../../src/http/identity.js';
+import { createDecisionServer } from '../../src/decision/http.js';
+import { defaultBounds, descriptorLimit } from '../../src/ops/connection-limits.js';
 
 const clock = new FakeClock();
 let s: Stack;
@@ -209,6 +211,28 @@ describe('/envoy/... (Envoy HTTP external authorization)', () => {
 });
 
 describe('the listener itself', () => {
+  it('is bounded as the gateway’s listener: slow heads, idle connections, its share of descriptors', () => {
+    const srv = createDecisionServer(s.app.gatewayDeps!);
+    expect(srv.headersTimeout).toBe(10_000);
+    expect(srv.keepAliveTimeout).toBe(65_000);
+    expect(srv.requestTimeout).toBe(20_000);
+    expect(srv.maxConnections).toBe(defaultBounds(descriptorLimit()).gateway.max);
+  });
+
+  it('ignores a body the subrequest carries (Envoy with_request_body) and serves the connection on', async () => {
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${K.wsAdmin}` };
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${url}/envoy/v2/workspaces/100/tags`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'x'.repeat(100_000) }),
+      });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('10');
+      await r.text();
+    }
+  });
+
   it('answers /healthz and 404s elsewhere in Envelope B', async () => {
     const h = await ask('/healthz', {});
     expect([h.status, await h.text()]).toEqual([200, 'ok']);
