@@ -23,6 +23,8 @@ import { testSecret } from '../helpers/keys.js';
 import { writeNginxConf } from '../../bench/forward-auth/nginx-conf.js';
 
 const NGINX = process.env.NGINX ?? '/usr/sbin/nginx';
+/** A browser origin of CORS_ORIGINS. */
+const ORIGIN = 'https://app.example.test';
 /** The fields of keygate's answers that say what a client may still spend. */
 const LIMIT_FIELDS = [
   'x-ratelimit-limit',
@@ -33,6 +35,11 @@ const LIMIT_FIELDS = [
   'ratelimit-policy',
   'ratelimit',
   'retry-after',
+  // With CORS_ORIGINS, an allowed Origin's fields.
+  'access-control-allow-origin',
+  'access-control-expose-headers',
+  'access-control-allow-methods',
+  'vary',
 ];
 
 const haveNginx = existsSync(NGINX);
@@ -68,14 +75,15 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
 
     beforeAll(async () => {
       // keygate's own proxy: the reference every answer through nginx is compared with.
-      proxy = await startStack({ clock, extra });
+      const cors = { CORS_ORIGINS: ORIGIN };
+      proxy = await startStack({ clock, extra, env: cors });
       const prefix = `t${randomBytes(5).toString('hex')}:`;
       const shared = () => {
         const st = createRedisStores({ redis: testRedisClient(), prefix, clock });
         stores.push(st);
         return st;
       };
-      const decision = { DECISION_PORT: '0', DECISION_HOST: '127.0.0.1' };
+      const decision = { ...cors, DECISION_PORT: '0', DECISION_HOST: '127.0.0.1' };
       // Decision instance A with the reference backend nginx forwards to; B decides only.
       // The backend takes a body under a decision's signature, made without it (nginx sends the body on).
       a = await startStack({ clock, extra, stores: shared(), env: { ...decision, BACKEND_UNSIGNED_BODY: 'accept' } });
@@ -136,6 +144,7 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
       apiKey?: string;
       body?: string;
       ip: string;
+      headers?: Record<string, string>;
     }
 
     interface Seen {
@@ -149,7 +158,7 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
      * was read leaves no unread bytes in front of the next request.
      */
     async function send(base: string, c: Call): Promise<Seen> {
-      const headers: Record<string, string> = { 'x-forwarded-for': c.ip };
+      const headers: Record<string, string> = { 'x-forwarded-for': c.ip, ...c.headers };
       if (c.key) headers.authorization = `Bearer ${c.key}`;
       if (c.apiKey) headers['x-api-key'] = c.apiKey;
       if (c.body !== undefined) headers['content-type'] = 'application/json';
@@ -232,6 +241,22 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
         { method: 'GET', path: '/v2/workspaces/100/tags', key: K.wsNoScope, ip: '10.9.0.5', expect: 403 },
         { method: 'GET', path: '/v2/workspaces/100/rate-limit', key: K.wsAdmin, ip: '10.9.0.1', expect: 200 },
         { method: 'GET', path: '/v2/openapi.json', ip: '10.9.0.8', expect: 200 },
+        // A browser's: the CORS fields on an allowed answer, and a preflight keygate answers itself.
+        {
+          method: 'GET',
+          path: '/v2/workspaces/100/tags',
+          key: K.wsAdmin,
+          ip: '10.9.0.1',
+          headers: { origin: ORIGIN },
+          expect: 200,
+        },
+        {
+          method: 'OPTIONS',
+          path: '/v2/workspaces/100/tags',
+          ip: '10.9.0.9',
+          headers: { origin: ORIGIN, 'access-control-request-method': 'POST' },
+          expect: 204,
+        },
         // Above BODY_LIMIT_BYTES (1 MiB): keygate refuses it from the size nginx describes.
         {
           method: 'POST',
