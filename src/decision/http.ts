@@ -22,8 +22,8 @@ import { verifyApi } from './verify-api.js';
 import { decider, type Decider } from './cors.js';
 
 export function createDecisionServer(deps: GatewayDeps): http.Server {
-  // Slow heads are found within a second of their timeout, as on the gateway's listener.
   const decide = decider(deps);
+  // Slow heads are found within a second of their timeout, as on the gateway's listener.
   const server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     handle(deps, decide, req, res).catch((err: unknown) => failed(deps, req, res, err));
   });
