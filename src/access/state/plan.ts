@@ -197,6 +197,15 @@ function checkKey(ctx: ServiceContext, k: KeyDoc, at: string, org: OrganizationD
   }
 }
 
+/**
+ * The audit row of a change no service operation makes (creating organizations, users, workspaces, ...)
+ * and, as the service layer does after each change, the organization's access bump (deferred to the commit).
+ */
+async function audited(r: Run, action: string, targetType: string, id: number, org: number | null, o: object) {
+  await recordAudit(r.q, r.ctx, { action, targetType, targetIds: [id], organizationId: org, ...o });
+  if (org !== null) await r.ctx.accessChanged(org);
+}
+
 /** Turns a refusal of the service layer into the file's mistake, naming the entity's place. */
 async function at<T>(where: string, fn: () => Promise<T>): Promise<T> {
   try {
@@ -287,14 +296,7 @@ class Planner {
           monthlyQuota: to.limits?.monthlyQuota ?? null,
         });
         r.ids.orgs.set(o.name, id);
-        await recordAudit(r.q, r.ctx, {
-          action: 'organization.create',
-          targetType: 'organization',
-          targetIds: [id],
-          organizationId: id,
-          after: { id, ...to },
-        });
-        await r.ctx.accessChanged(id);
+        await audited(r, 'organization.create', 'organization', id, id, { after: { id, ...to } });
       });
     } else this.updateOrganization(h, to, what);
     this.users(o, h, path, what);
@@ -336,15 +338,10 @@ class Planner {
         if (cur.doc.role !== u.role)
           this.add('update', what, [{ field: 'role', from: cur.doc.role, to: u.role }], async (r) => {
             await updateUserRole(r.q, cur.id, u.role);
-            await recordAudit(r.q, r.ctx, {
-              action: 'user.update',
-              targetType: 'user',
-              targetIds: [cur.id],
-              organizationId: h!.id,
+            await audited(r, 'user.update', 'user', cur.id, h!.id, {
               before: { id: cur.id, ...cur.doc },
               after: { id: cur.id, ...u },
             });
-            await r.ctx.accessChanged(h!.id);
           });
         return;
       }
@@ -352,14 +349,7 @@ class Planner {
         const orgId = r.ids.orgs.get(o.name)!;
         const id = await insertUser(r.q, orgId, u.email, u.role);
         r.ids.users.set(emailKey(u.email), id);
-        await recordAudit(r.q, r.ctx, {
-          action: 'user.create',
-          targetType: 'user',
-          targetIds: [id],
-          organizationId: orgId,
-          after: { id, ...u },
-        });
-        await r.ctx.accessChanged(orgId);
+        await audited(r, 'user.create', 'user', id, orgId, { after: { id, ...u } });
       });
     });
     const named = new Set(users.map((u) => emailKey(u.email)));
@@ -384,14 +374,7 @@ class Planner {
           const orgId = r.ids.orgs.get(o.name)!;
           const id = await insertWorkspace(r.q, orgId, w.name, nowOf(r.ctx));
           r.ids.setWorkspace(o.name, w.name, id);
-          await recordAudit(r.q, r.ctx, {
-            action: 'workspace.create',
-            targetType: 'workspace',
-            targetIds: [id],
-            organizationId: orgId,
-            after: { id, name: w.name },
-          });
-          await r.ctx.accessChanged(orgId);
+          await audited(r, 'workspace.create', 'workspace', id, orgId, { after: { id, name: w.name } });
         });
       const members = w.members ?? [];
       this.unique(members, `${at}.members`, 'email', emailKey);
@@ -407,15 +390,14 @@ class Planner {
           const userId = r.ids.users.get(emailKey(m.email))!;
           if (had) await updateMembershipRole(r.q, wsId, userId, m.role);
           else await insertMembership(r.q, wsId, userId, m.role);
-          await recordAudit(r.q, r.ctx, {
-            action: had ? 'membership.update' : 'membership.create',
-            targetType: 'workspace',
-            targetIds: [wsId],
-            organizationId: r.ids.orgs.get(o.name)!,
-            ...(had ? { before: { userId, ...had.doc } } : {}),
-            after: { userId, ...m },
-          });
-          await r.ctx.accessChanged(r.ids.orgs.get(o.name)!);
+          await audited(
+            r,
+            had ? 'membership.update' : 'membership.create',
+            'workspace',
+            wsId,
+            r.ids.orgs.get(o.name)!,
+            { ...(had ? { before: { userId, ...had.doc } } : {}), after: { userId, ...m } },
+          );
         });
       });
       const listed = new Set(members.map((m) => emailKey(m.email)));
@@ -423,14 +405,7 @@ class Planner {
         if (listed.has(emailKey(x.doc.email))) continue;
         this.lacking(`member ${q(x.doc.email)} of ${what}`, 'delete', async (r) => {
           await deleteMembership(r.q, x.id, x.userId);
-          await recordAudit(r.q, r.ctx, {
-            action: 'membership.delete',
-            targetType: 'workspace',
-            targetIds: [x.id],
-            organizationId: h!.id,
-            before: { userId: x.userId, ...x.doc },
-          });
-          await r.ctx.accessChanged(h!.id);
+          await audited(r, 'membership.delete', 'workspace', x.id, h!.id, { before: { userId: x.userId, ...x.doc } });
         });
       }
     });
@@ -565,13 +540,7 @@ class Planner {
       if (!urls.has(x.doc.url))
         this.lacking(`webhook ${q(x.doc.url)}`, 'delete', async (r) => {
           await deleteEndpoint(r.q, x.id);
-          await recordAudit(r.q, r.ctx, {
-            action: 'webhook.delete',
-            targetType: 'webhook',
-            targetIds: [x.id],
-            organizationId: null,
-            before: { id: x.id, ...x.doc },
-          });
+          await audited(r, 'webhook.delete', 'webhook', x.id, null, { before: { id: x.id, ...x.doc } });
         });
   }
 
