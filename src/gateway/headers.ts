@@ -56,43 +56,11 @@ function addV2Fields(head: ResponseFields, outcome: V2Outcome, nowMs: number): v
   head.push('X-RateLimit-Reset', key.reset);
   head.push('X-RateLimit-IP-Limit', ip.limit);
   head.push('X-RateLimit-IP-Remaining', ip.remaining);
-  head.push('RateLimit-Policy', v2Policy(bucket, key.limit, ip.limit, month));
+  head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}${month ? monthPolicy(month) : ''}`);
   head.push(
     'RateLimit',
     `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`,
   );
-}
-
-// Nearly every answer names the policies of the answer before it: the last value is kept with what it
-// was made of (the policy names no count, only limits and window lengths).
-let lastBucket = '';
-let lastKeyLimit = -1;
-let lastIpLimit = -1;
-let lastMonthLimit = -1;
-let lastMonthSeconds = -1;
-let lastPolicy = '';
-
-/** The RateLimit-Policy value of a /v2 answer with a key. */
-function v2Policy(bucket: Bucket, keyLimit: number, ipLimit: number, month: LayerState | undefined): string {
-  const monthLimit = month ? month.limit : -1;
-  const seconds = month ? monthSeconds(month) : -1;
-  if (
-    bucket !== lastBucket ||
-    keyLimit !== lastKeyLimit ||
-    ipLimit !== lastIpLimit ||
-    monthLimit !== lastMonthLimit ||
-    seconds !== lastMonthSeconds
-  ) {
-    lastPolicy =
-      `"${bucket}";q=${keyLimit};w=${WINDOW_SECONDS}, "ip";q=${ipLimit};w=${WINDOW_SECONDS}` +
-      (month ? monthPolicy(month) : '');
-    lastBucket = bucket;
-    lastKeyLimit = keyLimit;
-    lastIpLimit = ipLimit;
-    lastMonthLimit = monthLimit;
-    lastMonthSeconds = seconds;
-  }
-  return lastPolicy;
 }
 
 /**

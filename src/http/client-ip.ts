@@ -50,17 +50,10 @@ export class TrustedProxies {
 
   /** Answers per address are remembered: BlockList.check allocates on every call (microseconds). */
   private seen = new LRUCache<string, boolean>({ max: 10_000 });
-  // The last address asked and its answer: a gateway behind one proxy asks about that proxy twice a
-  // request (the client address, then the forwarding fields), where the cache's own lookup costs more.
-  private lastIp = '';
-  private lastTrusted = false;
 
   has(ip: string): boolean {
-    if (ip === this.lastIp) return this.lastTrusted;
     let trusted = this.seen.get(ip);
     if (trusted === undefined) this.seen.set(ip, (trusted = this.match(ip)));
-    this.lastIp = ip;
-    this.lastTrusted = trusted;
     return trusted;
   }
 
