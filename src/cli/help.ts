@@ -20,7 +20,7 @@ const program = (name: string, summary: string, example: string): CommandSpec =>
   example,
 });
 
-/** The programs: they read settings from the environment (README.md), no option. */
+/** The programs: they read settings from the environment (docs/settings.md), no option. */
 const PROGRAM_SPECS: Record<(typeof PROGRAMS)[number], CommandSpec> = {
   start: program(
     'start',
@@ -76,7 +76,7 @@ export function generalUsage(): string {
     'usage: keygate <command>',
     '',
     'programs:',
-    '  start | gateway | backend        run keygate (see README.md)',
+    '  start | gateway | backend        run keygate (see docs/settings.md)',
     '  migrate | seed                   apply the migrations / and SEED_FILE',
     '',
     'key management (DATABASE_URL, or DATA_DIR for PGlite; REDIS_URL when the gateways use Redis):',
@@ -127,7 +127,7 @@ export function commandUsage(s: CommandSpec): string {
     '',
     ...(uses ? [TIME] : []),
     ...(isProgram
-      ? ['Settings come from the environment or CONFIG_FILE (README.md). Exit code 2: a bad setting.']
+      ? ['Settings come from the environment or CONFIG_FILE (docs/settings.md). Exit code 2: a bad setting.']
       : [EXIT_CODES]),
     '',
   ].join('\n');

@@ -1,5 +1,5 @@
 // CREDENTIAL_KEYS: the keys that seal the mailbox passwords and OAuth tokens the backend stores
-// (README, "Credentials at rest"). Comma-separated `id:base64key` entries of 32-byte keys, the first
+// (docs/workspace-api.md, "Credentials at rest"). Comma-separated `id:base64key` entries of 32-byte keys, the first
 // being the one new values are sealed under; the others only read older values. Messages name the
 // entry and the key id, never the key material.
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // What PostgreSQL can store, checked before any query: a value the database cannot hold must come back
-// as 400 invalid_request naming its field, never reach the driver and come back as a 500 (README, "Ids").
+// as 400 invalid_request naming its field, never reach the driver and come back as a 500 (docs/workspace-api.md, "Ids").
 import { z } from 'zod';
 import { PG_INT_MAX } from '../config/contract.js';
 

@@ -19,7 +19,7 @@ import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 const V1_KEYS = ['partner'] as const;
 
 export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
-  // Before a key is resolved the headers show an untouched bucket (README, decisions).
+  // Before a key is resolved the headers show an untouched bucket (docs/decisions.md).
   const unkeyed = (refusal: Refusal) => {
     addRateLimitFields(ctx.head, { api: 'v1', key: null }, deps.clock.now());
     refuse(ctx, refusal);

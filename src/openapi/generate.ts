@@ -34,7 +34,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
 const int = { type: 'integer' };
 const header = (description: string, schema: Json = int) => ({ description, schema });
 
-/** The rate-limit fields (docs/decisions.md sections 3 and 4; README, "How a request is decided"). */
+/** The rate-limit fields (docs/decisions.md sections 3 and 4; docs/workspace-api.md, "How a request is decided"). */
 function headers(api: Api): Record<string, Json> {
   const h: Record<string, Json> = {
     'X-Request-Id': header(

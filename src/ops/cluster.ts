@@ -1,4 +1,4 @@
-// WORKERS (README, settings): the gateway on several processes sharing its port. The primary accepts
+// WORKERS (docs/settings.md): the gateway on several processes sharing its port. The primary accepts
 // on PORT and hands each connection to a worker in turn (over the IPC channel, as node:cluster's own
 // round robin does); it serves none itself. Owning the listener is what lets a drain stop accepting
 // before any worker stops serving: with node:cluster's shared listener the primary kept accepting until

@@ -1,4 +1,4 @@
-// The credentials of `accounts` at rest (README, "Credentials at rest"): SMTP/IMAP passwords and the
+// The credentials of `accounts` at rest (docs/workspace-api.md, "Credentials at rest"): SMTP/IMAP passwords and the
 // OAuth access token live only in the *_sealed columns, sealed by CredentialCipher; the connection
 // settings beside them (host, port, username, secure) stay readable. This module is where they are
 // sealed for writing, read back for the mailbox workers, and resealed at start: plaintext left by the

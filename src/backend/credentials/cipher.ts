@@ -1,4 +1,4 @@
-// Sealing the credentials the backend stores (README, "Credentials at rest"): AES-256-GCM from
+// Sealing the credentials the backend stores (docs/workspace-api.md, "Credentials at rest"): AES-256-GCM from
 // node:crypto, a random 96-bit nonce per value, the key id in clear beside the ciphertext so a value
 // stays readable after the current key changes. The envelope is one text value:
 //

@@ -1,4 +1,4 @@
-// Proving CREDENTIAL_KEYS against the database before anything is sealed or re-sealed (README,
+// Proving CREDENTIAL_KEYS against the database before anything is sealed or re-sealed (docs/workspace-api.md,
 // "Credentials at rest"). A key id names bytes for good: once a start has proved a key (its values
 // open, or nothing was sealed under it yet and it is the current key), its check value is recorded in
 // credential_key_checks, and a later start that holds other bytes under that id stops with exit 2.
