@@ -4,13 +4,15 @@
 // `kubectl kustomize` into objects valid against the schemas test/deploy/manifests.test.ts uses; every
 // keygate field and endpoint a file names is one the protocol (docs/forward-auth.md) names and, for the
 // fields copied from keygate's answer, one a running decision service sends; their ports agree with
-// the settings' defaults and with one another. The nginx file runs for real in nginx-forward-auth.test.ts.
+// the settings' defaults and with one another; envoy.yaml (and its commented gRPC variant) is read against
+// Envoy's own API protos. The nginx file runs for real in nginx-forward-auth.test.ts.
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSync, type PackageDefinition } from '@grpc/proto-loader';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { loadSettings, settingsSchema } from '../../src/config/settings.js';
@@ -86,6 +88,122 @@ const describingFields = (text: string) =>
   [...text.matchAll(/proxy_set_header\s+(X-(?:Keygate|Original|Forwarded)-[A-Za-z-]+)/g)].map((m) =>
     m[1].toLowerCase(),
   );
+
+// ---- Envoy's configuration against Envoy's own API (the protos @grpc/grpc-js-xds ships) -------------
+
+const ENVOY_API = join(ROOT, 'node_modules', '@grpc', 'grpc-js-xds', 'deps');
+/** What envoy.yaml uses: the bootstrap, and every extension it names by @type. */
+const ENVOY_FILES = [
+  'envoy/config/bootstrap/v3/bootstrap.proto',
+  'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
+  'envoy/extensions/filters/http/router/v3/router.proto',
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
+];
+/** Well-known types whose JSON form is a scalar ("1s", 5, true). */
+const SCALAR_MESSAGES = new Set(
+  ['Duration', 'Timestamp', 'BoolValue', 'StringValue', 'BytesValue', 'DoubleValue', 'FloatValue']
+    .concat(['Int32Value', 'Int64Value', 'UInt32Value', 'UInt64Value'])
+    .map((n) => `google.protobuf.${n}`),
+);
+
+interface FieldDescriptor {
+  name: string;
+  jsonName?: string;
+  type: string;
+  typeName: string;
+  label: string;
+}
+interface MessageDescriptor {
+  name: string;
+  field: FieldDescriptor[];
+  nestedType?: MessageDescriptor[];
+  enumType?: EnumDescriptor[];
+  options?: { mapEntry?: boolean } | null;
+}
+interface EnumDescriptor {
+  name: string;
+  value: { name: string }[];
+}
+type Described = { kind: 'message'; type: MessageDescriptor } | { kind: 'enum'; type: EnumDescriptor };
+
+/** Every message and enum of the loaded files by full name, nested ones included (proto-loader lists top-level ones). */
+function envoyTypes(def: PackageDefinition): Map<string, Described> {
+  const types = new Map<string, Described>();
+  const add = (name: string, t: MessageDescriptor) => {
+    types.set(name, { kind: 'message', type: t });
+    for (const n of t.nestedType ?? []) add(`${name}.${n.name}`, n);
+    for (const e of t.enumType ?? []) types.set(`${name}.${e.name}`, { kind: 'enum', type: e });
+  };
+  for (const [name, v] of Object.entries(def)) {
+    const d = v as unknown as { format?: string; type: MessageDescriptor & EnumDescriptor };
+    if (d.format?.endsWith('EnumDescriptorProto')) types.set(name, { kind: 'enum', type: d.type });
+    else if (d.format?.endsWith('DescriptorProto')) add(name, d.type);
+  }
+  return types;
+}
+
+/** A type name as protobuf resolves it from `scope` (a message's full name): innermost scope first. */
+function resolveType(types: Map<string, Described>, scope: string, name: string): string | undefined {
+  if (name.startsWith('.')) return types.has(name.slice(1)) ? name.slice(1) : undefined;
+  const parts = scope.split('.');
+  for (let i = parts.length; i >= 0; i--) {
+    const full = [...parts.slice(0, i), name].join('.');
+    if (types.has(full)) return full;
+  }
+  return undefined;
+}
+
+/**
+ * Where `value` (a YAML/JSON value) is not a `typeName` of Envoy's API: unknown fields, an unknown
+ * `@type`, an enum value Envoy does not have, a scalar of the wrong kind. Field names in the .proto's
+ * own spelling or the JSON one, as Envoy reads them.
+ */
+function envoyIssues(types: Map<string, Described>, typeName: string, value: unknown, path: string): string[] {
+  if (SCALAR_MESSAGES.has(typeName))
+    return typeof value === 'object' && value !== null ? [`${path}: ${typeName} is a scalar`] : [];
+  if (typeName === 'google.protobuf.Struct' || typeName === 'google.protobuf.Value') return [];
+  if (typeName === 'google.protobuf.Any') {
+    const { '@type': url, ...rest } = value as Record<string, unknown>;
+    const name = String(url).replace(/^type\.googleapis\.com\//, '');
+    return types.has(name) ? envoyIssues(types, name, rest, path) : [`${path}: unknown @type ${String(url)}`];
+  }
+  const d = types.get(typeName)!;
+  if (d.kind === 'enum')
+    return d.type.value.some((v) => v.name === value) ? [] : [`${path}: ${String(value)} is not a ${typeName}`];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [`${path}: ${typeName} is a message`];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(value)) {
+    const f = d.type.field.find((x) => x.name === k || x.jsonName === k);
+    if (!f) {
+      out.push(`${path}.${k}: no such field of ${typeName}`);
+      continue;
+    }
+    const ref = f.typeName ? resolveType(types, typeName, f.typeName) : undefined;
+    if (f.typeName && !ref) {
+      out.push(`${path}.${k}: type ${f.typeName} not loaded`);
+      continue;
+    }
+    const check = (item: unknown, at: string) => {
+      if (ref) return out.push(...envoyIssues(types, ref, item, at));
+      const kind =
+        f.type === 'TYPE_STRING' || f.type === 'TYPE_BYTES' ? 'string' : f.type === 'TYPE_BOOL' ? 'boolean' : 'number';
+      if (typeof item !== kind && !(kind === 'number' && /^-?\d+$/.test(String(item))))
+        out.push(`${at}: ${f.type} expected, got ${JSON.stringify(item)}`);
+    };
+    const entry = ref ? types.get(ref) : undefined;
+    if (entry?.kind === 'message' && entry.type.options?.mapEntry) {
+      const vf = entry.type.field.find((x) => x.name === 'value')!;
+      const vref = vf.typeName ? resolveType(types, ref!, vf.typeName) : undefined;
+      for (const [mk, mv] of Object.entries(v as object))
+        if (vref) out.push(...envoyIssues(types, vref, mv, `${path}.${k}.${mk}`));
+    } else if (f.label === 'LABEL_REPEATED') {
+      if (!Array.isArray(v)) out.push(`${path}.${k}: a list`);
+      else v.forEach((item, i) => check(item, `${path}.${k}[${i}]`));
+    } else check(v, `${path}.${k}`);
+  }
+  return out;
+}
 
 describe('deploy/forward-auth and deploy/overlays/decision', () => {
   const nginx = read('nginx.conf');
@@ -211,6 +329,38 @@ describe('deploy/forward-auth and deploy/overlays/decision', () => {
     // nginx lets a body through to keygate's own size check (BODY_LIMIT_BYTES) rather than answer 413 itself.
     const max = /client_max_body_size (\d+)m;/.exec(nginx);
     expect(Number(max![1]) * 2 ** 20).toBeGreaterThan(DEFAULTS.BODY_LIMIT_BYTES);
+  });
+
+  it("envoy.yaml is a bootstrap of Envoy's API, its gRPC variant too (every field, @type and enum value known)", () => {
+    const def = envoyTypes(
+      loadSync(ENVOY_FILES, {
+        keepCase: true,
+        includeDirs: ['envoy-api', 'googleapis', 'protoc-gen-validate', 'xds'].map((d) => join(ENVOY_API, d)),
+      }),
+    );
+    expect(envoyIssues(def, 'envoy.config.bootstrap.v3.Bootstrap', envoy, 'envoy.yaml')).toEqual([]);
+    // The commented gRPC variant, uncommented in place of the HTTP filter and beside the clusters.
+    const text = read('envoy.yaml');
+    const uncomment = (from: RegExp) => {
+      const lines = text.split('\n');
+      const start = lines.findIndex((l) => from.test(l));
+      const block: string[] = [];
+      for (const l of lines.slice(start)) {
+        const m = /^(\s*)# ?(.*)$/.exec(l);
+        if (!m || m[2].trim() === '') break;
+        block.push(m[1] + m[2]);
+      }
+      const indent = Math.min(...block.map((l) => /^\s*/.exec(l)![0].length));
+      return parseAllDocuments(block.map((l) => l.slice(indent)).join('\n'))[0].toJS();
+    };
+    const grpcFilter = uncomment(/# - name: envoy\.filters\.http\.ext_authz/)[0];
+    const grpcCluster = uncomment(/# - name: keygate_decision_grpc/)[0];
+    const variant = structuredClone(envoy);
+    const hcm = variant.static_resources.listeners[0].filter_chains[0].filters[0].typed_config;
+    hcm.http_filters[0] = grpcFilter;
+    variant.static_resources.clusters.push(grpcCluster);
+    expect(grpcFilter.typed_config.grpc_service.envoy_grpc.cluster_name).toBe(grpcCluster.name);
+    expect(envoyIssues(def, 'envoy.config.bootstrap.v3.Bootstrap', variant, 'gRPC variant')).toEqual([]);
   });
 
   it('names only fields and endpoints of the protocol (docs/forward-auth.md)', () => {
