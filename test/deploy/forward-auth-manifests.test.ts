@@ -6,9 +6,10 @@
 // fields copied from keygate's answer, one a running decision service sends; their ports agree with
 // the settings' defaults and with one another; envoy.yaml (and its commented gRPC variant) is read against
 // Envoy's own API protos. The nginx file runs for real in nginx-forward-auth.test.ts.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +37,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIR = join(ROOT, 'deploy', 'forward-auth');
 const DEFAULTS = settingsSchema.parse({});
 const KUBECTL = process.env.KUBECTL ?? '/usr/bin/kubectl';
+const NGINX = process.env.NGINX ?? '/usr/sbin/nginx';
 const read = (file: string) => readFileSync(join(DIR, file), 'utf8');
 /** Every document of a YAML file, as plain values; a parse error or warning fails the file. */
 function yamlDocs(text: string, file: string): any[] {
@@ -283,6 +285,49 @@ describe('deploy/forward-auth and deploy/overlays/decision', () => {
     expect(a['nginx.ingress.kubernetes.io/server-snippet']).toContain('location @keygate_answer');
     for (const r of ing.spec.rules)
       for (const p of r.http.paths) expect(p.backend.service.port.number).toBe(DEFAULTS.BACKEND_PORT);
+  });
+
+  // The snippets inside the template ingress-nginx writes them into (its auth location's fixed lines, its
+  // auth-response-headers lines), checked by nginx itself (nginx -t): no cluster needed.
+  it.skipIf(!existsSync(NGINX))("the Ingress's snippets are nginx configuration nginx accepts (nginx -t)", () => {
+    const a = ingress.parse(find('Ingress')).metadata.annotations!;
+    const copied = a['nginx.ingress.kubernetes.io/auth-response-headers'].split(',');
+    const dir = mkdtempSync(join(tmpdir(), 'kg-ingress-'));
+    const conf = `events {}
+http {
+  map $request_id $req_id { default $request_id; }
+  server {
+    listen 127.0.0.1:8080;
+    ${a['nginx.ingress.kubernetes.io/server-snippet']}
+    location = /_external-auth {
+      internal;
+      proxy_pass_request_body off;
+      proxy_set_header Content-Length "";
+      proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
+      proxy_set_header X-Original-Method $request_method;
+      ${a['nginx.ingress.kubernetes.io/auth-snippet']}
+      set $target ${a['nginx.ingress.kubernetes.io/auth-url']};
+      proxy_pass $target;
+    }
+    location / {
+      auth_request /_external-auth;
+      ${copied.map((h, i) => `auth_request_set $authHeader${i} $upstream_http_${h.toLowerCase().replace(/-/g, '_')};\n      proxy_set_header '${h}' $authHeader${i};`).join('\n      ')}
+      ${a['nginx.ingress.kubernetes.io/configuration-snippet']}
+      proxy_pass http://127.0.0.1:8081;
+    }
+  }
+}
+`;
+    writeFileSync(join(dir, 'nginx.conf'), conf);
+    try {
+      const r = spawnSync(NGINX, ['-t', '-q', '-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], {
+        encoding: 'utf8',
+      });
+      expect(r.stderr, conf).toBe('');
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('every example points at DECISION_PORT 8082 (gRPC: 8083) and forwards to the service on BACKEND_PORT', () => {
