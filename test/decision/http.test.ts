@@ -3,6 +3,7 @@
 // answered in Envelope B without a stack.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request as rawRequest } from 'node:http';
+import { connect } from 'node:net';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { UNSIGNED_BODY, sign } from '../../src/http/identity.js';
@@ -231,6 +232,24 @@ describe('the listener itself', () => {
       expect(r.headers.get('x-ratelimit-limit')).toBe('10');
       await r.text();
     }
+  });
+
+  it('closes the connection after a subrequest that announced a body it never sent', async () => {
+    // Without the close, the next request's first bytes would be read as the missing body.
+    const { port } = new URL(url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let text = '';
+    socket.on('data', (b) => (text += b.toString('latin1')));
+    const ended = new Promise<void>((done) => socket.on('close', () => done()));
+    socket.write(
+      'GET /auth HTTP/1.1\r\nHost: decision\r\nContent-Length: 10\r\nX-Forwarded-Method: GET\r\n' +
+        `X-Forwarded-Uri: /v2/workspaces/100/tags\r\nAuthorization: Bearer ${K.wsAdmin}\r\n\r\n`,
+    );
+    await ended;
+    // One answer, the decision's, closing the connection itself (not a 408 at the request timeout).
+    expect(text.startsWith('HTTP/1.1 200')).toBe(true);
+    expect(text.split('HTTP/1.1 ').length).toBe(2);
+    expect(text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase()).toContain('connection: close');
   });
 
   it('answers /healthz and 404s elsewhere in Envelope B', async () => {
