@@ -18,6 +18,7 @@ import { REQUEST_ID } from '../config/contract.js';
 import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '../ops/connection-limits.js';
 import { describe } from './describe.js';
 import { answerToken, readAnswerToken } from './answer-token.js';
+import { announcesBody } from '../gateway/body-read.js';
 import { verifyApi } from './verify-api.js';
 import { decider, type Decider } from './cors.js';
 
@@ -45,6 +46,10 @@ async function handle(deps: GatewayDeps, decide: Decider, req: IncomingMessage, 
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
+  // Only /verify reads a body. A subrequest that announces one it never sends (an nginx location without
+  // `proxy_set_header Content-Length ""`) would have the next request's bytes taken as that body on a
+  // kept-alive connection: its answer closes the connection instead.
+  if (path !== '/verify' && announcesBody(req)) res.shouldKeepAlive = false;
   if (path === '/auth') return authorize(deps, decide, req, res, undefined);
   if (path === '/envoy' || path.startsWith('/envoy/')) {
     const rest = url.slice('/envoy'.length);
