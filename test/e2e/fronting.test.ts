@@ -40,7 +40,16 @@ beforeAll(async () => {
   if (!CAN) return;
   const tmp = mkdtempSync(join(tmpdir(), 'kg-fronting-'));
   copy = join(tmp, 'keygate');
-  for (const p of ['src', 'config', 'examples', 'bench', 'package.json', 'tsconfig.json', 'tsconfig.build.json'])
+  for (const p of [
+    'src',
+    'config',
+    'examples',
+    'bench',
+    'proto',
+    'package.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+  ])
     cpSync(join(ROOT, p), join(copy, p), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'), 'dir');
   database = `fronting_${process.pid}_${Date.now()}`;
