@@ -6,44 +6,37 @@
 // its own Redis prefix) and through nginx: the same statuses, bodies (request ids and timestamps
 // aside) and rate-limit fields. Then a budget spent through nginx by requests both instances decide
 // is exact.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStores } from '../../src/limits/redis/index.js';
 import type { SharedStores } from '../../src/limits/types.js';
 import { K } from '../fixtures/seed.js';
-import { freePort } from '../helpers/redis-server.js';
 import { testRedisClient } from '../helpers/redis.js';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { testSecret } from '../helpers/keys.js';
-import { writeNginxConf } from '../../bench/forward-auth/nginx-conf.js';
+import { haveNginx, startForwardAuthNginx, type RunningNginx } from '../helpers/nginx.js';
 
-const NGINX = process.env.NGINX ?? '/usr/sbin/nginx';
 /** A browser origin of CORS_ORIGINS. */
 const ORIGIN = 'https://app.example.test';
 /** The fields compared: what a client may still spend, when to retry, CORS, and the body's type. */
 const COMPARED = /^(x-ratelimit-|ratelimit|retry-after$|access-control-|vary$|content-type$)/;
 
-const haveNginx = existsSync(NGINX);
 // Needs nginx (the program under test), PostgreSQL (two keygate instances share one database: PGlite is
 // one process's) and Redis (one budget over two instances, each on its own connection, as two processes
 // would be). CI installs nginx (.ci/run) and sets both services.
-describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_URL)(
+describe.skipIf(!haveNginx() || !process.env.DATABASE_URL || !process.env.REDIS_URL)(
   'nginx auth_request with deploy/forward-auth/nginx.conf and two keygate decision instances',
   () => {
     const clock = new FakeClock();
     const stores: SharedStores[] = [];
-    const dir = mkdtempSync(join(tmpdir(), 'kg-nginx-'));
     let proxy: Stack;
     let a: Stack;
     let b: Stack;
-    let nginx: ChildProcess;
+    let nginx: RunningNginx | undefined;
     let nginxUrl = '';
-    let nginxOut = '';
     const extra = {
       apiKeys: [
         // Of organization 2 (free: 5 reads a minute), for the bucket spent out.
@@ -82,43 +75,19 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
         env: decision,
       });
       const portOf = (url: string | null) => Number(new URL(url ?? 'http://x:0').port);
-      const listen = await freePort();
-      // The workers run as nobody when the test runs as root: they write request bodies under `dir`.
-      chmodSync(dir, 0o755);
-      const args = writeNginxConf(dir, {
-        listen,
+      nginx = await startForwardAuthNginx({
         decision: [portOf(a.app.decisionUrl), portOf(b.app.decisionUrl)],
         app: portOf(a.backendUrl),
       });
-      const check = spawnSync(NGINX, ['-t', '-q', ...args.slice(0, 6)], { encoding: 'utf8' });
-      if (check.status !== 0) throw new Error(`nginx -t refused the config: ${check.stderr}`);
-      nginx = spawn(NGINX, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      nginx.stdout!.on('data', (c) => (nginxOut += c));
-      nginx.stderr!.on('data', (c) => (nginxOut += c));
-      nginxUrl = `http://127.0.0.1:${listen}`;
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const up = await fetch(`${nginxUrl}/healthz-of-nothing`).then(
-          () => true,
-          () => false,
-        );
-        if (up) break;
-        if (Date.now() > deadline || nginx.exitCode !== null) throw new Error(`nginx did not start: ${nginxOut}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      nginxUrl = nginx.url;
     }, 120_000);
 
     afterAll(async () => {
-      if (nginx && nginx.exitCode === null) {
-        const exited = new Promise((r) => nginx.once('exit', r));
-        nginx.kill('SIGTERM');
-        await exited;
-      }
+      await nginx?.stop();
       await b?.close();
       await a?.close();
       await proxy?.close();
       for (const st of stores) await st.close();
-      rmSync(dir, { recursive: true, force: true });
     });
 
     interface Call {
@@ -296,7 +265,7 @@ describe.skipIf(!haveNginx || !process.env.DATABASE_URL || !process.env.REDIS_UR
       for (const s of refused) expect(JSON.parse(s.body).errorCode).toBe('150005');
       // Both instances decided some of them (nginx's log names the one that decided each request).
       const deciders = new Set(
-        readFileSync(join(dir, 'access.log'), 'utf8')
+        readFileSync(join(nginx!.dir, 'access.log'), 'utf8')
           .split('\n')
           .map((l) => / decided_by=(\S+)/.exec(l)?.[1])
           .filter((x): x is string => x !== undefined && x !== '-'),
