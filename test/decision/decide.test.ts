@@ -1,6 +1,8 @@
 // The decision core (src/decision/decide.ts): the gateway's pipeline run on a described request, its
 // answers captured byte for byte, an admitted request handed back with its fields, the layers spent
 // once, as through the gateway's own proxy.
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
@@ -59,5 +61,51 @@ describe('decide', () => {
     expect(st.kind === 'answer' && st.status).toBe(200);
     const nf = await ask('GET', '/elsewhere', {});
     expect(nf.kind === 'answer' && nf.status).toBe(404);
+  });
+});
+
+// Every caller of decide() (the HTTP endpoints, the gRPC service) gets the gateway's access line and its
+// CORS handling: both are decide()'s own, not a listener's.
+describe('decide, whoever asks', () => {
+  const lines: string[] = [];
+  let t: Stack;
+  beforeAll(async () => {
+    const log = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    t = await startStack({ env: { CORS_ORIGINS: 'https://app.example' }, log });
+  });
+  afterAll(async () => t?.close());
+
+  it('writes the access line of each decision and answers a preflight as the gateway does', async () => {
+    const d = await decide(t.app.gatewayDeps!, {
+      method: 'GET',
+      target: '/v2/workspaces/100/accounts',
+      headers: { authorization: `Bearer ${K.wsAdmin}`, origin: 'https://app.example' },
+      ip: '10.9.1.1',
+    });
+    expect(d.kind).toBe('allow');
+    if (d.kind === 'allow')
+      expect(fieldsOf(d.clientFields).get('access-control-allow-origin')).toBe('https://app.example');
+    const pre = await decide(t.app.gatewayDeps!, {
+      method: 'OPTIONS',
+      target: '/v2/workspaces/100/accounts',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+      ip: '10.9.1.2',
+    });
+    expect(pre.kind === 'answer' && pre.status).toBe(204);
+    // The access log writes its lines in batches: the last may come a moment after its answer.
+    const logged = () => lines.join('');
+    for (const deadline = Date.now() + 2_000; !logged().includes('"route":"preflight"') && Date.now() < deadline;)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(logged()).toContain(`"requestId":"${d.requestId}"`);
+    expect(logged()).toContain('"route":"preflight"');
+    expect(logged()).not.toContain(K.wsAdmin);
   });
 });
