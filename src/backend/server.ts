@@ -15,7 +15,7 @@ import { jsonOf, readBody } from '../http/body.js';
 import { Router, type Ctx, type Envelope, type Reply } from './router.js';
 import type { BackendServices } from './services.js';
 import { registerDomains } from './domains.js';
-import { REQUEST_ID } from '../config/contract.js';
+import { requestIdOf } from '../config/contract.js';
 
 export function envelopeFor(path: string): Envelope {
   if (path.startsWith('/v1/')) return 'v1';
@@ -94,12 +94,6 @@ function databaseError(err: unknown): ApiError | null {
   return null;
 }
 
-/** The request id the gateway sent, when well-formed; a new one otherwise. */
-function requestIdOf(req: IncomingMessage): string {
-  const sent = req.headers['x-request-id'];
-  return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
-}
-
 const isPublicPath = (path: string) =>
   path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2';
 
@@ -169,7 +163,7 @@ async function handle(
   const rawUrl = req.url ?? '/';
   const queryStart = rawUrl.indexOf('?');
   const path = queryStart === -1 ? rawUrl : rawUrl.slice(0, queryStart);
-  const requestId = requestIdOf(req);
+  const requestId = requestIdOf(req.headers);
   res.setHeader('x-request-id', requestId);
   // The envelope of every error below: the route's, or for a path no route has, the interface's.
   let envelope = envelopeFor(path);

@@ -2,6 +2,8 @@
 // backend, the admin API, the OpenAPI generators and the CLI import them from here, so that a rule
 // changes in one line and the description of an API cannot drift from what its code checks.
 // Patterns come as `*_SOURCE` strings too, for JSON Schema `pattern` fields and route syntaxes.
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 
 /** The largest value of a PostgreSQL `integer` column: every id of the data model. */
 export const PG_INT_MAX = 2_147_483_647;
@@ -26,6 +28,12 @@ export const isDbId = (raw: string): boolean => DB_ID.test(raw) && Number(raw) <
 /** An X-Request-Id the gateway and the backend keep from the client; any other is replaced. */
 export const REQUEST_ID_SOURCE = '^[A-Za-z0-9._-]{1,128}$';
 export const REQUEST_ID = new RegExp(REQUEST_ID_SOURCE);
+
+/** The request's own X-Request-Id when it is well-formed, else a new one. */
+export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const sent = headers['x-request-id'];
+  return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+}
 
 /** A key secret: its type's prefix, then 32 to 128 characters of [A-Za-z0-9] (docs/decisions.md section 2). */
 export const KEY_SECRET = /^(svc_ws_|svc_pk_|svc_v1_)[A-Za-z0-9]{32,128}$/;

@@ -4,11 +4,11 @@
 // rate-limit status route, the API description) is captured byte for byte as an `answer`; a request it
 // would have forwarded is an `allow`, with the fields the client's answer carries (X-Request-Id, the
 // rate-limit fields) and the signed identity the service is to receive. Every layer is spent exactly as
-// the same request through the gateway's proxy spends it: this is that code, not a copy of it.
-import { randomUUID } from 'node:crypto';
+// the same request through the gateway's proxy spends it: this is that code, not a copy of it. CORS is
+// applied as the gateway's listener applies it before its pipeline (serve() in src/gateway/server.ts).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../access/principal.js';
-import { REQUEST_ID } from '../config/contract.js';
+import { requestIdOf } from '../config/contract.js';
 import { UNSIGNED_BODY } from '../http/identity.js';
 import type { RouteDef } from '../config/routes.js';
 import type { Api, GatewayDeps, RequestContext } from '../gateway/context.js';
@@ -17,7 +17,7 @@ import { addIdentityFields } from '../gateway/forward-authorized.js';
 import type { Granted } from '../gateway/guards/permission.js';
 import { refuse } from '../gateway/answers.js';
 import { answerFailure, dispatch, recordAnswer, servedPath } from '../gateway/server.js';
-import type { AccessLogSource } from '../ops/logger.js';
+import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 
 /** A request as the proxy asking describes it. */
 export interface DecisionRequest {
@@ -31,6 +31,9 @@ export interface DecisionRequest {
 }
 
 export type Decision = Allow | Answer;
+
+/** Decides a described request for one listener (the HTTP endpoints, the gRPC service). */
+export type Decider = (r: DecisionRequest) => Promise<Decision>;
 
 /** The request may go on to the service. */
 export interface Allow {
@@ -55,17 +58,23 @@ export interface Answer {
   body: Buffer;
 }
 
+// The access log's writer, built once per gateway (it keeps per-writer state) when ACCESS_LOG is on.
+const accessWriters = new WeakMap<GatewayDeps, ((source: AccessLogSource) => void) | null>();
+function accessWriterOf(deps: GatewayDeps) {
+  let w = accessWriters.get(deps);
+  if (w === undefined) accessWriters.set(deps, (w = deps.accessLog ? accessLogWriter(deps.log) : null));
+  return w;
+}
+
 /**
  * Decide one request. Metrics, the access log, the usage history and the console's traffic count it as
  * they count the gateway's own answers (an allowed request as a 200: the service's status is not known
- * here). Never rejects: a failure is an `answer` (503 for a store that is down, 500 otherwise).
+ * here). A CORS preflight of the described request is answered (204) without a decision, and any other
+ * answer to an allowed origin carries the same Access-Control-* fields as through the gateway. Never
+ * rejects: a failure is an `answer` (503 for a store that is down, 500 otherwise).
  */
-export async function decide(
-  deps: GatewayDeps,
-  r: DecisionRequest,
-  /** The access log's writer (accessLogWriter, built once per listener), when ACCESS_LOG is on. */
-  writeAccess: ((source: AccessLogSource) => void) | null = null,
-): Promise<Decision> {
+export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Decision> {
+  const writeAccess = accessWriterOf(deps);
   const rec = new RecordedResponse();
   let admitted: Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null = null;
   const ctx = contextOf(r, rec, (principal, grant, route) => {
@@ -74,6 +83,12 @@ export async function decide(
     addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, UNSIGNED_BODY, deps.clock.now());
     admitted = { principal, grant, route: `${route.method} ${route.path}`, upstreamFields };
   });
+  if (deps.cors.preflight(ctx.req, ctx.res)) {
+    ctx.trace.route = 'preflight';
+    recordAnswer(deps, ctx, writeAccess);
+    return { kind: 'answer', requestId: ctx.requestId, status: rec.statusCode, fields: rec.fields, body: rec.body };
+  }
+  deps.cors.decorate(ctx.req, ctx.res);
   if (!servedPath(ctx.path)) refuse(ctx, { code: 'not_found', message: 'No such route.' });
   else {
     try {
@@ -86,7 +101,7 @@ export async function decide(
   if (allowed) {
     rec.statusCode = 200;
     recordAnswer(deps, ctx, writeAccess);
-    return { kind: 'allow', requestId: ctx.requestId, clientFields: ctx.head, ...allowed };
+    return { kind: 'allow', requestId: ctx.requestId, clientFields: [...ctx.head, ...rec.set], ...allowed };
   }
   if (!rec.ended) {
     // Neither admitted nor answered: a pipeline that returned without a word is a defect, answered 500.
@@ -104,8 +119,7 @@ function contextOf(
 ): RequestContext {
   const q = r.target.indexOf('?');
   const path = q === -1 ? r.target : r.target.slice(0, q);
-  const hdrId = r.headers['x-request-id'];
-  const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
+  const requestId = requestIdOf(r.headers);
   const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
   // The guards read the method, the target, the fields (and the raw list for repeated Host lines);
   // the request is complete: its body, if any, is the proxy's to send on.
@@ -141,24 +155,34 @@ function contextOf(
   };
 }
 
-/** The part of ServerResponse the gateway's answers write (./answers.ts): one writeHead, one end. */
+/**
+ * The part of ServerResponse the gateway's answers write (./answers.ts, src/gateway/cors.ts): fields set
+ * ahead (CORS), one writeHead, one end. The answer's fields are the written ones, then those set ahead.
+ */
 class RecordedResponse {
   statusCode = 200;
   headersSent = false;
   destroyed = false;
   ended = false;
-  fields: ResponseFields = [];
+  /** Fields set with setHeader before the answer: an allowed request's client gets them too. */
+  readonly set: ResponseFields = [];
+  private written: ResponseFields = [];
   body: Buffer = Buffer.alloc(0);
 
-  writeHead(status: number, fields?: ResponseFields): this {
+  get fields(): ResponseFields {
+    return [...this.written, ...this.set];
+  }
+
+  writeHead(status: number, fields?: ResponseFields | Record<string, string | number>): this {
     this.statusCode = status;
     this.headersSent = true;
-    if (fields) this.fields = [...fields];
+    if (Array.isArray(fields)) this.written = [...fields];
+    else if (fields) this.written = Object.entries(fields).flat();
     return this;
   }
 
   setHeader(name: string, value: string | number): this {
-    this.fields.push(name, value);
+    this.set.push(name, value);
     return this;
   }
 

@@ -10,20 +10,19 @@
 // through keygate's proxy spends. The listener is bounded as the gateway's is: heads within 10 s, its
 // share of the descriptors; the peers are a few proxies, so one address may hold all of it.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import type { GatewayDeps } from '../gateway/context.js';
 import type { ResponseFields } from '../gateway/fields.js';
 import { ERROR_CODES, envelopeB, type CodeB } from '../http/errors.js';
-import { REQUEST_ID } from '../config/contract.js';
+import { requestIdOf } from '../config/contract.js';
 import { boundConnections, defaultBounds, descriptorLimit, refusalLog } from '../ops/connection-limits.js';
 import { describe } from './describe.js';
 import { answerToken, readAnswerToken } from './answer-token.js';
 import { announcesBody } from '../gateway/body-read.js';
 import { verifyApi } from './verify-api.js';
-import { decider, type Decider } from './cors.js';
+import { decide as decideFor, type Decider } from './decide.js';
 
 export function createDecisionServer(deps: GatewayDeps): http.Server {
-  const decide = decider(deps);
+  const decide: Decider = (r) => decideFor(deps, r);
   // Slow heads are found within a second of their timeout, as on the gateway's listener.
   const server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     handle(deps, decide, req, res).catch((err: unknown) => failed(deps, req, res, err));
@@ -157,8 +156,7 @@ function sendError(
   message: string,
   details?: Record<string, unknown>,
 ): void {
-  const sent = req.headers['x-request-id'];
-  const requestId = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+  const requestId = requestIdOf(req.headers);
   sendJson(res, ERROR_CODES[code].status, envelopeB(code, message, requestId, details), ['x-request-id', requestId]);
 }
 

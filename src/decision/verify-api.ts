@@ -11,7 +11,7 @@ import { jsonOf, readBody } from '../http/body.js';
 import type { CodeB } from '../http/errors.js';
 import { identityOf } from '../gateway/identity-headers.js';
 import { METHODS, ORIGIN_FORM } from './describe.js';
-import type { Decider } from './cors.js';
+import type { Decider } from './decide.js';
 
 /** A verify request is a key and a request line: a few hundred bytes. */
 export const VERIFY_BODY_MAX = 16 * 1024;

@@ -7,7 +7,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { randomUUID } from 'node:crypto';
 import { ENVELOPE_A, envelopeB } from '../http/errors.js';
 import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
@@ -19,7 +18,7 @@ import { v2 } from './v2.js';
 import { v1 } from './v1.js';
 import { announcesBody } from './body-read.js';
 import { lingerAfterAnswer } from './linger.js';
-import { REQUEST_ID } from '../config/contract.js';
+import { requestIdOf } from '../config/contract.js';
 import { defaultTunnelBound, descriptorLimit } from '../ops/connection-limits.js';
 import { DRAIN_CLOSE, Tunnels, isWebSocketUpgrade } from './websocket.js';
 
@@ -192,8 +191,7 @@ function contextOf(
   }
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
-  const hdrId = req.headers['x-request-id'];
-  const requestId = typeof hdrId === 'string' && REQUEST_ID.test(hdrId) ? hdrId : randomUUID();
+  const requestId = requestIdOf(req.headers);
   // Outside both interfaces (answered 404 by the caller) the /v2 envelope is used.
   const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
   return {
