@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { loadPlans, type Plans } from '../config/plans.js';
 import { loadRoutes, type Routes } from '../config/routes.js';
 import type { LiveTables } from './types.js';
+import { workspaceProfile } from '../config/profile/workspace.js';
 
 export interface ReloadableTables extends LiveTables {
   /** Read both files again; a bad one is refused (logged, false) and the tables in force stay. */
@@ -16,6 +17,7 @@ export function loadTables(s: { PLANS_FILE: string; ROUTES_FILE: string }, log: 
   return {
     plans: () => plans,
     routes: () => routes,
+    profile: () => workspaceProfile(routes, plans),
     onReload(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

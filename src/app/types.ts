@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Settings } from '../config/settings.js';
 import type { Plans } from '../config/plans.js';
 import type { Routes } from '../config/routes.js';
+import type { Profile } from '../config/profile/types.js';
 import type { Db } from '../db/index.js';
 import type { PrincipalCache } from '../access/cache.js';
 import type { AccessResolver } from '../access/resolver.js';
@@ -73,6 +74,8 @@ export interface App {
 export interface LiveTables {
   plans(): Plans;
   routes(): Routes;
+  /** The profile in force (docs/profiles.md): its interfaces; its routes and plans are the two above. */
+  profile(): Profile;
   /** Told after each reload that took effect; returns the unsubscribe. */
   onReload?(listener: () => void): () => void;
 }

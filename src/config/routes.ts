@@ -207,6 +207,9 @@ export class RouteTable {
 }
 
 export interface Routes {
+  /** The route table of each interface of the profile in force, by its id (`v2`, `v1`, a profile's name). */
+  tables: Readonly<Record<string, RouteTable>>;
+  /** The workspace API's tables (empty under another profile). */
   v2: RouteTable;
   v1: RouteTable;
   scopes: Record<string, MinRole>;
@@ -242,7 +245,7 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
   }
   for (const d of f.v1)
     v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', ...where(d) });
-  return { v2, v1, scopes: f.scopes, services };
+  return { tables: { v2, v1 }, v2, v1, scopes: f.scopes, services };
 }
 
 export function loadRoutes(file: string): Routes {
