@@ -60,7 +60,7 @@ async function request(t: Tracing<AccessResolver> | null): Promise<void> {
     once: (_event: string, fn: () => void) => queueMicrotask(fn),
   } as unknown as ServerResponse;
   const span = t ? t.request(req, res, 'GET', 'rid') : null;
-  await (span?.access ?? base).resolve('k', ['workspace'], '10.0.0.1', () => ({
+  await (span?.access ?? base).resolve('k', [{ name: 'workspace', prefix: 'svc_ws_' }], '10.0.0.1', () => ({
     decision: null,
     counters: { spend: [] },
   }));

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
 import type { Preflight, AccessVersions } from '../limits/types.js';
-import { hashSecret, type KeyType } from './secrets.js';
+import { hashSecret } from './secrets.js';
 import { organizationOfKey, resolvePrincipal, type Principal } from './principal.js';
 import { StoreUnavailableError } from '../limits/resilient/index.js';
 
@@ -81,7 +81,7 @@ export class PrincipalCache {
    * and current; on a miss or a stale entry the database is read after the version, so a change
    * committed meanwhile always leaves the cached copy behind a newer version.
    */
-  async lookup(secret: string, keyType: KeyType, ip: string, key?: string): Promise<Lookup> {
+  async lookup(secret: string, keyType: string, ip: string, key?: string): Promise<Lookup> {
     const k = key ?? this.key(secret);
     const entry = this.entries.get(k);
     const orgHint = entry?.principal.organizationId ?? this.orgOf.get(k) ?? null;

@@ -3,12 +3,12 @@
 // gateway only while the organization's access version is unchanged (see access/cache.ts).
 import type { Queryable } from '../db/types.js';
 import { ROLES, type Role } from '../config/routes.js';
-import type { KeyType } from './secrets.js';
 import { limitOverridesOf, type LimitOverrides } from '../config/budgets.js';
 
 export interface Principal {
   keyId: number;
-  keyType: KeyType;
+  /** The key's type: a name of its profile's key types (`workspace`, `personal`, `partner`, `consumer`). */
+  keyType: string;
   organizationId: number;
   plan: string | null;
   apiAccess: boolean;
@@ -78,7 +78,7 @@ const internRole = (role: string | null): Role | null => ROLES.find((r) => r ===
  * One query per key, plus one for a personal key's memberships. Revoked keys resolve to null; expired
  * ones resolve with an expiresAt in the past (the caller refuses them by time, as it does cached ones).
  */
-export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: KeyType): Promise<Principal | null> {
+export async function resolvePrincipal(q: Queryable, keyHash: string, keyType: string): Promise<Principal | null> {
   const rows = await q.query(
     `SELECT k.id, k.type, k.organization_id, k.workspace_id, k.user_id, k.role, k.scopes,
             k.expires_at, k.metadata, k.key_hash = $1 AS current_secret, k.previous_expires_at,

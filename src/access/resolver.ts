@@ -10,7 +10,7 @@
 // cooldown, so parallel failures cannot all slip under the limit. An expired secret is an invalid key
 // from the first instant at or after its expiry: the check compares the clock with a number the
 // principal holds, on every request, cached or not (no I/O, no grace).
-import { keyTypeOf, type KeyType } from './secrets.js';
+import { keyTypeIn } from './secrets.js';
 import type { PrincipalCache } from './cache.js';
 import { isExpired, type Principal } from './principal.js';
 import type { SharedStores, CounterRef, LayerState } from '../limits/types.js';
@@ -41,7 +41,8 @@ export interface ResolverEvents {
 export interface AccessResolver {
   resolve<D>(
     secret: string,
-    accepted: readonly KeyType[],
+    /** The key types of the request's interface (its profile's `key.types`). */
+    accepted: readonly { name: string; prefix: string }[],
     ip: string,
     plan: (p: Principal) => { decision: D; counters: CounterPlan },
   ): Promise<Resolution<D>>;
@@ -70,8 +71,8 @@ export function createAccessResolver(
 
   return {
     async resolve(secret, accepted, ip, plan) {
-      const type = keyTypeOf(secret);
-      if (type === null || !accepted.includes(type)) {
+      const type = keyTypeIn(secret, accepted);
+      if (type === null) {
         // A malformed key, or one of the other interface: still the cooldown first.
         const seconds = await stores.cooldown.check(ip);
         if (seconds > 0) {

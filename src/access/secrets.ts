@@ -5,6 +5,20 @@ export type KeyType = 'workspace' | 'personal' | 'partner';
 
 export const KEY_PREFIX: Record<KeyType, string> = { workspace: 'svc_ws_', personal: 'svc_pk_', partner: 'svc_v1_' };
 
+/**
+ * The type among `types` whose prefix the secret starts with, when the rest is 32 to 128 characters of
+ * [A-Za-z0-9] (a profile's key types, docs/profiles.md); null otherwise.
+ */
+export function keyTypeIn(secret: string, types: readonly { name: string; prefix: string }[]): string | null {
+  for (const t of types) {
+    if (!secret.startsWith(t.prefix)) continue;
+    const n = secret.length - t.prefix.length;
+    return n >= 32 && n <= 128 && SECRET_BODY.test(secret.slice(t.prefix.length)) ? t.name : null;
+  }
+  return null;
+}
+const SECRET_BODY = /^[A-Za-z0-9]+$/;
+
 export function keyTypeOf(secret: string): KeyType | null {
   if (!KEY_SECRET.test(secret)) return null;
   return secret.startsWith('svc_ws_') ? 'workspace' : secret.startsWith('svc_pk_') ? 'personal' : 'partner';

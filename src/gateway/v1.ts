@@ -2,6 +2,7 @@
 // credential (X-Api-Key), the address's cooldown and the key, the organization, the route, then one
 // layer of 20 requests per key per minute. Every answer carries the three rate-limit headers.
 import { WINDOW_SECONDS } from '../config/contract.js';
+import { WORKSPACE_INTERFACES } from '../config/profile/workspace.js';
 import { planOf } from '../config/plans.js';
 import type { LayerState } from '../limits/types.js';
 import type { GatewayDeps, RequestContext } from './context.js';
@@ -16,7 +17,7 @@ import { addRateLimitFields } from './headers.js';
 import { forwardWithBody } from './forward-authorized.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
-const V1_KEYS = ['partner'] as const;
+const V1_KEYS = WORKSPACE_INTERFACES[1].keyTypes;
 
 export async function v1(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // Before a key is resolved the headers show an untouched bucket (docs/decisions.md).

@@ -4,6 +4,7 @@
 // on the principal before that round trip (./decisions.ts, pure), so it knows whether to spend or only
 // read. Every answer's rate-limit fields are written once, from the layers it spent or read.
 import type { Principal } from '../access/principal.js';
+import { WORKSPACE_INTERFACES } from '../config/profile/workspace.js';
 import type { Bucket } from '../config/routes.js';
 import { WINDOW_SECONDS } from '../config/contract.js';
 import { planOf } from '../config/plans.js';
@@ -22,7 +23,7 @@ import { addRateLimitFields } from './headers.js';
 import { forwardWithBody } from './forward-authorized.js';
 import { layersOver, limitModeOf, recordShadowRefusal } from './shadow.js';
 
-const V2_KEYS = ['workspace', 'personal'] as const;
+const V2_KEYS = WORKSPACE_INTERFACES[0].keyTypes;
 
 export async function v2(deps: GatewayDeps, ctx: RequestContext): Promise<void> {
   // 1. canonical path and framing, from the head (the body is read once the request is authorized)

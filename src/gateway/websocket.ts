@@ -23,6 +23,7 @@
 // authentication for the address, as any request with it would. A draining gateway (SIGTERM) refuses
 // new upgrades; the open tunnels hold the drain as requests in flight do, and at its deadline each
 // gets close frame 1001 both ways.
+import { WORKSPACE_INTERFACES } from '../config/profile/workspace.js';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -506,8 +507,8 @@ async function refusalNow(deps: GatewayDeps, ctx: RequestContext, keyId: number)
   return 'The route is no longer forwarded.';
 }
 
-const V2_KEYS = ['workspace', 'personal'] as const;
-const V1_KEYS = ['partner'] as const;
+const V2_KEYS = WORKSPACE_INTERFACES[0].keyTypes;
+const V1_KEYS = WORKSPACE_INTERFACES[1].keyTypes;
 
 /** The close the drain's deadline gives every open tunnel. */
 export const DRAIN_CLOSE = { code: CLOSE_GOING_AWAY, reason: 'The gateway is shutting down.' } as const;

@@ -37,7 +37,11 @@ import {
  */
 export interface Identity {
   keyId: number;
-  keyType: 'workspace' | 'personal' | 'partner';
+  /**
+   * The key's type: `workspace`, `personal` or `partner` on the workspace API; under another profile one of
+   * its key types (`[a-z][a-z0-9_]{0,31}`).
+   */
+  keyType: string;
   organizationId: number;
   userId: number | null;
   workspaceId: number | null;
@@ -381,7 +385,7 @@ function decodeIdentity(read: () => unknown): Identity {
     typeof o !== 'object' ||
     o === null ||
     !Number.isSafeInteger(o.keyId) ||
-    !['workspace', 'personal', 'partner'].includes(o.keyType as string) ||
+    !(typeof o.keyType === 'string' && /^[a-z][a-z0-9_]{0,31}$/.test(o.keyType)) ||
     !Number.isSafeInteger(o.organizationId) ||
     !nullableInt(o.userId) ||
     !nullableInt(o.workspaceId) ||

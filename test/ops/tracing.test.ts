@@ -261,7 +261,10 @@ describe('sampling decided at the request head', () => {
     );
     const t = tracing.request(head({}), answered, 'GET', 'rid');
     expect(t.access).not.toBeNull();
-    await t.access!.resolve('secret', ['workspace'], '10.0.0.1', () => ({ decision: null, counters: { spend: [] } }));
+    await t.access!.resolve('secret', [{ name: 'workspace', prefix: 'svc_ws_' }], '10.0.0.1', () => ({
+      decision: null,
+      counters: { spend: [] },
+    }));
     t.end(outcome, 200);
     await tracing.close();
     expect(seen).toEqual(['cache true', 'used 2 1000']);
