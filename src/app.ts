@@ -17,6 +17,7 @@ import { openDecisionListeners, type DecisionListeners } from './decision/listen
 import { watchConfigFiles } from './app/config-watch.js';
 import { applyStartSeed } from './app/seed.js';
 import { loadTables } from './app/tables.js';
+import { ConfigError } from './config/errors.js';
 import type { App, AppOptions, AppParts, Closer } from './app/types.js';
 import type { GatewayDeps } from './gateway/context.js';
 
@@ -27,8 +28,15 @@ export async function startApp(o: AppOptions): Promise<App> {
   const clock = o.clock ?? systemClock;
   // A V8 workaround for servers that run long: src/ops/tick-shape.ts.
   await keepTickShape();
-  const db = await openAppDb(s, o.db, o.mode !== 'gateway');
   const tables = loadTables(s, o.log);
+  // The reference backend implements the workspace API's routes and nothing else (docs/profiles.md): under
+  // another profile `start` is the gateway alone, forwarding to the profile's services.
+  const withBackend = o.mode !== 'gateway' && tables.profile().kind === 'workspace';
+  if (o.mode === 'backend' && !withBackend)
+    throw new ConfigError(
+      `the backend serves the workspace API only; profile ${tables.profile().file} is a ${tables.profile().kind} profile: run \`keygate gateway\` or \`keygate start\``,
+    );
+  const db = await openAppDb(s, o.db, o.mode !== 'gateway');
   const metrics = createMetrics({ defaults: !o.ephemeralPorts });
   let cache: PrincipalCache | null = null;
   const { redis, stores } = await openStores({
@@ -53,7 +61,7 @@ export async function startApp(o: AppOptions): Promise<App> {
   let ready = false;
 
   const parts: AppParts = { app: o, db, clock, stores, redis, metrics, pepper, tables, drainMs };
-  const backend = o.mode !== 'gateway' ? await startBackend({ ...parts, port: port(s.BACKEND_PORT) }) : null;
+  const backend = withBackend ? await startBackend({ ...parts, port: port(s.BACKEND_PORT) }) : null;
   let gatewaySrv: http.Server | null = null;
   let urls = { gatewayUrl: null as string | null, adminUrl: null as string | null, adminApiUrl: null as string | null };
   // Closed in this order: the gateway's drain first, the admin listener after it (/readyz says 503 for
