@@ -15,12 +15,12 @@ type Json = Record<string, unknown>;
 const GATEWAY_CODES_A = ['150001', '150002', '150003', '150004', '150005', '150006', '150007', '040006'] as const;
 
 /** A canonical id segment (docs/decisions.md section 3) and a string id of /v1 (src/config/routes.ts). */
-const ID_PARAM = {
+export const ID_PARAM = {
   type: 'string',
   pattern: CANONICAL_ID_SOURCE,
   description: 'A positive decimal id without leading zeros.',
 };
-const STRING_PARAM = { type: 'string', pattern: STRING_ID_SOURCE };
+export const STRING_PARAM = { type: 'string', pattern: STRING_ID_SOURCE };
 
 const REF = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
 
@@ -380,11 +380,14 @@ export function generateOpenApi(api: Api, rawRoutes: unknown): Json {
   };
 }
 
-/** `GET /v2/workspaces/{workspaceId}/accounts/{accountId}` -> `getWorkspacesAccountsById`-like, unique per route. */
-function operationId(method: string, path: string): string {
+/**
+ * `GET /v2/workspaces/{workspaceId}/accounts/{accountId}` -> `getWorkspacesAccountsById`-like, unique per route;
+ * `skip` is the number of leading segments left out (the empty one before the first `/` and the prefix's).
+ */
+export function operationId(method: string, path: string, skip = 2): string {
   const words = path
     .split('/')
-    .slice(2)
+    .slice(skip)
     .map((seg) => {
       const m = /^\{([A-Za-z]+)(:str)?\}$/.exec(seg);
       const w = m ? `by-${m[1]}` : seg;
