@@ -22,7 +22,7 @@ export interface AdminApiDeps {
   traffic: OrgTraffic;
   trusted: TrustedProxies;
   plans(): Plans;
-  scopes(): Record<string, MinRole>;
+  scopes(): Record<string, MinRole | null>;
   /** The console's static files at /; without them / answers 404. */
   console?: ConsoleFiles;
 }

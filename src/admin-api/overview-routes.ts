@@ -83,7 +83,7 @@ export const OVERVIEW_ROUTES: AdminRoute[] = [
     role: 'read',
     summary: "The route table's scopes, each with the least role a key needs to hold it.",
     status: 200,
-    response: z.object({ items: z.array(z.object({ scope: z.string(), minRole: z.string() })) }),
+    response: z.object({ items: z.array(z.object({ scope: z.string(), minRole: z.string().nullable() })) }),
     handle: async ({ deps }) => ({
       items: Object.entries(deps.scopes()).map(([scope, minRole]) => ({ scope, minRole })),
     }),

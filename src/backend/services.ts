@@ -32,7 +32,7 @@ export interface BackendServices {
   /** The automatic reply-rate and thread-tendency bands (WARMUP_BANDS_FILE). */
   bands: () => Bands;
   /** Every known scope and its minimum role (config/routes.json). */
-  scopes: () => Record<string, MinRole>;
+  scopes: () => Record<string, MinRole | null>;
   clock: Clock;
   log: Logger;
   config: BackendConfig;

@@ -14,15 +14,19 @@ import { createRedisClient, createRedisStores, redisClientSettings } from '../li
 import { createLogger } from '../ops/logger.js';
 import { systemClock } from '../ops/clock.js';
 import type { ServiceContext } from '../access/service/context.js';
+import type { Profile } from '../config/profile/types.js';
+import { workspaceProfile } from '../config/profile/workspace.js';
 import { dataFile } from './paths.js';
 
 export interface AdminContext {
   db: Db;
+  /** The profile in force (PROFILE_FILE): its key types, scopes and plans are what the commands accept. */
+  profile: Profile;
   /** The pepper of the keyed hash of secrets and session tokens (docs/decisions.md section 2). */
   pepper: string;
   plans(): Plans;
-  /** Every known scope and its minimum role (ROUTES_FILE). */
-  scopes(): Record<string, MinRole>;
+  /** Every scope a key may hold (the profile's) and its minimum role where the profile has roles. */
+  scopes(): Record<string, MinRole | null>;
   /** ROUTES_FILE's tables (`limits replay` finds each logged route's bucket there). */
   routes(): Routes;
   /** After committing an access change: running gateways drop the organization's cached principals. */
@@ -70,7 +74,15 @@ function stderrLines(): Writable {
   });
 }
 
-export async function openAdminContext(s: Settings): Promise<AdminContext> {
+/**
+ * The profile the settings name, read once per command: a key the CLI makes has its key types' prefixes
+ * and its scopes (docs/profiles.md). A mistake in it stops the command as it stops a start (exit code 2).
+ */
+export function loadCliProfile(s: Settings): Profile {
+  return workspaceProfile(loadRoutes(dataFile(s.ROUTES_FILE)), loadPlans(dataFile(s.PLANS_FILE)));
+}
+
+export async function openAdminContext(s: Settings, profile: Profile = loadCliProfile(s)): Promise<AdminContext> {
   const db = await openDatabase(s);
   let pepper: string;
   try {
@@ -80,8 +92,6 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
     const where = s.DATABASE_URL ? `DATABASE_URL: ${targetOf(s.DATABASE_URL)}` : `DATA_DIR: ${s.DATA_DIR}`;
     throw new ConfigError(`setting ${where} holds no keygate schema yet; run \`keygate migrate\` first`);
   }
-  const plansFile = dataFile(s.PLANS_FILE);
-  const routesFile = dataFile(s.ROUTES_FILE);
   const log = createLogger('warn', stderrLines());
   // Without Redis every gateway keeps its versions in memory: the database's NOTIFY (the triggers of
   // migration 001) is then what reaches them, as it is for the backend in another process.
@@ -92,14 +102,16 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
   redis?.on('error', () => {}); // a failed bump is reported by accessChangedVia, once
   const versions = redis ? createRedisStores({ redis, prefix: s.REDIS_KEY_PREFIX }).versions : null;
   const bump = versions ? accessChangedVia(versions, log) : async () => {};
-  const plans = () => loadPlans(plansFile);
-  const scopes = () => loadRoutes(routesFile).scopes;
+  // A workspace profile's routes and plans are ROUTES_FILE's and PLANS_FILE's, read with it.
+  const plans = () => profile.plans;
+  const scopes = () => profile.routes.scopes;
   return {
     db,
+    profile,
     pepper,
     plans,
     scopes,
-    routes: () => loadRoutes(routesFile),
+    routes: () => profile.routes,
     accessChanged: bump,
     service: {
       db,
@@ -108,6 +120,7 @@ export async function openAdminContext(s: Settings): Promise<AdminContext> {
       pepper,
       plans,
       scopes,
+      profile: () => profile,
       accessChanged: bump,
     },
     async close() {

@@ -31,15 +31,14 @@ export const planSchema = z
   .strict();
 export type Plan = z.infer<typeof planSchema>;
 
-export const plansSchema = z
-  .record(
-    z.string().regex(PLAN_NAME, 'a plan name is 1 to 40 characters of [a-z0-9_], starting with a letter'),
-    planSchema,
-  )
-  .superRefine((plans, ctx) => {
-    for (const id of PLAN_IDS)
-      if (!(id in plans)) ctx.addIssue({ code: 'custom', path: [id], message: `the plan "${id}" is required` });
-  });
+export const planName = z
+  .string()
+  .regex(PLAN_NAME, 'a plan name is 1 to 40 characters of [a-z0-9_], starting with a letter');
+
+export const plansSchema = z.record(planName, planSchema).superRefine((plans, ctx) => {
+  for (const id of PLAN_IDS)
+    if (!(id in plans)) ctx.addIssue({ code: 'custom', path: [id], message: `the plan "${id}" is required` });
+});
 export type Plans = Record<string, Plan>;
 
 export function parsePlans(raw: unknown, source = 'plans'): Plans {
@@ -67,6 +66,11 @@ export function readJson(file: string, setting?: string): unknown {
   } catch (err) {
     throw new ConfigError(`${at}: cannot read (${reasonOf(err) ?? 'unreadable'})`);
   }
+  return parseJsonText(text, at);
+}
+
+/** JSON text, or a ConfigError `<at>: invalid JSON at line L, column C`. */
+export function parseJsonText(text: string, at: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {

@@ -19,9 +19,9 @@ export type Role = (typeof ROLES)[number];
 export type MinRole = Role | 'ORG_OWNER';
 export type Bucket = 'read' | 'write' | 'bulk';
 
-const method = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+export const method = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** Where a route goes and how (src/config/services.ts): every field optional, today's routes unchanged. */
-const forwarding = {
+export const forwarding = {
   service: z.string().optional(),
   retry: z.boolean().optional(),
   timeouts: z
@@ -33,7 +33,7 @@ const forwarding = {
     .strict()
     .optional(),
 };
-const pathPattern = z
+export const pathPattern = z
   .string()
   .regex(/^(\/([a-z0-9-]+|\{[A-Za-z]+(:str)?\}))+$/, 'must be /-separated literals or {param} / {param:str}');
 
@@ -61,6 +61,22 @@ const v1Route = z
   })
   .strict();
 
+/** Why a route's service is not one of the file's, or null when it is (`default` always is). */
+export function unknownService(
+  service: string | undefined,
+  services: Record<string, unknown> | undefined,
+): string | null {
+  if (service === undefined || service === DEFAULT_SERVICE || (services && Object.hasOwn(services, service)))
+    return null;
+  const known = ['default', ...Object.keys(services ?? {}).filter((n) => n !== DEFAULT_SERVICE)];
+  return `no service ${service}; define it under "services" or name one of ${known.join(', ')}`;
+}
+
+/** A route's method and path with its parameters' names erased: two routes of one shape match the same requests. */
+export function routeShape(method: string, path: string): string {
+  return `${method} ${path.replace(/\{[^}]+\}/g, (m) => (m.endsWith(':str}') ? '{s}' : '{n}'))}`;
+}
+
 export const routesFileSchema = z
   .object({
     scopes: z.record(z.string().regex(/^[a-z]+:[a-z]+$/), z.enum([...ROLES, 'ORG_OWNER'])),
@@ -78,15 +94,9 @@ export const routesFileSchema = z
     for (const api of ['v1', 'v2'] as const) {
       const seen = new Set<string>();
       f[api].forEach((r, i) => {
-        if (r.service !== undefined && r.service !== DEFAULT_SERVICE && !(f.services && r.service in f.services)) {
-          const known = ['default', ...Object.keys(f.services ?? {}).filter((n) => n !== DEFAULT_SERVICE)];
-          ctx.addIssue({
-            code: 'custom',
-            path: [api, i, 'service'],
-            message: `no service ${r.service}; define it under "services" or name one of ${known.join(', ')}`,
-          });
-        }
-        const k = `${r.method} ${r.path.replace(/\{[^}]+\}/g, (m) => (m.endsWith(':str}') ? '{s}' : '{n}'))}`;
+        const unknown = unknownService(r.service, f.services);
+        if (unknown) ctx.addIssue({ code: 'custom', path: [api, i, 'service'], message: unknown });
+        const k = routeShape(r.method, r.path);
         if (seen.has(k))
           ctx.addIssue({ code: 'custom', path: [api, i, 'path'], message: `duplicate route ${r.method} ${r.path}` });
         seen.add(k);
@@ -212,7 +222,8 @@ export interface Routes {
   /** The workspace API's tables (empty under another profile). */
   v2: RouteTable;
   v1: RouteTable;
-  scopes: Record<string, MinRole>;
+  /** Every scope a key may hold, and the least role holding it; null where the profile has no roles (a rest profile). */
+  scopes: Record<string, MinRole | null>;
   /** Every service of this configuration, `default` included. */
   services: Map<string, ServiceConfig>;
 }
@@ -221,16 +232,8 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
   const r = routesFileSchema.safeParse(raw);
   if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
   const f = r.data;
-  const services = new Map<string, ServiceConfig>([[DEFAULT_SERVICE, implicitDefaultService()]]);
-  for (const [name, raw] of Object.entries(f.services ?? {})) services.set(name, serviceConfig(name, raw));
-  const params = (p: string) => [...p.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]);
-  const where = (d: RoutesFile['v1'][number]) => ({
-    gateway: d.gateway === true,
-    limitMode: d.limitMode,
-    params: params(d.path),
-    service: services.get(d.service ?? DEFAULT_SERVICE)!,
-    forwarding: { retry: d.retry !== false, timeouts: d.timeouts ?? {} },
-  });
+  const services = serviceMap(f.services);
+  const where = (d: RoutesFile['v1'][number]) => routeForwarding(d, services);
   const v2 = new RouteTable();
   const v1 = new RouteTable();
   for (const d of f.v2) {
@@ -246,6 +249,27 @@ export function parseRoutes(raw: unknown, source = 'routes'): Routes {
   for (const d of f.v1)
     v1.add({ method: d.method, path: d.path, scope: null, minRole: null, bucket: 'read', ...where(d) });
   return { tables: { v2, v1 }, v2, v1, scopes: f.scopes, services };
+}
+
+/** The services of a file by name, with the implicit `default` unless the file defines it. */
+export function serviceMap(defined: RoutesFile['services']): Map<string, ServiceConfig> {
+  const services = new Map<string, ServiceConfig>([[DEFAULT_SERVICE, implicitDefaultService()]]);
+  for (const [name, raw] of Object.entries(defined ?? {})) services.set(name, serviceConfig(name, raw));
+  return services;
+}
+
+/** What a route entry of a file says beyond its method, path, scope and bucket. */
+export function routeForwarding(
+  d: Pick<RoutesFile['v1'][number], 'path' | 'gateway' | 'limitMode' | 'service' | 'retry' | 'timeouts'>,
+  services: Map<string, ServiceConfig>,
+): Pick<RouteDef, 'gateway' | 'limitMode' | 'params' | 'service' | 'forwarding'> {
+  return {
+    gateway: d.gateway === true,
+    limitMode: d.limitMode,
+    params: [...d.path.matchAll(/\{([A-Za-z]+)(?::str)?\}/g)].map((x) => x[1]),
+    service: services.get(d.service ?? DEFAULT_SERVICE)!,
+    forwarding: { retry: d.retry !== false, timeouts: d.timeouts ?? {} },
+  };
 }
 
 export function loadRoutes(file: string): Routes {

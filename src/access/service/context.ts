@@ -6,6 +6,7 @@ import type { Db } from '../../db/types.js';
 import type { Clock } from '../../ops/clock.js';
 import type { Plans } from '../../config/plans.js';
 import type { MinRole } from '../../config/routes.js';
+import type { KeyProfile } from '../key-types.js';
 
 /** Who makes a change, as the audit trail records it. */
 export type Actor =
@@ -27,8 +28,13 @@ export interface ServiceContext {
   /** The pepper of the keyed hash of secrets and session tokens (settings.key_hash_pepper). */
   pepper: string;
   /** Every known scope and its minimum role (ROUTES_FILE). */
-  scopes(): Record<string, MinRole>;
+  scopes(): Record<string, MinRole | null>;
   plans(): Plans;
+  /**
+   * The profile in force (PROFILE_FILE, docs/profiles.md): the key types a key may be made of and their
+   * prefixes. Absent: the workspace API's (workspace, personal, partner).
+   */
+  profile?(): KeyProfile;
   /**
    * Called after a change to an organization's access data has committed: bumps its access version so
    * every gateway refuses or re-reads on the very next request. Must not throw (a failed bump is
@@ -87,6 +93,7 @@ export function serviceContext(base: ServiceBase, actor: Actor, requestId?: stri
     pepper: base.pepper,
     scopes: base.scopes,
     plans: base.plans,
+    profile: base.profile,
     accessChanged: base.accessChanged,
     actor,
     requestId,
