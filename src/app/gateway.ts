@@ -63,6 +63,7 @@ export async function startGateway(
     metrics: metrics.upstreams,
     observe: (sec) => metrics.upstreamLatency(sec),
     resolve: s.UPSTREAM_DNS_SERVER ? resolverFor(s.UPSTREAM_DNS_SERVER) : undefined,
+    client: s.UPSTREAM_CLIENT,
   });
   upstreams.sync(o.tables.routes().services);
   const unsubscribe = o.tables.onReload?.(() => upstreams.sync(o.tables.routes().services));

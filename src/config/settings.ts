@@ -164,6 +164,8 @@ export const settingsSchema = z
       .regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto')
       .default('1'),
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
+    // The HTTP client to the upstreams: undici's Pool, or the lean one (src/gateway/upstreams/lean-pool.ts).
+    UPSTREAM_CLIENT: z.enum(['undici', 'lean']).default('undici'),
     // WebSocket tunnels (src/gateway/websocket.ts): an open tunnel's key is checked again this often (a
     // revoked key's tunnels close within it and a second); how many tunnels may be open at once (unset:
     // a quarter of the gateway's connection share, src/ops/connection-limits.ts defaultTunnelBound).

@@ -55,6 +55,8 @@ export interface ForwarderOptions {
   ownCors?: boolean;
   /** Seconds from handing the request over to the response head. */
   observe?(seconds: number): void;
+  /** UPSTREAM_CLIENT: the pools' HTTP client (./upstreams/pools.ts). */
+  client?: 'undici' | 'lean';
 }
 
 // What this module uses of ./upstreams/types.ts (Target, TargetSet, UpstreamEvents), declared by the
@@ -618,7 +620,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
   return forwardOver({
     service: 'upstream',
     targets: { pick: () => target, report: () => {} },
-    pools: new TargetPools({ maxSockets: options.maxSockets, connectTimeoutMs: timeoutMs }),
+    pools: new TargetPools({ maxSockets: options.maxSockets, connectTimeoutMs: timeoutMs, client: options.client }),
     budget: new RetryBudget(0, 0),
     events: null,
     retries: 0,

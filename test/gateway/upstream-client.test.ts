@@ -6,6 +6,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createForwarder, type Forwarder, type UpstreamFailure } from '../../src/gateway/upstream-client.js';
 import { listenLocal } from '../helpers/listen.js';
+import { CLIENTS } from './upstreams/forwarder-kit.js';
 
 const BIG = Buffer.alloc(8 * 1024 * 1024, 'x');
 
@@ -13,7 +14,7 @@ async function listen(server: http.Server | net.Server): Promise<string> {
   return (await listenLocal(server)).url;
 }
 
-describe('forwarder', () => {
+describe.each(CLIENTS)('forwarder (UPSTREAM_CLIENT=%s)', (client) => {
   let upstream: http.Server;
   let front: http.Server;
   let frontUrl: string;
@@ -49,7 +50,7 @@ describe('forwarder', () => {
       res.end(`${req.method} ${req.url}`);
     });
     upstreamUrl = await listen(upstream);
-    forwarder = createForwarder({ upstream: upstreamUrl, timeoutMs: 300, maxSockets: 4 });
+    forwarder = createForwarder({ upstream: upstreamUrl, timeoutMs: 300, maxSockets: 4, client });
     front = http.createServer((req, res) => {
       forwarder.forward(
         {
@@ -116,7 +117,7 @@ describe('forwarder', () => {
     // A forwarder of its own with a silence bound far above any pause here: this test is about the
     // pauses and resumptions of backpressure, and the shared one's 300 ms bound (for the 504 tests)
     // can elapse on a loaded machine while this process's loop, client included, is held up.
-    const patient = createForwarder({ upstream: upstreamUrl, timeoutMs: 10_000, maxSockets: 1 });
+    const patient = createForwarder({ upstream: upstreamUrl, timeoutMs: 10_000, maxSockets: 1, client });
     const slowFront = http.createServer((req, res) =>
       patient.forward(
         { method: 'GET', target: req.url!, headers: { host: req.headers.host }, body: null, head: [] },
@@ -187,7 +188,7 @@ describe('forwarder', () => {
     const closed = net.createServer();
     const url = await listen(closed);
     await new Promise((r) => closed.close(r));
-    const lost = createForwarder({ upstream: url, timeoutMs: 1000, maxSockets: 1 });
+    const lost = createForwarder({ upstream: url, timeoutMs: 1000, maxSockets: 1, client });
     const kind = await new Promise<UpstreamFailure>((resolve) => {
       const res = new http.ServerResponse(new http.IncomingMessage(new net.Socket()));
       lost.forward({ method: 'GET', target: '/', headers: {}, body: null, head: [] }, res, resolve);

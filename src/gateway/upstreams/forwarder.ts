@@ -17,6 +17,8 @@ export interface ServiceForwarderOptions {
   /** Seconds from handing the request over to the response head (its tries included). */
   observe?(seconds: number): void;
   events: UpstreamEvents;
+  /** UPSTREAM_CLIENT: the pools' HTTP client (./pools.ts). */
+  client?: 'undici' | 'lean';
 }
 
 export function createServiceForwarder(
@@ -26,7 +28,10 @@ export function createServiceForwarder(
 ): Forwarder {
   const within = (ms: number | undefined) => Math.min(ms ?? o.timeoutMs, o.timeoutMs);
   const connectMs = within(service.timeouts.connectMs);
-  const pools = new TargetPools({ maxSockets: o.maxSockets, connectTimeoutMs: connectMs }, targets.all().length);
+  const pools = new TargetPools(
+    { maxSockets: o.maxSockets, connectTimeoutMs: connectMs, client: o.client },
+    targets.all().length,
+  );
   // A target gone closes its pool once its requests are done; one come gets a pool at its first request.
   targets.onChange(() => pools.follow(targets.all()));
   return forwardOver({

@@ -1,10 +1,12 @@
 // The connection pools of one service: one undici Pool per target origin, made on its first request,
 // with the service's connections (UPSTREAM_MAX_SOCKETS) shared over its targets. A target gone (its
 // address left the DNS answer, a reload) closes its pool gracefully: the requests on it finish, the
-// idle connections close, and no new request goes to it.
+// idle connections close, and no new request goes to it. UPSTREAM_CLIENT=lean puts ./lean-pool.ts
+// where undici's Pool is; everything above the pool is the same for both.
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
+import { LeanPool } from './lean-pool.js';
 
 /** What a pool is made for: where to connect (`http://10.0.0.5:9000`). */
 export interface PoolTarget {
@@ -16,6 +18,15 @@ export interface PoolOptions {
   maxSockets: number;
   /** undici's bound on a connection's TCP (and TLS) set-up. */
   connectTimeoutMs: number;
+  /** UPSTREAM_CLIENT: undici's Pool (the default) or ./lean-pool.ts. */
+  client?: 'undici' | 'lean';
+}
+
+/** What the forwarder and this module use of a pool, undici's or the lean one. */
+export interface UpstreamPool {
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandlers): boolean;
+  close(): Promise<void>;
+  destroy(): Promise<void>;
 }
 
 /** Connections of each pool: the service's share per target, at least one. */
@@ -24,14 +35,14 @@ export function connectionsPerPool(maxSockets: number, targets: number): number 
 }
 
 export class TargetPools {
-  private readonly open = new Map<string, Pool>();
+  private readonly open = new Map<string, UpstreamPool>();
   /** Pools of targets gone, finishing their requests; destroyed if the service closes first. */
-  private readonly closing = new Set<Pool>();
+  private readonly closing = new Set<UpstreamPool>();
   private connections: number;
   private closed = false;
   // Nearly every request goes to the target of the one before it (a service of one target): that pool is kept.
   private lastTarget: PoolTarget | null = null;
-  private lastPool: Pool | null = null;
+  private lastPool: UpstreamPool | null = null;
 
   constructor(
     private readonly options: PoolOptions,
@@ -41,22 +52,25 @@ export class TargetPools {
   }
 
   /** The pool of a target's origin, made now if it has none. */
-  get(target: PoolTarget): Dispatcher {
+  get(target: PoolTarget): UpstreamPool {
     if (target === this.lastTarget) return this.lastPool!;
     let pool = this.open.get(target.origin);
     if (pool === undefined) {
       if (this.closed) throw new Error('the service is closed');
-      pool = new Pool(target.origin, {
-        connections: this.connections,
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
-        keepAliveMaxTimeout: 600_000,
-        // The forwarder's deadlines (src/gateway/deadlines.ts) bound the head and the silences of the
-        // body; undici's own (pooled timers, swept every half second) would only repeat them.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-        connectTimeout: this.options.connectTimeoutMs,
-      });
+      pool =
+        this.options.client === 'lean'
+          ? this.lean(target.origin)
+          : new Pool(target.origin, {
+              connections: this.connections,
+              pipelining: 1,
+              keepAliveTimeout: 30_000,
+              keepAliveMaxTimeout: 600_000,
+              // The forwarder's deadlines (src/gateway/deadlines.ts) bound the head and the silences of the
+              // body; undici's own (pooled timers, swept every half second) would only repeat them.
+              headersTimeout: 0,
+              bodyTimeout: 0,
+              connectTimeout: this.options.connectTimeoutMs,
+            });
       this.open.set(target.origin, pool);
     }
     this.lastTarget = target;
@@ -101,7 +115,15 @@ export class TargetPools {
     await Promise.all(all.map((p) => p.destroy()));
   }
 
-  private retire(origin: string, pool: Pool): void {
+  private lean(origin: string): UpstreamPool {
+    return new LeanPool(origin, {
+      connections: this.connections,
+      connectTimeout: this.options.connectTimeoutMs,
+      keepAliveTimeout: 30_000,
+    });
+  }
+
+  private retire(origin: string, pool: UpstreamPool): void {
     this.open.delete(origin);
     if (pool === this.lastPool) this.lastTarget = this.lastPool = null;
     this.closing.add(pool);

@@ -36,6 +36,8 @@ export interface UpstreamsOptions {
   observe?(seconds: number): void;
   /** Host names to addresses (UPSTREAM_DNS_SERVER, or the system's resolver). */
   resolve?: Resolve;
+  /** UPSTREAM_CLIENT: the pools' HTTP client (./pools.ts). */
+  client?: 'undici' | 'lean';
 }
 
 export class Upstreams {
@@ -118,6 +120,7 @@ export class Upstreams {
       ownCors: this.o.ownCors,
       observe: this.o.observe,
       events: this.events,
+      client: this.o.client,
     });
     targets.start();
     return { config, targets, forwarder };

@@ -14,6 +14,9 @@ import type {
 } from '../../../src/gateway/upstreams/types.js';
 import { listenLocal } from '../../helpers/listen.js';
 
+/** UPSTREAM_CLIENT's values: the forwarding tests run over each. */
+export const CLIENTS = ['undici', 'lean'] as const;
+
 export function service(file: ServiceFile): ServiceConfig {
   return serviceConfig('svc', serviceSchema.parse(file));
 }
