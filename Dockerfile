@@ -27,8 +27,9 @@ COPY --from=build /app/dist ./dist
 # files), so dist/ above already holds them; this COPY of the same files keeps the layout explicit.
 COPY src/db/migrations/ ./dist/db/migrations/
 # The data files (PLANS_FILE, ROUTES_FILE, WARMUP_BANDS_FILE default to config/*.json relative to
-# the working directory) and the demo seed.
+# the working directory) and the demo seed; the profiles (PROFILE_FILE, profiles/workspace.yaml).
 COPY config/ ./config/
+COPY profiles/ ./profiles/
 COPY deploy/healthcheck.mjs ./deploy/healthcheck.mjs
 
 # The code stays root-owned and read-only to the process. The only writable place is .data/, the

@@ -114,8 +114,8 @@ export async function startApp(o: AppOptions): Promise<App> {
       if (!o.db) await db.close();
     },
   };
-  // A ConfigMap update or an edit of either file reloads both, as SIGHUP does (no restart, no rebuild).
-  const unwatch = watchConfigFiles([s.PLANS_FILE, s.ROUTES_FILE], () => app.reload(), o.log);
+  // A ConfigMap update or an edit of any of the files reloads them all, as SIGHUP does (no restart, no rebuild).
+  const unwatch = watchConfigFiles([s.PROFILE_FILE, s.PLANS_FILE, s.ROUTES_FILE], () => app.reload(), o.log);
   closers.push(async () => unwatch());
   return app;
 }

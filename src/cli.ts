@@ -34,6 +34,7 @@ async function readSeed(file: string): Promise<Seed> {
 function withDataFiles(s: Settings): Settings {
   return {
     ...s,
+    PROFILE_FILE: dataFile(s.PROFILE_FILE),
     PLANS_FILE: dataFile(s.PLANS_FILE),
     ROUTES_FILE: dataFile(s.ROUTES_FILE),
     WARMUP_BANDS_FILE: dataFile(s.WARMUP_BANDS_FILE),

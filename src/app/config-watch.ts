@@ -1,14 +1,14 @@
-// Reloads on a change of the plans' or routes' file, as SIGHUP does (no restart, no rebuild).
+// Reloads on a change of the profile's, the plans' or the routes' file, as SIGHUP does (no restart, no rebuild).
 import { watch, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 
 /**
- * Call `reload` when PLANS_FILE or ROUTES_FILE changes on disk. The directories are watched, not the
- * files: Kubernetes updates a mounted ConfigMap by swapping the `..data` symlink beside the file, which
- * a watch on the file itself never sees. An update is a burst of events, so they are debounced, and a
- * reload runs only when the files' text differs from what was last seen. A bad file is refused by
- * `reload` (the old tables stay, as with SIGHUP); fixing it triggers the next reload.
+ * Call `reload` when one of `files` (PROFILE_FILE, PLANS_FILE, ROUTES_FILE) changes on disk. The
+ * directories are watched, not the files: Kubernetes updates a mounted ConfigMap by swapping the `..data`
+ * symlink beside the file, which a watch on the file itself never sees. An update is a burst of events,
+ * so they are debounced, and a reload runs only when the files' text differs from what was last seen. A
+ * bad file is refused by `reload` (the old tables stay, as with SIGHUP); fixing it triggers the next reload.
  */
 export function watchConfigFiles(files: string[], reload: () => unknown, log: Logger, debounceMs = 200): () => void {
   const text = () =>

@@ -198,6 +198,8 @@ export const settingsSchema = z
         ),
       )
       .default([]),
+    // The access contract the gateway serves, and the CLI and the admin API make keys for (docs/profiles.md).
+    PROFILE_FILE: z.string().min(1).default('profiles/workspace.yaml'),
     PLANS_FILE: z.string().min(1).default('config/plans.json'),
     ROUTES_FILE: z.string().min(1).default('config/routes.json'),
     // The API descriptions served at GET /v2/openapi.json and /v1/openapi.json (written by npm run openapi).
