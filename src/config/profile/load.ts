@@ -328,7 +328,7 @@ export function readProfileFile(file: string): unknown {
     );
   }
   if (ext === '.json') return parseJsonText(text, `profile ${file}`);
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  const doc = parseDocument(text, { uniqueKeys: true });
   const e = doc.errors[0];
   if (e) {
     const pos = e.linePos?.[0];
