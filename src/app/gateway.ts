@@ -91,6 +91,7 @@ export async function startGateway(
   const deps: GatewayDeps = {
     identityHmac: s.IDENTITY_FORMAT !== 'jwt',
     identityJwt: s.IDENTITY_FORMAT === 'hmac' ? null : jwt,
+    profile: o.tables.profile,
     routes: o.tables.routes,
     plans: o.tables.plans,
     access,

@@ -1,5 +1,5 @@
-// The decision of one request without forwarding it: the gateway's own pipeline (src/gateway/v2.ts,
-// v1.ts, the API description first), run on a request another proxy describes, with its last phase
+// The decision of one request without forwarding it: the gateway's own pipeline (src/gateway/pipeline.ts,
+// the API description first), run on a request another proxy describes, with its last phase
 // replaced (RequestContext.admit). What the pipeline would have answered itself (a refusal, the
 // rate-limit status route, the API description) is captured byte for byte as an `answer`; a request it
 // would have forwarded is an `allow`, with the fields the client's answer carries (X-Request-Id, the
@@ -11,12 +11,13 @@ import type { Principal } from '../access/principal.js';
 import { requestIdOf } from '../config/contract.js';
 import { UNSIGNED_BODY } from '../http/identity.js';
 import type { RouteDef } from '../config/routes.js';
-import type { Api, GatewayDeps, RequestContext } from '../gateway/context.js';
+import type { GatewayDeps, RequestContext } from '../gateway/context.js';
+import { requestInterface } from '../gateway/interfaces.js';
 import type { ResponseFields } from '../gateway/fields.js';
 import { addIdentityFields } from '../gateway/forward-authorized.js';
 import type { Granted } from '../gateway/guards/permission.js';
 import { refuse } from '../gateway/answers.js';
-import { answerFailure, dispatch, recordAnswer, servedPath } from '../gateway/server.js';
+import { answerFailure, dispatch, recordAnswer } from '../gateway/server.js';
 import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 
 /** A request as the proxy asking describes it. */
@@ -77,10 +78,11 @@ export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Dec
   const writeAccess = accessWriterOf(deps);
   const rec = new RecordedResponse();
   let admitted: Omit<Allow, 'kind' | 'requestId' | 'clientFields'> | null = null;
-  const ctx = contextOf(r, rec, (principal, grant, route) => {
+  const ctx = contextOf(deps, r, rec, (principal, grant, route) => {
     const upstreamFields: string[] = ['x-request-id', ctx.requestId];
     // Signed without the body, which the proxy asking holds: marked so (src/verifier/digest.ts, UNSIGNED_BODY).
-    addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, UNSIGNED_BODY, deps.clock.now());
+    if (ctx.iface.spec.identity !== 'none')
+      addIdentityFields(deps, upstreamFields, ctx, principal, grant, ctx.target, UNSIGNED_BODY, deps.clock.now());
     admitted = { principal, grant, route: `${route.method} ${route.path}`, upstreamFields };
   });
   if (deps.cors.preflight(ctx.req, ctx.res)) {
@@ -89,7 +91,7 @@ export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Dec
     return { kind: 'answer', requestId: ctx.requestId, status: rec.statusCode, fields: rec.fields, body: rec.body };
   }
   deps.cors.decorate(ctx.req, ctx.res);
-  if (!servedPath(ctx.path)) refuse(ctx, { code: 'not_found', message: 'No such route.' });
+  if (!ctx.served) refuse(ctx, { code: 'not_found', message: 'No such route.' });
   else {
     try {
       await dispatch(deps, ctx);
@@ -113,6 +115,7 @@ export async function decide(deps: GatewayDeps, r: DecisionRequest): Promise<Dec
 
 /** The RequestContext of a described request: what the guards read, with the admission hook set. */
 function contextOf(
+  deps: GatewayDeps,
   r: DecisionRequest,
   res: RecordedResponse,
   admit: (principal: Principal, grant: Granted | null, route: RouteDef) => void,
@@ -120,7 +123,7 @@ function contextOf(
   const q = r.target.indexOf('?');
   const path = q === -1 ? r.target : r.target.slice(0, q);
   const requestId = requestIdOf(r.headers);
-  const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
+  const { iface, served } = requestInterface(deps.profile(), path);
   // The guards read the method, the target, the fields (and the raw list for repeated Host lines);
   // the request is complete: its body, if any, is the proxy's to send on.
   const rawHeaders: string[] = [];
@@ -140,7 +143,9 @@ function contextOf(
   return {
     req,
     res: res as unknown as ServerResponse,
-    api,
+    api: iface.id,
+    iface,
+    served,
     requestId,
     ip: r.ip,
     method: r.method,

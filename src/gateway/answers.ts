@@ -1,6 +1,7 @@
-// Every answer the gateway writes itself: refusals in the interface's envelope (Envelope A for the
-// 6-digit codes of /v2, Envelope B for the rest of /v2, the v1 shape on /v1) and the routes it answers
-// on its own. The rate-limit fields are in ctx.head already, from the states the caller read or spent.
+// Every answer the gateway writes itself: refusals in the interface's envelope (its profile's `errors`:
+// the workspace API's Envelope A for the 6-digit codes of /v2 and Envelope B for the rest of /v2, the v1
+// shape on /v1, or RFC 9457 problem details) and the routes it answers on its own. The rate-limit fields
+// are in ctx.head already, from the states the caller read or spent.
 import type { RequestContext } from './context.js';
 import { AccessStoreUnavailableError } from '../access/cache.js';
 import { StoreUnavailableError } from '../limits/resilient/index.js';
@@ -18,6 +19,8 @@ import {
 } from '../http/errors.js';
 import { announcesBody } from './body-read.js';
 import type { GatewayCode, Refusal } from './refusal.js';
+import { refusalName, type RefusalName } from '../config/profile/refusals.js';
+import type { ProblemAnswer } from '../config/profile/types.js';
 
 /** The /v1 error code for a /v2 one (docs/decisions.md section 4). */
 const V1_CODE: Partial<Record<GatewayCode, CodeV1>> = {
@@ -37,6 +40,7 @@ export function sendJson(
   status: number,
   body: unknown,
   headers?: Record<string, string | number>,
+  contentType = 'application/json; charset=utf-8',
 ): void {
   const { res } = ctx;
   if (res.headersSent || res.destroyed) return;
@@ -45,7 +49,7 @@ export function sendJson(
   if (headers) for (const name in headers) fields.push(name, headers[name]);
   // A body the gateway did not read stays unread: the connection cannot be reused after it.
   if (!ctx.req.complete && announcesBody(ctx.req)) fields.push('connection', 'close');
-  fields.push('content-type', 'application/json; charset=utf-8', 'content-length', Buffer.byteLength(text));
+  fields.push('content-type', contentType, 'content-length', Buffer.byteLength(text));
   res.writeHead(status, fields);
   res.end(ctx.method === 'HEAD' ? undefined : text);
 }
@@ -74,7 +78,9 @@ export function unavailableRefusal(err: unknown): Refusal | null {
 export function refuse(ctx: RequestContext, refusal: Refusal): void {
   const headers = refusal.retryAfter !== undefined ? { 'Retry-After': refusal.retryAfter } : undefined;
   if (refusal.layer) ctx.trace.limit = refusal.layer;
-  if (ctx.api === 'v1') {
+  const { errors } = ctx.iface.spec;
+  if (errors.format === 'problem') return problem(ctx, errors.problems, refusal, headers);
+  if (errors.format === 'v1') {
     const code = V1_CODE[refusal.code] ?? (refusal.code as CodeV1);
     ctx.trace.code = code;
     return sendJson(
@@ -94,4 +100,30 @@ export function refuse(ctx: RequestContext, refusal: Refusal): void {
     envelopeB(code, refusal.message ?? code, ctx.requestId, refusal.details, refusal.retryAfter),
     headers,
   );
+}
+
+/**
+ * A refusal as RFC 9457 problem details: the profile's type, title and status for its name
+ * (src/config/profile/refusals.ts), what happened in `detail`, and the members a client needs besides
+ * (`code`, `request_id`, `retry_after`, the refusal's details).
+ */
+function problem(
+  ctx: RequestContext,
+  problems: Record<RefusalName, ProblemAnswer>,
+  refusal: Refusal,
+  headers: Record<string, string | number> | undefined,
+): void {
+  const p = problems[refusalName(refusal.code, refusal.layer)];
+  ctx.trace.code = p.code;
+  const body: Record<string, unknown> = {
+    type: p.type,
+    title: p.title,
+    status: p.status,
+    detail: refusal.message ?? p.title,
+    code: p.code,
+    request_id: ctx.requestId,
+  };
+  if (refusal.retryAfter !== undefined) body.retry_after = refusal.retryAfter;
+  if (refusal.details) body.details = refusal.details;
+  sendJson(ctx, p.status, body, headers, 'application/problem+json');
 }

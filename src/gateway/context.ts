@@ -21,13 +21,18 @@ import type { LimitLayer } from './refusal.js';
 import type { RequestTrace, Tracing } from '../ops/tracing.js';
 import type { Principal } from '../access/principal.js';
 import type { Granted } from './guards/permission.js';
+import type { Profile } from '../config/profile/types.js';
+import type { GatewayInterface } from './interfaces.js';
 
-export type Api = 'v1' | 'v2';
+/** An interface's id: `v2`, `v1`, or a profile's name (its InterfaceSpec's id). */
+export type Api = string;
 
 /** RATE_LIMIT_MODE, a plan's or a route's limitMode: limits refuse, or only log and count (./shadow.ts). */
 export type LimitMode = 'enforce' | 'shadow';
 
 export interface GatewayDeps {
+  /** The profile in force (docs/profiles.md): its interfaces are what the pipeline's phases read. */
+  profile: () => Profile;
   routes: () => Routes;
   plans: () => Plans;
   access: AccessResolver;
@@ -74,6 +79,10 @@ export interface RequestContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly api: Api;
+  /** The interface the request's path belongs to (its profile's), or the first one for a path outside every one. */
+  readonly iface: GatewayInterface;
+  /** The path is an interface's; otherwise the request is answered 404 before any phase. */
+  readonly served: boolean;
   readonly requestId: string;
   /** The client address (docs/decisions.md section 3, "Client IP"), IPv4-mapped IPv6 written as IPv4. */
   readonly ip: string;

@@ -4,11 +4,12 @@
 // guards' (./guards/); this file is their order, for each interface. Pure: no clock, no store, no
 // context written, so a table of rows can prove every outcome (test/gateway/decisions.test.ts).
 //
-// Counters always travel key first, then the address, then the organization's monthly quota when it
-// has one: [key bucket, ip, month?] spent or read, or for the /v2 status route [read, write, bulk, ip,
-// month?] read; /v1: [partner, month?]. `limitOutcome` reads the states back in the same order.
+// Counters always travel key first, then the address where the interface has that layer, then the
+// organization's monthly quota when it has one: [key bucket, ip?, month?] spent or read, or for a status
+// route [read, write, bulk, ip?, month?] read; /v1: [partner, month?]. `limitOutcome` reads the states
+// back in the same order.
 import type { Principal } from '../access/principal.js';
-import type { Bucket, RouteDef, RouteTable } from '../config/routes.js';
+import type { Bucket, RouteDef, RouteMatch, RouteTable } from '../config/routes.js';
 import type { Plans } from '../config/plans.js';
 import { budgetOf, monthlyQuotaOf } from '../config/budgets.js';
 import type { CounterRef, LayerState } from '../limits/types.js';
@@ -16,7 +17,7 @@ import type { LimitOutcome } from './headers.js';
 import type { Refusal } from './refusal.js';
 import { organizationGuard } from './guards/organization.js';
 import { routeGuard } from './guards/route.js';
-import { permissionGuard, type Granted } from './guards/permission.js';
+import { permissionGuard, scopeGuard, type Granted } from './guards/permission.js';
 import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
 
 /** The facts of a request the decisions read. */
@@ -28,10 +29,14 @@ export interface RequestFacts {
   ip: string;
 }
 
-/** The route table and plans in force for this request. */
+/** The route table and plans in force for this request, and its interface's layers (docs/profiles.md). */
 export interface Policy {
   routes: RouteTable;
   plans: Plans;
+  /** Requests per minute per client address; null: no address layer. Absent: the workspace API's 100. */
+  addressLimit?: number | null;
+  /** The one per-key layer of an interface without buckets; absent: the workspace API's /v1 20. */
+  keyLimit?: number | null;
 }
 
 /**
@@ -50,10 +55,32 @@ export type Admit = Extract<Decision, { kind: 'admit' }>;
 const bucketOf = (method: string): Bucket => (method === 'GET' || method === 'HEAD' ? 'read' : 'write');
 
 /** Steps 5 to 10 of /v2 for a principal, and the counters of step 11. */
-export function decideV2(principal: Principal, request: RequestFacts, { routes, plans }: Policy): Decision {
-  const ip = ipCounter(request.ip);
+export function decideV2(principal: Principal, request: RequestFacts, policy: Policy): Decision {
+  return decideBucketed(principal, request, policy, permissionGuard);
+}
+
+/**
+ * A consumer (docs/profiles.md, kind `rest`): the organization guard, the route, its scope, then the
+ * key's bucket, the address layer where the interface has one, and the monthly quota.
+ */
+export function decideConsumer(principal: Principal, request: RequestFacts, policy: Policy): Decision {
+  return decideBucketed(principal, request, policy, scopeGuard);
+}
+
+/** The key's bucket, the address and the month, after the organization, the route and `authorize`. */
+function decideBucketed(
+  principal: Principal,
+  request: RequestFacts,
+  { routes, plans, addressLimit }: Policy,
+  authorize: (p: Principal, match: RouteMatch) => Refusal | Granted,
+): Decision {
+  const ip = addressLimit === null ? undefined : ipCounter(request.ip, addressLimit);
   const month = monthCounter(principal.organizationId, monthlyQuotaOf(plans, principal.plan, principal.limits));
-  const withMonth = (refs: CounterRef[]) => (month ? [...refs, month] : refs);
+  const withMonth = (refs: CounterRef[]) => {
+    if (ip) refs.push(ip);
+    if (month) refs.push(month);
+    return refs;
+  };
   const keyOf = (bucket: Bucket) =>
     keyCounter(principal.keyId, bucket, budgetOf(plans, principal.plan, principal.limits, bucket));
   // Step 7 comes after 5 and 6, but the headers of a 5 or 6 refusal name the route's bucket.
@@ -65,7 +92,7 @@ export function decideV2(principal: Principal, request: RequestFacts, { routes, 
     refusal,
     route,
     bucket,
-    counters: { peek: withMonth([keyOf(bucket), ip]) },
+    counters: { peek: withMonth([keyOf(bucket)]) },
   });
   // 5, 6
   const orgRefusal = organizationGuard(principal);
@@ -73,7 +100,7 @@ export function decideV2(principal: Principal, request: RequestFacts, { routes, 
   // 7
   if ('code' in match) return refuse(match);
   // 8, 9, 10
-  const grant = permissionGuard(principal, match);
+  const grant = authorize(principal, match);
   if ('code' in grant) return refuse(grant);
   // The rate-limit route is answered by the gateway itself, spending nothing.
   if (match.route.gateway)
@@ -81,15 +108,16 @@ export function decideV2(principal: Principal, request: RequestFacts, { routes, 
       kind: 'status',
       route: match.route,
       bucket: 'read',
-      counters: { peek: withMonth([...BUCKETS.map(keyOf), ip]) },
+      counters: { peek: withMonth(BUCKETS.map(keyOf)) },
     };
-  return { kind: 'admit', route: match.route, bucket, grant, counters: { spend: withMonth([keyOf(bucket), ip]) } };
+  return { kind: 'admit', route: match.route, bucket, grant, counters: { spend: withMonth([keyOf(bucket)]) } };
 }
 
 /** /v1 (section 4): the organization, the route, then the partner key's one counter. */
-export function decideV1(principal: Principal, request: RequestFacts, { routes, plans }: Policy): Decision {
+export function decideV1(principal: Principal, request: RequestFacts, { routes, plans, keyLimit }: Policy): Decision {
   const month = monthCounter(principal.organizationId, monthlyQuotaOf(plans, principal.plan, principal.limits));
-  const counters = month ? [partnerCounter(principal.keyId), month] : [partnerCounter(principal.keyId)];
+  const key = partnerCounter(principal.keyId, keyLimit ?? undefined);
+  const counters = month ? [key, month] : [key];
   const bucket = bucketOf(request.method);
   const orgRefusal = organizationGuard(principal);
   if (orgRefusal) return { kind: 'refuse', refusal: orgRefusal, route: null, bucket, counters: { peek: counters } };
@@ -110,12 +138,26 @@ export function refusedInstead(admit: Admit, refusal: Refusal): Decision {
   };
 }
 
-/** The layers a decision's counters came back as, for the answer's rate-limit fields (./headers.ts). */
-export function limitOutcome(api: 'v1' | 'v2', decision: Decision, states: LayerState[]): LimitOutcome {
-  if (api === 'v1') return { api, key: states[0], month: states[1] };
-  if (decision.kind === 'status') {
-    // The status route's fields report the read bucket, the first of its counters.
-    return { api, key: states[0], bucket: 'read', ip: states[BUCKETS.length], month: states[BUCKETS.length + 1] };
-  }
-  return { api, key: states[0], bucket: decision.bucket, ip: states[1], month: states[2] };
+/** The layers of an interface, as its answers report them. */
+export interface Layers {
+  /** The interface has an address layer (its counter follows the key's). */
+  address: boolean;
+  /** The policy name of an interface's one per-key layer (`partner` on /v1); null: the plan's buckets. */
+  single: string | null;
+}
+
+/**
+ * The layers a decision's counters came back as, for the answer's rate-limit fields (./headers.ts): the
+ * key's first, then the address's when the interface has that layer, then the month's. The status route
+ * of a bucketed interface read every bucket: its fields report the read bucket, the first of them.
+ */
+export function limitOutcome(layers: Layers, decision: Decision, states: LayerState[]): LimitOutcome {
+  const status = layers.single === null && decision.kind === 'status';
+  const next = status ? BUCKETS.length : 1;
+  return {
+    key: states[0],
+    policy: layers.single ?? (status ? 'read' : decision.bucket),
+    ip: layers.address ? states[next] : null,
+    month: states[layers.address ? next + 1 : next],
+  };
 }

@@ -28,7 +28,8 @@ export function forwardAuthorized(
   const upstream = deps.upstreams.of(route.service);
   const strip = upstream.config.stripPrefix;
   const target = strip === undefined ? ctx.target : stripPrefix(ctx.target, strip);
-  const out = cleanHeaders(ctx.req.headers, ctx.span !== null);
+  const { spec } = ctx.iface;
+  const out = cleanHeaders(ctx.req.headers, ctx.span !== null, spec.key.header);
   const now = deps.clock.now();
   out.push('x-request-id', ctx.requestId);
   let digest: string | undefined;
@@ -38,7 +39,8 @@ export function forwardAuthorized(
   } else if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
     out.push('content-length', '0');
   }
-  addIdentityFields(deps, out, ctx, principal, grant, target, digest, now);
+  // A profile may tell its upstream nothing of the caller (docs/profiles.md, `identity: none`).
+  if (spec.identity !== 'none') addIdentityFields(deps, out, ctx, principal, grant, target, digest, now);
   forwardingFields(deps, ctx, out);
   if (ctx.span) {
     const trace: OutgoingHttpHeaders = {};

@@ -1,15 +1,16 @@
-// The rate-limit headers of every response (docs/decisions.md section 3, "Rate-limit windows and headers";
-// section 4 for /v1), in two families:
-// - X-RateLimit-*: the contract's fields; X-RateLimit-Reset is the window's end in unix seconds;
+// The rate-limit fields of every answer (docs/profiles.md, `limits.headers`; the workspace API's in
+// docs/decisions.md sections 3 and 4), in two families an interface turns on or off:
+// - X-RateLimit-*: X-RateLimit-Limit, -Remaining and -Reset (the window's end in unix seconds) for the
+//   key's layer, X-RateLimit-IP-Limit and -IP-Remaining for the address layer;
 // - RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers): one named policy per layer,
-//   `"<bucket>";q=<limit>;w=60` and `"ip";q=100;w=60`, and per policy `r` (remaining) and `t` (seconds
-//   until the window resets), so clients built for the draft read the same budget. An organization with
-//   a monthly quota gets a third policy, `"month";q=<quota>;w=<seconds in the month>`, with its own
-//   `r` and `t` (seconds until the month turns, UTC).
-import type { Bucket } from '../config/routes.js';
+//   `"<bucket>";q=<limit>;w=60` (or the interface's one key layer, `"partner"`), `"ip";q=100;w=60`, and per
+//   policy `r` (remaining) and `t` (seconds until the window resets), so clients built for the draft read
+//   the same budget. An organization with a monthly quota gets a last policy,
+//   `"month";q=<quota>;w=<seconds in the month>`, with its own `r` and `t` (seconds until the month
+//   turns, UTC).
+import type { HeaderFamilies } from '../config/profile/types.js';
 import { WINDOW_MS, monthStart, windowStart, type LayerState } from '../limits/types.js';
 import type { ResponseFields } from './fields.js';
-import { V1_LIMIT } from '../config/contract.js';
 
 const WINDOW_SECONDS = WINDOW_MS / 1000;
 
@@ -20,66 +21,52 @@ const current = (name: string, s: LayerState, nowMs: number) =>
   `"${name}";r=${s.remaining};t=${secondsToReset(s, nowMs)}`;
 /** The month's length in seconds, from its end (the state's reset). */
 const monthSeconds = (s: LayerState) => s.reset - monthStart(s.reset * 1000 - 1) / 1000;
-const monthPolicy = (s: LayerState) => `, "month";q=${s.limit};w=${monthSeconds(s)}`;
-const monthCurrent = (s: LayerState, nowMs: number) => `, ${current('month', s, nowMs)}`;
 
 /**
- * What the rate-limit fields of one answer report: the layers the request spent or read. A /v2 answer
- * before a key was resolved (steps 1 to 4) has only the address layer; `month` is the organization's
- * quota when it has one.
+ * What the rate-limit fields of one answer report: the layers the request spent or read, each absent
+ * when it has none. `key` is the key's layer under the policy name `policy` (its bucket, or the
+ * interface's one layer); an answer before a key was resolved has none, or the untouched window of an
+ * interface with one per-key limit. `month` is the organization's quota when it has one.
  */
-export type LimitOutcome =
-  | { api: 'v2'; ip: LayerState; key: null }
-  | { api: 'v2'; ip: LayerState; key: LayerState; bucket: Bucket; month?: LayerState }
-  | { api: 'v1'; key: LayerState | null; month?: LayerState };
-type V2Outcome = Extract<LimitOutcome, { api: 'v2' }>;
-
-/** The rate-limit fields of an answer, whatever it is (admitted, refused, shadowed, the status route). */
-export function addRateLimitFields(head: ResponseFields, outcome: LimitOutcome, nowMs: number): void {
-  if (outcome.api === 'v2') addV2Fields(head, outcome, nowMs);
-  else addV1Fields(head, outcome.key, nowMs, outcome.month);
+export interface LimitOutcome {
+  key: LayerState | null;
+  policy: string;
+  ip: LayerState | null;
+  month?: LayerState;
 }
 
-/** /v2: the key's bucket (when a key was resolved) and the address layer. */
-function addV2Fields(head: ResponseFields, outcome: V2Outcome, nowMs: number): void {
-  const { ip } = outcome;
-  if (outcome.key === null) {
-    head.push('X-RateLimit-IP-Limit', ip.limit);
-    head.push('X-RateLimit-IP-Remaining', ip.remaining);
-    head.push('RateLimit-Policy', policy('ip', ip));
-    head.push('RateLimit', current('ip', ip, nowMs));
-    return;
+/** The fields of an answer, whatever it is (admitted, refused, shadowed, the status route). */
+export function addRateLimitFields(
+  head: ResponseFields,
+  families: HeaderFamilies,
+  outcome: LimitOutcome,
+  nowMs: number,
+): void {
+  const { key, ip, month } = outcome;
+  if (families.xRateLimit) {
+    if (key)
+      head.push('X-RateLimit-Limit', key.limit, 'X-RateLimit-Remaining', key.remaining, 'X-RateLimit-Reset', key.reset);
+    if (ip) head.push('X-RateLimit-IP-Limit', ip.limit, 'X-RateLimit-IP-Remaining', ip.remaining);
   }
-  const { key, bucket, month } = outcome;
-  head.push('X-RateLimit-Limit', key.limit);
-  head.push('X-RateLimit-Remaining', key.remaining);
-  head.push('X-RateLimit-Reset', key.reset);
-  head.push('X-RateLimit-IP-Limit', ip.limit);
-  head.push('X-RateLimit-IP-Remaining', ip.remaining);
-  head.push('RateLimit-Policy', `${policy(bucket, key)}, ${policy('ip', ip)}${month ? monthPolicy(month) : ''}`);
-  head.push(
-    'RateLimit',
-    `${current(bucket, key, nowMs)}, ${current('ip', ip, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`,
-  );
+  if (!families.ietf || (!key && !ip)) return;
+  let policies = '';
+  let currents = '';
+  const add = (name: string, s: LayerState, q: string) => {
+    policies += (policies ? ', ' : '') + q;
+    currents += (currents ? ', ' : '') + current(name, s, nowMs);
+  };
+  if (key) add(outcome.policy, key, policy(outcome.policy, key));
+  if (ip) add('ip', ip, policy('ip', ip));
+  if (month) add('month', month, `"month";q=${month.limit};w=${monthSeconds(month)}`);
+  head.push('RateLimit-Policy', policies, 'RateLimit', currents);
 }
 
 /**
- * /v1: the three headers, on every response (docs/decisions.md section 4), and the draft's fields for the one
- * `"partner"` policy. Before a key is identified (401, cooldown) there is no bucket to report: the
- * headers then show an untouched bucket of the current window, since the request spent nothing.
+ * The untouched window of a per-key limit: what an interface with one layer per key (/v1) reports
+ * before a key is identified (401, cooldown), since the request spent nothing.
  */
-function addV1Fields(head: ResponseFields, key: LayerState | null, nowMs: number, month: LayerState | undefined): void {
-  const state = key ?? {
-    limit: V1_LIMIT,
-    used: 0,
-    remaining: V1_LIMIT,
-    reset: (windowStart(nowMs) + WINDOW_MS) / 1000,
-  };
-  head.push('X-RateLimit-Limit', V1_LIMIT);
-  head.push('X-RateLimit-Remaining', state.remaining);
-  head.push('X-RateLimit-Reset', state.reset);
-  head.push('RateLimit-Policy', `${policy('partner', state)}${month ? monthPolicy(month) : ''}`);
-  head.push('RateLimit', `${current('partner', state, nowMs)}${month ? monthCurrent(month, nowMs) : ''}`);
+export function untouchedLayer(limit: number, nowMs: number): LayerState {
+  return { limit, used: 0, remaining: limit, reset: (windowStart(nowMs) + WINDOW_MS) / 1000 };
 }
 
 /** Seconds until the window of `state` resets, integer, at least 1 (Retry-After). */

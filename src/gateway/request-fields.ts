@@ -112,13 +112,14 @@ export function forwardingFields(deps: GatewayDeps, ctx: RequestContext, out: Fi
  * The client's fields that travel upstream, as a flat list undici takes as it is: an object was walked
  * again by undici (its keys, then a keyed load each), in V8's megamorphic paths. Every field the gateway
  * sets itself is dropped here (DROPPED, `x-gateway-*`; the trace context when a trace hook sets it), so
- * appending the gateway's own never sends a name twice.
+ * appending the gateway's own never sends a name twice. `keyField` is the field the interface reads its key
+ * from (docs/profiles.md, `key.header`): a credential too, wherever a profile puts it.
  */
-export function cleanHeaders(headers: IncomingHttpHeaders, traced: boolean): FieldList {
+export function cleanHeaders(headers: IncomingHttpHeaders, traced: boolean, keyField = 'authorization'): FieldList {
   const named = connectionOptions(headers.connection);
   const out: FieldList = [];
   for (const k in headers) {
-    if (DROPPED.has(k) || k.startsWith('x-gateway-') || k.includes('_') || named?.has(k)) continue;
+    if (DROPPED.has(k) || k === keyField || k.startsWith('x-gateway-') || k.includes('_') || named?.has(k)) continue;
     if (traced && (k === 'traceparent' || k === 'tracestate')) continue;
     const v = headers[k];
     if (v !== undefined) out.push(k, v);

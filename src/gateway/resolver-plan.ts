@@ -6,13 +6,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../access/principal.js';
 import type { CounterPlan } from '../access/resolver.js';
 import type { GatewayDeps, RequestContext } from './context.js';
-import { decideV1, decideV2, refusedInstead, type Decision } from './decisions.js';
+import { refusedInstead, type Decision, type Policy } from './decisions.js';
 import { bodyRoomRefusal, type BodyBudget, type BodyOwner } from './body-budget.js';
 
 export function resolverPlan(deps: GatewayDeps, ctx: RequestContext) {
-  const decideFor = ctx.api === 'v2' ? decideV2 : decideV1;
+  const { iface } = ctx;
+  const policy = policyOf(deps, ctx);
   return (principal: Principal): { decision: Decision; counters: CounterPlan } => {
-    const decided = decideFor(principal, ctx, { routes: deps.routes()[ctx.api], plans: deps.plans() });
+    const decided = iface.decide(principal, ctx, policy);
     // A body there is no room for now is refused before any token is spent.
     const decision = withBodyRoom(deps.bodyBudget, { key: String(principal.keyId), address: ctx.ip }, ctx.req, decided);
     if (decision.route) ctx.trace.route = decision.route.path;
@@ -25,4 +26,15 @@ export function withBodyRoom(budget: BodyBudget, owner: BodyOwner, req: Incoming
   if (decision.kind !== 'admit') return decision;
   const noRoom = bodyRoomRefusal(budget, owner, req);
   return noRoom ? refusedInstead(decision, noRoom) : decision;
+}
+
+/** The route table, plans and layers a request of this interface is decided with. */
+export function policyOf(deps: GatewayDeps, ctx: RequestContext): Policy {
+  const { spec } = ctx.iface;
+  return {
+    routes: deps.routes().tables[spec.id],
+    plans: deps.plans(),
+    addressLimit: spec.addressLimit,
+    keyLimit: spec.keyLimit,
+  };
 }

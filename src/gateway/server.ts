@@ -11,11 +11,11 @@ import { ENVELOPE_A, envelopeB } from '../http/errors.js';
 import { accessLogWriter, type AccessLogSource } from '../ops/logger.js';
 import { drainable, type Drainable } from '../ops/drain.js';
 import { LiveList } from '../ops/live-list.js';
-import type { Api, GatewayDeps, RequestContext } from './context.js';
+import type { GatewayDeps, RequestContext } from './context.js';
 import { clientIp } from '../http/client-ip.js';
 import { refuse, sendJson, unavailableRefusal } from './answers.js';
-import { v2 } from './v2.js';
-import { v1 } from './v1.js';
+import { pipeline } from './pipeline.js';
+import { requestInterface } from './interfaces.js';
 import { announcesBody } from './body-read.js';
 import { lingerAfterAnswer } from './linger.js';
 import { requestIdOf } from '../config/contract.js';
@@ -148,7 +148,7 @@ function serve(deps: GatewayDeps, ctx: RequestContext): void {
   // A CORS preflight is answered before any step, and counted and logged like any answer.
   if (deps.cors.preflight(req, res)) return void (ctx.trace.route = 'preflight');
   deps.cors.decorate(req, res);
-  if (!servedPath(ctx.path)) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
+  if (!ctx.served) return refuse(ctx, { code: 'not_found', message: 'No such route.' });
   dispatch(deps, ctx)?.catch((err: unknown) => answerFailure(deps, ctx, err));
 }
 
@@ -169,12 +169,11 @@ export function answerFailure(deps: GatewayDeps, ctx: RequestContext, err: unkno
     { requestId: ctx.requestId, err: (err as Error).message, stack: (err as Error).stack },
     'gateway request failed',
   );
-  if (!res.headersSent) sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
-  else res.destroy();
+  if (res.headersSent) res.destroy();
+  else if (ctx.iface.spec.errors.format === 'problem')
+    refuse(ctx, { code: 'internal_error', message: 'Internal error.' });
+  else sendJson(ctx, 500, envelopeB('internal_error', 'Internal error.', ctx.requestId));
 }
-
-export const servedPath = (path: string) =>
-  path === '/v2' || path.startsWith('/v2/') || path === '/v1' || path.startsWith('/v1/');
 
 /** The request line and the client. */
 function contextOf(
@@ -192,12 +191,13 @@ function contextOf(
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   const requestId = requestIdOf(req.headers);
-  // Outside both interfaces (answered 404 by the caller) the /v2 envelope is used.
-  const api: Api = path === '/v1' || path.startsWith('/v1/') ? 'v1' : 'v2';
+  const { iface, served } = requestInterface(deps.profile(), path);
   return {
     req,
     res,
-    api,
+    api: iface.id,
+    iface,
+    served,
     requestId,
     ip: clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted),
     method: req.method ?? 'GET',
@@ -219,13 +219,7 @@ export function recordAnswer(
 ): void {
   const ms = performance.now() - ctx.started;
   const { trace, res } = ctx;
-  deps.metrics.request(
-    trace.route,
-    ctx.method,
-    res.statusCode,
-    ctx.api === 'v2' && trace.code !== null && trace.code in ENVELOPE_A ? trace.code : null,
-    ms,
-  );
+  deps.metrics.request(trace.route, ctx.method, res.statusCode, codeLabel(ctx), ms);
   if (trace.organizationId !== null) deps.traffic?.(trace.organizationId, trace.code !== null);
   deps.usage?.(ctx.api, trace, res.statusCode);
   if (writeAccess)
@@ -262,9 +256,21 @@ export function dispatch(deps: GatewayDeps, ctx: RequestContext): Promise<void> 
       ctx.res.end(ctx.method === 'HEAD' ? undefined : doc);
       return undefined;
     }
-    return ctx.api === 'v2' ? v2(deps, ctx) : v1(deps, ctx);
+    return pipeline(deps, ctx);
   } catch (err) {
     // Answered like a failure of the pipeline itself, never thrown into node:http's 'request' event.
     return Promise.reject(err);
   }
+}
+
+/**
+ * The requests metric's code label: a refusal's code where the set is small and stable (the workspace
+ * API's 6-digit codes, a problem-details profile's codes), else none.
+ */
+function codeLabel(ctx: RequestContext): string | null {
+  const { code } = ctx.trace;
+  if (code === null) return null;
+  const { format } = ctx.iface.spec.errors;
+  if (format === 'workspace') return code in ENVELOPE_A ? code : null;
+  return format === 'problem' ? code : null;
 }

@@ -23,7 +23,6 @@
 // authentication for the address, as any request with it would. A draining gateway (SIGTERM) refuses
 // new upgrades; the open tunnels hold the drain as requests in flight do, and at its deadline each
 // gets close frame 1001 both ways.
-import { WORKSPACE_INTERFACES } from '../config/profile/workspace.js';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -34,8 +33,7 @@ import type { AttemptResult, ServiceUpstream, Target } from './upstreams/types.j
 import { stripPrefix } from '../config/services.js';
 import { refuse } from './answers.js';
 import { copyResponseHeaders } from './response-head.js';
-import { bearerSecret, partnerSecret } from './guards/credential.js';
-import { decideV1, decideV2 } from './decisions.js';
+import { policyOf } from './resolver-plan.js';
 import { ERROR_CODES } from '../http/errors.js';
 import { CLOSE_GOING_AWAY, CLOSE_POLICY, FrameCursor, closeFrame } from './websocket-frames.js';
 
@@ -488,13 +486,12 @@ class Tunnel {
  * cooldown of the address says nothing of the key, so it keeps the tunnel.
  */
 async function refusalNow(deps: GatewayDeps, ctx: RequestContext, keyId: number): Promise<string | null> {
-  const v2 = ctx.api === 'v2';
-  const secret = v2 ? bearerSecret(ctx.req) : partnerSecret(ctx.req);
+  const { iface } = ctx;
+  const secret = iface.readKey(ctx.req);
   if (!secret) return 'The API key is missing.';
-  const decide = v2 ? decideV2 : decideV1;
-  const policy = { routes: deps.routes()[ctx.api], plans: deps.plans() };
-  const access = await deps.access.resolve(secret, v2 ? V2_KEYS : V1_KEYS, ctx.ip, (principal) => {
-    const decision = decide(principal, ctx, policy);
+  const policy = policyOf(deps, ctx);
+  const access = await deps.access.resolve(secret, iface.spec.keyTypes, ctx.ip, (principal) => {
+    const decision = iface.decide(principal, ctx, policy);
     const counters = decision.counters;
     return { decision, counters: { peek: 'spend' in counters ? counters.spend : counters.peek } };
   });
@@ -506,9 +503,6 @@ async function refusalNow(deps: GatewayDeps, ctx: RequestContext, keyId: number)
   if (decision.kind === 'refuse') return decision.refusal.message ?? ERROR_CODES[decision.refusal.code].message;
   return 'The route is no longer forwarded.';
 }
-
-const V2_KEYS = WORKSPACE_INTERFACES[0].keyTypes;
-const V1_KEYS = WORKSPACE_INTERFACES[1].keyTypes;
 
 /** The close the drain's deadline gives every open tunnel. */
 export const DRAIN_CLOSE = { code: CLOSE_GOING_AWAY, reason: 'The gateway is shutting down.' } as const;

@@ -17,5 +17,6 @@ export const keyCounter = (keyId: number, bucket: Bucket, budget: number): Count
 export const monthCounter = (organizationId: number, quota: number | null): CounterRef | undefined =>
   quota === null ? undefined : { id: `m:${organizationId}`, limit: quota, month: true };
 // Counted per client as the cooldown is: an IPv6 client per /64 (src/http/address.ts).
-export const ipCounter = (ip: string): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit: IP_LIMIT });
-export const partnerCounter = (keyId: number): CounterRef => ({ id: `v1:${keyId}`, limit: V1_LIMIT });
+export const ipCounter = (ip: string, limit: number = IP_LIMIT): CounterRef => ({ id: `ip:${addressKey(ip)}`, limit });
+/** A key's one counter on an interface without buckets (the workspace API's /v1: 20 a minute). */
+export const partnerCounter = (keyId: number, limit: number = V1_LIMIT): CounterRef => ({ id: `v1:${keyId}`, limit });

@@ -15,7 +15,8 @@ import { upstreamSeries, type UpstreamMetrics } from './upstream-metrics.js';
 export interface GatewayMetrics {
   registry: Registry;
   request(route: string, method: string, status: number, code: string | null, ms: number): void;
-  rateLimit(layer: 'key' | 'ip' | 'v1' | 'month', rejected: boolean, nearLimit: boolean): void;
+  /** `layer`: `key` (a bucket), `ip`, `month`, or an interface's one per-key layer by its id (`v1`). */
+  rateLimit(layer: string, rejected: boolean, nearLimit: boolean): void;
   /** A request a limit layer (or quota) would have refused, forwarded because its limit is in shadow. */
   shadowRefusal(layer: string): void;
   authFailure(kind: 'invalid_key' | 'cooldown'): void;

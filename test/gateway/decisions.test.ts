@@ -237,21 +237,33 @@ describe('refusedInstead: an admitted request refused after all reads its counte
 });
 
 describe('limitOutcome: the states read back in the order the counters were named', () => {
+  const V2 = { address: true, single: null };
+  const V1 = { address: false, single: 'partner' };
   const state = (limit: number, used: number): LayerState => ({ limit, used, remaining: limit - used, reset: 60 });
   const [k, w, b, ip, month] = [state(20, 1), state(10, 2), state(4, 3), state(100, 4), state(50_000, 5)];
 
   it('an admitted /v2 request: its bucket, the address, the month', () => {
     const d = v2('metered', 'POST', '/v2/workspaces/100/tags');
-    expect(limitOutcome('v2', d, [w, ip, month])).toEqual({ api: 'v2', key: w, bucket: 'write', ip, month });
+    expect(limitOutcome(V2, d, [w, ip, month])).toEqual({ key: w, policy: 'write', ip, month });
   });
 
   it('the status route reports the read bucket and finds the address after the three buckets', () => {
     const d = v2('metered', 'GET', '/v2/workspaces/100/rate-limit');
-    expect(limitOutcome('v2', d, [k, w, b, ip, month])).toEqual({ api: 'v2', key: k, bucket: 'read', ip, month });
+    expect(limitOutcome(V2, d, [k, w, b, ip, month])).toEqual({ key: k, policy: 'read', ip, month });
   });
 
   it('/v1: the partner layer, then the month', () => {
     const d = v1('partnerMetered', 'GET', '/v1/email-accounts');
-    expect(limitOutcome('v1', d, [k, month])).toEqual({ api: 'v1', key: k, month });
+    expect(limitOutcome(V1, d, [k, month])).toEqual({ key: k, policy: 'partner', ip: null, month });
+  });
+
+  it('a consumer interface without an address layer: its bucket, then the month', () => {
+    const d = v2('metered', 'POST', '/v2/workspaces/100/tags');
+    expect(limitOutcome({ address: false, single: null }, d, [w, month])).toEqual({
+      key: w,
+      policy: 'write',
+      ip: null,
+      month,
+    });
   });
 });

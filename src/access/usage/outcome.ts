@@ -4,7 +4,8 @@
 // read, since access/ sits below the gateway (CONTRIBUTING, Layers).
 import type { Routes } from '../../config/routes.js';
 
-export type UsageApi = 'v1' | 'v2';
+/** The interface's id: `v2`, `v1`, or a profile's name. */
+export type UsageApi = string;
 
 /** What the gateway's Trace (src/gateway/context.ts) says of a request, as far as the history reads it. */
 export interface UsageTrace {
@@ -41,7 +42,7 @@ const NONE: GatewayRoutes = new Set();
 
 export function gatewayRoutesOf(routes: Routes): GatewayRoutes {
   const out = new Set<string>();
-  for (const api of ['v1', 'v2'] as const) for (const r of routes[api].all) if (r.gateway) out.add(r.path);
+  for (const table of Object.values(routes.tables)) for (const r of table.all) if (r.gateway) out.add(r.path);
   return out;
 }
 

@@ -41,3 +41,13 @@ export function permissionGuard(p: Principal, { route, params }: RouteMatch): Re
   if (wid === null) return { code: '150003' }; // a workspace scope on a route without a workspace: no role to act at
   return roleRank(role) >= roleRank(route.minRole) ? { role, workspaceId: wid } : { code: '150003' };
 }
+
+/**
+ * A consumer's key (docs/profiles.md, kind `rest`): it holds the route's scope, or the route has none.
+ * Nothing is granted beyond the key itself: no workspace, no role.
+ */
+export function scopeGuard(p: Principal, { route }: RouteMatch): Refusal | Granted {
+  if (route.scope !== null && !p.scopes.has(route.scope)) return { code: '150003' };
+  return NO_GRANT;
+}
+const NO_GRANT: Granted = Object.freeze({ role: null, workspaceId: null });

@@ -3,7 +3,6 @@
 // refusal) in the same round trip as steps 3 and 4.
 import type { Bucket } from '../../config/routes.js';
 import type { LayerState } from '../../limits/types.js';
-import { V1_LIMIT } from '../../config/contract.js';
 import { retryAfter } from '../headers.js';
 import type { Refusal } from '../refusal.js';
 
@@ -11,22 +10,25 @@ const BUCKET_NAME: Record<Bucket, string> = { read: 'Read', write: 'Write', bulk
 
 const over = (state: LayerState) => state.used > state.limit;
 
-/** /v2: the spent key and address layers; a refusal names the bucket, or the address when only it is over. */
+/**
+ * A bucketed interface (/v2, a consumer's): the spent key and address layers (null where the interface has
+ * none); a refusal names the bucket, or the address when only it is over.
+ */
 export function rateLimitGuard(
   key: LayerState,
-  ip: LayerState,
+  ip: LayerState | null,
   bucket: Bucket,
   address: string,
   nowMs: number,
 ): Refusal | null {
-  if (!over(key) && !over(ip)) return null;
+  if (!over(key) && (ip === null || !over(ip))) return null;
   const message = over(key)
     ? `Rate limit exceeded for the ${BUCKET_NAME[bucket]} bucket.`
     : `Rate limit exceeded for IP address ${address}.`;
   return {
     code: '150005',
     message,
-    retryAfter: retryAfter(over(key) ? key : ip, nowMs),
+    retryAfter: retryAfter(over(key) || ip === null ? key : ip, nowMs),
     layer: over(key) ? 'key' : 'address',
   };
 }
@@ -45,14 +47,14 @@ export function monthlyQuotaGuard(month: LayerState | undefined, nowMs: number):
   };
 }
 
-/** /v1: one layer of 20 per key per minute. */
+/** An interface with one layer per key (/v1: 20 per key per minute). */
 export function partnerRateLimitGuard(key: LayerState, nowMs: number): Refusal | null {
   if (!over(key)) return null;
   return {
     code: '150005',
-    message: `Rate limit exceeded: ${V1_LIMIT} requests per minute per key.`,
+    message: `Rate limit exceeded: ${key.limit} requests per minute per key.`,
     retryAfter: retryAfter(key, nowMs),
-    details: { limit: V1_LIMIT, reset: key.reset },
+    details: { limit: key.limit, reset: key.reset },
     layer: 'key',
   };
 }
