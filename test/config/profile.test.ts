@@ -16,7 +16,6 @@ import { loadRoutes } from '../../src/config/routes.js';
 const SHOP = 'test/fixtures/profiles/shop.yaml';
 const WORKSPACE = 'profiles/workspace.yaml';
 const FILES = { ROUTES_FILE: 'config/routes.json', PLANS_FILE: 'config/plans.json' };
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Doc = any;
 const shop = (): Doc => parse(readFileSync(SHOP, 'utf8'));
 const workspace = (): Doc => parse(readFileSync(WORKSPACE, 'utf8'));
