@@ -353,3 +353,16 @@ describe('a good rest profile', () => {
     expect(routes.tables.shop.match('DELETE', '/api/orders/12')).toBeNull();
   });
 });
+
+describe('docs/profiles.md', () => {
+  const blocks = [...readFileSync('docs/profiles.md', 'utf8').matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) =>
+    parse(m[1]),
+  );
+
+  it('shows a rest profile that loads, and the workspace profile as shipped', () => {
+    const rest = blocks.find((b: Doc) => b.kind === 'rest');
+    const ws = blocks.find((b: Doc) => b.kind === 'workspace');
+    expect(parseProfile(rest, 'docs', FILES).interfaces[0].id).toBe('shop');
+    expect(parseProfile(ws, 'docs', FILES).interfaces).toStrictEqual([...WORKSPACE_INTERFACES]);
+  });
+});

@@ -1,5 +1,7 @@
-// The workspace API's profile when no file is read: its two interfaces as profiles/workspace.yaml states
-// them, over the routes and plans of ROUTES_FILE and PLANS_FILE.
+// The workspace API's profile when no file is read (the code and tests that need the contract's own
+// interfaces): its two interfaces as the shipped profiles/workspace.yaml states them, which
+// test/config/profile.test.ts holds equal, over the routes and plans of ROUTES_FILE and PLANS_FILE.
+// A running program reads PROFILE_FILE instead (src/app/tables.ts), where an operator may change them.
 import type { Plans } from '../plans.js';
 import type { Routes } from '../routes.js';
 import { IP_LIMIT, V1_LIMIT } from '../contract.js';
