@@ -3,8 +3,6 @@ import { KEY_SECRET } from '../config/contract.js';
 
 export type KeyType = 'workspace' | 'personal' | 'partner';
 
-export const KEY_PREFIX: Record<KeyType, string> = { workspace: 'svc_ws_', personal: 'svc_pk_', partner: 'svc_v1_' };
-
 /**
  * The type among `types` whose prefix the secret starts with, when the rest is 32 to 128 characters of
  * [A-Za-z0-9] (a profile's key types, docs/profiles.md); null otherwise.
@@ -31,9 +29,9 @@ export function hashSecret(pepper: string, secret: string): string {
 
 const ALPHANUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-/** A fresh secret: the prefix plus 40 random characters of [A-Za-z0-9]. */
-export function generateSecret(type: KeyType): string {
-  return KEY_PREFIX[type] + randomAlphanumeric(40);
+/** A fresh secret of a key type: its prefix (a profile's, `key.types`) plus 40 random characters of [A-Za-z0-9]. */
+export function generateSecret(prefix: string): string {
+  return prefix + randomAlphanumeric(40);
 }
 
 export function randomAlphanumeric(n: number): string {

@@ -5,8 +5,8 @@ import { userInfo } from 'node:os';
 import { Writable } from 'node:stream';
 import type { Settings } from '../config/settings.js';
 import { ConfigError, settingError, targetOf } from '../config/errors.js';
-import { loadPlans, type Plans } from '../config/plans.js';
-import { loadRoutes, type MinRole, type Routes } from '../config/routes.js';
+import type { Plans } from '../config/plans.js';
+import type { MinRole, Routes } from '../config/routes.js';
 import { openDb, type Db } from '../db/index.js';
 import { getPepper } from '../access/pepper.js';
 import { accessChangedVia } from '../access/versions.js';
@@ -15,7 +15,7 @@ import { createLogger } from '../ops/logger.js';
 import { systemClock } from '../ops/clock.js';
 import type { ServiceContext } from '../access/service/context.js';
 import type { Profile } from '../config/profile/types.js';
-import { workspaceProfile } from '../config/profile/workspace.js';
+import { loadProfile } from '../config/profile/load.js';
 import { dataFile } from './paths.js';
 
 export interface AdminContext {
@@ -79,7 +79,11 @@ function stderrLines(): Writable {
  * and its scopes (docs/profiles.md). A mistake in it stops the command as it stops a start (exit code 2).
  */
 export function loadCliProfile(s: Settings): Profile {
-  return workspaceProfile(loadRoutes(dataFile(s.ROUTES_FILE)), loadPlans(dataFile(s.PLANS_FILE)));
+  return loadProfile({
+    PROFILE_FILE: dataFile(s.PROFILE_FILE),
+    ROUTES_FILE: dataFile(s.ROUTES_FILE),
+    PLANS_FILE: dataFile(s.PLANS_FILE),
+  });
 }
 
 export async function openAdminContext(s: Settings, profile: Profile = loadCliProfile(s)): Promise<AdminContext> {

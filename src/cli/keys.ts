@@ -1,8 +1,10 @@
 // `keygate keys create|list|update|rotate|revoke`: key management at a shell. The rules (secret
 // format and keyed hash, known scopes, a workspace key's role capped by its creator's, expiry,
 // rotation, metadata) and the audit row live in the service layer (src/access/service/keys.ts); this
-// file parses arguments and prints results.
-import type { KeyType } from '../access/secrets.js';
+// file parses arguments and prints results. The key types are the profile's (PROFILE_FILE): the
+// workspace API's workspace, personal and partner, or a rest profile's consumer types.
+import { keyTypesOf, type KeyProfile, type KeyTypeRule } from '../access/key-types.js';
+import { SCOPE_NAME } from '../config/profile/schema.js';
 import {
   createKey,
   listKeys,
@@ -24,7 +26,6 @@ import { withContext, type AdminContext } from './context.js';
 import { iso, output, table } from './output.js';
 import { viaService } from './service.js';
 
-const SCOPE = /^[a-z]+:[a-z]+$/;
 const MAX_SCOPES = 32;
 /** `--metadata '{"tier":"gold"}'`: a JSON object (at most 1 KiB, checked by the service), or `null`. */
 export function parseMetadata(command: string, raw: string): KeyMetadata | null {
@@ -47,10 +48,30 @@ export function parseMetadata(command: string, raw: string): KeyMetadata | null 
 
 const CREATE = 'keys create';
 
+/** The options that bind a key of each type (docs/decisions.md section 2: the secret's prefix says which). */
+function bindingOptions(t: KeyTypeRule): string[] {
+  if (t.model === 'consumer') return ['org', 'scopes'];
+  if (t.model === 'workspace-v1') return ['org'];
+  return t.name === 'workspace' ? ['workspace', 'role', 'scopes', 'created-by'] : ['user', 'scopes'];
+}
+
+/** One of the profile's key types, or the usage error naming them. */
+function keyTypeArg(command: string, profile: KeyProfile, raw: string): KeyTypeRule {
+  const types = keyTypesOf(profile);
+  const name = oneOf(
+    command,
+    '--type',
+    raw,
+    types.map((t) => t.name),
+  );
+  return types.find((t) => t.name === name)!;
+}
+
 /** The arguments of `keys create`, checked before the database is opened (exit code 2). */
-export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; json: boolean } {
+export function parseCreate(argv: readonly string[], profile: KeyProfile): { input: CreateKeyInput; json: boolean } {
   const a = commandArgs(COMMAND_SPECS[CREATE], argv);
-  const type = oneOf(CREATE, '--type', required(CREATE, a, 'type'), ['workspace', 'personal', 'partner'] as const);
+  const rule = keyTypeArg(CREATE, profile, required(CREATE, a, 'type'));
+  const type = rule.name;
   const name = required(CREATE, a, 'name').trim();
   if (name.length < 1 || name.length > 100) throw new UsageError(`${CREATE}: --name must be 1 to 100 characters`);
   const scopes =
@@ -60,25 +81,21 @@ export function parseCreate(argv: readonly string[]): { input: CreateKeyInput; j
           .split(',')
           .map((s) => s.trim())
           .filter(Boolean);
-  const bad = scopes.find((s) => !SCOPE.test(s));
+  const bad = scopes.find((s) => !SCOPE_NAME.test(s));
   if (bad) throw new UsageError(`${CREATE}: --scopes: ${JSON.stringify(bad)} is not a scope (resource:action)`);
   if (scopes.length > MAX_SCOPES) throw new UsageError(`${CREATE}: --scopes: at most ${MAX_SCOPES}`);
-  // Each type takes exactly the options that bind it (docs/decisions.md section 2: the secret's prefix says which).
-  const allowed: Record<KeyType, string[]> = {
-    workspace: ['workspace', 'role', 'scopes', 'created-by'],
-    personal: ['user', 'scopes'],
-    partner: ['org'],
-  };
+  // Each type takes exactly the options that bind it.
+  const allowed = bindingOptions(rule);
   const stray = ['workspace', 'user', 'org', 'role', 'scopes', 'created-by'].find(
-    (o) => a.values[o] !== undefined && !allowed[type].includes(o),
+    (o) => a.values[o] !== undefined && !allowed.includes(o),
   );
   if (stray) throw new UsageError(`${CREATE}: a ${type} key takes no --${stray}`);
   const input: CreateKeyInput = { type, name, scopes };
-  if (type === 'workspace') {
+  if (allowed.includes('workspace')) {
     input.workspaceId = idArg(CREATE, '--workspace', required(CREATE, a, 'workspace'));
     if (a.values.role !== undefined) input.role = oneOf(CREATE, '--role', a.values.role, ROLES);
     if (a.values['created-by'] !== undefined) input.createdBy = idArg(CREATE, '--created-by', a.values['created-by']);
-  } else if (type === 'personal') {
+  } else if (allowed.includes('user')) {
     input.userId = idArg(CREATE, '--user', required(CREATE, a, 'user'));
   } else {
     input.organizationId = idArg(CREATE, '--org', required(CREATE, a, 'org'));
@@ -107,25 +124,23 @@ export function parseUpdate(argv: readonly string[]): { id: number; input: Updat
   return { id, input, json: a.flags.has('json') };
 }
 
-function where(k: KeyView): string {
-  return k.type === 'workspace'
-    ? `workspace ${k.workspaceId}, role ${k.role}`
-    : k.type === 'personal'
-      ? `user ${k.userId}`
-      : `organization ${k.organizationId}`;
+/** What a key is bound to; a rest profile's organizations are its consumers. */
+function where(k: KeyView, profile: KeyProfile): string {
+  if (k.workspaceId !== null) return `workspace ${k.workspaceId}, role ${k.role}`;
+  if (k.userId !== null) return `user ${k.userId}`;
+  return `${profile.kind === 'rest' ? 'consumer' : 'organization'} ${k.organizationId}`;
 }
 
 function expiryLine(k: KeyView): string {
   return k.expiresAt ? `${k.status === 'expired' ? 'Expired' : 'Expires'} at ${k.expiresAt}.` : 'Never expires.';
 }
 
-function listFilter(a: ParsedArgs) {
+function listFilter(a: ParsedArgs, profile: KeyProfile) {
   const f: Parameters<typeof listKeys>[1] = {};
   if (a.values.org !== undefined) f.organizationId = idArg('keys list', '--org', a.values.org);
   if (a.values.workspace !== undefined) f.workspaceId = idArg('keys list', '--workspace', a.values.workspace);
   if (a.values.user !== undefined) f.userId = idArg('keys list', '--user', a.values.user);
-  if (a.values.type !== undefined)
-    f.type = oneOf('keys list', '--type', a.values.type, ['workspace', 'personal', 'partner'] as const);
+  if (a.values.type !== undefined) f.type = keyTypeArg('keys list', profile, a.values.type).name;
   if (a.values.status !== undefined && a.flags.has('active'))
     throw new UsageError('keys list: --status and --active exclude each other');
   if (a.values.status !== undefined)
@@ -138,12 +153,13 @@ export async function keysCommand(
   ctx: () => Promise<AdminContext>,
   sub: string | undefined,
   argv: readonly string[],
+  profile: () => KeyProfile,
 ): Promise<void> {
   if (sub === 'create') {
-    const { input, json } = parseCreate(argv);
+    const { input, json } = parseCreate(argv, profile());
     const { key, secret } = await withContext(ctx, (c) => viaService(CREATE, () => createKey(c.service, input)));
     output(json, { ...key, secret }, [
-      `Created ${key.type} key ${key.id} "${key.name}" (${where(key)}${key.scopes.length ? `, scopes ${key.scopes.join(',')}` : ''}). ${expiryLine(key)}`,
+      `Created ${key.type} key ${key.id} "${key.name}" (${where(key, profile())}${key.scopes.length ? `, scopes ${key.scopes.join(',')}` : ''}). ${expiryLine(key)}`,
       `Secret, shown only this once (keygate keeps a keyed hash of it, never the secret):`,
       `  ${secret}`,
     ]);
@@ -151,7 +167,7 @@ export async function keysCommand(
   }
   if (sub === 'list') {
     const a = commandArgs(COMMAND_SPECS['keys list'], argv);
-    const f = listFilter(a);
+    const f = listFilter(a, profile());
     const keys = await withContext(ctx, (c) => viaService('keys list', () => listKeys(c.service, f)));
     output(
       a.flags.has('json'),
@@ -184,7 +200,7 @@ export async function keysCommand(
     const { id, input, json } = parseUpdate(argv);
     const key = await withContext(ctx, (c) => viaService(UPDATE, () => updateKey(c.service, id, input)));
     output(json, key, [
-      `Updated ${key.type} key ${key.id} "${key.name}" (${where(key)}). ${expiryLine(key)}${key.metadata ? ` Metadata: ${Buffer.byteLength(JSON.stringify(key.metadata))} bytes.` : ''}`,
+      `Updated ${key.type} key ${key.id} "${key.name}" (${where(key, profile())}). ${expiryLine(key)}${key.metadata ? ` Metadata: ${Buffer.byteLength(JSON.stringify(key.metadata))} bytes.` : ''}`,
     ]);
     return;
   }

@@ -25,7 +25,7 @@ import type { Bucket } from '../config/routes.js';
 import { BUCKETS } from '../limits/counters.js';
 
 /** `--read N|plan` ...: N sets, `plan` clears back to the layer above; `--clear` clears every one. */
-function limitsChange(command: string, a: ParsedArgs, forKey: boolean): LimitsChange | null {
+export function limitsChange(command: string, a: ParsedArgs, forKey: boolean): LimitsChange | null {
   const change: LimitsChange = {};
   const number = (name: string, raw: string) => {
     if (!/^[1-9][0-9]{0,12}$/.test(raw))

@@ -1,10 +1,17 @@
+// `keygate orgs create`: a new organization (under a rest profile, a consumer its keys belong to).
 // `keygate orgs pause|resume|plan`: what the billing system does through PATCH
 // /internal/organizations/{id} (docs/decisions.md section 7), through the same service operation: a plan change
 // lowers every mailbox above the new plan's cap, every change is audited and bumps the organization's
 // access version so the gateways apply it to the very next request.
-import type { Plans } from '../config/plans.js';
-import { updateOrganization, type OrganizationPatch } from '../access/service/organizations.js';
-import { commandArgs, idArg, oneOf, UsageError } from './args.js';
+import type { Profile } from '../config/profile/types.js';
+import {
+  createOrganization,
+  updateOrganization,
+  type NewOrganization,
+  type OrganizationPatch,
+} from '../access/service/organizations.js';
+import { commandArgs, idArg, oneOf, required, UsageError } from './args.js';
+import { limitsChange } from './limits.js';
 import { COMMAND_SPECS } from './specs.js';
 import { withContext, type AdminContext } from './context.js';
 import { output } from './output.js';
@@ -22,8 +29,25 @@ export async function orgsCommand(
   ctx: () => Promise<AdminContext>,
   sub: string | undefined,
   argv: readonly string[],
-  plans: () => Plans,
+  profile: () => Profile,
 ): Promise<void> {
+  const plans = () => profile().plans;
+  if (sub === 'create') {
+    const a = commandArgs(COMMAND_SPECS['orgs create'], argv);
+    const input: NewOrganization = { name: required('orgs create', a, 'name') };
+    if (a.values.plan !== undefined) input.plan = oneOf('orgs create', '--plan', a.values.plan, Object.keys(plans()));
+    if (a.flags.has('paused')) input.paused = true;
+    const limits = limitsChange('orgs create', a, false);
+    if (limits) input.limits = limits;
+    const org = await withContext(ctx, (c) => viaService('orgs create', () => createOrganization(c.service, input)));
+    const { partnerCallback: _callback, warmupCap: _cap, ...shown } = org;
+    const what = profile().kind === 'rest' ? 'consumer' : 'organization';
+    output(a.flags.has('json'), shown, [
+      `Created ${what} ${org.id} "${org.name}" on plan ${org.plan ?? 'none (free limits)'}${org.paused ? ', paused' : ''}.`,
+      `Its keys: keygate keys create --type <type> --org ${org.id} --name <name>`,
+    ]);
+    return;
+  }
   if (sub === 'pause' || sub === 'resume') {
     const command = `orgs ${sub}` as const;
     const a = commandArgs(COMMAND_SPECS[command], argv);
@@ -46,5 +70,7 @@ export async function orgsCommand(
     ]);
     return;
   }
-  throw new UsageError(`orgs: expected pause, resume, plan or limits${sub ? ` (got ${JSON.stringify(sub)})` : ''}`);
+  throw new UsageError(
+    `orgs: expected create, pause, resume, plan or limits${sub ? ` (got ${JSON.stringify(sub)})` : ''}`,
+  );
 }

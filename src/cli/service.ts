@@ -14,6 +14,8 @@ const OPTION: Record<string, string> = {
   name: '--name',
   expiresAt: '--expires-at',
   ttl: '--ttl',
+  type: '--type',
+  plan: '--plan',
 };
 
 export async function viaService<T>(command: string, fn: () => Promise<T>): Promise<T> {
@@ -22,7 +24,8 @@ export async function viaService<T>(command: string, fn: () => Promise<T>): Prom
   } catch (err) {
     if (!(err instanceof ServiceError)) throw err;
     let msg = err.message;
-    if (err.reason === 'unknown_scope') msg = `--${msg} (not in ROUTES_FILE)`;
+    // A rest profile's refusal names its scopes already; the workspace API's are ROUTES_FILE's.
+    if (err.reason === 'unknown_scope') msg = `--${msg}${/ profile /.test(msg) ? '' : ' (not in ROUTES_FILE)'}`;
     else {
       const m = /^([a-zA-Z]+)\b/.exec(msg);
       if (m && OPTION[m[1]] && err.field === m[1]) msg = OPTION[m[1]] + msg.slice(m[1].length);

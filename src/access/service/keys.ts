@@ -4,7 +4,9 @@
 // once and stored only as its keyed hash.
 import type { Queryable, Row } from '../../db/types.js';
 import { ROLES, type Role } from '../../config/routes.js';
-import { generateSecret, hashSecret, hintOf, keyTypeOf, type KeyType } from '../secrets.js';
+import { generateSecret, hashSecret, hintOf, keyTypeIn } from '../secrets.js';
+import { keyTypeRule, keyTypesOf, WORKSPACE_KEY_PROFILE, type KeyProfile, type KeyTypeRule } from '../key-types.js';
+import { SCOPE_NAME } from '../../config/profile/schema.js';
 import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
@@ -34,7 +36,6 @@ export const METADATA_MAX_BYTES = 1024;
 /** A rotation's default grace period: the old secret keeps working this long (issue 22 item 2). */
 export const DEFAULT_GRACE_MS = 24 * 3_600_000;
 export const MAX_GRACE_MS = 30 * 86_400_000;
-const SCOPE = /^[a-z]+:[a-z]+$/;
 
 export type KeyMetadata = Record<string, unknown>;
 
@@ -43,7 +44,8 @@ export interface KeyView {
   id: number;
   organizationId: number;
   name: string;
-  type: KeyType;
+  /** One of the profile's key types (`workspace`, `personal`, `partner` of the workspace API; `consumer`, ...). */
+  type: string;
   hint: string;
   workspaceId: number | null;
   userId: number | null;
@@ -137,8 +139,27 @@ export function checkExpiresAt(raw: Date | null): Date | null {
   return raw;
 }
 
+/** The profile a context makes keys under: its own, or the workspace API's. */
+export function profileOf(ctx: Pick<ServiceContext, 'profile'>): KeyProfile {
+  return ctx.profile?.() ?? WORKSPACE_KEY_PROFILE;
+}
+
+/** A key type of the context's profile, or the refusal naming the profile's types. */
+export function checkKeyType(ctx: Pick<ServiceContext, 'profile'>, type: string): KeyTypeRule {
+  const profile = profileOf(ctx);
+  const rule = keyTypeRule(profile, type);
+  if (rule) return rule;
+  const names = keyTypesOf(profile).map((t) => t.name);
+  throw new ServiceError(
+    'invalid',
+    `type: no key type ${JSON.stringify(type)} in profile ${profile.name}; its key types are ${names.join(', ')}`,
+    'type',
+    'type',
+  );
+}
+
 function checkScopes(ctx: ServiceContext, scopes: string[]): string[] {
-  const bad = scopes.find((s) => !SCOPE.test(s));
+  const bad = scopes.find((s) => !SCOPE_NAME.test(s));
   if (bad !== undefined)
     throw new ServiceError(
       'invalid',
@@ -149,9 +170,14 @@ function checkScopes(ctx: ServiceContext, scopes: string[]): string[] {
   if (scopes.length > MAX_SCOPES)
     throw new ServiceError('invalid', `scopes: at most ${MAX_SCOPES}`, 'scopes', 'scopes');
   const known = ctx.scopes();
-  const unknown = scopes.find((s) => !(s in known));
-  if (unknown !== undefined)
-    throw new ServiceError('invalid', `scopes: unknown scope ${unknown}`, 'unknown_scope', 'scopes');
+  const unknown = scopes.find((s) => !Object.hasOwn(known, s));
+  if (unknown !== undefined) {
+    const profile = profileOf(ctx);
+    // A rest profile's scopes are few and stated in its own file: the refusal names them.
+    const where =
+      profile.kind === 'rest' ? `; profile ${profile.name}'s scopes are ${Object.keys(known).join(', ')}` : '';
+    throw new ServiceError('invalid', `scopes: unknown scope ${unknown}${where}`, 'unknown_scope', 'scopes');
+  }
   return [...new Set(scopes)];
 }
 
@@ -188,7 +214,8 @@ function assertMayManage(user: SessionUser | null, k: Row | null, id: number): a
 // Operations
 
 export interface CreateKeyInput {
-  type: KeyType;
+  /** A key type of the context's profile. */
+  type: string;
   name: string;
   scopes?: string[];
   /** workspace keys */
@@ -196,7 +223,7 @@ export interface CreateKeyInput {
   role?: Role;
   /** personal keys (a user actor: themselves) */
   userId?: number;
-  /** partner keys (a user actor: their own organization) */
+  /** partner and consumer keys (a user actor: their own organization) */
   organizationId?: number;
   /** The member who made the key; a workspace key's role is capped by their role there. A user actor: themselves. */
   createdBy?: number;
@@ -279,8 +306,11 @@ async function personalBinding(q: Queryable, input: CreateKeyInput, user: Sessio
   return { organizationId, workspaceId: null, userId, role: null, createdBy: userId };
 }
 
-/** A partner key: an organization (a user actor: their own, and only its owners may make one). */
-async function partnerBinding(
+/**
+ * A partner or a consumer key: an organization (a user actor: their own, and only its owners may make
+ * one). A consumer is an organization without workspaces (docs/profiles.md).
+ */
+async function organizationBinding(
   q: Queryable,
   input: CreateKeyInput,
   user: SessionUser | null,
@@ -288,12 +318,16 @@ async function partnerBinding(
 ): Promise<KeyBinding> {
   // A partner key sees every account of the organization: only its owners may make one.
   if (user && user.orgRole !== 'OWNER')
-    throw new ServiceError('forbidden', 'Only organization owners can create partner keys.', 'role_above_creator');
+    throw new ServiceError(
+      'forbidden',
+      `Only organization owners can create ${input.type} keys.`,
+      'role_above_creator',
+    );
   const orgId = user ? user.organizationId : input.organizationId;
   if (orgId === undefined)
     throw new ServiceError(
       'invalid',
-      'a partner key needs its organization',
+      `a ${input.type} key needs its organization`,
       'organization_required',
       'organizationId',
     );
@@ -302,9 +336,15 @@ async function partnerBinding(
   return { organizationId: orgId, workspaceId: null, userId: null, role: null, createdBy };
 }
 
-async function bindingOf(q: Queryable, input: CreateKeyInput, user: SessionUser | null): Promise<KeyBinding> {
+async function bindingOf(
+  q: Queryable,
+  input: CreateKeyInput,
+  rule: KeyTypeRule,
+  user: SessionUser | null,
+): Promise<KeyBinding> {
   const createdBy = user ? user.id : (input.createdBy ?? null);
-  if (input.type === 'workspace') return workspaceBinding(q, input, user, createdBy);
+  const consumer = rule.model === 'consumer';
+  if (!consumer && input.type === 'workspace') return workspaceBinding(q, input, user, createdBy);
   if (input.workspaceId !== undefined || input.role !== undefined) {
     throw new ServiceError(
       'forbidden',
@@ -313,24 +353,36 @@ async function bindingOf(q: Queryable, input: CreateKeyInput, user: SessionUser 
       input.workspaceId !== undefined ? 'workspaceId' : 'role',
     );
   }
-  return input.type === 'personal' ? personalBinding(q, input, user) : partnerBinding(q, input, user, createdBy);
+  if (consumer && (input.userId !== undefined || input.createdBy !== undefined))
+    throw new ServiceError(
+      'invalid',
+      `a ${input.type} key belongs to its consumer (an organization), not to a user`,
+      'binding',
+      input.userId !== undefined ? 'userId' : 'createdBy',
+    );
+  return !consumer && input.type === 'personal'
+    ? personalBinding(q, input, user)
+    : organizationBinding(q, input, user, createdBy);
 }
 
 export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Promise<{ key: KeyView; secret: string }> {
+  const rule = checkKeyType(ctx, input.type);
   const name = checkName(input.name);
-  const scopes = input.type === 'partner' ? [] : checkScopes(ctx, input.scopes ?? []);
-  if (input.type === 'partner' && input.scopes?.length)
-    throw new ServiceError('invalid', 'a partner key takes no scopes', 'scopes', 'scopes');
+  // A /v1 key is one layer with no scopes (docs/v1-interface.md); every other type holds scopes.
+  const scopeless = rule.model === 'workspace-v1';
+  const scopes = scopeless ? [] : checkScopes(ctx, input.scopes ?? []);
+  if (scopeless && input.scopes?.length)
+    throw new ServiceError('invalid', `a ${input.type} key takes no scopes`, 'scopes', 'scopes');
   if (input.role !== undefined && !ROLES.includes(input.role))
     throw new ServiceError('invalid', `role must be one of ${ROLES.join(', ')}`, 'role', 'role');
   const expiresAt = input.expiresAt === undefined ? null : checkExpiresAt(input.expiresAt);
   const metadata = input.metadata === undefined ? null : checkMetadata(input.metadata);
-  if (input.secret !== undefined && keyTypeOf(input.secret) !== input.type)
+  if (input.secret !== undefined && keyTypeIn(input.secret, [rule]) !== input.type)
     throw new ServiceError('invalid', `secret: not a ${input.type} key's secret`, 'secret', 'secret');
-  const secret = input.secret ?? generateSecret(input.type);
+  const secret = input.secret ?? generateSecret(rule.prefix);
   const now = nowOf(ctx);
   const created = await ctx.db.tx(async (q) => {
-    const b = await bindingOf(q, input, await actingUser(q, ctx));
+    const b = await bindingOf(q, input, rule, await actingUser(q, ctx));
     const id = await insertKey(q, {
       ...b,
       type: input.type,
@@ -454,7 +506,16 @@ export async function rotateKey(
   let secret = '';
   const key = await changeKey(ctx, id, 'key.rotate', async (q, k, now) => {
     if (k.revoked_at) throw new ServiceError('conflict', `key ${id} is revoked`, 'revoked');
-    secret = generateSecret(k.type);
+    // The new secret takes the prefix the profile in force gives the key's type; a type it does not name
+    // has no prefix to take, and a secret of another profile's prefix would never resolve here.
+    const rule = keyTypeRule(profileOf(ctx), k.type);
+    if (!rule)
+      throw new ServiceError(
+        'conflict',
+        `key ${id} is a ${k.type} key, not of a key type of profile ${profileOf(ctx).name}`,
+        'type',
+      );
+    secret = generateSecret(rule.prefix);
     const keep = graceMs > 0;
     await rotateKeyRow(q, id, {
       keyHash: hashSecret(ctx.pepper, secret),

@@ -1,16 +1,18 @@
-// Organization operations: the access fields the billing system and operators change (plan, API
+// Organization operations: an organization's creation (a rest profile's consumer, docs/profiles.md), the access fields the billing system and operators change (plan, API
 // access, pause, warmup cap, partner callback) and a workspace's soft deletion. Each writes in one
 // transaction with its audit row and bumps the organization's access version after the commit.
 import type { Row } from '../../db/types.js';
 import { planOf } from '../../config/plans.js';
 import { applyPlanCap } from './plan-cap.js';
-import { organizationLimitsIn } from './limits.js';
+import { checkLimitsChange, organizationLimitsIn, type LimitsChange } from './limits.js';
+import { checkName } from './keys.js';
 import { limitsChanged } from '../events/service-events.js';
 import { recordAudit } from './audit.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import { PG_INT_MAX } from '../../config/contract.js';
 import { isoOrNull } from '../../db/time.js';
 import {
+  insertOrganization,
   lockWorkspace,
   organizationRow,
   organizationRows,
@@ -113,6 +115,59 @@ export async function updateOrganization(
   });
   await ctx.accessChanged(id);
   return result;
+}
+
+export interface NewOrganization {
+  name: string;
+  /** A plan of the plans in force; absent or null: none (the `free` plan's limits). */
+  plan?: string | null;
+  apiAccess?: boolean;
+  paused?: boolean;
+  /** Overrides of the plan's budgets and quota, as `keygate orgs limits` sets them. */
+  limits?: LimitsChange;
+}
+
+/**
+ * A new organization: under a rest profile a consumer, which its keys belong to (it has no workspaces);
+ * made by operators only. Audited as `organization.create`; it holds no key yet, so no gateway has
+ * anything of it to forget.
+ */
+export async function createOrganization(ctx: ServiceContext, input: NewOrganization): Promise<OrganizationView> {
+  if (ctx.actor.kind === 'user')
+    throw new ServiceError('forbidden', 'organizations are created by operators and the billing system', 'forbidden');
+  const name = checkName(input.name);
+  const plan = input.plan ?? null;
+  if (plan !== null && !(plan in ctx.plans()))
+    throw new ServiceError(
+      'invalid',
+      `plan: unknown plan ${JSON.stringify(plan)}; the plans are ${Object.keys(ctx.plans()).join(', ')}`,
+      'plan',
+      'plan',
+    );
+  const limits = input.limits ?? {};
+  if (Object.keys(limits).length) checkLimitsChange(limits, false);
+  return ctx.db.tx(async (q) => {
+    const id = await insertOrganization(q, {
+      name,
+      plan,
+      apiAccess: input.apiAccess ?? true,
+      paused: input.paused ?? false,
+      read: limits.read ?? null,
+      write: limits.write ?? null,
+      bulk: limits.bulk ?? null,
+      monthlyQuota: limits.monthlyQuota ?? null,
+    });
+    const view = organizationView((await organizationRow(q, id))!);
+    const after = { ...view, limits: (await organizationLimitsIn(q, ctx.plans(), id)).overrides };
+    await recordAudit(q, ctx, {
+      action: 'organization.create',
+      targetType: 'organization',
+      targetIds: [id],
+      organizationId: id,
+      after,
+    });
+    return view;
+  });
 }
 
 export const pauseOrganization = (ctx: ServiceContext, id: number) => updateOrganization(ctx, id, { paused: true });

@@ -4,7 +4,6 @@
 // the audit row, the access bump); test/structure/sql-home.test.ts keeps SQL in these files.
 import type { Queryable, Row } from '../../db/types.js';
 import type { Bucket } from '../../config/routes.js';
-import type { KeyType } from '../secrets.js';
 import { BUCKETS } from '../../limits/counters.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -46,7 +45,7 @@ export interface KeyFilter {
   organizationId?: number;
   workspaceId?: number;
   userId?: number;
-  type?: KeyType;
+  type?: string;
   status?: KeyStatus;
   /** Keys with an id above this one (the next page). */
   afterId?: number;
@@ -91,7 +90,7 @@ export async function keyRows(q: Queryable, f: KeyFilter & { inOrganization?: nu
 
 export interface NewKeyRow {
   organizationId: number;
-  type: KeyType;
+  type: string;
   keyHash: string;
   hint: string;
   name: string;
@@ -226,6 +225,37 @@ export async function organizationRow(q: Queryable, id: number, lock = false): P
 /** Organizations with an id above `afterId`, in id order. */
 export async function organizationRows(q: Queryable, afterId: number, limit: number): Promise<Row[]> {
   return q.query(`SELECT * FROM organizations WHERE id > $1 ORDER BY id LIMIT ${limit}`, [afterId]);
+}
+
+export interface NewOrganizationRow {
+  name: string;
+  plan: string | null;
+  apiAccess: boolean;
+  paused: boolean;
+  read: number | null;
+  write: number | null;
+  bulk: number | null;
+  monthlyQuota: number | 'none' | null;
+}
+
+/** A new organization with its plan, access flags and overrides; returns its id. */
+export async function insertOrganization(q: Queryable, o: NewOrganizationRow): Promise<number> {
+  const rows = await q.query(
+    `INSERT INTO organizations (name, plan, api_access, paused, limit_read, limit_write, limit_bulk, monthly_quota, monthly_quota_off)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+    [
+      o.name,
+      o.plan,
+      o.apiAccess,
+      o.paused,
+      o.read,
+      o.write,
+      o.bulk,
+      typeof o.monthlyQuota === 'number' ? o.monthlyQuota : null,
+      o.monthlyQuota === 'none',
+    ],
+  );
+  return rows[0].id;
 }
 
 /** Writes every access field of an organization; returns its row. */

@@ -37,35 +37,8 @@ export async function stateMembershipRows(q: Queryable): Promise<Row[]> {
   );
 }
 
-export interface NewOrganizationRow {
-  name: string;
-  plan: string | null;
-  apiAccess: boolean;
-  paused: boolean;
-  read: number | null;
-  write: number | null;
-  bulk: number | null;
-  monthlyQuota: number | 'none' | null;
-}
-
-export async function insertOrganization(q: Queryable, o: NewOrganizationRow): Promise<number> {
-  const rows = await q.query(
-    `INSERT INTO organizations (name, plan, api_access, paused, limit_read, limit_write, limit_bulk, monthly_quota, monthly_quota_off)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-    [
-      o.name,
-      o.plan,
-      o.apiAccess,
-      o.paused,
-      o.read,
-      o.write,
-      o.bulk,
-      typeof o.monthlyQuota === 'number' ? o.monthlyQuota : null,
-      o.monthlyQuota === 'none',
-    ],
-  );
-  return rows[0].id;
-}
+// An organization's row is written by the service layer's creation too (createOrganization): one statement.
+export { insertOrganization, type NewOrganizationRow } from '../service/queries.js';
 
 export async function insertUser(q: Queryable, orgId: number, email: string, role: string): Promise<number> {
   const rows = await q.query(`INSERT INTO users (organization_id, email, org_role) VALUES ($1, $2, $3) RETURNING id`, [
