@@ -11,6 +11,9 @@ import { loadSettings, withGeneratedSecrets, type Mode, type Settings } from './
 import { readJson } from './config/plans.js';
 import { createLogger } from './ops/logger.js';
 import { startApp, type App } from './app.js';
+import { startSeedFile } from './app/seed.js';
+import { loadProfile } from './config/profile/load.js';
+import type { Profile } from './config/profile/types.js';
 import { migrate, ownsSchema, recordOwnerSettings } from './db/index.js';
 import type { Seed } from './access/seed.js';
 import { ADMIN_COMMANDS, asksForHelp, PROGRAMS } from './cli/commands.js';
@@ -109,7 +112,8 @@ async function main() {
 
   const full = withGeneratedSecrets(settings);
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
-  const seedFile = settings.SEED_FILE ?? (mode === 'start' ? DEMO_SEED : undefined);
+  const profile = loadProfile(settings);
+  const seedFile = startSeedFile(settings, mode, profile, DEMO_SEED);
   const seed = seedFile ? await readSeed(seedFile) : undefined;
   // All-in-one forwards to its own backend, unless UPSTREAM_URL names another upstream explicitly.
   const upstreamOverride = mode === 'start' && process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : undefined;
@@ -120,7 +124,7 @@ async function main() {
     const adminToken = app.adminApiUrl
       ? await (await import('./admin-api/index.js')).demoAdminToken(app.db, await getPepper(app.db))
       : null;
-    printBanner(app, full.INTERNAL_TOKEN, seed, seedFile!, adminToken);
+    printBanner(app, profile, full.INTERNAL_TOKEN, seed, seedFile, adminToken);
   } else
     log.info({ gateway: app.gatewayUrl, backend: app.backendUrl, admin: app.adminUrl }, `keygate ${mode} listening`);
 }
@@ -134,9 +138,11 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   const full = withGeneratedSecrets(settings);
   let backend: App | null = null;
   let workerEnv: Record<string, string> = {};
-  const seedFile = mode === 'start' ? (settings.SEED_FILE ?? DEMO_SEED) : undefined;
+  const profile = loadProfile(settings);
+  const seedFile = mode === 'start' ? startSeedFile(settings, mode, profile, DEMO_SEED) : undefined;
   const seed = seedFile ? await readSeed(seedFile) : undefined;
-  if (mode === 'start') {
+  // Under another profile there is no backend: the workers forward to the profile's services.
+  if (mode === 'start' && profile.kind === 'workspace') {
     backend = await startApp({ mode: 'backend', settings: { ...full, HOST: '127.0.0.1' }, log, seed });
     const upstream = process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : backend.backendUrl!;
     workerEnv = {
@@ -145,7 +151,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
       UPSTREAM_URL: upstream,
       SEED_FILE: '',
     };
-  }
+  } else if (mode === 'start') workerEnv = { GATEWAY_SECRET: full.GATEWAY_SECRET, INTERNAL_TOKEN: full.INTERNAL_TOKEN };
   const group = await runPrimary({
     count: workerCount(settings.WORKERS),
     entry: fileURLToPath(import.meta.url),
@@ -163,27 +169,30 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
     await backend?.close(0).catch(() => {});
     throw err;
   });
-  if (mode === 'start')
+  if (backend)
     printBanner(
-      { ...backend!, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl },
+      { ...backend, gatewayUrl: group.gatewayUrl, adminUrl: group.adminUrl },
+      profile,
       full.INTERNAL_TOKEN,
       seed,
-      seedFile!,
+      seedFile,
     );
 }
 
 function printBanner(
   app: App,
+  profile: Profile,
   internalToken: string,
   seed: Seed | undefined,
-  seedFile: string,
+  seedFile: string | undefined,
   adminToken: string | null = null,
 ) {
+  const prefixes = profile.interfaces.map((i) => i.prefix).join(', ');
   const lines = [
     '',
     `keygate is running (all-in-one)`,
-    `  gateway   ${app.gatewayUrl}    (/v2, /v1)`,
-    `  backend   ${app.backendUrl}    (private: /api-keys, /internal)`,
+    `  gateway   ${app.gatewayUrl}    (${prefixes})`,
+    ...(app.backendUrl ? [`  backend   ${app.backendUrl}    (private: /api-keys, /internal)`] : []),
     `  admin     ${app.adminUrl}    (/healthz, /readyz, /metrics)`,
     `  internal token (this start only): ${internalToken}`,
     ...(app.adminApiUrl && adminToken
@@ -192,9 +201,15 @@ function printBanner(
           `  admin token (write, this start only): ${adminToken}`,
         ]
       : []),
-    '',
-    `API keys from ${seedFile}:`,
   ];
+  // A rest profile's consumers and keys are the operator's to make (docs/profiles.md): no demo seed.
+  if (seedFile) lines.push('', `API keys from ${seedFile}:`);
+  else if (profile.kind === 'rest')
+    lines.push(
+      '',
+      `Profile ${profile.name} (${profile.file}): make a consumer and its key with the admin API, or with`,
+      `  keygate orgs create --name <name> --plan <plan>; keygate keys create --type ${profile.interfaces[0].keyTypes[0].name} --org <id> --name <name> --scopes <scopes>`,
+    );
   for (const k of seed?.apiKeys ?? []) lines.push(`  ${k.secret}  ${k.name}`);
   const ws = seed?.apiKeys.find((k) => k.secret.startsWith('svc_ws_'));
   if (ws?.workspaceId) {
