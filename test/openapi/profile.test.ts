@@ -1,7 +1,10 @@
 // The API description of a rest profile (src/openapi/profile.ts): valid OpenAPI 3.1 by a maintained
 // validator, and each route, key presentation, header family and refusal of the profile as the profile
 // states it; the workspace API's checked-in documents untouched by it.
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { generateProfileOpenApi, openApiDocuments, routeRefusals } from '../../src/openapi/profile.js';
@@ -9,6 +12,7 @@ import { REFUSAL_NAMES } from '../../src/config/profile/refusals.js';
 import { workspaceProfile } from '../../src/config/profile/workspace.js';
 import { loadRoutes } from '../../src/config/routes.js';
 import { loadPlans } from '../../src/config/plans.js';
+import { loadProfile } from '../../src/config/profile/load.js';
 import { restProfile, SHOP_ROUTES } from '../fixtures/profiles/d-rest.js';
 
 type Json = Record<string, any>;
@@ -210,5 +214,55 @@ describe('the OpenAPI document of a rest profile', () => {
     const raw = JSON.parse(readFileSync('config/routes.json', 'utf8'));
     for (const api of ['v2', 'v1'] as const)
       expect(readFileSync(`config/openapi/${api}.json`, 'utf8')).toBe(serialize(generateOpenApi(api, raw)));
+  });
+});
+
+/** `npm run openapi -- <args>` without npm's own lines: the command's entry point under tsx. */
+function openapi(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/openapi/cli.ts', ...args],
+      { timeout: 60_000, env: { PATH: process.env.PATH } },
+      (_e, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
+    );
+  });
+}
+
+describe('npm run openapi -- --profile', () => {
+  const FIXTURE = 'test/fixtures/profiles/d-shop.yaml';
+  const dir = mkdtempSync(join(tmpdir(), 'kg-openapi-'));
+
+  it("writes the profile's document, valid and equal to the gateway's; --check tells a stale one", async () => {
+    const out = join(dir, 'shop.json');
+    const wrote = await openapi(['--profile', FIXTURE, '--out', out]);
+    expect(wrote).toMatchObject({ code: 0, stdout: `wrote ${out}\n` });
+    const profile = loadProfile({
+      PROFILE_FILE: FIXTURE,
+      ROUTES_FILE: 'config/routes.json',
+      PLANS_FILE: 'config/plans.json',
+    });
+    expect(readFileSync(out)).toEqual(openApiDocuments(profile).get('/api/openapi.json'));
+    const doc = JSON.parse(readFileSync(out, 'utf8'));
+    await validate(doc);
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Shop-Key' });
+    expect((await openapi(['--profile', FIXTURE, '--out', out, '--check'])).code).toBe(0);
+    writeFileSync(out, '{}\n');
+    const stale = await openapi(['--profile', FIXTURE, '--out', out, '--check']);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(`${out} is out of date`);
+  });
+
+  it('a mistake in the profile, or a workspace profile, is one line and exit code 2', async () => {
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, readFileSync(FIXTURE, 'utf8').replace('service: orders }', 'service: billing }'));
+    const r = await openapi(['--profile', bad, '--out', join(dir, 'x.json')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^openapi: profile .*bad\.yaml: routes\.0\.service: .*billing/),
+    ]);
+    const ws = await openapi(['--profile', 'profiles/workspace.yaml']);
+    expect(ws.code).toBe(2);
+    expect(ws.stderr).toMatch(/run npm run openapi without --profile/);
   });
 });
