@@ -11,6 +11,8 @@ import { resolverFor } from '../gateway/upstreams/dns.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body-budget.js';
 import { createCors } from '../gateway/cors.js';
 import { openApiRoute } from '../gateway/openapi.js';
+import { openApiDocuments } from '../openapi/profile.js';
+import type { Profile } from '../config/profile/types.js';
 import { TrustedProxies } from '../http/client-ip.js';
 import { jwtSignerFromSettings } from '../http/identity-jwt.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
@@ -111,7 +113,7 @@ export async function startGateway(
     linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
     accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
     cors: createCors(s.CORS_ORIGINS),
-    openApi: (path) => openApiRoute(path, s.OPENAPI_DIR),
+    openApi: openApiOf(o.tables.profile, s.OPENAPI_DIR),
     traffic: (org, refused) => traffic.record(org, refused),
     usage: usage.record,
     monthSpent: events.monthSpent,
@@ -158,4 +160,20 @@ function identitySigner(s: AppSettings, mode: AppOptions['mode'], log: Logger) {
       'the identity JWT carries no aud claim: verifiers must be built with anyAudience: true; set IDENTITY_JWT_AUDIENCE when the gateway fronts more than one service',
     );
   return jwt;
+}
+
+/**
+ * The API descriptions served without a key: the workspace API's checked-in documents (OPENAPI_DIR), or
+ * another profile's generated from it (src/openapi/profile.ts), once per profile a reload brings.
+ */
+function openApiOf(profile: () => Profile, dir: string): (path: string) => Buffer | null {
+  const generated = new WeakMap<Profile, Map<string, Buffer>>();
+  return (path) => {
+    const p = profile();
+    if (p.kind === 'workspace') return openApiRoute(path, dir);
+    if (!path.endsWith('/openapi.json')) return null;
+    let docs = generated.get(p);
+    if (!docs) generated.set(p, (docs = openApiDocuments(p)));
+    return docs.get(path) ?? null;
+  };
 }
