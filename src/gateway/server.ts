@@ -1,5 +1,6 @@
-// The gateway listener. Read this file first, then ./v2.ts (the steps of docs/decisions.md section 3, one guard
-// per file under ./guards/), ./v1.ts (section 4), and ./forward-authorized.ts (signing and forwarding).
+// The gateway listener. Read this file first, then ./pipeline.ts (the phases every interface of the profile
+// runs, one guard per file under ./guards/; ./interfaces.ts what each interface chooses), and
+// ./forward-authorized.ts (signing and forwarding).
 // Here: the request line (absolute-form targets reduced to their path, RFC 9112 section 3.2.2), the
 // request id and client address, metrics and the access log, dependency failures as 503, the drain.
 // An `Upgrade: websocket` request takes the same path, its answers written on its socket, and once
