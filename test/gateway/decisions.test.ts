@@ -7,7 +7,15 @@ import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/access/principal.js';
 import { loadRoutes } from '../../src/config/routes.js';
 import { loadPlans, type Plans } from '../../src/config/plans.js';
-import { decideV1, decideV2, limitOutcome, refusedInstead, type Decision } from '../../src/gateway/decisions.js';
+import {
+  decideConsumer,
+  decideV1,
+  decideV2,
+  limitOutcome,
+  refusedInstead,
+  type Decision,
+} from '../../src/gateway/decisions.js';
+import { loadProfile } from '../../src/config/profile/load.js';
 import type { LimitOverrides } from '../../src/config/budgets.js';
 import type { LayerState } from '../../src/limits/types.js';
 import { ALL_SCOPES } from '../fixtures/seed.js';
@@ -223,6 +231,54 @@ describe('decideV1: section 4 (the organization, the route, one layer of 20 per 
 
   it('notes no route when the organization is refused first (the route is not looked up)', () => {
     expect(v1('partnerPaused', 'GET', '/v1/email-accounts').route).toBe(null);
+  });
+});
+
+// A rest profile's consumers (docs/profiles.md): test/fixtures/profiles/shop.yaml, free 60/20/5, pro with a
+// monthly quota, the address layer 100 (then none).
+const shop = loadProfile({
+  PROFILE_FILE: 'test/fixtures/profiles/shop.yaml',
+  ROUTES_FILE: 'config/routes.json',
+  PLANS_FILE: 'config/plans.json',
+});
+const consumer = (p: Partial<Principal>) =>
+  key({ keyType: 'consumer', workspaceId: null, role: null, plan: 'free', scopes: new Set(['orders:read']), ...p });
+const C = {
+  reader: consumer({}),
+  writer: consumer({ scopes: new Set(['orders:read', 'orders:write']) }),
+  none: consumer({ scopes: new Set() }),
+  pro: consumer({ plan: 'pro' }),
+  paused: consumer({ paused: true }),
+  noApi: consumer({ apiAccess: false }),
+  override: consumer({ limits: { ...NO_OVERRIDES, read: 7 } }),
+};
+const CONSUMER_ROWS: [keyof typeof C, string, string, string][] = [
+  ['reader', 'GET', '/api/orders', `admit read null@null spend k:7:read/60,ip:${IP}/100`],
+  ['reader', 'GET', '/api/orders/12', `admit read null@null spend k:7:read/60,ip:${IP}/100`],
+  // The scope: held, not held; the route's bucket reported, nothing spent.
+  ['reader', 'POST', '/api/orders', `refuse 150003 write peek k:7:write/20,ip:${IP}/100`],
+  ['writer', 'POST', '/api/orders', `admit write null@null spend k:7:write/20,ip:${IP}/100`],
+  ['none', 'GET', '/api/products/sku-1', `refuse 150003 read peek k:7:read/60,ip:${IP}/100`],
+  // The organization before the route and the scope.
+  ['noApi', 'GET', '/api/orders', `refuse 150007 read peek k:7:read/60,ip:${IP}/100`],
+  ['paused', 'POST', '/api/orders', `refuse 040006 write peek k:7:write/20,ip:${IP}/100`],
+  ['reader', 'DELETE', '/api/orders', `refuse not_found write peek k:7:write/20,ip:${IP}/100`],
+  // A route without a scope answered by the gateway: every bucket read; the plan's quota last.
+  ['none', 'GET', '/api/rate-limit', `status peek k:7:read/60,k:7:write/20,k:7:bulk/5,ip:${IP}/100`],
+  ['pro', 'GET', '/api/orders', `admit read null@null spend k:7:read/600,ip:${IP}/100,m:3/1000000`],
+  ['override', 'GET', '/api/orders', `admit read null@null spend k:7:read/7,ip:${IP}/100`],
+];
+
+describe("decideConsumer: a rest profile's consumer, its scope per route and its layers", () => {
+  const iface = shop.interfaces[0];
+  const policy = { routes: shop.routes.tables[iface.id], plans: shop.plans, addressLimit: iface.addressLimit };
+  it.each(CONSUMER_ROWS)('%s %s %s -> %s', (name, method, path, expected) => {
+    expect(show(decideConsumer(C[name], request(method, path), policy))).toBe(expected);
+  });
+
+  it('without an address layer the key and the month are the only counters', () => {
+    const d = decideConsumer(C.pro, request('GET', '/api/orders'), { ...policy, addressLimit: null });
+    expect(show(d)).toBe('admit read null@null spend k:7:read/600,m:3/1000000');
   });
 });
 
