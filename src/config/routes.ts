@@ -21,7 +21,7 @@ export type Bucket = 'read' | 'write' | 'bulk';
 
 export const method = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /** Where a route goes and how (src/config/services.ts): every field optional, today's routes unchanged. */
-export const forwarding = {
+const forwarding = {
   service: z.string().optional(),
   retry: z.boolean().optional(),
   timeouts: z
@@ -37,6 +37,14 @@ export const pathPattern = z
   .string()
   .regex(/^(\/([a-z0-9-]+|\{[A-Za-z]+(:str)?\}))+$/, 'must be /-separated literals or {param} / {param:str}');
 
+export const bucket = z.enum(['read', 'write', 'bulk']);
+/** What any route entry may add to its method, path, scope and bucket. */
+export const routeOptions = {
+  gateway: z.literal(true).optional(),
+  limitMode: z.enum(['enforce', 'shadow']).optional(),
+  ...forwarding,
+};
+
 const v2Route = z
   .object({
     method,
@@ -45,19 +53,15 @@ const v2Route = z
       .string()
       .regex(/^[a-z]+:[a-z]+$/)
       .nullable(),
-    bucket: z.enum(['read', 'write', 'bulk']),
-    gateway: z.literal(true).optional(),
-    limitMode: z.enum(['enforce', 'shadow']).optional(),
-    ...forwarding,
+    bucket,
+    ...routeOptions,
   })
   .strict();
 const v1Route = z
   .object({
     method,
     path: pathPattern.refine((p) => p.startsWith('/v1/'), 'must start with /v1/'),
-    gateway: z.literal(true).optional(),
-    limitMode: z.enum(['enforce', 'shadow']).optional(),
-    ...forwarding,
+    ...routeOptions,
   })
   .strict();
 

@@ -65,6 +65,7 @@ beforeAll(async () => {
     'src',
     'proto',
     'config',
+    'profiles',
     'package.json',
     'package-lock.json',
     'tsconfig.json',

@@ -2,7 +2,7 @@
 // declared, its service defined, two prefixes apart, two codes apart) is checked by ./load.ts.
 import { z } from 'zod';
 import { planName, planSchema } from '../plans.js';
-import { forwarding, method, pathPattern } from '../routes.js';
+import { bucket, method, pathPattern, routeOptions } from '../routes.js';
 import { servicesSchema } from '../services.js';
 
 const identity = z.enum(['keygate', 'none']);
@@ -56,10 +56,8 @@ const restRoute = z
     method,
     path: pathPattern,
     scope: scopeName.nullable(),
-    bucket: z.enum(['read', 'write', 'bulk']),
-    gateway: z.literal(true).optional(),
-    limitMode: z.enum(['enforce', 'shadow']).optional(),
-    ...forwarding,
+    bucket,
+    ...routeOptions,
   })
   .strict();
 
