@@ -1,6 +1,7 @@
 // The verify API (POST /verify, docs/forward-auth.md): for a caller that is not a proxy, e.g. a queue
 // worker spending a customer's quota before it does the work. It names a key and a request; keygate
 // decides that request as its proxy would, spending once, and says what it decided in JSON.
+import { requestInterface } from '../gateway/interfaces.js';
 import { isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { GatewayDeps } from '../gateway/context.js';
@@ -45,12 +46,13 @@ export async function verifyApi(deps: GatewayDeps, decide: Decider, req: Incomin
   const parsed = parseVerify(jsonOf(raw)?.value);
   if ('field' in parsed) return { code: 'invalid_request', message: parsed.message, details: { field: parsed.field } };
   const { key, method, path } = parsed;
-  const v1 = path === '/v1' || path.startsWith('/v1/');
+  // The key is presented as the path's interface reads it (docs/profiles.md, `key.header`).
+  const { header, bearer } = requestInterface(deps.profile(), path).iface.spec.key;
   const ip = parsed.ip ?? clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted);
   const d = await decide({
     method,
     target: path,
-    headers: v1 ? { 'x-api-key': key } : { authorization: `Bearer ${key}` },
+    headers: { [header]: bearer ? `Bearer ${key}` : key },
     ip,
   });
   const fields = d.kind === 'allow' ? d.clientFields : d.fields;
@@ -99,11 +101,13 @@ function whatItSays(body: Buffer): { code: string | null; message: string | null
   const obj = (x: unknown) => (typeof x === 'object' && x !== null ? (x as Record<string, unknown>) : null);
   const o = obj(v);
   if (!o) return { code: null, message: null };
-  // Envelope B, { error: { code, message } }; Envelope A, { errorCode, errorMessage }; /v1, { error_code, message }.
+  // Envelope B, { error: { code, message } }; Envelope A, { errorCode, errorMessage }; /v1, { error_code, message };
+  // problem details (RFC 9457), { code, detail }.
   const b = obj(o.error);
   if (b) return { code: str(b.code), message: str(b.message) };
   if ('errorCode' in o) return { code: str(o.errorCode), message: str(o.errorMessage) };
   if ('error_code' in o) return { code: str(o.error_code), message: str(o.message) };
+  if ('type' in o && 'status' in o) return { code: str(o.code), message: str(o.detail) };
   return { code: null, message: null };
 }
 

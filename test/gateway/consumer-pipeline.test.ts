@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock, startStack, type Stack } from '../helpers/stack.js';
 import { listenLocal } from '../helpers/listen.js';
-import { getPepper } from '../../src/access/pepper.js';
-import { hashSecret } from '../../src/access/secrets.js';
+import { insertConsumerKey } from '../helpers/keys.js';
 import { verifyHmacHeaders } from '../../src/verifier/index.js';
 
 interface Seen {
@@ -72,17 +71,7 @@ identity: ${o.identity}
 
 /** A consumer (an organization without workspaces) and one key of it, written into the tables. */
 async function consumerKey(stack: Stack, tag: string, plan: string, scopes: string[]): Promise<string> {
-  const secret = 'shop_' + tag.padEnd(40, '0');
-  const [org] = await stack.db.query<{ id: number }>(
-    `INSERT INTO organizations (name, plan) VALUES ($1, $2) RETURNING id`,
-    [`consumer ${tag}`, plan],
-  );
-  const pepper = await getPepper(stack.db);
-  await stack.db.query(
-    `INSERT INTO api_keys (organization_id, type, key_hash, hint, name, scopes) VALUES ($1, 'consumer', $2, $3, $4, $5)`,
-    [org.id, hashSecret(pepper, secret), secret.slice(0, 11), tag, scopes],
-  );
-  return secret;
+  return (await insertConsumerKey(stack.db, { tag, plan, scopes })).secret;
 }
 
 const PROBLEM = 'application/problem+json';
