@@ -33,5 +33,14 @@ export function keyTypeRule(profile: KeyProfile, name: string): KeyTypeRule | un
   return keyTypesOf(profile).find((t) => t.name === name);
 }
 
-/** A consumer's key: bound to its organization alone, with scopes (a rest profile's). */
-export const isConsumerType = (t: KeyTypeRule): boolean => t.model === 'consumer';
+/**
+ * What a key of the type is made for: a workspace (the workspace API's workspace keys), a user (its
+ * personal keys), or an organization (its partner keys; a rest profile's consumer).
+ */
+export function bindingOf(t: KeyTypeRule): 'workspace' | 'user' | 'organization' {
+  if (t.model !== 'workspace-v2') return 'organization';
+  return t.name === 'workspace' ? 'workspace' : 'user';
+}
+
+/** Whether its keys hold scopes: every type but the partner interface's (/v1: one layer per key, no scopes). */
+export const holdsScopes = (t: KeyTypeRule): boolean => t.model !== 'workspace-v1';

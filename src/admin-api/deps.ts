@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/index.js';
 import type { Plans } from '../config/plans.js';
 import type { MinRole } from '../config/routes.js';
+import type { KeyProfile } from '../access/key-types.js';
 import type { SharedStores } from '../limits/types.js';
 import type { Clock } from '../ops/clock.js';
 import type { TrustedProxies } from '../http/client-ip.js';
@@ -23,6 +24,8 @@ export interface AdminApiDeps {
   trusted: TrustedProxies;
   plans(): Plans;
   scopes(): Record<string, MinRole | null>;
+  /** The profile in force (PROFILE_FILE): the key types keys are made of; absent, the workspace API's. */
+  profile?(): KeyProfile;
   /** The console's static files at /; without them / answers 404. */
   console?: ConsoleFiles;
 }

@@ -6,6 +6,8 @@ import { overviewFacts, organizationsWithQuota, searchAccess } from '../access/s
 import { monthCounter } from '../limits/counters.js';
 import type { AdminApiDeps } from './deps.js';
 import { service, type AdminRoute } from './route-kit.js';
+import { bindingOf, holdsScopes, keyTypesOf } from '../access/key-types.js';
+import { profileOf } from '../access/service/keys.js';
 import { OverviewSchema, SearchSchema } from './usage-schemas.js';
 import { z } from 'zod';
 
@@ -76,7 +78,44 @@ export const OVERVIEW_ROUTES: AdminRoute[] = [
     response: SearchSchema,
     handle: async ({ ctx, query }) => service(searchAccess(ctx, query.get('q') ?? '')),
   },
-  // What the console's forms pick from: a key's scopes and an organization's plan.
+  // What the console's forms pick from: a key's type and scopes, and an organization's plan.
+  {
+    method: 'GET',
+    path: '/api/profile',
+    role: 'read',
+    summary:
+      "The profile in force (PROFILE_FILE): its name, its kind (workspace or rest) and the key types keys are made of, each with its secrets' prefix and what binds it.",
+    status: 200,
+    response: z.object({
+      name: z.string(),
+      kind: z.enum(['workspace', 'rest']),
+      keyTypes: z.array(
+        z.object({
+          name: z.string(),
+          prefix: z.string(),
+          binding: z
+            .enum(['workspace', 'user', 'organization'])
+            .describe(
+              "What a key of the type is made for: a workspace (workspaceId), a user (userId), an organization (organizationId; a rest profile's consumer).",
+            ),
+          scopes: z.boolean().describe('Whether its keys hold scopes.'),
+        }),
+      ),
+    }),
+    handle: async ({ ctx }) => {
+      const p = profileOf(ctx);
+      return {
+        name: p.name,
+        kind: p.kind,
+        keyTypes: keyTypesOf(p).map((t) => ({
+          name: t.name,
+          prefix: t.prefix,
+          binding: bindingOf(t),
+          scopes: holdsScopes(t),
+        })),
+      };
+    },
+  },
   {
     method: 'GET',
     path: '/api/scopes',
@@ -92,7 +131,8 @@ export const OVERVIEW_ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/api/plans',
     role: 'read',
-    summary: 'The plans of PLANS_FILE: their per-minute budgets and monthly quota (null: none).',
+    summary:
+      "The plans in force (the profile's; PLANS_FILE for the workspace API): their per-minute budgets and monthly quota (null: none).",
     status: 200,
     response: z.object({
       items: z.array(

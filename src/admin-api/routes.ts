@@ -6,8 +6,14 @@ import { isIP } from 'node:net';
 import type { z } from 'zod';
 import { planOf } from '../config/plans.js';
 import { createAdminToken, listAdminTokens, revokeAdminToken } from '../access/service/admin-tokens.js';
-import { createKey, getKey, listKeys, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
-import { getOrganization, listOrganizations, updateOrganization } from '../access/service/organizations.js';
+import { createKey, getKey, listKeys, profileOf, revokeKey, rotateKey, updateKey } from '../access/service/keys.js';
+import {
+  createOrganization,
+  getOrganization,
+  listOrganizations,
+  updateOrganization,
+} from '../access/service/organizations.js';
+import { KEY_TYPE_NAME, keyTypesOf } from '../access/key-types.js';
 import { listAudit } from '../access/service/audit.js';
 import { getKeyLimits, getOrganizationLimits, setKeyLimits, setOrganizationLimits } from '../access/service/limits.js';
 import { BUCKETS, ipCounter, keyCounter, monthCounter, partnerCounter } from '../limits/counters.js';
@@ -33,6 +39,7 @@ import {
   CreatedAdminTokenSchema,
   CreatedKeySchema,
   CreateKeyBody,
+  CreateOrganizationBody,
   ExpireKeyBody,
   KeyLimitsBody,
   KeySchema,
@@ -65,8 +72,8 @@ const KEY_FILTERS: QueryParam[] = [
   { name: 'workspace', description: "Only this workspace's.", schema: ID_QUERY },
   {
     name: 'type',
-    description: 'workspace, personal or partner.',
-    schema: { type: 'string', enum: ['workspace', 'personal', 'partner'] },
+    description: "A key type of the profile in force: workspace, personal or partner; a rest profile's (consumer).",
+    schema: { type: 'string', pattern: KEY_TYPE_NAME.source },
   },
   {
     name: 'status',
@@ -98,6 +105,17 @@ export const ROUTES: AdminRoute[] = [
       const { limit, after } = paging(query);
       return pageOf(await service(listOrganizations(ctx, { afterId: after, limit: limit + 1 })), limit);
     },
+  },
+  {
+    method: 'POST',
+    path: '/api/organizations',
+    role: 'write',
+    summary:
+      'Create an organization (as `keygate orgs create`): under a rest profile a consumer, which its keys belong to; with its plan and overrides.',
+    body: CreateOrganizationBody,
+    status: 201,
+    response: OrganizationSchema,
+    handle: async ({ ctx, body }) => service(createOrganization(ctx, body as z.infer<typeof CreateOrganizationBody>)),
   },
   {
     method: 'GET',
@@ -191,7 +209,11 @@ export const ROUTES: AdminRoute[] = [
         listKeys(ctx, {
           organizationId: idQuery(query, 'organization'),
           workspaceId: idQuery(query, 'workspace'),
-          type: oneOfQuery(query, 'type', ['workspace', 'personal', 'partner'] as const),
+          type: oneOfQuery(
+            query,
+            'type',
+            keyTypesOf(profileOf(ctx)).map((t) => t.name),
+          ),
           status: oneOfQuery(query, 'status', ['active', 'expired', 'revoked'] as const),
           afterId: after,
           limit: limit + 1,

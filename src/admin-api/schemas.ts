@@ -7,6 +7,8 @@ import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../access/service/limits.js';
 import { isStorableText, pgId, unstorableTextAt } from '../db/storable.js';
 import { ADMIN_ERRORS } from './errors.js';
 import { keyExpiry, rotateKeyBody } from '../access/key-schemas.js';
+import { KEY_TYPE_NAME } from '../access/key-types.js';
+import { SCOPE_NAME } from '../config/profile/schema.js';
 
 // Within PostgreSQL's integer: a larger id is refused here, never handed to a query on an integer column.
 const id = pgId;
@@ -16,6 +18,7 @@ const UNSTORABLE = 'must not hold a NUL character or a lone surrogate';
 /** A name: 1 to 100 characters once trimmed, all storable. */
 const name = z.string().trim().min(1).max(100).refine(isStorableText, { message: UNSTORABLE });
 const time = z.string().describe('ISO 8601 time');
+const budget = z.number().int().min(1).max(MAX_BUDGET);
 
 export const ErrorSchema = z.object({
   error: z.object({
@@ -50,11 +53,20 @@ export const OrganizationSchema = z.object({
 
 export const WorkspaceSchema = z.object({ id, organizationId: id, name: z.string(), createdAt: time });
 
+// A key type of the profile in force (PROFILE_FILE): the workspace API's workspace, personal and partner, or
+// a rest profile's (consumer, ...). Which ones the profile has is checked by the service layer.
+const keyType = z
+  .string()
+  .regex(KEY_TYPE_NAME)
+  .describe(
+    "A key type of the profile in force: workspace, personal or partner of the workspace API; a rest profile's own (consumer).",
+  );
+
 export const KeySchema = z.object({
   id,
   organizationId: id,
   name: z.string(),
-  type: z.enum(['workspace', 'personal', 'partner']),
+  type: keyType,
   hint: z.string().describe('The prefix and first characters of the secret; never enough to use.'),
   workspaceId: id.nullable(),
   userId: id.nullable(),
@@ -89,10 +101,18 @@ const metadata = z
   })
   .describe('A JSON object of at most 1 KiB, sent upstream in the signed identity; null: none.');
 
-const scope = z.string().regex(/^[a-z]+:[a-z]+$/);
+const scope = z.string().regex(SCOPE_NAME);
+/** The field that binds a key of each of the workspace API's types; any other type is a consumer's, bound to its organization. */
+const BINDING: Record<string, { need: 'workspaceId' | 'userId' | 'organizationId'; allowed: string[] }> = {
+  workspace: { need: 'workspaceId', allowed: ['workspaceId', 'role', 'scopes', 'createdBy'] },
+  personal: { need: 'userId', allowed: ['userId', 'scopes'] },
+  partner: { need: 'organizationId', allowed: ['organizationId'] },
+};
+const CONSUMER_BINDING = { need: 'organizationId' as const, allowed: ['organizationId', 'scopes'] };
+
 export const CreateKeyBody = z
   .object({
-    type: z.enum(['workspace', 'personal', 'partner']),
+    type: keyType,
     name,
     workspaceId: id.optional(),
     userId: id.optional(),
@@ -105,19 +125,32 @@ export const CreateKeyBody = z
   })
   .strict()
   .superRefine((b, ctx) => {
-    const need = { workspace: 'workspaceId', personal: 'userId', partner: 'organizationId' } as const;
-    const allowed: Record<string, string[]> = {
-      workspace: ['workspaceId', 'role', 'scopes', 'createdBy'],
-      personal: ['userId', 'scopes'],
-      partner: ['organizationId'],
-    };
-    if (b[need[b.type]] === undefined)
-      ctx.addIssue({ code: 'custom', path: [need[b.type]], message: `required for a ${b.type} key` });
+    const { need, allowed } = Object.hasOwn(BINDING, b.type) ? BINDING[b.type] : CONSUMER_BINDING;
+    if (b[need] === undefined) ctx.addIssue({ code: 'custom', path: [need], message: `required for a ${b.type} key` });
     for (const f of ['workspaceId', 'userId', 'organizationId', 'role', 'scopes', 'createdBy'] as const) {
-      if (b[f] !== undefined && !allowed[b.type].includes(f))
+      if (b[f] !== undefined && !allowed.includes(f))
         ctx.addIssue({ code: 'custom', path: [f], message: `a ${b.type} key takes no ${f}` });
     }
   });
+
+export const CreateOrganizationBody = z
+  .object({
+    name,
+    plan: planName.nullable().optional().describe('A plan of the profile in force; absent or null: the free plan.'),
+    apiAccess: z.boolean().optional().describe('Default true.'),
+    paused: z.boolean().optional().describe('Default false.'),
+    limits: z
+      .object({
+        read: budget.optional(),
+        write: budget.optional(),
+        bulk: budget.optional(),
+        monthlyQuota: z.union([z.number().int().min(1).max(MAX_MONTHLY_QUOTA), z.literal('none')]).optional(),
+      })
+      .strict()
+      .optional()
+      .describe('Overrides of the plan\'s per-minute budgets and monthly quota ("none": no quota).'),
+  })
+  .strict();
 
 export const OrganizationChangeBody = z
   .object({
@@ -217,7 +250,6 @@ export const AuditEntrySchema = z.object({
   requestId: z.string().nullable(),
 });
 
-const budget = z.number().int().min(1).max(MAX_BUDGET);
 const budgetChange = budget
   .nullable()
   .optional()

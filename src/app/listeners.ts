@@ -96,6 +96,7 @@ export async function openGatewayListeners(
       trusted: new TrustedProxies(s.TRUST_PROXY),
       plans: o.tables.plans,
       scopes: () => o.tables.routes().scopes,
+      profile: o.tables.profile,
     });
     boundConnections(
       adminApi,

@@ -3,7 +3,7 @@
 // rotation, metadata) and the audit row live in the service layer (src/access/service/keys.ts); this
 // file parses arguments and prints results. The key types are the profile's (PROFILE_FILE): the
 // workspace API's workspace, personal and partner, or a rest profile's consumer types.
-import { keyTypesOf, type KeyProfile, type KeyTypeRule } from '../access/key-types.js';
+import { bindingOf, holdsScopes, keyTypesOf, type KeyProfile, type KeyTypeRule } from '../access/key-types.js';
 import { SCOPE_NAME } from '../config/profile/schema.js';
 import {
   createKey,
@@ -50,9 +50,10 @@ const CREATE = 'keys create';
 
 /** The options that bind a key of each type (docs/decisions.md section 2: the secret's prefix says which). */
 function bindingOptions(t: KeyTypeRule): string[] {
-  if (t.model === 'consumer') return ['org', 'scopes'];
-  if (t.model === 'workspace-v1') return ['org'];
-  return t.name === 'workspace' ? ['workspace', 'role', 'scopes', 'created-by'] : ['user', 'scopes'];
+  const scopes = holdsScopes(t) ? ['scopes'] : [];
+  const binding = bindingOf(t);
+  if (binding === 'workspace') return ['workspace', 'role', 'created-by', ...scopes];
+  return [binding === 'user' ? 'user' : 'org', ...scopes];
 }
 
 /** One of the profile's key types, or the usage error naming them. */

@@ -1,11 +1,13 @@
 /// <reference lib="dom" />
-// The form that makes a key of an organization (workspace, personal or partner), with its expiry,
-// metadata and scopes picked from the route table's (GET /api/scopes), and shows its secret once.
+// The form that makes a key of an organization, of a key type of the profile (GET /api/profile: workspace,
+// personal or partner; a rest profile's consumer types), with its expiry, metadata and scopes picked from
+// the route table's (GET /api/scopes), and shows its secret once.
 import { h } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, useApi, type Json } from './api.js';
 import { metadataOf } from './key-edit.js';
 import { Err, ExpiryField, fromUtcField, SecretOnce, UTC_FIELD_ERROR } from './ui.js';
+import { typeLabel, useProfile } from './profile.js';
 
 const ROLE_RANK = ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER', 'ORG_OWNER'];
 
@@ -69,7 +71,10 @@ function ScopePicker({
 }
 
 export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspaces: Json[]; onCreated: () => void }) {
-  const [type, setType] = useState('workspace');
+  const profile = useProfile();
+  const [picking, setType] = useState('');
+  const rule = profile.keyTypes.find((t) => t.name === picking) ?? profile.keyTypes[0];
+  const type = rule.name;
   const [name, setName] = useState('');
   const [ws, setWs] = useState(String(workspaces[0]?.id ?? ''));
   const [user, setUser] = useState('');
@@ -88,9 +93,10 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
     const allowed = new Set(scopes.items.map((s) => s.scope));
     const list = [...picked].filter((s) => allowed.has(s));
     const body: Json = { type, name };
-    if (type === 'workspace') Object.assign(body, { workspaceId: Number(ws), role, scopes: list });
-    if (type === 'personal') Object.assign(body, { userId: Number(user), scopes: list });
-    if (type === 'partner') body.organizationId = org.id;
+    if (rule.binding === 'workspace') Object.assign(body, { workspaceId: Number(ws), role });
+    if (rule.binding === 'user') body.userId = Number(user);
+    if (rule.binding === 'organization') body.organizationId = org.id;
+    if (rule.scopes) body.scopes = list;
     const at = fromUtcField(expires);
     if (at === undefined) return setError(UTC_FIELD_ERROR);
     if (at) body.expiresAt = at;
@@ -126,32 +132,33 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
     h(
       'div',
       { class: 'row' },
-      select('Type', type, setType, [
-        ['workspace', 'workspace'],
-        ['personal', 'personal'],
-        ['partner', 'partner (/v1)'],
-      ]),
+      select(
+        'Type',
+        type,
+        setType,
+        profile.keyTypes.map((t) => [t.name, typeLabel(t)]),
+      ),
       h(
         'label',
         null,
         'Name',
         h('input', { name: 'name', required: true, maxLength: 100, value: name, onInput: val(setName) }),
       ),
-      type === 'workspace' &&
+      rule.binding === 'workspace' &&
         select(
           'Workspace',
           ws,
           setWs,
           workspaces.map((w) => [String(w.id), `${w.id} ${w.name}`]),
         ),
-      type === 'workspace' &&
+      rule.binding === 'workspace' &&
         select(
           'Role',
           role,
           setRole,
           ['VIEWER', 'EDITOR', 'ADMIN', 'OWNER'].map((r) => [r, r]),
         ),
-      type === 'personal' &&
+      rule.binding === 'user' &&
         h(
           'label',
           null,
@@ -160,7 +167,7 @@ export function CreateKey({ org, workspaces, onCreated }: { org: Json; workspace
         ),
       h(ExpiryField, { value: expires, onInput: val(setExpires) }),
     ),
-    type !== 'partner' && h(ScopePicker, { scopes, role: type === 'workspace' ? role : null, picked, setPicked }),
+    rule.scopes && h(ScopePicker, { scopes, role: rule.binding === 'workspace' ? role : null, picked, setPicked }),
     h(
       'label',
       null,

@@ -4,10 +4,12 @@ import { h } from 'preact';
 import { useState } from 'preact/hooks';
 import { useApi, type Json } from './api.js';
 import { Err, Status, Table, when } from './ui.js';
+import { useProfile } from './profile.js';
 
 export function KeysTable({ query }: { query: string }) {
   const [status, setStatus] = useState('');
   const [type, setType] = useState('');
+  const profile = useProfile();
   const [cursor, setCursor] = useState<string | null>(null);
   const { data, error } = useApi(
     `/api/keys?${query}${status ? `&status=${status}` : ''}${type ? `&type=${type}` : ''}&limit=50${cursor ? `&cursor=${cursor}` : ''}`,
@@ -39,7 +41,7 @@ export function KeysTable({ query }: { query: string }) {
         h(
           'select',
           { value: type, onChange: (e: Event) => (setCursor(null), setType((e.target as HTMLSelectElement).value)) },
-          ['', 'workspace', 'personal', 'partner'].map((s) => h('option', { value: s }, s || 'any')),
+          ['', ...profile.keyTypes.map((t) => t.name)].map((s) => h('option', { value: s }, s || 'any')),
         ),
       ),
     ),

@@ -9,6 +9,7 @@ import { KeysTable } from './keys-table.js';
 import { LimitsEditor } from './limits-editor.js';
 import { HistoryChart } from './history-chart.js';
 import { Err, Ok, Status, Table, TrafficChart, when } from './ui.js';
+import { orgWord, useProfile } from './profile.js';
 
 /**
  * The plan picker: the plans of PLANS_FILE (GET /api/plans) with their budgets; without that route a
@@ -56,17 +57,19 @@ function PlanForm({ current, onSave }: { current: string | null; onSave: (plan: 
 export function Organizations() {
   const [cursor, setCursor] = useState<string | null>(null);
   const { data, error } = useApi(`/api/organizations?limit=50${cursor ? `&cursor=${cursor}` : ''}`, [cursor]);
+  // A rest profile's organizations are its consumers (docs/profiles.md).
+  const title = useProfile().kind === 'rest' ? 'Consumers' : 'Organizations';
   return h(
     'main',
     null,
-    h('h1', null, 'Organizations'),
+    h('h1', null, title),
     h(Err, { msg: error }),
     data &&
       h(
         'section',
         { class: 'card' },
         h(Table, {
-          caption: 'Organizations',
+          caption: title,
           head: ['Id', 'Name', 'Plan', 'State'],
           rows: data.items.map((o: Json) => [
             o.id,
@@ -85,6 +88,8 @@ export function Organization({ id, me }: { id: string; me: Json }) {
   const org = useApi(`/api/organizations/${id}`);
   const ws = useApi(`/api/workspaces?organization=${id}&limit=200`);
   const traffic = useApi(`/api/organizations/${id}/traffic`, [], 10_000);
+  const profile = useProfile();
+  const rest = profile.kind === 'rest';
   const [keysVersion, setKeysVersion] = useState(0);
   const [error, setError] = useState<string | null>(null);
   const o = org.data;
@@ -103,13 +108,13 @@ export function Organization({ id, me }: { id: string; me: Json }) {
   return h(
     'main',
     null,
-    h('p', null, h('a', { href: '#/organizations' }, '← Organizations')),
+    h('p', null, h('a', { href: '#/organizations' }, rest ? '← Consumers' : '← Organizations')),
     h(Err, { msg: org.error ?? error }),
     o &&
       h(
         'div',
         null,
-        h('h1', null, `${o.name} `, h('span', { class: 'muted' }, `organization ${o.id}`)),
+        h('h1', null, `${o.name} `, h('span', { class: 'muted' }, `${orgWord(profile)} ${o.id}`)),
         h(
           'section',
           { class: 'card' },
@@ -139,7 +144,7 @@ export function Organization({ id, me }: { id: string; me: Json }) {
             path: `/api/organizations/${id}/limits`,
             quota: true,
             write,
-            label: 'Organization limits',
+            label: rest ? 'Consumer limits' : 'Organization limits',
           }),
         ),
         h(
@@ -149,17 +154,19 @@ export function Organization({ id, me }: { id: string; me: Json }) {
           h(Err, { msg: traffic.error }),
           traffic.data && h(TrafficChart, { points: traffic.data.points }),
         ),
-        h(
-          'section',
-          { class: 'card' },
-          h('h2', null, 'Workspaces'),
-          ws.data &&
-            h(Table, {
-              caption: 'Workspaces',
-              head: ['Id', 'Name', 'Created'],
-              rows: ws.data.items.map((w: Json) => [w.id, w.name, when(w.createdAt)]),
-            }),
-        ),
+        // A consumer has no workspaces.
+        !rest &&
+          h(
+            'section',
+            { class: 'card' },
+            h('h2', null, 'Workspaces'),
+            ws.data &&
+              h(Table, {
+                caption: 'Workspaces',
+                head: ['Id', 'Name', 'Created'],
+                rows: ws.data.items.map((w: Json) => [w.id, w.name, when(w.createdAt)]),
+              }),
+          ),
         h(
           'section',
           { class: 'card' },

@@ -5,7 +5,15 @@
 import type { Queryable, Row } from '../../db/types.js';
 import { ROLES, type Role } from '../../config/routes.js';
 import { generateSecret, hashSecret, hintOf, keyTypeIn } from '../secrets.js';
-import { keyTypeRule, keyTypesOf, WORKSPACE_KEY_PROFILE, type KeyProfile, type KeyTypeRule } from '../key-types.js';
+import {
+  bindingOf as bindingKind,
+  holdsScopes,
+  keyTypeRule,
+  keyTypesOf,
+  WORKSPACE_KEY_PROFILE,
+  type KeyProfile,
+  type KeyTypeRule,
+} from '../key-types.js';
 import { SCOPE_NAME } from '../../config/profile/schema.js';
 import { roleRank } from '../principal.js';
 import { recordAudit } from './audit.js';
@@ -336,15 +344,15 @@ async function organizationBinding(
   return { organizationId: orgId, workspaceId: null, userId: null, role: null, createdBy };
 }
 
-async function bindingOf(
+async function keyBinding(
   q: Queryable,
   input: CreateKeyInput,
   rule: KeyTypeRule,
   user: SessionUser | null,
 ): Promise<KeyBinding> {
   const createdBy = user ? user.id : (input.createdBy ?? null);
-  const consumer = rule.model === 'consumer';
-  if (!consumer && input.type === 'workspace') return workspaceBinding(q, input, user, createdBy);
+  const binding = bindingKind(rule);
+  if (binding === 'workspace') return workspaceBinding(q, input, user, createdBy);
   if (input.workspaceId !== undefined || input.role !== undefined) {
     throw new ServiceError(
       'forbidden',
@@ -353,23 +361,21 @@ async function bindingOf(
       input.workspaceId !== undefined ? 'workspaceId' : 'role',
     );
   }
-  if (consumer && (input.userId !== undefined || input.createdBy !== undefined))
+  if (binding === 'user') return personalBinding(q, input, user);
+  if (rule.model === 'consumer' && (input.userId !== undefined || input.createdBy !== undefined))
     throw new ServiceError(
       'invalid',
       `a ${input.type} key belongs to its consumer (an organization), not to a user`,
       'binding',
       input.userId !== undefined ? 'userId' : 'createdBy',
     );
-  return !consumer && input.type === 'personal'
-    ? personalBinding(q, input, user)
-    : organizationBinding(q, input, user, createdBy);
+  return organizationBinding(q, input, user, createdBy);
 }
 
 export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Promise<{ key: KeyView; secret: string }> {
   const rule = checkKeyType(ctx, input.type);
   const name = checkName(input.name);
-  // A /v1 key is one layer with no scopes (docs/v1-interface.md); every other type holds scopes.
-  const scopeless = rule.model === 'workspace-v1';
+  const scopeless = !holdsScopes(rule);
   const scopes = scopeless ? [] : checkScopes(ctx, input.scopes ?? []);
   if (scopeless && input.scopes?.length)
     throw new ServiceError('invalid', `a ${input.type} key takes no scopes`, 'scopes', 'scopes');
@@ -382,7 +388,7 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
   const secret = input.secret ?? generateSecret(rule.prefix);
   const now = nowOf(ctx);
   const created = await ctx.db.tx(async (q) => {
-    const b = await bindingOf(q, input, rule, await actingUser(q, ctx));
+    const b = await keyBinding(q, input, rule, await actingUser(q, ctx));
     const id = await insertKey(q, {
       ...b,
       type: input.type,
