@@ -35,7 +35,7 @@ export async function openTestDb(
  * A PGlite DATA_DIR of its own, already migrated: a copy of the folder the run's global setup migrated
  * (test/helpers/schema-template.ts), for openTestDb or a program's DATA_DIR. PGlite's initdb and the
  * migrations are some 3 s of CPU each time; the copy a fraction. An empty folder where there is no
- * template (a run with DATABASE_URL): PGlite then runs initdb there, and the program its migrations.
+ * template (the global setup did not run): PGlite then runs initdb there, and the program its migrations.
  * The caller removes it.
  */
 export function pgliteDataDir(): string {

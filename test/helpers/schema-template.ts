@@ -3,8 +3,9 @@
 // is dropped again; openTestDb (test/helpers/db.ts) then creates each file's schema by running that
 // SQL under the file's schema name, in one round trip instead of one transaction per migration.
 // Without pg_dump (or when it refuses this server's version) each test database is migrated as before.
-// Without DATABASE_URL, a PGlite DATA_DIR is migrated once into a folder, and each PGlite of the run (a
-// file's openTestDb, a program's DATA_DIR: pgliteDataDir in test/helpers/db.ts) starts on a copy of it:
+// A PGlite DATA_DIR is migrated once into a folder, and each PGlite of the run (a file's openTestDb
+// without DATABASE_URL or with forcePglite, a program's DATA_DIR: pgliteDataDir in test/helpers/db.ts)
+// starts on a copy of it:
 // PGlite's initdb and the migrations cost some 3 s of CPU each, copying 40 MB a fraction of that.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -32,8 +33,11 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject) {
   const url = process.env.DATABASE_URL;
-  project.provide('schemaTemplate', url ? await dumpMigratedSchema(url) : null);
-  const pglite = url ? null : await migratedPgliteDir();
+  // The PGlite template is made with DATABASE_URL set too: files that test PGlite beside PostgreSQL
+  // (openTestDb({ forcePglite })) and programs on a PGlite DATA_DIR start from a copy then as well.
+  // Both are made at once: the dump mostly waits on the server, PGlite's migrations on the CPU.
+  const [template, pglite] = await Promise.all([url ? dumpMigratedSchema(url) : null, migratedPgliteDir()]);
+  project.provide('schemaTemplate', template);
   project.provide('pgliteTemplate', pglite);
   return () => {
     if (pglite) rmSync(pglite, { recursive: true, force: true });
