@@ -14,6 +14,10 @@
 // Other clients spending the same keys during the run only leave gaps in the countdown, never duplicates,
 // so the audit stays sound in front of live traffic. A key given twice is one subject (run.ts gives its
 // answers the index of its first occurrence): two tallies of one budget would each stay within it.
+// Under a rest profile (./profile.ts) the refusals are the profile's codes, and each admitted answer is
+// also held to the profile: the header families it turns on and only those, its address layer (with
+// its limit) or none, and the bucket of the route's table in RateLimit-Policy.
+import type { HeaderFamilies } from '../config/profile/types.js';
 
 /** What the audit needs of one answer. */
 export interface AuditAnswer {
@@ -39,6 +43,27 @@ export interface AuditAnswer {
   month?: { limit: number; remaining: number; reset: number } | null;
   /** This request was the first sent for its key and bucket after honouring a Retry-After. */
   afterRetry?: { reset: number };
+  /** The families of rate-limit fields the answer carried (read under a profile). */
+  families?: HeaderFamilies;
+  /** The bucket of the request's route in the profile's table (null: no route, or the status route). */
+  routeBucket?: string | null;
+}
+
+/** The codes with which a gateway refuses, by what they mean to the audit. */
+export interface RefusalCodes {
+  /** Refusals before forwarding: such an answer was not admitted. */
+  refusals: ReadonlySet<string>;
+  /** A limit's refusal (key, address or month). */
+  rateLimited: ReadonlySet<string>;
+  /** The refusal of a path outside every route, answered before any layer. */
+  notFound: string;
+}
+
+/** What the audit holds the answers of a rest profile's gateway to (./profile.ts). */
+export interface AuditProfile {
+  codes: RefusalCodes;
+  families: HeaderFamilies;
+  addressLimit: number | null;
 }
 
 /** Codes with which the gateway refuses before forwarding: these answers were not admitted. */
@@ -63,16 +88,19 @@ const REFUSALS = new Set([
   'too_many_failed_attempts',
 ]);
 const RATE_LIMITED = new Set(['150005', 'rate_limit_exceeded']);
+/** The workspace API's codes (/v2's Envelope A and B, /v1's). */
+export const WORKSPACE_CODES: RefusalCodes = { refusals: REFUSALS, rateLimited: RATE_LIMITED, notFound: 'not_found' };
 
 /** The answer spent a token and was let through (forwarded, or answered by the gateway as the route itself). */
-export function admitted(a: AuditAnswer): boolean {
+export function admitted(a: AuditAnswer, codes: RefusalCodes = WORKSPACE_CODES): boolean {
   if (a.status === 429) return false;
-  // A path outside /v1 and /v2: keygate answers 404 not_found before any layer, without rate-limit fields.
-  if (a.status === 404 && a.code === 'not_found' && a.limit === null && a.ipLimit === null) return false;
-  return a.code === null || !REFUSALS.has(a.code);
+  // A path outside every route: keygate answers 404 not_found before any layer, without rate-limit fields.
+  if (a.status === 404 && a.code === codes.notFound && a.limit === null && a.ipLimit === null) return false;
+  return a.code === null || !codes.refusals.has(a.code);
 }
 
-export const isRateLimited = (a: AuditAnswer) => a.status === 429 && a.code !== null && RATE_LIMITED.has(a.code);
+export const isRateLimited = (a: AuditAnswer, codes: RefusalCodes = WORKSPACE_CODES) =>
+  a.status === 429 && a.code !== null && codes.rateLimited.has(a.code);
 
 export interface WindowAudit {
   layer: 'key' | 'address' | 'month';
@@ -97,7 +125,10 @@ export interface Violation {
     | 'remaining-out-of-range'
     | 'missing-retry-after'
     | 'retry-after-too-short'
-    | 'retry-same-window';
+    | 'retry-same-window'
+    | 'profile-fields'
+    | 'address-layer'
+    | 'wrong-bucket';
   subject: string;
   reset: number | null;
   detail: string;
@@ -225,12 +256,18 @@ function windowsOf(tallies: Iterable<Tally>, violations: Violation[]): WindowAud
   return windows;
 }
 
-/** Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). */
+/**
+ * Audit the answers of a run; `keyName(i)` names key i in the findings (never its secret). `profile`: the
+ * rest profile the gateway serves (its codes, families and address layer), else the workspace API.
+ */
 export function audit(
   answers: Iterable<AuditAnswer>,
   keyName: (i: number) => string = (i) => `key ${i + 1}`,
   clockSlackMs = 250,
+  profile: AuditProfile | null = null,
 ): AuditResult {
+  const codes = profile?.codes ?? WORKSPACE_CODES;
+  const unlike = new ProfileFindings();
   const tallies = new Tallies();
   const violations: Violation[] = [];
   let refusals = 0;
@@ -239,8 +276,8 @@ export function audit(
   const unannounced = new Map<string, number>();
 
   for (const a of answers) {
-    const spent = admitted(a) || isRateLimited(a);
-    const ok = admitted(a);
+    const spent = admitted(a, codes) || isRateLimited(a, codes);
+    const ok = admitted(a, codes);
     const keySubject = a.key >= 0 ? `${keyName(a.key)} ${a.bucket ?? 'bucket'}` : null;
     if (spent && keySubject && a.limit !== null && a.reset !== null)
       count(tallies.of('key', keySubject, a.reset, a.limit), ok, a.remaining);
@@ -254,7 +291,8 @@ export function audit(
     if (spent && a.ipLimit !== null && a.reset !== null)
       count(tallies.of('address', `address ${a.address || 'of the load test'}`, a.reset, a.ipLimit), ok, a.ipRemaining);
 
-    if (isRateLimited(a)) {
+    if (ok && a.key >= 0 && profile) unlike.check(a, keyName(a.key), profile);
+    if (isRateLimited(a, codes)) {
       refusals++;
       const v = refusalViolation(a, keySubject ?? `address ${a.address || 'of the load test'}`, clockSlackMs);
       if (v) violations.push(v);
@@ -281,6 +319,57 @@ export function audit(
       detail: `${n} admitted answer(s) without rate-limit fields (X-RateLimit-Limit, -Remaining, -Reset and a RateLimit-Policy bucket)`,
     });
 
+  violations.push(...unlike.violations());
   const windows = windowsOf(tallies.values(), violations);
   return { ok: violations.length === 0, windows, violations, refusals, retriesHonoured, retriesInFreshWindow };
+}
+
+/** How the admitted answers differ from what the profile announces, counted per key and finding. */
+class ProfileFindings {
+  private readonly found = new Map<string, { kind: Violation['kind']; subject: string; detail: string; n: number }>();
+
+  private add(kind: Violation['kind'], subject: string, detail: string): void {
+    const id = `${kind}\u0000${subject}\u0000${detail}`;
+    const f = this.found.get(id);
+    if (f) f.n++;
+    else this.found.set(id, { kind, subject, detail, n: 1 });
+  }
+
+  check(a: AuditAnswer, subject: string, p: AuditProfile): void {
+    const carried = a.families ?? { xRateLimit: false, ietf: false };
+    for (const [family, name] of [
+      ['xRateLimit', 'X-RateLimit-*'],
+      ['ietf', 'RateLimit-Policy and RateLimit'],
+    ] as const) {
+      if (p.families[family] && !carried[family])
+        this.add('profile-fields', subject, `without ${name}, a family the profile turns on`);
+      if (!p.families[family] && carried[family])
+        this.add('profile-fields', subject, `with ${name}, a family the profile turns off`);
+    }
+    if (p.addressLimit === null && a.ipLimit !== null)
+      this.add('address-layer', subject, 'announcing an address layer the profile has none of');
+    else if (p.addressLimit !== null && a.ipLimit === null)
+      this.add('address-layer', subject, `without the address layer (${p.addressLimit} per minute)`);
+    else if (p.addressLimit !== null && a.ipLimit !== p.addressLimit)
+      this.add(
+        'address-layer',
+        subject,
+        `announcing an address limit of ${a.ipLimit}, not the profile's ${p.addressLimit}`,
+      );
+    if (a.routeBucket && a.bucket !== null && a.bucket !== a.routeBucket)
+      this.add(
+        'wrong-bucket',
+        subject,
+        `RateLimit-Policy names "${a.bucket}" on a route of the ${a.routeBucket} bucket`,
+      );
+  }
+
+  violations(): Violation[] {
+    return [...this.found.values()].map((f) => ({
+      kind: f.kind,
+      subject: f.subject,
+      reset: null,
+      detail: `${f.n} admitted answer(s) ${f.detail}`,
+    }));
+  }
 }

@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LOADTEST_USAGE, parseOptions, UsageError } from './options.js';
+import { ConfigError } from '../config/errors.js';
 import { buildReport, reportHtml, summaryText } from './report.js';
 import { runLoad } from './run.js';
 
@@ -16,6 +17,11 @@ async function main(argv: string[]): Promise<number> {
   try {
     opts = parseOptions(argv);
   } catch (err) {
+    // A mistake in --profile's file is the line a start would stop with (docs/profiles.md, Mistakes).
+    if (err instanceof ConfigError && !(err instanceof UsageError)) {
+      process.stderr.write(`loadtest: ${err.message}\n`);
+      return 2;
+    }
     if (!(err instanceof UsageError)) throw err;
     // One line (docs/loadtest.md): the message, and where the options are listed.
     process.stderr.write(`loadtest: ${err.message.replace(/\s*\n\s*/g, ' ')} (see --help)\n`);

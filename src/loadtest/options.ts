@@ -1,5 +1,6 @@
 // The load test's command line: `npm run loadtest -- --url URL --key KEY [...]` (docs/loadtest.md).
 import { strictArgs, UsageError, type OptionSpecs } from '../cli/args.js';
+import { readProfileTarget, type ProfileTarget } from './profile.js';
 
 export { UsageError };
 
@@ -31,6 +32,8 @@ export interface LoadTestOptions {
   /** The live progress line on stderr. */
   progress: boolean;
   timeoutMs: number;
+  /** The rest profile the gateway serves (`--profile`); null: the workspace API. */
+  profile: ProfileTarget | null;
 }
 
 export const LOADTEST_USAGE = `Usage: npm run loadtest -- --url URL --key KEY [options]
@@ -39,10 +42,14 @@ Loads a running keygate and audits the answers: throughput, latency, answers by 
 whether every rate-limit window held exactly the budget its headers announced.
 
   --url URL            a gateway's base URL (repeat for several instances: requests alternate)
-  --key KEY            an API key (repeat for several; svc_v1_ keys travel as X-Api-Key, others as Bearer)
+  --key KEY            an API key (repeat for several; svc_v1_ keys travel as X-Api-Key, others as Bearer;
+                       under --profile, as the profile's key field says)
+  --profile FILE       the rest profile the gateway serves: its key field, routes, refusal codes, header
+                       families and address layer (a workspace profile: as without it)
   --route "M /path[ weight][ json]"
                        a route of the mix (repeat; default "GET /v2/workspaces/100/tags", or
-                       "GET /v1/email-accounts" when every key is a partner key); weight defaults to 1
+                       "GET /v1/email-accounts" when every key is a partner key, or under --profile the
+                       profile's first forwarded GET route); weight defaults to 1
   --duration S         seconds of load (default 30)
   --requests N         stop after N requests, if the duration has not ended first
   --rate N             paced: N requests per second over all connections (default: saturating)
@@ -90,6 +97,7 @@ const OPTIONS: OptionSpecs = {
   out: { type: 'string' },
   timeout: { type: 'string', default: '10000' },
   quiet: { type: 'boolean' },
+  profile: { type: 'string' },
 };
 
 interface Values {
@@ -105,9 +113,14 @@ interface Values {
   out?: string;
   timeout: string;
   quiet?: boolean;
+  profile?: string;
 }
 
-export function parseOptions(argv: string[], now = new Date()): LoadTestOptions {
+export function parseOptions(
+  argv: string[],
+  now = new Date(),
+  readProfile: (file: string) => ProfileTarget | null = readProfileTarget,
+): LoadTestOptions {
   const v = strictArgs(argv, OPTIONS, false).values as unknown as Values;
   const urls = (v.url ?? []).map((u) => {
     let url: URL;
@@ -126,8 +139,15 @@ export function parseOptions(argv: string[], now = new Date()): LoadTestOptions 
   for (const k of keys)
     if (!/^[\x21-\x7e]{8,512}$/.test(k))
       throw new UsageError('a --key holds characters a header cannot carry, or is too short');
+  const profile = v.profile === undefined ? null : readProfile(v.profile);
   const partnerOnly = keys.every((k) => k.startsWith('svc_v1_'));
-  const routes = (v.route ?? [partnerOnly ? 'GET /v1/email-accounts' : 'GET /v2/workspaces/100/tags']).map(parseRoute);
+  let fallback = partnerOnly ? 'GET /v1/email-accounts' : 'GET /v2/workspaces/100/tags';
+  if (profile) {
+    if (profile.defaultRoute === null)
+      throw new UsageError(`--profile ${v.profile}: no forwarded GET route to load by default; give --route`);
+    fallback = `GET ${profile.defaultRoute}`;
+  }
+  const routes = (v.route ?? [fallback]).map(parseRoute);
   let addresses: string[] = [];
   if (v.addresses !== undefined) {
     if (/^\d+$/.test(v.addresses)) {
@@ -153,5 +173,6 @@ export function parseOptions(argv: string[], now = new Date()): LoadTestOptions 
     outDir: v.out ?? `loadtest-results/${now.toISOString().replace(/[:.]/g, '-')}`,
     progress: !v.quiet,
     timeoutMs: int('timeout', v.timeout, 100, 600_000),
+    profile,
   };
 }

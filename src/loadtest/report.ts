@@ -3,13 +3,15 @@
 // fetches nothing and opens from a file).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { audit, admitted, isRateLimited, type AuditResult } from './audit.js';
+import { audit, admitted, isRateLimited, WORKSPACE_CODES, type AuditResult } from './audit.js';
 import type { LoadTestOptions } from './options.js';
 import type { RunResult } from './run.js';
 
 export interface Report {
   generatedAt: string;
   target: {
+    /** The rest profile the gateway was loaded as (`--profile`), absent for the workspace API. */
+    profile?: string;
     urls: string[];
     keys: number;
     routes: { method: string; path: string; weight: number }[];
@@ -65,6 +67,7 @@ const pct = (sorted: Float64Array, p: number) =>
 const round = (v: number) => Math.round(v * 100) / 100;
 
 export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Date()): Report {
+  const codes = opts.profile?.codes ?? WORKSPACE_CODES;
   const lat = Float64Array.from(run.answers, (a) => a.ms).sort();
   const byStatus: Record<string, number> = {};
   const byCode: Record<string, number> = {};
@@ -76,9 +79,9 @@ export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Dat
   for (const a of run.answers) {
     byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
     if (a.code !== null) byCode[a.code] = (byCode[a.code] ?? 0) + 1;
-    const ok = admitted(a);
+    const ok = admitted(a, codes);
     if (ok) admittedCount++;
-    if (isRateLimited(a)) rateLimited++;
+    if (isRateLimited(a, codes)) rateLimited++;
     const slot = perSecond[Math.min(seconds - 1, Math.max(0, Math.floor((a.at - run.startedAt) / 1000)))];
     if (ok) slot.admitted++;
     else slot.refused++;
@@ -91,6 +94,7 @@ export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Dat
   return {
     generatedAt: now.toISOString(),
     target: {
+      ...(opts.profile ? { profile: opts.profile.name } : {}),
       urls: opts.urls,
       keys: opts.keys.length,
       routes: opts.routes.map(({ method, path, weight }) => ({ method, path, weight })),
@@ -128,7 +132,7 @@ export function buildReport(opts: LoadTestOptions, run: RunResult, now = new Dat
         p99: sorted.length ? round(pct(sorted, 0.99)) : null,
       };
     }),
-    audit: audit(run.answers),
+    audit: audit(run.answers, undefined, undefined, opts.profile),
   };
 }
 

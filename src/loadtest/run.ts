@@ -5,6 +5,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import type { AuditAnswer } from './audit.js';
 import type { LoadTestOptions } from './options.js';
+import type { ProfileTarget } from './profile.js';
 
 export interface Answer extends AuditAnswer {
   /** ms since the run started when the request was due (paced) or sent (saturating). */
@@ -127,37 +128,100 @@ function createHolds(opts: LoadTestOptions, keyId: number[]): Holds {
   };
 }
 
+/** The policies of RateLimit-Policy (`"read";q=20;w=60, "ip";q=100;w=60`) or RateLimit (`r` and `t`), in order. */
+function policies(value: string | undefined, a: 'q' | 'r', b: 'w' | 't'): { name: string; x: number; y: number }[] {
+  if (value === undefined) return [];
+  const re = new RegExp(`"([^"]+)";${a}=(\\d+);${b}=(\\d+)`, 'g');
+  return [...value.matchAll(re)].map((m) => ({ name: m[1], x: Number(m[2]), y: Number(m[3]) }));
+}
+
+/**
+ * The key's and the address's layers of an answer of a profile's gateway: from X-RateLimit-* when the
+ * answer has them, else from the draft's fields (the key's policy is the first that is not "ip" or
+ * "month"; its window ends on the wall-clock minute, `t` seconds after the answer).
+ */
+function profileLayers(h: Dispatcher.ResponseData['headers'], at: number) {
+  const policy = header(h, 'ratelimit-policy');
+  const stated = policies(policy, 'q', 'w');
+  const current = policies(header(h, 'ratelimit'), 'r', 't');
+  const key = stated.find((p) => p.name !== 'ip' && p.name !== 'month');
+  const keyNow = key && current.find((c) => c.name === key.name);
+  const ip = stated.find((p) => p.name === 'ip');
+  const ipNow = current.find((c) => c.name === 'ip');
+  const xLimit = num(header(h, 'x-ratelimit-limit'));
+  const families = {
+    xRateLimit: xLimit !== null || header(h, 'x-ratelimit-ip-limit') !== undefined,
+    ietf: policy !== undefined,
+  };
+  return {
+    families,
+    bucket: key?.name ?? null,
+    limit: xLimit ?? key?.x ?? null,
+    remaining: num(header(h, 'x-ratelimit-remaining')) ?? keyNow?.x ?? null,
+    reset: num(header(h, 'x-ratelimit-reset')) ?? (keyNow ? Math.round((at / 1000 + keyNow.y) / 60) * 60 : null),
+    ipLimit: num(header(h, 'x-ratelimit-ip-limit')) ?? ip?.x ?? null,
+    ipRemaining: num(header(h, 'x-ratelimit-ip-remaining')) ?? ipNow?.x ?? null,
+  };
+}
+
+/** The code of a problem-details answer of the gateway: its code, with the type the profile gives it. */
+function problemCode(body: string, contentType: string | undefined, profile: ProfileTarget): string | null {
+  if (!contentType?.startsWith('application/problem+json')) return null;
+  try {
+    const j = JSON.parse(body) as { code?: unknown; type?: unknown };
+    return typeof j.code === 'string' && profile.typeOf.get(j.code) === j.type ? j.code : null;
+  } catch {
+    return null;
+  }
+}
+
 /** What an answer's head and error body say, as the audit reads it. */
 async function readAnswer(
   res: Dispatcher.ResponseData,
   at: number,
-): Promise<Omit<AuditAnswer, 'key' | 'address' | 'afterRetry'>> {
+  profile: ProfileTarget | null,
+): Promise<Omit<AuditAnswer, 'key' | 'address' | 'afterRetry' | 'routeBucket'>> {
   const h = res.headers;
   let code: string | null = null;
-  if (res.statusCode >= 400) code = errorCode(await res.body.text());
-  else await res.body.dump();
+  if (res.statusCode >= 400) {
+    const body = await res.body.text();
+    code = profile ? problemCode(body, header(h, 'content-type'), profile) : errorCode(body);
+  } else await res.body.dump();
   const policy = header(h, 'ratelimit-policy');
-  const name = policy === undefined ? null : (/^"([^"]+)"/.exec(policy)?.[1] ?? null);
-  return {
+  const common = {
     at,
     status: res.statusCode,
     code,
+    retryAfter: num(header(h, 'retry-after')),
+    month: monthOf(policy, header(h, 'ratelimit'), at),
+  };
+  if (profile) return { ...common, ...profileLayers(h, at) };
+  const name = policy === undefined ? null : (/^"([^"]+)"/.exec(policy)?.[1] ?? null);
+  return {
+    ...common,
     bucket: name === 'ip' ? null : name,
     limit: num(header(h, 'x-ratelimit-limit')),
     remaining: num(header(h, 'x-ratelimit-remaining')),
     reset: num(header(h, 'x-ratelimit-reset')),
     ipLimit: num(header(h, 'x-ratelimit-ip-limit')),
     ipRemaining: num(header(h, 'x-ratelimit-ip-remaining')),
-    retryAfter: num(header(h, 'retry-after')),
-    month: monthOf(policy, header(h, 'ratelimit'), at),
   };
 }
 
-/** Headers of a request with a key: `x-api-key` for a /v1 key, a bearer token otherwise. */
-function requestHeaders(secret: string, address: string, hasBody: boolean): Record<string, string> {
-  const headers: Record<string, string> = secret.startsWith('svc_v1_')
-    ? { 'x-api-key': secret }
-    : { authorization: `Bearer ${secret}` };
+/**
+ * Headers of a request with a key: under a profile, its key field (`Authorization: Bearer` or the key
+ * alone); else `x-api-key` for a /v1 key, a bearer token otherwise.
+ */
+function requestHeaders(
+  secret: string,
+  address: string,
+  hasBody: boolean,
+  profile: ProfileTarget | null,
+): Record<string, string> {
+  const bearer = profile ? profile.key.bearer : !secret.startsWith('svc_v1_');
+  const headers: Record<string, string> = bearer
+    ? { authorization: `Bearer ${secret}` }
+    : { [profile?.key.header ?? 'x-api-key']: secret };
   if (address) headers['x-forwarded-for'] = address;
   if (hasBody) headers['content-type'] = 'application/json';
   return headers;
@@ -281,6 +345,7 @@ export async function runLoad(
   const keyId = opts.keys.map((k) => opts.keys.indexOf(k));
   const weighted = opts.routes.flatMap((r, i) => Array<number>(r.weight).fill(i));
   const holds = createHolds(opts, keyId);
+  const routeBuckets = opts.routes.map((r) => opts.profile?.bucketOf(r.method, r.path) ?? null);
   const answers: Answer[] = [];
   const errors: Record<string, number> = {};
   let sent = 0;
@@ -292,7 +357,7 @@ export async function runLoad(
   const send = async (urlIndex: number, route: number, key: number, address: string, due: number): Promise<void> => {
     sent++;
     const r = opts.routes[route];
-    const headers = requestHeaders(opts.keys[key], address, r.body !== undefined);
+    const headers = requestHeaders(opts.keys[key], address, r.body !== undefined, opts.profile);
     const retryOf = holds.takeRetry(route, key);
     try {
       const res = await pools[urlIndex].request({
@@ -303,9 +368,12 @@ export async function runLoad(
       });
       const at = clock();
       const ms = ticks() - started - due;
-      const read = await readAnswer(res, at);
+      const read = await readAnswer(res, at, opts.profile);
+      // Without the draft's fields the bucket is the route's, by the profile's table.
+      if (opts.profile && read.bucket === null && read.limit !== null) read.bucket = routeBuckets[route];
       if (read.bucket !== null) holds.learnBucket(route, read.bucket);
       const answer: Answer = { key: keyId[key], address, ...read, due, ms, url: urlIndex, route };
+      if (opts.profile) answer.routeBucket = routeBuckets[route];
       if (retryOf !== undefined) answer.afterRetry = { reset: retryOf };
       answers.push(answer);
       if (
