@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProgram, type GatewayProgram } from '../helpers/gateway-program.js';
 import { K } from '../fixtures/seed.js';
 import { listenLocal } from '../helpers/listen.js';
+import { TESTED_CLIENT } from './upstreams/forwarder-kit.js';
 
 const HOG = K.wsAdmin;
 const VICTIM = K.ownerPk;
@@ -31,6 +32,7 @@ beforeAll(async () => {
     BODY_LIMIT_BYTES: String(MiB),
     BODY_BUFFER_MAX_BYTES: String(16 * MiB),
     BODY_TIMEOUT_MS: '20000',
+    ...TESTED_CLIENT,
   });
   port = gateway.port;
 }, 180_000);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { listenLocal } from '../helpers/listen.js';
+import { TESTED_CLIENT } from './upstreams/forwarder-kit.js';
 
 let slow: http.Server;
 let s: Stack;
@@ -17,7 +18,7 @@ beforeAll(async () => {
       res.end('{"data":{"late":true}}');
     }, 600);
   });
-  s = await startStack({ mode: 'gateway', upstreamUrl: (await listenLocal(slow)).url });
+  s = await startStack({ mode: 'gateway', upstreamUrl: (await listenLocal(slow)).url, env: TESTED_CLIENT });
 });
 afterAll(async () => {
   await s?.close();

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, FakeClock, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
 import { listenLocal } from '../helpers/listen.js';
+import { TESTED_CLIENT } from './upstreams/forwarder-kit.js';
 
 /** Raw bytes on a fresh socket; resolves with the whole answer text once the server closes or after `ms`. */
 function rawExchange(
@@ -118,9 +119,10 @@ beforeAll(async () => {
       BODY_TIMEOUT_MS: '400',
       BODY_LIMIT_BYTES: '100000',
       BODY_BUFFER_MAX_BYTES: '150000',
+      ...TESTED_CLIENT,
     },
   });
-  full = await startStack({ clock });
+  full = await startStack({ clock, env: TESTED_CLIENT });
 });
 afterAll(async () => {
   await full?.close();

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { K } from '../fixtures/seed.js';
+import { TESTED_CLIENT } from './upstreams/forwarder-kit.js';
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack();
+  s = await startStack({ env: TESTED_CLIENT });
 });
 afterAll(async () => s?.close());
 

@@ -244,52 +244,64 @@ class Conn {
   }
 }
 
-/** undici's request fields: a flat list or an object, with Host, Content-Length and keep-alive added as it adds them. */
+/** What the walk over a request's fields found, besides their lines (one request at a time). */
+const seen = { host: false, length: -1 };
+/** Fields that describe the connection, which undici refuses to take from the caller. */
+const CONNECTION_FIELDS = new Set(['connection', 'keep-alive', 'upgrade', 'expect', 'transfer-encoding']);
+
+/** undici's request head: the fields as given (a flat list or an object), Host, Content-Length and keep-alive added as it adds them. */
 function requestHead(opts: Dispatcher.DispatchOptions, host: string): string {
   const method = opts.method;
   const body = opts.body as Buffer | null | undefined;
   let head = `${method} ${opts.path} HTTP/1.1\r\n`;
-  let hasHost = false;
-  let length = -1;
-  const add = (name: string, value: unknown) => {
-    if (value === undefined) return;
-    if (Array.isArray(value)) {
-      for (const v of value) add(name, v);
-      return;
-    }
-    const v = typeof value === 'string' ? value : String(value);
-    if (INVALID_VALUE.test(v)) throw new LeanError(`invalid ${name} header`, 'UND_ERR_INVALID_ARG');
-    if (name.length === 4 && name.toLowerCase() === 'host') hasHost = true;
-    else if (name.length === 14 && name.toLowerCase() === 'content-length') length = Number(v);
-    else if (name.length >= 6 && refused(name)) throw new LeanError(`invalid ${name} header`, 'UND_ERR_INVALID_ARG');
-    head += `${name}: ${v}\r\n`;
-  };
+  seen.host = false;
+  seen.length = -1;
   const h = opts.headers;
   if (Array.isArray(h)) {
-    for (let i = 0; i < h.length; i += 2) add(h[i] as string, h[i + 1]);
+    for (let i = 0; i < h.length; i += 2) head += fieldLine(h[i] as string, h[i + 1]);
   } else if (h != null) {
-    for (const name in h) add(name, (h as Record<string, unknown>)[name]);
+    for (const name in h) head += fieldLine(name, (h as Record<string, unknown>)[name]);
   }
   const size = body == null ? 0 : body.length;
-  if (length >= 0 && length !== size) {
+  if (seen.length >= 0 && seen.length !== size) {
     throw new LeanError('Content-Length does not match the body', 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH');
   }
-  if (!hasHost) head += `host: ${host}\r\n`;
-  if (length < 0 && (size > 0 || PAYLOAD_METHODS.has(method))) head += `content-length: ${size}\r\n`;
+  if (!seen.host) head += `host: ${host}\r\n`;
+  if (seen.length < 0 && (size > 0 || PAYLOAD_METHODS.has(method))) head += `content-length: ${size}\r\n`;
   return head + 'connection: keep-alive\r\n\r\n';
 }
 
-/** Fields that describe the connection, which undici refuses to take from the caller (and a bad name). */
-function refused(name: string): boolean {
-  if (INVALID_NAME.test(name)) return true;
-  const lower = name.toLowerCase();
-  return (
-    lower === 'connection' ||
-    lower === 'keep-alive' ||
-    lower === 'upgrade' ||
-    lower === 'expect' ||
-    lower === 'transfer-encoding'
-  );
+function fieldLine(name: string, value: unknown): string {
+  if (value === undefined) return '';
+  if (Array.isArray(value)) {
+    let lines = '';
+    for (const v of value) lines += fieldLine(name, v);
+    return lines;
+  }
+  const v = typeof value === 'string' ? value : String(value);
+  if (INVALID_VALUE.test(v) || INVALID_NAME.test(name)) throw invalidField(name);
+  // Only names of these lengths can be one undici looks at: the others are never lowered.
+  switch (name.length) {
+    case 4:
+      if (name.toLowerCase() === 'host') seen.host = true;
+      break;
+    case 14:
+      if (name.toLowerCase() === 'content-length') {
+        seen.length = Number(v);
+        if (!Number.isSafeInteger(seen.length) || seen.length < 0) throw invalidField(name);
+      }
+      break;
+    case 6:
+    case 7:
+    case 10:
+    case 17:
+      if (CONNECTION_FIELDS.has(name.toLowerCase())) throw invalidField(name);
+  }
+  return `${name}: ${v}\r\n`;
+}
+
+function invalidField(name: string): LeanError {
+  return new LeanError(`invalid ${name} header`, 'UND_ERR_INVALID_ARG');
 }
 
 export class LeanPool {
@@ -475,7 +487,7 @@ export class LeanPool {
       conn.socket.write(body);
       process.nextTick(uncork, conn.socket);
     }
-    if (conn.request === r) r.handler.onRequestSent!();
+    if (conn.request === r) r.handler.onRequestSent?.();
   }
 
   /** Requests still waiting get connections of their own, within the bound, when none is coming. */

@@ -14,8 +14,15 @@ import type {
 } from '../../../src/gateway/upstreams/types.js';
 import { listenLocal } from '../../helpers/listen.js';
 
-/** UPSTREAM_CLIENT's values: the forwarding tests run over each. */
+/** UPSTREAM_CLIENT's values: the forwarder's own tests run over each. */
 export const CLIENTS = ['undici', 'lean'] as const;
+
+/**
+ * The client the gateway-level forwarding tests (smoke, hostile-clients, drain-deadline, body-share) run
+ * over: the test run's UPSTREAM_CLIENT, undici unless it says lean. A whole gateway per client in every
+ * run would double their time, so the other client is a second run: `UPSTREAM_CLIENT=lean npx vitest run ...`.
+ */
+export const TESTED_CLIENT = { UPSTREAM_CLIENT: process.env.UPSTREAM_CLIENT === 'lean' ? 'lean' : 'undici' };
 
 export function service(file: ServiceFile): ServiceConfig {
   return serviceConfig('svc', serviceSchema.parse(file));
