@@ -175,7 +175,12 @@ class Conn {
     else this.keepAliveHint(raw!);
     this.relayed = true;
     // The handler's types say Buffers; its one caller (../response-head.ts) reads strings the same.
-    if (!r.handler.onHeaders!(status, raw as unknown as Buffer[], this.resume, statusText)) this.pause();
+    // The resume handed over is this request's: a late one (its client drained after the end) must not
+    // undo the pause of the next request on the connection.
+    const resume = () => {
+      if (this.request === r) this.resume();
+    };
+    if (!r.handler.onHeaders!(status, raw as unknown as Buffer[], resume, statusText)) this.pause();
     // A HEAD's answer announces a body it does not carry.
     return r.method === 'HEAD' ? 1 : 0;
   };
@@ -206,11 +211,11 @@ class Conn {
     this.socket.pause();
   }
 
-  readonly resume = (): void => {
+  private resume(): void {
     if (!this.paused) return;
     this.paused = false;
     this.socket.resume();
-  };
+  }
 
   /** The upstream's `Keep-Alive: timeout=N`: the connection idles at most that, less undici's margin. */
   private keepAliveHint(raw: string[]): void {
