@@ -4,36 +4,17 @@
 // audit must catch it: a key layer over-admitted when only the draft's fields announce it, the fields of
 // a family the profile turns off, an address layer it has none of.
 import http from 'node:http';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listenLocal } from '../helpers/listen.js';
+import { loadtest, ROOT } from '../fixtures/profiles/d-loadtest.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SHOP = 'test/fixtures/profiles/d-shop.yaml';
 const IETF = 'test/fixtures/profiles/d-shop-ietf.yaml';
 const KEY_A = 'shop_LoadTestProfileKeyA000000000000000001';
 const KEY_B = 'shop_LoadTestProfileKeyB000000000000000002';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function loadtest(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'src/loadtest/cli.ts'), ...args],
-      { cwd: ROOT, timeout: 120_000, env: { PATH: process.env.PATH } },
-      (_e, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
-    );
-  });
-}
 
 interface Report {
   target: { profile?: string; routes: { method: string; path: string }[] };

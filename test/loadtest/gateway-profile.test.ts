@@ -3,32 +3,18 @@
 // --profile audits its answers exact; the document it serves at /api/openapi.json is the profile's
 // generated one; and `limits replay` recounts its access log against a candidate plan.
 import http from 'node:http';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenLocal } from '../helpers/listen.js';
+import { loadtest, ROOT } from '../fixtures/profiles/d-loadtest.js';
 import { openTestDb } from '../helpers/db.js';
 import { schemaUrl, spawnGatewayOn, type SpawnedGateway } from '../helpers/gateway-program.js';
 import { insertConsumerKey } from '../helpers/keys.js';
 import { loadProfile } from '../../src/config/profile/load.js';
 import { openApiDocuments } from '../../src/openapi/profile.js';
 import { candidatePlans, parseAccessLine, replay, type AccessLine } from '../../src/cli/replay.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-function loadtest(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'src/loadtest/cli.ts'), ...args],
-      { cwd: ROOT, timeout: 120_000, env: { PATH: process.env.PATH } },
-      (_e, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
-    );
-  });
-}
 
 // The gateway is another process on the test's own PostgreSQL schema: a real server is needed.
 describe.skipIf(!process.env.DATABASE_URL)('a rest profile on the real gateway: load test, document, replay', () => {
