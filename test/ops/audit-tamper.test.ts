@@ -6,6 +6,10 @@
 // for, and a row inserted with the triggers on carries the database's time and role, not the writer's.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve as resolvePath } from 'node:path';
+import { transform } from 'esbuild';
 import pg from 'pg';
 import { ageAuditTrail, openRoleSchema, type RoleSchema } from '../helpers/db.js';
 import { runCli } from '../helpers/cli-program.js';
@@ -13,8 +17,24 @@ import { openDb, migrate, type Db, type Queryable } from '../../src/db/index.js'
 import { purgeAudit, recordAudit, verifyAudit } from '../../src/access/service/audit.js';
 import type { Actor } from '../../src/access/service/context.js';
 
-function tamper(url: string, which: string, superuser = false): Promise<{ row: number; at?: string }> {
-  const args = ['--import', 'tsx', 'scripts/audit-tamper.ts', which, ...(superuser ? ['--superuser'] : [])];
+// scripts/audit-tamper.ts with its types stripped once for the file, as tsx would on each of its dozen
+// runs (tsx's start is most of a run's CPU); its packages are the repository's.
+let tamperDir = '';
+async function tamperScript(): Promise<string> {
+  if (!tamperDir) {
+    tamperDir = mkdtempSync(join(tmpdir(), 'kg-audit-tamper-'));
+    symlinkSync(resolvePath('node_modules'), join(tamperDir, 'node_modules'), 'dir');
+    const { code } = await transform(readFileSync('scripts/audit-tamper.ts', 'utf8'), { loader: 'ts', format: 'esm' });
+    writeFileSync(join(tamperDir, 'audit-tamper.mjs'), code);
+  }
+  return join(tamperDir, 'audit-tamper.mjs');
+}
+afterAll(() => {
+  if (tamperDir) rmSync(tamperDir, { recursive: true, force: true });
+});
+
+async function tamper(url: string, which: string, superuser = false): Promise<{ row: number; at?: string }> {
+  const args = [await tamperScript(), which, ...(superuser ? ['--superuser'] : [])];
   return new Promise((resolve, reject) =>
     execFile(process.execPath, args, { env: { ...process.env, DATABASE_URL: url } }, (err, stdout, stderr) =>
       err ? reject(new Error(`audit-tamper ${which}: ${stderr}`)) : resolve(JSON.parse(stdout)),
