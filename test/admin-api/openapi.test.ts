@@ -129,6 +129,8 @@ describe('against real answers', () => {
       ['GET', '/api/search', '/api/search?q=acme'],
       ['GET', '/api/scopes', '/api/scopes'],
       ['GET', '/api/plans', '/api/plans'],
+      ['GET', '/api/profile', '/api/profile'],
+      ['POST', '/api/organizations', '/api/organizations', { name: 'contract', plan: 'starter', limits: { read: 30 } }],
     ];
     check('POST', '/api/keys', made);
     check('POST', '/api/admin-tokens', tokenMade);
