@@ -4,45 +4,15 @@
 // (runAdminCommand, as src/cli.ts runs it) over PostgreSQL when DATABASE_URL is set, else a PGlite
 // DATA_DIR of their own; test/cli/keys.test.ts holds the workspace profile's behaviour.
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
-import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/program.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb, pgliteDataDir } from '../helpers/db.js';
-import type { CliRun } from '../helpers/cli-program.js';
+import { bareEnv, keygateInProcess } from './in-process.js';
 
 const PROFILE = 'test/fixtures/profiles/b-consumers.yaml';
 
-/** A command in process, and what the entry prints of a failure: `keygate: <message>`, exit 2 or 1. */
-async function keygate(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    await runAdminCommand(loadSettings(env, 'migrate'), args);
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    return {
-      code: error instanceof ConfigError ? 2 : 1,
-      stdout,
-      stderr: stderr + `keygate: ${(error as Error).message}\n`,
-    };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
-
-const bare = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
-  PATH: process.env.PATH,
-  HOME: process.env.HOME,
-  ...extra,
-});
-
 describe('arguments under a rest profile: refused before any database is opened', () => {
   // A DATA_DIR that cannot be created: only argument checking can answer.
-  const env = bare({ DATA_DIR: '/proc/keygate-never', PROFILE_FILE: PROFILE });
+  const env = bareEnv({ DATA_DIR: '/proc/keygate-never', PROFILE_FILE: PROFILE });
   it.each<[string[], string]>([
     [
       ['keys', 'create', '--type', 'workspace', '--workspace', '100', '--name', 'ci'],
@@ -75,14 +45,14 @@ describe('arguments under a rest profile: refused before any database is opened'
       'keygate: keys list: --type must be one of consumer, service (got "partner")',
     ],
   ])('%j', async (args, line) => {
-    const r = await keygate(args, env);
+    const r = await keygateInProcess(args, env);
     expect([r.code, r.stderr.trim()]).toEqual([2, line]);
   });
 
   it("the workspace profile (the default) keeps its three types and refuses a rest profile's", async () => {
-    const r = await keygate(
+    const r = await keygateInProcess(
       ['keys', 'create', '--type', 'consumer', '--org', '1', '--name', 'ci'],
-      bare({ DATA_DIR: '/proc/keygate-never' }),
+      bareEnv({ DATA_DIR: '/proc/keygate-never' }),
     );
     expect([r.code, r.stderr.trim()]).toEqual([
       2,
@@ -91,9 +61,9 @@ describe('arguments under a rest profile: refused before any database is opened'
   });
 
   it('a profile with a mistake stops the command with its one line, exit code 2', async () => {
-    const r = await keygate(
+    const r = await keygateInProcess(
       ['keys', 'list'],
-      bare({ DATA_DIR: '/proc/keygate-never', PROFILE_FILE: 'test/fixtures/profiles/b-none.yaml' }),
+      bareEnv({ DATA_DIR: '/proc/keygate-never', PROFILE_FILE: 'test/fixtures/profiles/b-none.yaml' }),
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^keygate: .*b-none\.yaml/);
@@ -103,7 +73,7 @@ describe('arguments under a rest profile: refused before any database is opened'
 describe('consumers and their keys through the CLI', () => {
   let env: NodeJS.ProcessEnv;
   let cleanup: () => Promise<void>;
-  const run = async (args: string[]) => keygate(args, env);
+  const run = async (args: string[]) => keygateInProcess(args, env);
   const json = async (args: string[]) => {
     const r = await run([...args, '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -114,7 +84,7 @@ describe('consumers and their keys through the CLI', () => {
     if (process.env.DATABASE_URL) {
       const db = await openTestDb();
       // The command reaches the test's own schema through libpq's PGOPTIONS (pg reads it too).
-      env = bare({
+      env = bareEnv({
         DATABASE_URL: process.env.DATABASE_URL,
         PGOPTIONS: `-c search_path=${db.schema}`,
         PROFILE_FILE: PROFILE,
@@ -122,7 +92,7 @@ describe('consumers and their keys through the CLI', () => {
       cleanup = () => db.drop();
     } else {
       const dir = pgliteDataDir();
-      env = bare({ DATA_DIR: dir, PROFILE_FILE: PROFILE });
+      env = bareEnv({ DATA_DIR: dir, PROFILE_FILE: PROFILE });
       cleanup = async () => rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);

@@ -3,47 +3,13 @@
 // a pause or a plan change made here applies to the gateway's very next request (its cached principal
 // is dropped by the access-version bump, as after the backend's own routes).
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
-import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/program.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { openTestDb } from '../helpers/db.js';
 import { seedWith } from '../fixtures/seed.js';
 import { freePort } from '../helpers/redis-server.js';
 import { runCli, type CliRun } from '../helpers/cli-program.js';
-
-/** An environment holding none of the machine's keygate settings. */
-function bareEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...extra };
-  return env;
-}
-
-/**
- * A command in process, as src/cli.ts runs it (runAdminCommand with the settings of `migrate`), and
- * what the entry's catch prints: `keygate: <message>` on stderr, exit code 2 for a ConfigError, 1
- * otherwise. Whatever the command writes itself is captured. The child-process cases below prove that
- * wiring for the real program.
- */
-async function keygateInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    await runAdminCommand(loadSettings(env, 'migrate'), args);
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    return {
-      code: error instanceof ConfigError ? 2 : 1,
-      stdout,
-      stderr: stderr + `keygate: ${(error as Error).message}\n`,
-    };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+import { bareEnv, keygateInProcess } from './in-process.js';
 
 describe('arguments: one line naming the command and the option, exit code 2, before any database is opened', () => {
   // No DATABASE_URL and a DATA_DIR that cannot be created: only argument checking can answer.

@@ -6,43 +6,14 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/config/errors.js';
-import { loadSettings } from '../../src/config/settings.js';
-import { runAdminCommand } from '../../src/cli/program.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applySeed, parseSeed } from '../../src/backend/seed.js';
 import { EXPORT_COLUMNS } from '../../src/access/service/usage-history.js';
 import { openTestDb } from '../helpers/db.js';
-import { runCli, type CliRun } from '../helpers/cli-program.js';
+import { runCli } from '../helpers/cli-program.js';
 import { baseSeed } from '../fixtures/seed.js';
 import { ensureUsageTables, insertAnswers } from '../access/usage-history-rows.js';
-
-const bareEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
-  PATH: process.env.PATH,
-  HOME: process.env.HOME,
-  ...extra,
-});
-
-/** A command in process, as src/cli.ts runs it, and what its catch prints (exit 2 for a ConfigError, else 1). */
-async function inProcess(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => ((stderr += String(chunk)), true));
-  try {
-    await runAdminCommand(loadSettings(env, 'migrate'), args);
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    return {
-      code: error instanceof ConfigError ? 2 : 1,
-      stdout,
-      stderr: stderr + `keygate: ${(error as Error).message}\n`,
-    };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+import { bareEnv, keygateInProcess } from './in-process.js';
 
 describe('arguments: one line naming the command and the option, exit code 2, before any database is opened', () => {
   const env = bareEnv({ DATA_DIR: '/proc/keygate-never' });
@@ -72,7 +43,7 @@ describe('arguments: one line naming the command and the option, exit code 2, be
     [['usage', 'frob'], /^keygate: usage: expected key, org or export \(got "frob"\)$/],
   ];
   it.each(cases)('keygate %j', async (args, line) => {
-    const r = await inProcess(args, env);
+    const r = await keygateInProcess(args, env);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.trimEnd()).toMatch(line);
@@ -113,7 +84,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
   });
 
   it('a key by hour as a table: what it covers, its totals, a row per bucket with the outcomes that occurred', async () => {
-    const r = await inProcess(
+    const r = await keygateInProcess(
       ['usage', 'key', '1000', '--from', '2026-11-10T10:00:00Z', '--to', '2026-11-10T12:00:00Z'],
       env,
     );
@@ -130,7 +101,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
   });
 
   it("the default: the last 24 hours by hour, this hour last; --json is the service layer's answer", async () => {
-    const r = await inProcess(['usage', 'key', '1000', '--json'], env);
+    const r = await keygateInProcess(['usage', 'key', '1000', '--json'], env);
     expect(r.code, r.stderr).toBe(0);
     const h = JSON.parse(r.stdout);
     expect(h).toMatchObject({ keyId: 1000, organizationId: 1, granularity: 'hour', totals: { admitted: 5 } });
@@ -139,7 +110,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
   });
 
   it('an organization by day over a span before now, and its refusals with their exit codes', async () => {
-    const r = await inProcess(
+    const r = await keygateInProcess(
       ['usage', 'org', '1', '--from', '2026-11-09', '--to', '2026-11-11', '--granularity', 'day'],
       env,
     );
@@ -149,15 +120,15 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
       '2026-11-09   0         0        0              0            0',
       '2026-11-10   7         3        7              1            2',
     ]);
-    const missing = await inProcess(['usage', 'org', '999999'], env);
+    const missing = await keygateInProcess(['usage', 'org', '999999'], env);
     expect([missing.code, missing.stderr]).toEqual([1, 'keygate: usage org: no organization 999999\n']);
-    const tooMany = await inProcess(['usage', 'key', '1000', '--granularity', 'minute', '--from', '-3d'], env);
+    const tooMany = await keygateInProcess(['usage', 'key', '1000', '--granularity', 'minute', '--from', '-3d'], env);
     expect(tooMany.code).toBe(2);
     expect(tooMany.stderr).toMatch(/^keygate: usage key: a history by minute holds at most 1440 buckets/);
   });
 
   it('the export: CSV on stdout, names quoted; JSON lines of one organization to a file', async () => {
-    const csv = await inProcess(['usage', 'export', '--month', '2026-11'], env);
+    const csv = await keygateInProcess(['usage', 'export', '--month', '2026-11'], env);
     expect(csv.code, csv.stderr).toBe(0);
     const lines = csv.stdout.split('\r\n');
     expect(lines[0]).toBe(EXPORT_COLUMNS.join(','));
@@ -168,7 +139,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
       '',
     ]);
     const file = join(dir, 'beta.jsonl');
-    const r = await inProcess(
+    const r = await keygateInProcess(
       ['usage', 'export', '--month', '2026-11', '--organization', '2', '--format', 'jsonl', '--out', file],
       env,
     );
@@ -181,7 +152,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
     ).toEqual([expect.objectContaining({ organization_id: 2, key_id: 2000, admitted: 3, answered: 3 })]);
     // An organization not there: refused before any file is made.
     const none = join(dir, 'none.csv');
-    const missing = await inProcess(
+    const missing = await keygateInProcess(
       ['usage', 'export', '--month', '2026-11', '--organization', '999999', '--out', none],
       env,
     );
@@ -194,7 +165,7 @@ describe.skipIf(!process.env.DATABASE_URL)('over a database (needs DATABASE_URL)
     const file = join(dir, 'all.csv');
     const r = await runCli(['usage', 'export', '--month', '2026-11', '--out', file], env);
     expect([r.code, r.stderr]).toEqual([0, '']);
-    const same = await inProcess(['usage', 'export', '--month', '2026-11'], env);
+    const same = await keygateInProcess(['usage', 'export', '--month', '2026-11'], env);
     expect(readFileSync(file, 'utf8')).toBe(same.stdout);
   }, 120_000);
 });
