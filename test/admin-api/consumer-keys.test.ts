@@ -3,23 +3,14 @@
 // rotated, listed by type and revoked; every refusal in the admin API's own envelope, naming what the
 // profile has. test/admin-api/openapi.test.ts holds the workspace profile's answers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAdminToken } from '../../src/access/service/admin-tokens.js';
-import { getPepper } from '../../src/access/pepper.js';
-import { systemClock } from '../../src/ops/clock.js';
-import { startStack, fetchRes, type Stack } from '../helpers/stack.js';
+import { startStack, type Stack } from '../helpers/stack.js';
+import { adminCall, adminToken } from '../helpers/admin-api.js';
 
 describe('consumers and their keys through the admin API', () => {
   let stack: Stack;
   let token = '';
   const call = (method: string, path: string, body?: unknown) =>
-    fetchRes(stack.app.adminApiUrl! + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    adminCall(stack.app.adminApiUrl!, method, path, { token, body });
   /** A refusal in the admin API's envelope: its status, code and message. */
   const refusal = async (method: string, path: string, body?: unknown) => {
     const r = await call(method, path, body);
@@ -33,13 +24,7 @@ describe('consumers and their keys through the admin API', () => {
       seed: {},
       env: { ADMIN_API_PORT: '0', PROFILE_FILE: 'test/fixtures/profiles/b-consumers.yaml' },
     });
-    const ctx = {
-      db: stack.db,
-      pepper: await getPepper(stack.db),
-      clock: systemClock,
-      actor: { kind: 'cli' as const, osUser: 'test' },
-    };
-    token = (await createAdminToken(ctx, { name: 'consumers', role: 'write' })).token;
+    token = (await adminToken(stack, 'write', 'consumers')).token;
   }, 60_000);
   afterAll(async () => {
     await stack?.close();
