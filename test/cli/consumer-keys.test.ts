@@ -83,12 +83,10 @@ describe('consumers and their keys through the CLI', () => {
   beforeAll(async () => {
     if (process.env.DATABASE_URL) {
       const db = await openTestDb();
-      // The command reaches the test's own schema through libpq's PGOPTIONS (pg reads it too).
-      env = bareEnv({
-        DATABASE_URL: process.env.DATABASE_URL,
-        PGOPTIONS: `-c search_path=${db.schema}`,
-        PROFILE_FILE: PROFILE,
-      });
+      // The command reaches the test's own schema through the URL's options (pg passes them on).
+      const url = new URL(process.env.DATABASE_URL);
+      url.searchParams.set('options', `-c search_path=${db.schema}`);
+      env = bareEnv({ DATABASE_URL: url.toString(), PROFILE_FILE: PROFILE });
       cleanup = () => db.drop();
     } else {
       const dir = pgliteDataDir();
