@@ -1,7 +1,7 @@
 // The shop's catalog service: products in memory, read-only. Like the orders service it sees the paths
 // without /api and echoes the identity keygate sent as `calledBy`.
 import http from 'node:http';
-import { callerOf, readBody, reply } from './identity.mjs';
+import { forwardedOnly, reply } from './identity.mjs';
 
 const PRODUCTS = [
   { sku: 'mug-01', name: 'Mug', priceCents: 1200 },
@@ -10,17 +10,14 @@ const PRODUCTS = [
 ];
 
 export function catalogServer() {
-  return http.createServer(async (req, res) => {
-    const body = await readBody(req);
-    const path = req.url.split('?')[0];
-    if (path === '/healthz') return reply(res, 200, { ok: true });
-    const caller = callerOf(req, body);
-    if (!caller) return reply(res, 401, { error: 'unauthenticated', detail: 'only requests keygate forwarded' });
-    if (req.method !== 'GET') return reply(res, 404, { error: 'not_found', calledBy: caller });
-    if (path === '/products') return reply(res, 200, { data: PRODUCTS, calledBy: caller });
-    const one = /^\/products\/([A-Za-z0-9_-]+)$/.exec(path);
-    const product = one && PRODUCTS.find((p) => p.sku === one[1]);
-    if (product) return reply(res, 200, { data: product, calledBy: caller });
-    reply(res, 404, { error: 'not_found', calledBy: caller });
-  });
+  return http.createServer(
+    forwardedOnly(async (req, res, { path, caller }) => {
+      if (req.method !== 'GET') return reply(res, 404, { error: 'not_found', calledBy: caller });
+      if (path === '/products') return reply(res, 200, { data: PRODUCTS, calledBy: caller });
+      const one = /^\/products\/([A-Za-z0-9_-]+)$/.exec(path);
+      const product = one && PRODUCTS.find((p) => p.sku === one[1]);
+      if (product) return reply(res, 200, { data: product, calledBy: caller });
+      reply(res, 404, { error: 'not_found', calledBy: caller });
+    }),
+  );
 }

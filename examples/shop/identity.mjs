@@ -8,7 +8,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 const MAX_AGE_MS = 60_000;
 
 /** The request's body, whole. */
-export async function readBody(req) {
+async function readBody(req) {
   const chunks = [];
   for await (const chunk of req) chunks.push(chunk);
   return Buffer.concat(chunks);
@@ -46,6 +46,21 @@ export function callerOf(req, body, secret = process.env.GATEWAY_SECRET) {
     scopes: id.scopes,
     ...(id.metadata ? { metadata: id.metadata } : {}),
     verified: Boolean(secret),
+  };
+}
+
+/**
+ * A service's request listener: /healthz answered, a request the gateway did not forward refused, and
+ * the rest handed to `handle(req, res, { path, body, caller })`.
+ */
+export function forwardedOnly(handle) {
+  return async (req, res) => {
+    const body = await readBody(req);
+    const path = req.url.split('?')[0];
+    if (path === '/healthz') return reply(res, 200, { ok: true });
+    const caller = callerOf(req, body);
+    if (!caller) return reply(res, 401, { error: 'unauthenticated', detail: 'only requests keygate forwarded' });
+    return handle(req, res, { path, body, caller });
   };
 }
 

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCall } from '../helpers/admin-api.js';
 import { runCli } from '../helpers/cli-program.js';
 import { openTestDb, pgliteDataDir } from '../helpers/db.js';
 import { schemaUrl, spawnGatewayOn, type SpawnedGateway } from '../helpers/gateway-program.js';
@@ -73,29 +74,9 @@ function profileCopy(dir: string, svc: Services): string {
   return file;
 }
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: Record<string, unknown> & { calledBy?: Record<string, unknown>; data?: unknown };
-}
-
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  o: { key?: string; ip?: string; body?: unknown } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = { 'x-forwarded-for': o.ip ?? '203.0.113.1' };
-  if (o.key) headers.authorization = `Bearer ${o.key}`;
-  if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(base + path, {
-    method,
-    headers,
-    body: o.body === undefined ? undefined : JSON.stringify(o.body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : {} };
-}
+/** A client's call through the gateway: its key as a Bearer token, a JSON body, its address (TRUST_PROXY). */
+const call = (base: string, method: string, path: string, o: { key?: string; ip?: string; body?: unknown } = {}) =>
+  adminCall(base, method, path, { token: o.key, ip: o.ip ?? '203.0.113.1', body: o.body });
 
 /** The CLI's JSON answer of a command that must succeed. */
 async function cli(env: NodeJS.ProcessEnv, args: string[]): Promise<Record<string, unknown>> {
@@ -106,17 +87,9 @@ async function cli(env: NodeJS.ProcessEnv, args: string[]): Promise<Record<strin
 
 /** The admin API's JSON answer of a call that must succeed. */
 async function admin(base: string, token: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(base + path, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  expect(res.status, `${method} ${path}: ${text}`).toBeLessThan(300);
-  return JSON.parse(text);
+  const res = await adminCall(base, method, path, { token, body });
+  expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(300);
+  return res.body;
 }
 
 // A consumer and its keys, made the two ways an operator can (docs/cli.md, docs/admin-api.md).
