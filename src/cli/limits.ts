@@ -5,9 +5,16 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { ConfigError, formatZodIssue } from '../config/errors.js';
-import { parsePlans, readJson } from '../config/plans.js';
+import { readJson } from '../config/plans.js';
 import { limitOverridesOf, type LimitOverrides } from '../config/budgets.js';
-import { parseAccessLine, replay, type AccessLine, type ReplayLimits, type ReplayReport } from './replay.js';
+import {
+  candidatePlans,
+  parseAccessLine,
+  replay,
+  type AccessLine,
+  type ReplayLimits,
+  type ReplayReport,
+} from './replay.js';
 import {
   getKeyLimits,
   getOrganizationLimits,
@@ -222,8 +229,11 @@ export async function replayCommand(ctx: () => Promise<AdminContext>, argv: read
   const plansFile = a.values.plans;
   if (logFile === undefined) throw new UsageError(`${command}: --access-log is required`);
   if (plansFile === undefined)
-    throw new UsageError(`${command}: --plans is required (the candidate plans, the format of config/plans.json)`);
-  const plans = parsePlans(readJson(plansFile), plansFile);
+    throw new UsageError(
+      `${command}: --plans is required (the candidate plans, in the format of the profile's plans: config/plans.json for the workspace API)`,
+    );
+  // Read now, checked against the profile in force once the context has it (a rest profile's plans differ).
+  const rawPlans = readJson(plansFile);
   let overrides: z.infer<typeof overridesSchema> | null = null;
   if (a.values.overrides !== undefined) {
     const raw = readJson(a.values.overrides);
@@ -233,9 +243,10 @@ export async function replayCommand(ctx: () => Promise<AdminContext>, argv: read
   }
   const { lines, skipped } = await readLog(logFile);
   const report = await withContext(ctx, async (c) => {
+    const plans = candidatePlans(rawPlans, plansFile, c.profile);
     const base = await currentLimits(c);
     const limits = { plans, ...(overrides ? applyOverrides(base, overrides) : base) };
-    return replay(lines, limits, c.routes(), skipped);
+    return replay(lines, limits, c.routes(), skipped, c.profile.interfaces);
   });
   output(a.flags.has('json'), report, reportLines(report));
 }

@@ -283,6 +283,7 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
     let adminApi: string;
     let token: string;
     let env: NodeJS.ProcessEnv;
+    let burstKey: { id: number; secret: string } | undefined;
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'kg-shop2-'));
@@ -295,7 +296,10 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
       token = String((await cli(env, ['admin-tokens', 'create', '--name', 'shop', '--role', 'write'])).token);
       const adminApiPort = await freePort();
       for (const extra of [{ ADMIN_API_PORT: String(adminApiPort) }, {}] as Record<string, string>[])
-        programs.push(await spawnGatewayOn(url, { PROFILE_FILE: profile, ...redis, ...extra }));
+        // Their access lines are what `limits replay` recounts below.
+        programs.push(
+          await spawnGatewayOn(url, { PROFILE_FILE: profile, ACCESS_LOG: 'on', LOG_LEVEL: 'info', ...redis, ...extra }),
+        );
       await Promise.all(programs.map((p) => p.ready));
       gws = programs.map((p) => `http://127.0.0.1:${p.port}`);
       adminApi = `http://127.0.0.1:${adminApiPort}`;
@@ -311,6 +315,7 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
     it("admits exactly the key's read budget of its plan from a burst over it, across both", async () => {
       const consumer = await tools.consumerCli(env, 'Burst Co', 'free');
       const key = await tools.keyCli(env, consumer, ['catalog:read']);
+      burstKey = key;
       await clearOfMinuteEnd(20_000);
       // Each request from an address of its own: only the key's layer can refuse.
       const answers = await burst(gws, 90, (i) => ({ key: key.secret, ip: `10.1.${i >> 8}.${i & 255}` }));
@@ -368,6 +373,22 @@ describe.skipIf(!process.env.DATABASE_URL || !process.env.REDIS_URL)(
         const next = await call(g, 'GET', '/api/products', { key: key.secret, ip: '10.4.0.1' });
         expect(next.headers.get('x-ratelimit-limit')).toBe('3');
       }
+    }, 120_000);
+
+    it('replays the recorded traffic against a candidate plan: what a lower budget would have refused', async () => {
+      expect(burstKey, 'the burst above ran').toBeDefined();
+      // Both programs' access lines, in one file, as an operator would collect them.
+      const log = join(dir, 'access.log');
+      writeFileSync(log, programs.map((p) => p.output()).join('\n'));
+      const plans = join(dir, 'candidate.json');
+      writeFileSync(
+        plans,
+        JSON.stringify({ free: { read: 40, write: 20, bulk: 5 }, pro: { read: 600, write: 200, bulk: 50 } }),
+      );
+      const r = await cli(env, ['limits', 'replay', '--access-log', log, '--plans', plans]);
+      const row = (r.rows as Record<string, unknown>[]).find((x) => x.keyId === burstKey!.id);
+      // The burst: 90 reads in one minute, 30 refused for real by 60; a budget of 40 refuses 50.
+      expect(row).toMatchObject({ plan: 'free', requests: 90, refusedReal: 30, refusedPerMinute: 50 });
     }, 120_000);
 
     it("`npm run loadtest` under the profile: its audit of both gateways' answers passes", async () => {
