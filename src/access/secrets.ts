@@ -42,7 +42,17 @@ export function randomAlphanumeric(n: number): string {
   return out.length === n ? out : out + randomAlphanumeric(n - out.length);
 }
 
-/** What a list may show of a secret: its prefix and four characters. */
-export function hintOf(secret: string): string {
-  return secret.slice(0, 11) + '…';
+/**
+ * What a list may show of a secret: its key type's prefix and four characters of the random part. Without
+ * the prefix, the prefix is taken to end at the last `_` (the random part has none), or else to be the
+ * first 7 characters; the workspace API's hints stay their first 11 characters either way.
+ */
+export function hintOf(secret: string, prefix?: string): string {
+  const end = prefix !== undefined && secret.startsWith(prefix) ? prefix.length : inferredPrefixLength(secret);
+  return secret.slice(0, end + 4) + '…';
+}
+
+function inferredPrefixLength(secret: string): number {
+  const underscore = secret.lastIndexOf('_');
+  return underscore >= 0 ? underscore + 1 : 7;
 }

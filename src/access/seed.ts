@@ -2,22 +2,23 @@
 // in one transaction (a bad seed changes nothing), idempotent by id. This module writes the access
 // tables (organizations, users, workspaces, memberships, keys, sessions); each backend domain writes
 // its own tables from its own sections (SeedSections, listed with the domain: src/backend/seed.ts).
+// Its keys are of the profile's key types (docs/profiles.md): the workspace API's svc_ keys by default,
+// a rest profile's consumer keys (an organization's, with the profile's prefix) under that profile.
 import { z } from 'zod';
 import type { Db, Queryable, Row } from '../db/types.js';
 import { ConfigError, formatZodIssue, rowRefusal } from '../config/errors.js';
-import { KEY_SECRET } from '../config/contract.js';
 import { PLAN_NAME } from '../config/plans.js';
 import { ROLES } from '../config/routes.js';
-import { hashSecret, hintOf, keyTypeOf } from './secrets.js';
+import { hashSecret, hintOf, keyTypeIn } from './secrets.js';
+import { bindingOf, keyTypesOf, WORKSPACE_KEY_PROFILE, type KeyProfile, type KeyTypeRule } from './key-types.js';
 import { getPepper } from './pepper.js';
 import { recordAudit } from './service/audit.js';
 import { METADATA_MAX_BYTES } from './service/keys.js';
 
 const id = z.number().int().positive();
 const role = z.enum(ROLES);
-const secret = z
-  .string()
-  .regex(KEY_SECRET, 'must be svc_ws_, svc_pk_ or svc_v1_ plus 32 to 128 characters of [A-Za-z0-9]');
+// Its prefix is checked against the profile's key types once the schema has passed (keyTypeOfSeed).
+const secret = z.string();
 
 // Per-customer limits (src/access/service/limits.ts): budgets per minute, and an organization's quota.
 const perMinute = z.number().int().min(1).max(1_000_000_000).nullable().optional();
@@ -162,22 +163,39 @@ type AccessSeed = z.infer<z.ZodObject<typeof accessSeedSections>>;
 /** A parsed seed: the access sections, and the domains' by name. */
 export type Seed = AccessSeed & Record<string, unknown>;
 
-/** What the schema cannot say of a key: the owner its type needs. */
-function checkKeyOwners(seed: AccessSeed, source: string): void {
+/** `a, b or c` */
+const either = (items: string[]) =>
+  items.length > 1 ? `${items.slice(0, -1).join(', ')} or ${items.at(-1)}` : items[0];
+
+/** The key type of the profile a seeded secret is of, or the refusal naming the profile's prefixes. */
+function keyTypeOfSeed(secret: string, profile: KeyProfile, at: string): KeyTypeRule {
+  const types = keyTypesOf(profile);
+  const name = keyTypeIn(secret, types);
+  const rule = types.find((t) => t.name === name);
+  if (rule) return rule;
+  const prefixes = either(types.map((t) => t.prefix));
+  throw new ConfigError(`${at}.secret: must be ${prefixes} plus 32 to 128 characters of [A-Za-z0-9]`);
+}
+
+/** What the schema cannot say of a key: a secret of one of the profile's key types, and the owner it needs. */
+function checkKeys(seed: AccessSeed, source: string, profile: KeyProfile): void {
   seed.apiKeys.forEach((k, i) => {
-    const type = keyTypeOf(k.secret)!;
     const at = `${source} apiKeys.${i}`;
-    if (type === 'workspace' && (k.workspaceId === undefined || k.userId !== undefined)) {
-      throw new ConfigError(`${at}.workspaceId: a svc_ws_ key needs workspaceId and no userId`);
+    const rule = keyTypeOfSeed(k.secret, profile, at);
+    const binding = bindingOf(rule);
+    if (binding === 'workspace' && (k.workspaceId === undefined || k.userId !== undefined)) {
+      throw new ConfigError(`${at}.workspaceId: a ${rule.prefix} key needs workspaceId and no userId`);
     }
-    if (type === 'personal' && (k.userId === undefined || k.workspaceId !== undefined || k.role !== undefined)) {
-      throw new ConfigError(`${at}.userId: a svc_pk_ key needs userId and no workspaceId or role`);
+    if (binding === 'user' && (k.userId === undefined || k.workspaceId !== undefined || k.role !== undefined)) {
+      throw new ConfigError(`${at}.userId: a ${rule.prefix} key needs userId and no workspaceId or role`);
     }
     if (
-      type === 'partner' &&
+      binding === 'organization' &&
       (k.organizationId === undefined || k.workspaceId !== undefined || k.userId !== undefined)
     ) {
-      throw new ConfigError(`${at}.organizationId: a svc_v1_ key needs organizationId and no workspaceId or userId`);
+      throw new ConfigError(
+        `${at}.organizationId: a ${rule.prefix} key needs organizationId and no workspaceId or userId`,
+      );
     }
   });
 }
@@ -187,10 +205,13 @@ const ACCESS_TABLES_WITH_IDENTITY = ['organizations', 'users', 'workspaces', 'ap
 export interface SeedLoader {
   /** The whole seed file's schema: the access sections and every domain's. */
   schema: z.ZodType;
-  /** Parse and check a seed; a ConfigError names the first bad field (`seed apiKeys.0.secret: ...`). */
-  parse(raw: unknown, source?: string): Seed;
-  /** Apply a parsed seed in one transaction. Returns the organization ids it touched. */
-  apply(db: Db, seed: Seed, source?: string): Promise<number[]>;
+  /**
+   * Parse and check a seed; a ConfigError names the first bad field (`seed apiKeys.0.secret: ...`). Its
+   * keys are of the profile's key types (absent: the workspace API's).
+   */
+  parse(raw: unknown, source?: string, profile?: KeyProfile): Seed;
+  /** Apply a parsed seed in one transaction, under the profile it was parsed under. Returns the organization ids it touched. */
+  apply(db: Db, seed: Seed, source?: string, profile?: KeyProfile): Promise<number[]>;
 }
 
 /** The loader of a seed file whose sections are the access ones and the domains' (in writing order). */
@@ -200,14 +221,14 @@ export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
   const identityTables = [...ACCESS_TABLES_WITH_IDENTITY, ...domains.flatMap((d) => d.identityTables)];
   return {
     schema,
-    parse(raw, source = 'seed') {
+    parse(raw, source = 'seed', profile = WORKSPACE_KEY_PROFILE) {
       const r = schema.safeParse(raw);
       if (!r.success) throw new ConfigError(formatZodIssue(source, r.error.issues[0], raw));
       const seed = r.data as Seed;
-      checkKeyOwners(seed, source);
+      checkKeys(seed, source, profile);
       return seed;
     },
-    async apply(db, seed, source = 'seed') {
+    async apply(db, seed, source = 'seed', profile = WORKSPACE_KEY_PROFILE) {
       const pepper = await getPepper(db);
       return db.tx(async (q) => {
         const step: SeedStep = async (section, i, sql, params) => {
@@ -217,7 +238,7 @@ export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
             throw new ConfigError(`${source} ${section}.${i}${rowRefusal(err)}`);
           }
         };
-        await applyAccessSeed(q, seed, step, pepper, source);
+        await applyAccessSeed(q, seed, step, pepper, source, profile);
         for (const d of domains) await d.apply(q, seed, step);
         await syncIdentities(q, identityTables);
         return recordSeed(q, seed, source);
@@ -226,7 +247,14 @@ export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
   };
 }
 
-async function applyAccessSeed(q: Queryable, seed: AccessSeed, step: SeedStep, pepper: string, source: string) {
+async function applyAccessSeed(
+  q: Queryable,
+  seed: AccessSeed,
+  step: SeedStep,
+  pepper: string,
+  source: string,
+  profile: KeyProfile,
+) {
   for (const [i, o] of seed.organizations.entries()) {
     await step(
       'organizations',
@@ -283,14 +311,22 @@ async function applyAccessSeed(q: Queryable, seed: AccessSeed, step: SeedStep, p
         `${source} memberships.${i}: user ${m.userId} is not in workspace ${m.workspaceId}'s organization`,
       );
   }
-  await writeKeys(q, seed, step, pepper, source);
+  await writeKeys(q, seed, step, pepper, source, profile);
 }
 
 /** The keys (only a keyed hash of each secret is stored) and the sessions of the seed. */
-async function writeKeys(q: Queryable, seed: AccessSeed, step: SeedStep, pepper: string, source: string) {
+async function writeKeys(
+  q: Queryable,
+  seed: AccessSeed,
+  step: SeedStep,
+  pepper: string,
+  source: string,
+  profile: KeyProfile,
+) {
   for (const [i, k] of seed.apiKeys.entries()) {
-    const type = keyTypeOf(k.secret)!;
-    const { org, keyRole } = await keyOwner(q, k, type, `${source} apiKeys.${i}`);
+    const at = `${source} apiKeys.${i}`;
+    const rule = keyTypeOfSeed(k.secret, profile, at);
+    const { org, keyRole } = await keyOwner(q, k, bindingOf(rule), at);
     await step(
       'apiKeys',
       i,
@@ -306,9 +342,9 @@ async function writeKeys(q: Queryable, seed: AccessSeed, step: SeedStep, pepper:
       [
         k.id,
         org,
-        type,
+        rule.name,
         hashSecret(pepper, k.secret),
-        hintOf(k.secret),
+        hintOf(k.secret, rule.prefix),
         k.name,
         k.workspaceId ?? null,
         k.userId ?? null,
@@ -336,12 +372,12 @@ async function writeKeys(q: Queryable, seed: AccessSeed, step: SeedStep, pepper:
 async function keyOwner(
   q: Queryable,
   k: AccessSeed['apiKeys'][number],
-  type: ReturnType<typeof keyTypeOf>,
+  binding: ReturnType<typeof bindingOf>,
   at: string,
 ): Promise<{ org: number; keyRole: string | null }> {
   let org: number;
   let keyRole: string | null = null;
-  if (type === 'workspace') {
+  if (binding === 'workspace') {
     const ws = await q.query(`SELECT organization_id FROM workspaces WHERE id=$1`, [k.workspaceId]);
     if (!ws.length) throw new ConfigError(`${at}.workspaceId: no workspace ${k.workspaceId}`);
     org = ws[0].organization_id;
@@ -356,7 +392,7 @@ async function keyOwner(
         throw new ConfigError(`${at}.createdBy: user ${k.createdBy} is not a member of workspace ${k.workspaceId}`);
       if (ROLES.indexOf(m[0].role) < ROLES.indexOf(keyRole as (typeof ROLES)[number])) keyRole = m[0].role;
     }
-  } else if (type === 'personal') {
+  } else if (binding === 'user') {
     const u = await q.query(`SELECT organization_id FROM users WHERE id=$1`, [k.userId]);
     if (!u.length) throw new ConfigError(`${at}.userId: no user ${k.userId}`);
     org = u[0].organization_id;
