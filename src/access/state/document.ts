@@ -4,7 +4,8 @@
 import { parseDocument, stringify } from 'yaml';
 import type { z } from 'zod';
 import { formatZodIssue } from '../../config/errors.js';
-import { stateSchema, type StateDocument } from './schema.js';
+import { WORKSPACE_KEY_PROFILE, type KeyProfile } from '../key-types.js';
+import { stateSchemaOf, type StateDocument } from './schema.js';
 
 export type StateFormat = 'yaml' | 'json';
 
@@ -31,8 +32,11 @@ function issueLines(issue: z.core.$ZodIssue, input: unknown): string[] {
 
 export type Parsed = { ok: true; doc: StateDocument } | { ok: false; mistakes: string[] };
 
-/** The document of a file's text, or its mistakes, each `path: what is wrong`. */
-export function parseState(text: string): Parsed {
+/**
+ * The document of a file's text, or its mistakes, each `path: what is wrong`. Its keys are of the
+ * profile's key types (absent: the workspace API's), a key of another type a mistake naming them.
+ */
+export function parseState(text: string, profile: KeyProfile = WORKSPACE_KEY_PROFILE): Parsed {
   const yaml = parseDocument(text, { uniqueKeys: true });
   if (yaml.errors.length)
     return {
@@ -44,7 +48,7 @@ export function parseState(text: string): Parsed {
       }),
     };
   const raw: unknown = yaml.toJS();
-  const r = stateSchema.safeParse(raw);
+  const r = stateSchemaOf(profile).safeParse(raw);
   if (!r.success) return { ok: false, mistakes: r.error.issues.flatMap((i) => issueLines(i, raw)) };
   return { ok: true, doc: r.data };
 }

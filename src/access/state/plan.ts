@@ -6,12 +6,13 @@ import type { Queryable } from '../../db/types.js';
 import type { Plans } from '../../config/plans.js';
 import { nowOf, ServiceError, type ServiceContext } from '../service/context.js';
 import { recordAudit } from '../service/audit.js';
-import { createKey, METADATA_MAX_BYTES, revokeKey, updateKey } from '../service/keys.js';
+import { createKey, METADATA_MAX_BYTES, profileOf, revokeKey, updateKey } from '../service/keys.js';
 import { setKeyLimits, setOrganizationLimits, type LimitsChange } from '../service/limits.js';
 import { deleteWorkspace, updateOrganization, type OrganizationPatch } from '../service/organizations.js';
 import { createAdminToken, revokeAdminToken } from '../service/admin-tokens.js';
 import { checkUrl, createEndpoint, updateEndpoint } from '../events/endpoints.js';
-import { keyTypeOf } from '../secrets.js';
+import { keyTypeIn } from '../secrets.js';
+import { bindingOf, holdsScopes, keyTypeRule, keyTypesOf, type KeyTypeRule } from '../key-types.js';
 import { unstorableTextAt } from '../../db/storable.js';
 import type { KeyDoc, OrganizationDoc, StateDocument, WebhookDoc } from './schema.js';
 import {
@@ -160,25 +161,43 @@ const KEY_FIXED = ['type', 'workspace', 'role', 'user', 'scopes'] as const;
 const KEY_CHANGEABLE = ['limits', 'metadata', 'expiresAt'] as const;
 const ORG_FIELDS = ['plan', 'apiAccess', 'paused', 'limits'] as const;
 
-/** What the file says of a key that the schema cannot: its binding fits its type, and its scopes are known. */
+/** The key type of the profile in force a key names, or its mistake naming the profile's types. */
+function keyRule(ctx: ServiceContext, k: KeyDoc, at: string, m: string[]): KeyTypeRule | undefined {
+  const profile = profileOf(ctx);
+  const rule = keyTypeRule(profile, k.type);
+  if (!rule)
+    m.push(
+      `${at}.type: no key type ${q(k.type)} in profile ${profile.name}; its key types are ${keyTypesOf(profile)
+        .map((t) => t.name)
+        .join(', ')}`,
+    );
+  return rule;
+}
+
+/**
+ * What the file says of a key that the schema cannot: its type is the profile's, its binding fits its
+ * type (a workspace, a user, or the organization alone: a partner or a consumer key), its scopes are known.
+ */
 function checkKey(ctx: ServiceContext, k: KeyDoc, at: string, org: OrganizationDoc, o: PlanOptions, m: string[]) {
+  const rule = keyRule(ctx, k, at, m);
+  const binding = rule && bindingOf(rule);
   const wsNames = new Set((org.workspaces ?? []).map((w) => w.name));
   const emails = new Set((org.users ?? []).map((u) => emailKey(u.email)));
   const stray = (f: keyof KeyDoc) => k[f] !== undefined && m.push(`${at}.${f}: a ${k.type} key takes no ${f}`);
-  if (k.type === 'workspace') {
-    if (k.workspace === undefined) m.push(`${at}.workspace: a workspace key needs its workspace`);
+  if (binding === 'workspace') {
+    if (k.workspace === undefined) m.push(`${at}.workspace: a ${k.type} key needs its workspace`);
     else if (!wsNames.has(k.workspace))
       m.push(`${at}.workspace: no workspace ${q(k.workspace)} in this organization's workspaces`);
     stray('user');
-  } else {
+  } else if (binding) {
     stray('workspace');
     stray('role');
-    if (k.type === 'personal') {
-      if (k.user === undefined) m.push(`${at}.user: a personal key needs its user`);
+    if (binding === 'user') {
+      if (k.user === undefined) m.push(`${at}.user: a ${k.type} key needs its user`);
       else if (!emails.has(emailKey(k.user))) m.push(`${at}.user: no user ${q(k.user)} in this organization's users`);
     } else stray('user');
   }
-  if (k.type === 'partner' && k.scopes?.length) m.push(`${at}.scopes: a partner key takes no scopes`);
+  if (rule && !holdsScopes(rule) && k.scopes?.length) m.push(`${at}.scopes: a ${k.type} key takes no scopes`);
   const known = ctx.scopes();
   (k.scopes ?? []).forEach((s, i) => {
     if (!(s in known)) m.push(`${at}.scopes[${i}]: unknown scope ${q(s)}`);
@@ -192,7 +211,7 @@ function checkKey(ctx: ServiceContext, k: KeyDoc, at: string, org: OrganizationD
   if (k.secretFrom !== undefined && o.env) {
     const secret = o.env[k.secretFrom];
     if (secret === undefined) m.push(`${at}.secretFrom: the environment has no ${k.secretFrom}`);
-    else if (keyTypeOf(secret) !== k.type)
+    else if (keyTypeIn(secret, keyTypesOf(profileOf(ctx))) !== k.type)
       m.push(`${at}.secretFrom: ${k.secretFrom} does not hold a ${k.type} key's secret`);
   }
 }
@@ -461,15 +480,18 @@ class Planner {
   private createKey(o: OrganizationDoc, k: KeyDoc, to: KeyDoc, what: string) {
     const fields = fieldChanges(undefined, to, [...KEY_FIXED, ...KEY_CHANGEABLE]);
     if (k.secretFrom) fields.push({ field: 'secretFrom', to: k.secretFrom });
+    // checkKey refused a type the profile lacks: no change of such a key ever runs.
+    const rule = keyTypeRule(profileOf(this.ctx), to.type);
+    const binding = rule && bindingOf(rule);
     this.add('create', what, fields, async (r) => {
       const secret = k.secretFrom ? this.o.env?.[k.secretFrom] : undefined;
       const { key, secret: made } = await createKey(r.ctx, {
         type: to.type,
         name: to.name,
         scopes: to.scopes,
-        ...(to.type === 'workspace' ? { workspaceId: r.ids.workspace(o.name, to.workspace!), role: to.role } : {}),
-        ...(to.type === 'personal' ? { userId: r.ids.users.get(emailKey(to.user!)) } : {}),
-        ...(to.type === 'partner' ? { organizationId: r.ids.orgs.get(o.name) } : {}),
+        ...(binding === 'workspace' ? { workspaceId: r.ids.workspace(o.name, to.workspace!), role: to.role } : {}),
+        ...(binding === 'user' ? { userId: r.ids.users.get(emailKey(to.user!)) } : {}),
+        ...(binding === 'organization' ? { organizationId: r.ids.orgs.get(o.name) } : {}),
         expiresAt: to.expiresAt ? new Date(to.expiresAt) : null,
         metadata: to.metadata ?? null,
         ...(secret !== undefined ? { secret } : {}),

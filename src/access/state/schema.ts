@@ -7,6 +7,7 @@ import { PLAN_NAME, planSchema } from '../../config/plans.js';
 import { ROLES } from '../../config/routes.js';
 import { EVENT_TYPES } from '../events/outbox.js';
 import { KEY_NAME_MAX, MAX_SCOPES } from '../service/keys.js';
+import { KEY_TYPE_NAME, keyTypesOf, type KeyProfile } from '../key-types.js';
 import { MAX_BUDGET, MAX_MONTHLY_QUOTA } from '../service/limits.js';
 import { ADMIN_TOKEN_ROLES } from '../service/admin-tokens.js';
 import { DESCRIPTION_MAX, URL_MAX } from '../events/endpoints.js';
@@ -53,42 +54,6 @@ const workspace = z.strictObject({
   members: z.array(member).optional(),
 });
 
-const key = z.strictObject({
-  name: name.describe('unique among the live keys of the organization'),
-  type: z.enum(['workspace', 'personal', 'partner']),
-  workspace: name.optional().describe("workspace keys: a workspace of the organization's workspaces"),
-  role: z.enum(ROLES).optional().describe('workspace keys; absent: ADMIN'),
-  user: z.email().optional().describe("personal keys: a user of the organization's users"),
-  scopes: z
-    .array(z.string().regex(/^[a-z]+:[a-z]+$/, 'must be a scope (resource:action)'))
-    .max(MAX_SCOPES)
-    .optional(),
-  limits: keyLimits.optional(),
-  metadata: z.record(z.string(), z.unknown()).optional().describe('a JSON object of at most 1 KiB'),
-  expiresAt: z.iso.datetime({ offset: true }).optional().describe('RFC 3339 with a zone; absent: never'),
-  secretFrom: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable')
-    .optional()
-    .describe('on creation only: the secret is read from this environment variable instead of made and printed'),
-});
-
-const organization = z.strictObject({
-  name: z.string().min(1).describe('unique among the organizations'),
-  plan: z
-    .string()
-    .regex(PLAN_NAME, 'must be a plan name')
-    .nullable()
-    .optional()
-    .describe("absent or null: Free's limits"),
-  apiAccess: z.boolean().optional().describe('absent: true'),
-  paused: z.boolean().optional().describe('absent: false'),
-  limits: orgLimits.optional(),
-  users: z.array(user).optional(),
-  workspaces: z.array(workspace).optional(),
-  keys: z.array(key).optional(),
-});
-
 const adminToken = z.strictObject({
   name: z.string().min(1).max(100).describe('unique among the active admin tokens'),
   role: z.enum(ADMIN_TOKEN_ROLES),
@@ -101,25 +66,90 @@ const webhook = z.strictObject({
   enabled: z.boolean().optional().describe('absent: true'),
 });
 
-export const stateSchema = z
-  .strictObject({
-    version: z.literal(STATE_VERSION),
-    plans: z
-      .record(z.string(), planSchema)
+/** A key type's name: any (the JSON Schema's, for every profile), or one of a profile's (parseState's). */
+type KeyTypeField = z.ZodType<string>;
+
+const anyKeyType: KeyTypeField = z
+  .string()
+  .regex(KEY_TYPE_NAME, 'must be a key type name')
+  .describe(
+    "a key type of the profile in force (PROFILE_FILE): workspace, personal or partner of the workspace API; a rest profile's own (consumer, ...)",
+  );
+
+/** The document's schema, its keys' `type` being `keyType`. */
+function documentSchema(keyType: KeyTypeField) {
+  const key = z.strictObject({
+    name: name.describe('unique among the live keys of the organization'),
+    type: keyType,
+    workspace: name.optional().describe("workspace keys: a workspace of the organization's workspaces"),
+    role: z.enum(ROLES).optional().describe('workspace keys; absent: ADMIN'),
+    user: z.email().optional().describe("personal keys: a user of the organization's users"),
+    scopes: z
+      .array(z.string().regex(/^[a-z]+:[a-z]+$/, 'must be a scope (resource:action)'))
+      .max(MAX_SCOPES)
+      .optional(),
+    limits: keyLimits.optional(),
+    metadata: z.record(z.string(), z.unknown()).optional().describe('a JSON object of at most 1 KiB'),
+    expiresAt: z.iso.datetime({ offset: true }).optional().describe('RFC 3339 with a zone; absent: never'),
+    secretFrom: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable')
       .optional()
-      .describe('read only: the plans of PLANS_FILE when exported; apply refuses a difference'),
-    organizations: z.array(organization).optional(),
-    adminTokens: z.array(adminToken).optional(),
-    webhooks: z.array(webhook).optional(),
-  })
-  .describe("keygate's declarative state (docs/declarative-state.md)");
+      .describe('on creation only: the secret is read from this environment variable instead of made and printed'),
+  });
+
+  const organization = z.strictObject({
+    name: z.string().min(1).describe('unique among the organizations'),
+    plan: z
+      .string()
+      .regex(PLAN_NAME, 'must be a plan name')
+      .nullable()
+      .optional()
+      .describe("absent or null: Free's limits"),
+    apiAccess: z.boolean().optional().describe('absent: true'),
+    paused: z.boolean().optional().describe('absent: false'),
+    limits: orgLimits.optional(),
+    users: z.array(user).optional(),
+    workspaces: z.array(workspace).optional(),
+    keys: z.array(key).optional(),
+  });
+
+  return z
+    .strictObject({
+      version: z.literal(STATE_VERSION),
+      plans: z
+        .record(z.string(), planSchema)
+        .optional()
+        .describe('read only: the plans of PLANS_FILE when exported; apply refuses a difference'),
+      organizations: z.array(organization).optional(),
+      adminTokens: z.array(adminToken).optional(),
+      webhooks: z.array(webhook).optional(),
+    })
+    .describe("keygate's declarative state (docs/declarative-state.md)");
+}
+
+/** The document under any profile: what docs/state.schema.json states. */
+export const stateSchema = documentSchema(anyKeyType);
+
+const byProfile = new WeakMap<KeyProfile, ReturnType<typeof documentSchema>>();
+
+/** The document under a profile: its keys of the profile's key types (an other is refused naming them). */
+export function stateSchemaOf(profile: KeyProfile): ReturnType<typeof documentSchema> {
+  let schema = byProfile.get(profile);
+  if (!schema) {
+    const names = keyTypesOf(profile).map((t) => t.name);
+    schema = documentSchema(z.enum(names as [string, ...string[]]));
+    byProfile.set(profile, schema);
+  }
+  return schema;
+}
 
 export type StateDocument = z.infer<typeof stateSchema>;
-export type OrganizationDoc = z.infer<typeof organization>;
+export type OrganizationDoc = NonNullable<StateDocument['organizations']>[number];
 export type UserDoc = z.infer<typeof user>;
 export type WorkspaceDoc = z.infer<typeof workspace>;
 export type MemberDoc = z.infer<typeof member>;
-export type KeyDoc = z.infer<typeof key>;
+export type KeyDoc = NonNullable<OrganizationDoc['keys']>[number];
 export type AdminTokenDoc = z.infer<typeof adminToken>;
 export type WebhookDoc = z.infer<typeof webhook>;
 export type OrgLimitsDoc = z.infer<typeof orgLimits>;
