@@ -1,4 +1,4 @@
-// What each step of the /v2 request path costs: copies of one compiled build, each with one step cut out,
+// What each step of the request path costs (the pipeline's, src/gateway/pipeline.ts): copies of one compiled build, each with one step cut out,
 // to load side by side with the build itself in builds-ab.ts (bench/RESULTS.md, "what each step costs").
 // A cut answers the same 200 with fewer fields or less work; none is a configuration users have.
 //
@@ -20,9 +20,9 @@ export const CUTS = {
   // The seven rate-limit fields of the answer.
   'no-limit-fields': [
     [
-      'gateway/v2.js',
-      'addRateLimitFields(ctx.head, limitOutcome(',
-      'false && addRateLimitFields(ctx.head, limitOutcome(',
+      'gateway/pipeline.js',
+      'addRateLimitFields(ctx.head, iface.spec.headers, limitOutcome(',
+      'false && addRateLimitFields(ctx.head, iface.spec.headers, limitOutcome(',
     ],
   ],
   // Forwarded and X-Forwarded-For, -Proto and -Host to the upstream.
@@ -33,7 +33,7 @@ export const CUTS = {
   // batch, no Redis round trip (every request admitted with the same counts).
   'no-gate': [
     [
-      'gateway/v2.js',
+      'gateway/pipeline.js',
       /const access = (await [^;]+);/,
       'const access = globalThis.__cutAccess ?? (globalThis.__cutAccess = $1);',
     ],

@@ -11,7 +11,6 @@ import { resolverFor } from '../gateway/upstreams/dns.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body-budget.js';
 import { createCors } from '../gateway/cors.js';
 import { openApiRoute } from '../gateway/openapi.js';
-import { openApiDocuments } from '../openapi/profile.js';
 import type { Profile } from '../config/profile/types.js';
 import { TrustedProxies } from '../http/client-ip.js';
 import { jwtSignerFromSettings } from '../http/identity-jwt.js';
@@ -113,7 +112,7 @@ export async function startGateway(
     linger: { timeMs: s.LINGER_TIME_MS, maxBytes: s.LINGER_MAX_BYTES },
     accessLog: (s as { ACCESS_LOG?: string }).ACCESS_LOG !== 'off',
     cors: createCors(s.CORS_ORIGINS),
-    openApi: openApiOf(o.tables.profile, s.OPENAPI_DIR),
+    openApi: await openApiOf(o.tables, s.OPENAPI_DIR),
     traffic: (org, refused) => traffic.record(org, refused),
     usage: usage.record,
     monthSpent: events.monthSpent,
@@ -164,16 +163,26 @@ function identitySigner(s: AppSettings, mode: AppOptions['mode'], log: Logger) {
 
 /**
  * The API descriptions served without a key: the workspace API's checked-in documents (OPENAPI_DIR), or
- * another profile's generated from it (src/openapi/profile.ts), once per profile a reload brings.
+ * another profile's generated from it (src/openapi/profile.ts), once per profile a reload brings. The
+ * generator is loaded only under such a profile: the workspace API's gateway process never loads the
+ * OpenAPI tools (test/ops/gateway-modules.test.ts).
  */
-function openApiOf(profile: () => Profile, dir: string): (path: string) => Buffer | null {
+async function openApiOf(tables: AppParts['tables'], dir: string): Promise<(path: string) => Buffer | null> {
+  let generate: ((p: Profile) => Map<string, Buffer>) | null = null;
+  const load = async () => {
+    if (!generate && tables.profile().kind !== 'workspace')
+      generate = (await import('../openapi/profile.js')).openApiDocuments;
+  };
+  await load();
+  // A reload that brings another kind of profile: its generator is ready for the requests after it.
+  tables.onReload?.(() => void load());
   const generated = new WeakMap<Profile, Map<string, Buffer>>();
   return (path) => {
-    const p = profile();
+    const p = tables.profile();
     if (p.kind === 'workspace') return openApiRoute(path, dir);
-    if (!path.endsWith('/openapi.json')) return null;
+    if (!generate || !path.endsWith('/openapi.json')) return null;
     let docs = generated.get(p);
-    if (!docs) generated.set(p, (docs = openApiDocuments(p)));
+    if (!docs) generated.set(p, (docs = generate(p)));
     return docs.get(path) ?? null;
   };
 }

@@ -155,7 +155,8 @@ describe('consumers and their keys through the CLI', () => {
       scopes: ['catalog:read'],
     });
     expect(service.secret).toMatch(/^bsvc_[A-Za-z0-9]{40}$/);
-    expect(service.hint).toBe(service.secret.slice(0, 11) + '…');
+    // A hint is the type's prefix and four characters of the random part.
+    expect(service.hint).toBe(service.secret.slice(0, 'bsvc_'.length + 4) + '…');
 
     const listed = await json(['keys', 'list', '--org', String(id), '--type', 'consumer']);
     expect(listed.map((k: { name: string }) => k.name)).toEqual(['checkout']);

@@ -46,6 +46,7 @@ beforeAll(async () => {
     'examples',
     'bench',
     'proto',
+    'profiles',
     'package.json',
     'tsconfig.json',
     'tsconfig.build.json',
