@@ -238,7 +238,7 @@ export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
             throw new ConfigError(`${source} ${section}.${i}${rowRefusal(err)}`);
           }
         };
-        await applyAccessSeed(q, seed, step, pepper, source, profile);
+        await applyAccessSeed({ q, seed, step, pepper, source, profile });
         for (const d of domains) await d.apply(q, seed, step);
         await syncIdentities(q, identityTables);
         return recordSeed(q, seed, source);
@@ -247,14 +247,18 @@ export function seedLoader(domains: readonly SeedSections[]): SeedLoader {
   };
 }
 
-async function applyAccessSeed(
-  q: Queryable,
-  seed: AccessSeed,
-  step: SeedStep,
-  pepper: string,
-  source: string,
-  profile: KeyProfile,
-) {
+/** What the access sections are written with: the transaction, the seed, and the profile its keys are of. */
+interface AccessWrite {
+  q: Queryable;
+  seed: AccessSeed;
+  step: SeedStep;
+  pepper: string;
+  source: string;
+  profile: KeyProfile;
+}
+
+async function applyAccessSeed(w: AccessWrite) {
+  const { q, seed, step, source } = w;
   for (const [i, o] of seed.organizations.entries()) {
     await step(
       'organizations',
@@ -311,18 +315,11 @@ async function applyAccessSeed(
         `${source} memberships.${i}: user ${m.userId} is not in workspace ${m.workspaceId}'s organization`,
       );
   }
-  await writeKeys(q, seed, step, pepper, source, profile);
+  await writeKeys(w);
 }
 
 /** The keys (only a keyed hash of each secret is stored) and the sessions of the seed. */
-async function writeKeys(
-  q: Queryable,
-  seed: AccessSeed,
-  step: SeedStep,
-  pepper: string,
-  source: string,
-  profile: KeyProfile,
-) {
+async function writeKeys({ q, seed, step, pepper, source, profile }: AccessWrite) {
   for (const [i, k] of seed.apiKeys.entries()) {
     const at = `${source} apiKeys.${i}`;
     const rule = keyTypeOfSeed(k.secret, profile, at);
