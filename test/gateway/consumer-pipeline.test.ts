@@ -76,29 +76,37 @@ async function consumerKey(stack: Stack, tag: string, plan: string, scopes: stri
 
 const PROBLEM = 'application/problem+json';
 
-describe('a rest profile with Bearer keys, an address layer and both header families', () => {
-  let stack: Stack;
-  let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
-  const clock = new FakeClock();
-  clock.setSecond(5);
+type ProfileOptions = Parameters<typeof profileFile>[1];
 
+/** A stack under a profile of these options in front of a recording upstream, for one describe block. */
+function profileStack(o: ProfileOptions) {
+  const t = { clock: new FakeClock() } as {
+    clock: FakeClock;
+    stack: Stack;
+    upstream: Awaited<ReturnType<typeof recordingUpstream>>;
+  };
+  t.clock.setSecond(5);
   beforeAll(async () => {
-    upstream = await recordingUpstream();
-    const file = profileFile(upstream.url, {
-      header: 'authorization',
-      identity: 'keygate',
-      address: '5',
-      headers: '[x-ratelimit, ietf]',
-    });
-    stack = await startStack({ clock, env: { PROFILE_FILE: file } });
+    t.upstream = await recordingUpstream();
+    t.stack = await startStack({ clock: t.clock, env: { PROFILE_FILE: profileFile(t.upstream.url, o) } });
   });
   afterAll(async () => {
-    await stack?.close();
-    await upstream?.close();
+    await t.stack?.close();
+    await t.upstream?.close();
+  });
+  return t;
+}
+
+describe('a rest profile with Bearer keys, an address layer and both header families', () => {
+  const t = profileStack({
+    header: 'authorization',
+    identity: 'keygate',
+    address: '5',
+    headers: '[x-ratelimit, ietf]',
   });
 
   it('a request without a key: 401 problem details, the address layer shown and not spent', async () => {
-    const r = await stack.request('GET', '/api/orders', { ip: '198.51.100.1' });
+    const r = await t.stack.request('GET', '/api/orders', { ip: '198.51.100.1' });
     expect(r.status).toBe(401);
     expect(r.headers.get('content-type')).toBe(PROBLEM);
     expect(r.body).toEqual({
@@ -116,15 +124,15 @@ describe('a rest profile with Bearer keys, an address layer and both header fami
   });
 
   it("a key of another API's prefix is an invalid key", async () => {
-    const r = await stack.request('GET', '/api/orders', { key: 'svc_ws_' + 'a'.repeat(40), ip: '198.51.100.2' });
+    const r = await t.stack.request('GET', '/api/orders', { key: 'svc_ws_' + 'a'.repeat(40), ip: '198.51.100.2' });
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('invalid-key');
     expect(r.body.type).toBe('https://shop.example/problems/invalid-key');
   });
 
   it("a key without the route's scope: 403 with the profile's own code, its bucket read and not spent", async () => {
-    const key = await consumerKey(stack, 'readonly', 'free', ['orders:read']);
-    const r = await stack.request('POST', '/api/orders', { key, ip: '198.51.100.3', body: {} });
+    const key = await consumerKey(t.stack, 'readonly', 'free', ['orders:read']);
+    const r = await t.stack.request('POST', '/api/orders', { key, ip: '198.51.100.3', body: {} });
     expect(r.status).toBe(403);
     expect(r.headers.get('content-type')).toBe(PROBLEM);
     expect(r.body).toMatchObject({
@@ -135,36 +143,36 @@ describe('a rest profile with Bearer keys, an address layer and both header fami
     });
     expect(r.headers.get('x-ratelimit-limit')).toBe('2');
     expect(r.headers.get('x-ratelimit-remaining')).toBe('2');
-    expect(upstream.seen).toHaveLength(0);
+    expect(t.upstream.seen).toHaveLength(0);
   });
 
   it('admitted: the upstream gets the signed identity of the consumer key and never the key', async () => {
-    const key = await consumerKey(stack, 'reader', 'free', ['orders:read', 'orders:write']);
-    const r = await stack.request('GET', '/api/orders?page=2', { key, ip: '198.51.100.4' });
+    const key = await consumerKey(t.stack, 'reader', 'free', ['orders:read', 'orders:write']);
+    const r = await t.stack.request('GET', '/api/orders?page=2', { key, ip: '198.51.100.4' });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-ratelimit-limit')).toBe('3');
     expect(r.headers.get('x-ratelimit-remaining')).toBe('2');
     expect(r.headers.get('x-ratelimit-ip-remaining')).toBe('4');
     expect(r.headers.get('ratelimit-policy')).toBe('"read";q=3;w=60, "ip";q=5;w=60');
     expect(r.headers.get('ratelimit')).toBe('"read";r=2;t=55, "ip";r=4;t=55');
-    const got = upstream.seen.at(-1)!;
+    const got = t.upstream.seen.at(-1)!;
     expect(got.url).toBe('/api/orders?page=2');
     expect(got.headers.authorization).toBeUndefined();
     expect(JSON.stringify(got.headers)).not.toContain(key);
     const signed = verifyHmacHeaders(
-      stack.gatewaySecret,
+      t.stack.gatewaySecret,
       { method: 'GET', target: '/api/orders?page=2', headers: got.headers },
-      { now: () => clock.now() },
+      { now: () => t.clock.now() },
     );
     expect(signed.identity).toMatchObject({ keyType: 'consumer', scopes: ['orders:read', 'orders:write'] });
     expect(signed.identity.workspaceId).toBeNull();
   });
 
   it("the key's bucket is exact: its budget admitted, the next refused with Retry-After", async () => {
-    const key = await consumerKey(stack, 'burst', 'free', ['orders:write']);
+    const key = await consumerKey(t.stack, 'burst', 'free', ['orders:write']);
     const answers = [];
     for (let i = 0; i < 3; i++)
-      answers.push(await stack.request('POST', '/api/orders', { key, ip: '198.51.100.5', body: {} }));
+      answers.push(await t.stack.request('POST', '/api/orders', { key, ip: '198.51.100.5', body: {} }));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 429]);
     const refused = answers[2];
     expect(refused.headers.get('content-type')).toBe(PROBLEM);
@@ -178,37 +186,37 @@ describe('a rest profile with Bearer keys, an address layer and both header fami
   });
 
   it('the address layer counts every key of one address', async () => {
-    const a = await consumerKey(stack, 'addressA', 'metered', ['orders:read']);
-    const b = await consumerKey(stack, 'addressB', 'metered', ['orders:read']);
+    const a = await consumerKey(t.stack, 'addressA', 'metered', ['orders:read']);
+    const b = await consumerKey(t.stack, 'addressB', 'metered', ['orders:read']);
     const statuses = [];
     for (let i = 0; i < 6; i++)
-      statuses.push((await stack.request('GET', '/api/orders', { key: i % 2 ? a : b, ip: '198.51.100.6' })).status);
+      statuses.push((await t.stack.request('GET', '/api/orders', { key: i % 2 ? a : b, ip: '198.51.100.6' })).status);
     expect(statuses.slice(0, 4)).toEqual([200, 200, 200, 200]);
-    const last = await stack.request('GET', '/api/orders', { key: a, ip: '198.51.100.6' });
+    const last = await t.stack.request('GET', '/api/orders', { key: a, ip: '198.51.100.6' });
     expect(statuses[4]).toBe(200);
     expect(statuses[5]).toBe(429);
     expect(last.body.detail).toBe('Rate limit exceeded for IP address 198.51.100.6.');
   });
 
   it('the monthly quota: its requests admitted, then quota-exhausted until the month turns', async () => {
-    const key = await consumerKey(stack, 'monthly', 'metered', ['orders:read']);
+    const key = await consumerKey(t.stack, 'monthly', 'metered', ['orders:read']);
     const statuses = [];
     for (let i = 0; i < 4; i++) {
-      const r = await stack.request('GET', '/api/orders', { key, ip: `198.51.100.${20 + i}` });
+      const r = await t.stack.request('GET', '/api/orders', { key, ip: `198.51.100.${20 + i}` });
       statuses.push(r.status);
       expect(r.headers.get('ratelimit-policy')).toMatch(/, "month";q=4;w=\d+$/);
     }
     expect(statuses).toEqual([200, 200, 200, 200]);
-    const over = await stack.request('GET', '/api/orders', { key, ip: '198.51.100.30' });
+    const over = await t.stack.request('GET', '/api/orders', { key, ip: '198.51.100.30' });
     expect(over.status).toBe(429);
     expect(over.body.code).toBe('quota-exhausted');
     expect(over.body.type).toBe('https://shop.example/problems/quota-exhausted');
   });
 
   it("the status route answers the key's layers without spending, and the API description is served", async () => {
-    const key = await consumerKey(stack, 'status', 'free', []);
-    const s1 = await stack.request('GET', '/api/rate-limit', { key, ip: '198.51.100.40' });
-    const s2 = await stack.request('GET', '/api/rate-limit', { key, ip: '198.51.100.40' });
+    const key = await consumerKey(t.stack, 'status', 'free', []);
+    const s1 = await t.stack.request('GET', '/api/rate-limit', { key, ip: '198.51.100.40' });
+    const s2 = await t.stack.request('GET', '/api/rate-limit', { key, ip: '198.51.100.40' });
     expect(s1.status).toBe(200);
     expect(s2.body).toEqual(s1.body);
     expect(s1.body).toMatchObject({
@@ -217,13 +225,13 @@ describe('a rest profile with Bearer keys, an address layer and both header fami
       buckets: { read: { limit: 3, used: 0, remaining: 3 }, write: { limit: 2 }, bulk: { limit: 1 } },
       ip: { limit: 5, used: 0 },
     });
-    const doc = await stack.request('GET', '/api/openapi.json');
+    const doc = await t.stack.request('GET', '/api/openapi.json');
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toMatch(/^3\./);
   });
 
   it("a path outside the profile's prefix is a not-found problem", async () => {
-    const r = await stack.request('GET', '/v2/workspaces', { ip: '198.51.100.50' });
+    const r = await t.stack.request('GET', '/v2/workspaces', { ip: '198.51.100.50' });
     expect(r.status).toBe(404);
     expect(r.headers.get('content-type')).toBe(PROBLEM);
     expect(r.body.code).toBe('not-found');
@@ -231,28 +239,15 @@ describe('a rest profile with Bearer keys, an address layer and both header fami
 });
 
 describe('a rest profile with its own key field, no address layer, IETF fields only and no identity', () => {
-  let stack: Stack;
-  let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
-  const clock = new FakeClock();
-  clock.setSecond(5);
-
-  beforeAll(async () => {
-    upstream = await recordingUpstream();
-    const file = profileFile(upstream.url, {
-      header: 'x-shop-key',
-      identity: 'none',
-      address: 'null',
-      headers: '[ietf]',
-    });
-    stack = await startStack({ clock, env: { PROFILE_FILE: file } });
-  });
-  afterAll(async () => {
-    await stack?.close();
-    await upstream?.close();
+  const t = profileStack({
+    header: 'x-shop-key',
+    identity: 'none',
+    address: 'null',
+    headers: '[ietf]',
   });
 
   it('a request without the field names it; no fields of a layer it did not reach', async () => {
-    const r = await stack.request('GET', '/api/orders', { ip: '203.0.113.1' });
+    const r = await t.stack.request('GET', '/api/orders', { ip: '203.0.113.1' });
     expect(r.status).toBe(401);
     expect(r.body.detail).toBe('Missing X-Shop-Key header.');
     expect(r.headers.get('ratelimit-policy')).toBeNull();
@@ -260,12 +255,12 @@ describe('a rest profile with its own key field, no address layer, IETF fields o
   });
 
   it('admitted: only the IETF fields, no address policy, and the upstream gets neither key nor identity', async () => {
-    const key = await consumerKey(stack, 'field', 'free', ['orders:read']);
-    const r = await stack.request('GET', '/api/orders', { headers: { 'x-shop-key': key }, ip: '203.0.113.2' });
+    const key = await consumerKey(t.stack, 'field', 'free', ['orders:read']);
+    const r = await t.stack.request('GET', '/api/orders', { headers: { 'x-shop-key': key }, ip: '203.0.113.2' });
     expect(r.status).toBe(200);
     expect(r.headers.get('ratelimit-policy')).toBe('"read";q=3;w=60');
     expect(r.headers.get('x-ratelimit-limit')).toBeNull();
-    const got = upstream.seen.at(-1)!;
+    const got = t.upstream.seen.at(-1)!;
     expect(got.headers['x-shop-key']).toBeUndefined();
     expect(got.headers['x-gateway-identity']).toBeUndefined();
     expect(got.headers['x-gateway-signature']).toBeUndefined();
