@@ -53,7 +53,7 @@ export async function startApp(o: AppOptions): Promise<App> {
     if (!o.db) await db.close().catch(() => {});
     throw err;
   });
-  if (o.seed !== undefined) await applyStartSeed(db, stores, o.seed, o.log);
+  if (o.seed !== undefined) await applyStartSeed(db, stores, o.seed, o.log, tables.profile());
   const pepper = await getPepper(db);
   const port = (p: number) => (o.ephemeralPorts ? 0 : p);
   let drain = s.DRAIN_TIMEOUT_MS;

@@ -28,9 +28,9 @@ import { announceWorkerReady, runPrimary, servePrimaryHandoffs, workerCount, wor
 const DEMO_SEED = dataFile('config/demo-seed.json');
 
 /** A seed file, parsed. It has the backend domains' sections too: their modules are loaded to read one. */
-async function readSeed(file: string): Promise<Seed> {
+async function readSeed(file: string, profile: Profile): Promise<Seed> {
   const { parseSeed } = await import('./backend/seed.js');
-  return parseSeed(readJson(file, 'SEED_FILE'), file);
+  return parseSeed(readJson(file, 'SEED_FILE'), file, profile);
 }
 
 /** Relative data-file paths are found from any working directory (src/cli/paths.ts). */
@@ -84,7 +84,9 @@ async function main() {
     if (mode === 'seed') {
       const file = settings.SEED_FILE ?? DEMO_SEED;
       const { applySeed } = await import('./backend/seed.js');
-      await applySeed(db, await readSeed(file), file);
+      // Its keys are of the profile's key types (a rest profile's consumers: examples/shop/seed.json).
+      const profile = loadProfile(settings);
+      await applySeed(db, await readSeed(file, profile), file, profile);
       log.info({ file }, 'seed applied');
     }
     await db.close();
@@ -114,7 +116,7 @@ async function main() {
   // The demo seed is loaded only all-in-one; the split programs load SEED_FILE when it is given.
   const profile = loadProfile(settings);
   const seedFile = startSeedFile(settings, mode, profile, DEMO_SEED);
-  const seed = seedFile ? await readSeed(seedFile) : undefined;
+  const seed = seedFile ? await readSeed(seedFile, profile) : undefined;
   // All-in-one forwards to its own backend, unless UPSTREAM_URL names another upstream explicitly.
   const upstreamOverride = mode === 'start' && process.env.UPSTREAM_URL ? settings.UPSTREAM_URL : undefined;
   const app = await startApp({ mode, settings: full, log, seed, upstreamOverride });
@@ -140,7 +142,7 @@ async function runGatewayCluster(mode: Mode, settings: Settings, log: ReturnType
   let workerEnv: Record<string, string> = {};
   const profile = loadProfile(settings);
   const seedFile = mode === 'start' ? startSeedFile(settings, mode, profile, DEMO_SEED) : undefined;
-  const seed = seedFile ? await readSeed(seedFile) : undefined;
+  const seed = seedFile ? await readSeed(seedFile, profile) : undefined;
   // Under another profile there is no backend: the workers forward to the profile's services.
   if (mode === 'start' && profile.kind === 'workspace') {
     backend = await startApp({ mode: 'backend', settings: { ...full, HOST: '127.0.0.1' }, log, seed });

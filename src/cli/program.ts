@@ -33,6 +33,6 @@ export async function runAdminCommand(settings: Settings, argv: readonly string[
   if (command === 'admin-tokens') return adminTokensCommand(open, sub, rest);
   if (command === 'usage') return usageCommand(open, sub, rest);
   if (command === 'export' || command === 'diff' || command === 'apply')
-    return stateCommand(open, command, argv.slice(1));
+    return stateCommand(open, command, argv.slice(1), profileOf);
   return sessionsCommand(open, sub, rest);
 }

@@ -7,6 +7,7 @@ import { basename } from 'node:path';
 import { applyState, diffState, exportState, StateMistakes, type StateResult } from '../access/state/apply.js';
 import { parseState, serializeState, type StateFormat } from '../access/state/document.js';
 import type { StateDocument } from '../access/state/schema.js';
+import type { Profile } from '../config/profile/types.js';
 import type { Change, Printed } from '../access/state/plan.js';
 import { reasonOf } from '../config/errors.js';
 import { commandArgs, oneOf, UsageError, type ParsedArgs } from './args.js';
@@ -16,6 +17,8 @@ import { viaService } from './service.js';
 import { STATE_SPECS } from './state-specs.js';
 
 type Open = () => Promise<AdminContext>;
+/** The profile in force, read once per command: a file's keys are of its key types. */
+type ProfileOf = () => Profile;
 
 /** Exit 2 with one line per mistake, each naming the file. */
 function refuse(file: string, mistakes: string[]): void {
@@ -23,14 +26,14 @@ function refuse(file: string, mistakes: string[]): void {
   process.exitCode = 2;
 }
 
-function readDocument(command: string, file: string): StateDocument | null {
+function readDocument(command: string, file: string, profile: Profile): StateDocument | null {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new UsageError(`${command}: cannot read ${file}: ${reasonOf(err) ?? (err as Error).message}`);
   }
-  const parsed = parseState(text);
+  const parsed = parseState(text, profile);
   if (parsed.ok) return parsed.doc;
   refuse(file, parsed.mistakes);
   return null;
@@ -78,12 +81,13 @@ function printedLines(printed: Printed[]): string[] {
 async function onFile(
   spec: (typeof STATE_SPECS)['diff' | 'apply'],
   open: Open,
+  profileOf: ProfileOf,
   argv: readonly string[],
   fn: (a: ParsedArgs, doc: StateDocument, c: AdminContext) => Promise<void>,
 ): Promise<void> {
   const a = commandArgs(spec, argv);
   const file = a.positionals.file;
-  const doc = readDocument(spec.name, file);
+  const doc = readDocument(spec.name, file, profileOf());
   if (!doc) return;
   try {
     await withContext(open, (c) => viaService(spec.name, () => fn(a, doc, c)));
@@ -117,8 +121,8 @@ async function exportCommand(open: Open, argv: readonly string[]): Promise<void>
   process.stderr.write(`Wrote ${out} (${doc.organizations?.length ?? 0} organizations).\n`);
 }
 
-const diffCommand = (open: Open, argv: readonly string[]) =>
-  onFile(STATE_SPECS.diff, open, argv, async (a, doc, c) => {
+const diffCommand = (open: Open, profileOf: ProfileOf, argv: readonly string[]) =>
+  onFile(STATE_SPECS.diff, open, profileOf, argv, async (a, doc, c) => {
     const r = await diffState(c.service, doc, { prune: a.flags.has('prune') });
     output(a.flags.has('json'), asJson(r), [
       ...changeLines(r.changes),
@@ -128,8 +132,8 @@ const diffCommand = (open: Open, argv: readonly string[]) =>
     if (a.flags.has('exit-code') && r.changes.length) process.exitCode = 1;
   });
 
-const applyCommand = (open: Open, argv: readonly string[]) =>
-  onFile(STATE_SPECS.apply, open, argv, async (a, doc, c) => {
+const applyCommand = (open: Open, profileOf: ProfileOf, argv: readonly string[]) =>
+  onFile(STATE_SPECS.apply, open, profileOf, argv, async (a, doc, c) => {
     const name = `apply ${basename(a.positionals.file)}`;
     const r = await applyState({ ...c.service, actor: { kind: 'cli', osUser: osUser(), name } }, doc, {
       prune: a.flags.has('prune'),
@@ -143,8 +147,13 @@ const applyCommand = (open: Open, argv: readonly string[]) =>
     ]);
   });
 
-export async function stateCommand(open: Open, command: string, argv: readonly string[]): Promise<void> {
+export async function stateCommand(
+  open: Open,
+  command: string,
+  argv: readonly string[],
+  profileOf: ProfileOf,
+): Promise<void> {
   if (command === 'export') return exportCommand(open, argv);
-  if (command === 'diff') return diffCommand(open, argv);
-  return applyCommand(open, argv);
+  if (command === 'diff') return diffCommand(open, profileOf, argv);
+  return applyCommand(open, profileOf, argv);
 }

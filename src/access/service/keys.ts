@@ -393,7 +393,7 @@ export async function createKey(ctx: ServiceContext, input: CreateKeyInput): Pro
       ...b,
       type: input.type,
       keyHash: hashSecret(ctx.pepper, secret),
-      hint: hintOf(secret),
+      hint: hintOf(secret, rule.prefix),
       name,
       scopes,
       createdAt: now,
@@ -525,7 +525,7 @@ export async function rotateKey(
     const keep = graceMs > 0;
     await rotateKeyRow(q, id, {
       keyHash: hashSecret(ctx.pepper, secret),
-      hint: hintOf(secret),
+      hint: hintOf(secret, rule.prefix),
       rotatedAt: now,
       previousKeyHash: keep ? k.key_hash : null,
       previousHint: keep ? k.hint : null,

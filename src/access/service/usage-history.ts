@@ -6,7 +6,9 @@ import { ERROR_CODES } from '../../http/errors.js';
 import { isoOrNull } from '../../db/time.js';
 import { isStorableText } from '../../db/storable.js';
 import { monthlyQuotaOf, limitOverridesOf } from '../../config/budgets.js';
-import { getKey } from './keys.js';
+import { getKey, profileOf } from './keys.js';
+import { keyTypesOf } from '../key-types.js';
+import { hintOf } from '../secrets.js';
 import { nowOf, ServiceError, type ServiceContext } from './context.js';
 import {
   accessCounts,
@@ -425,8 +427,9 @@ export async function searchAccess(ctx: ServiceContext, raw: string) {
   if (text.length < 1 || text.length > SEARCH_TEXT_MAX)
     throw new ServiceError('invalid', `q must be 1 to ${SEARCH_TEXT_MAX} characters`, 'q', 'q');
   const id = isDbId(text) ? Number(text) : null;
-  // A hint is a secret's first 11 characters and an ellipsis (access/secrets.ts hintOf).
-  const hint = /^[a-z]+_[a-z0-9]+_/.test(text) && text.length >= 11 ? `${text.slice(0, 11)}…` : null;
+  // A pasted secret is found by its hint: its type's prefix, four characters and an ellipsis (hintOf).
+  const type = keyTypesOf(profileOf(ctx)).find((t) => text.startsWith(t.prefix));
+  const hint = type && text.length >= type.prefix.length + 4 ? hintOf(text, type.prefix) : null;
   const now = nowOf(ctx);
   const orgs = await searchOrganizationRows(ctx.db, text, id, SEARCH_MAX);
   const keys = await searchKeyRows(ctx.db, { text, id, hint, limit: SEARCH_MAX });
