@@ -21,6 +21,21 @@ const rows: Row[] = [
   ['admitted, gateway 502', 'v2', { route: ACCOUNTS, code: 'bad_gateway', ...keyed }, 502, 'forwarded_5xx'],
   ['admitted, gateway 504', 'v2', { route: ACCOUNTS, code: 'gateway_timeout', ...keyed }, 504, 'forwarded_5xx'],
   ['admitted on /v1, gateway 502', 'v1', { route: '/v1/leads', code: 'bad_gateway', ...keyed }, 502, 'forwarded_5xx'],
+  // A rest profile writes its own codes (docs/profiles.md): the gateway's 502 and 504 are known by status.
+  [
+    'a rest profile, gateway 502',
+    'shop',
+    { route: '/api/orders', code: 'upstream-down', ...keyed },
+    502,
+    'forwarded_5xx',
+  ],
+  [
+    'a rest profile, gateway 504',
+    'shop',
+    { route: '/api/orders', code: 'gateway-timeout', ...keyed },
+    504,
+    'forwarded_5xx',
+  ],
   ['/v1 admitted, 201', 'v1', { route: '/v1/leads', code: null, ...keyed }, 201, 'forwarded_2xx'],
   [
     '/v2 status route',
