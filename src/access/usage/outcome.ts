@@ -23,8 +23,10 @@ export const LIMITED = { key: 'limited_key', address: 'limited_address', month: 
 /**
  * The gateway's own failures of an admitted request's forwarding (the upstream unreachable, too slow,
  * or cut off by the drain): the client got a 5xx for a request that was admitted, as from the upstream.
+ * Known by status, since a profile names its refusals in its own words (docs/profiles.md): after a key
+ * is resolved, the gateway answers 502 and 504 for nothing else.
  */
-const FORWARDING_CODES = new Set(['bad_gateway', 'gateway_timeout']);
+const FORWARDING_STATUSES = new Set([502, 504]);
 
 /** refused_<code>, one string per code, so counting a refusal builds no string. */
 const refusedNames = new Map<string, string>();
@@ -60,7 +62,7 @@ export function outcomeOf(
   const { code } = trace;
   if (code !== null) {
     if (trace.limit !== undefined) return LIMITED[trace.limit];
-    if (trace.keyId !== null && FORWARDING_CODES.has(code)) return FORWARDED[3];
+    if (trace.keyId !== null && FORWARDING_STATUSES.has(status)) return FORWARDED[3];
     return refused(code);
   }
   if (trace.keyId === null || answeredRoutes.has(trace.route)) return ANSWERED;
