@@ -11,8 +11,10 @@ let s: Stack;
 let url: string;
 let reader: string;
 beforeAll(async () => {
+  // No seed: the workspace API's demo keys are not keys of this profile.
   s = await startStack({
     clock,
+    seed: {},
     env: { DECISION_PORT: '0', PROFILE_FILE: 'test/fixtures/profiles/shop.yaml' },
   });
   url = s.app.decisionUrl!;

@@ -88,7 +88,8 @@ function profileStack(o: ProfileOptions) {
   t.clock.setSecond(5);
   beforeAll(async () => {
     t.upstream = await recordingUpstream();
-    t.stack = await startStack({ clock: t.clock, env: { PROFILE_FILE: profileFile(t.upstream.url, o) } });
+    // No seed: the workspace API's demo keys are not keys of this profile.
+    t.stack = await startStack({ clock: t.clock, seed: {}, env: { PROFILE_FILE: profileFile(t.upstream.url, o) } });
   });
   afterAll(async () => {
     await t.stack?.close();
