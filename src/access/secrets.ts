@@ -1,5 +1,4 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { KEY_SECRET } from '../config/contract.js';
 
 export type KeyType = 'workspace' | 'personal' | 'partner';
 
@@ -16,11 +15,6 @@ export function keyTypeIn(secret: string, types: readonly { name: string; prefix
   return null;
 }
 const SECRET_BODY = /^[A-Za-z0-9]+$/;
-
-export function keyTypeOf(secret: string): KeyType | null {
-  if (!KEY_SECRET.test(secret)) return null;
-  return secret.startsWith('svc_ws_') ? 'workspace' : secret.startsWith('svc_pk_') ? 'personal' : 'partner';
-}
 
 /** The keyed hash stored instead of a secret (HMAC-SHA256 with the database's pepper). */
 export function hashSecret(pepper: string, secret: string): string {

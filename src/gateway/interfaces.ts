@@ -34,7 +34,7 @@ export interface GatewayInterface {
 const BEARER = /^Bearer +(\S+)$/i;
 
 /** `Authorization: Bearer <secret>`, one or more spaces after the scheme (RFC 9110 section 11.4, RFC 6750 section 2.1). */
-export function bearerSecret(req: IncomingMessage): string | null {
+function bearerSecret(req: IncomingMessage): string | null {
   const auth = req.headers.authorization;
   const m = auth ? BEARER.exec(auth) : null;
   return m ? m[1] : null;

@@ -16,7 +16,7 @@ import type { GatewayDeps, RequestContext } from './context.js';
 import { clientIp } from '../http/client-ip.js';
 import { refuse, sendJson, unavailableRefusal } from './answers.js';
 import { pipeline } from './pipeline.js';
-import { requestInterface } from './interfaces.js';
+import { interfaceFor, interfacesOf } from './interfaces.js';
 import { announcesBody } from './body-read.js';
 import { lingerAfterAnswer } from './linger.js';
 import { requestIdOf } from '../config/contract.js';
@@ -192,13 +192,16 @@ function contextOf(
   const q = target.indexOf('?');
   const path = q === -1 ? target : target.slice(0, q);
   const requestId = requestIdOf(req.headers);
-  const { iface, served } = requestInterface(deps.profile(), path);
+  // Read off the interfaces directly: no object of its own per request.
+  const interfaces = interfacesOf(deps.profile());
+  const found = interfaceFor(interfaces, path);
+  const iface = found ?? interfaces[0];
   return {
     req,
     res,
     api: iface.id,
     iface,
-    served,
+    served: found !== null,
     requestId,
     ip: clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], deps.trusted),
     method: req.method ?? 'GET',
