@@ -1,8 +1,8 @@
 // The connection pools of one service: one undici Pool per target origin, made on its first request,
 // with the service's connections (UPSTREAM_MAX_SOCKETS) shared over its targets. A target gone (its
 // address left the DNS answer, a reload) closes its pool gracefully: the requests on it finish, the
-// idle connections close, and no new request goes to it. UPSTREAM_CLIENT=lean puts ./lean-pool.ts
-// where undici's Pool is; everything above the pool is the same for both.
+// idle connections close, and no new request goes to it. The pool is ./lean-pool.ts (UPSTREAM_CLIENT=lean,
+// the default) or undici's Pool (UPSTREAM_CLIENT=undici); everything above the pool is the same for both.
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
@@ -18,7 +18,7 @@ export interface PoolOptions {
   maxSockets: number;
   /** undici's bound on a connection's TCP (and TLS) set-up. */
   connectTimeoutMs: number;
-  /** UPSTREAM_CLIENT: undici's Pool (the default) or ./lean-pool.ts. */
+  /** UPSTREAM_CLIENT: ./lean-pool.ts (the default) or undici's Pool. */
   client?: 'undici' | 'lean';
 }
 
@@ -58,7 +58,7 @@ export class TargetPools {
     if (pool === undefined) {
       if (this.closed) throw new Error('the service is closed');
       pool =
-        this.options.client === 'lean'
+        this.options.client !== 'undici'
           ? this.lean(target.origin)
           : new Pool(target.origin, {
               connections: this.connections,

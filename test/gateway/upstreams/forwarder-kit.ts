@@ -19,10 +19,10 @@ export const CLIENTS = ['undici', 'lean'] as const;
 
 /**
  * The client the gateway-level forwarding tests (smoke, hostile-clients, drain-deadline, body-share) run
- * over: the test run's UPSTREAM_CLIENT, undici unless it says lean. A whole gateway per client in every
- * run would double their time, so the other client is a second run: `UPSTREAM_CLIENT=lean npx vitest run ...`.
+ * over: the test run's UPSTREAM_CLIENT, the default (lean) unless it says undici. A whole gateway per client
+ * in every run would double their time, so the other client is a second run: `UPSTREAM_CLIENT=undici npx vitest run ...`.
  */
-export const TESTED_CLIENT = { UPSTREAM_CLIENT: process.env.UPSTREAM_CLIENT === 'lean' ? 'lean' : 'undici' };
+export const TESTED_CLIENT = { UPSTREAM_CLIENT: process.env.UPSTREAM_CLIENT === 'undici' ? 'undici' : 'lean' };
 
 export function service(file: ServiceFile): ServiceConfig {
   return serviceConfig('svc', serviceSchema.parse(file));
