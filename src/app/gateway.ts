@@ -8,6 +8,7 @@ import { LastUseRecorder } from '../access/last-use.js';
 import { createGatewayServer, type GatewayDeps, type GatewayServer } from '../gateway/server.js';
 import { Upstreams } from '../gateway/upstreams/registry.js';
 import { resolverFor } from '../gateway/upstreams/dns.js';
+import { leanClientAvailable } from '../gateway/upstreams/lean-pool.js';
 import { BodyBudget, bodySharesOf } from '../gateway/body-budget.js';
 import { createCors } from '../gateway/cors.js';
 import { openApiRoute } from '../gateway/openapi.js';
@@ -52,6 +53,8 @@ export async function startGateway(
   lastUse.start();
   const upstream = app.upstreamOverride ?? (app.mode === 'start' && o.backendUrl ? o.backendUrl : s.UPSTREAM_URL);
   // The services of the routes in force, each with its targets, health and pools; a reload syncs them.
+  if (s.UPSTREAM_CLIENT === 'lean' && !leanClientAvailable)
+    app.log.warn("this node has no _http_common parser: the upstreams' pools are undici's (UPSTREAM_CLIENT=undici)");
   const upstreams = new Upstreams({
     upstream,
     timeoutMs: s.UPSTREAM_TIMEOUT_MS,

@@ -1,4 +1,4 @@
-// A lean HTTP/1.1 client to one target origin (UPSTREAM_CLIENT=lean), speaking the part of undici's
+// A lean HTTP/1.1 client to one target origin (UPSTREAM_CLIENT=lean, the default), speaking the part of undici's
 // dispatch contract the forwarder uses (../upstream-client.ts): a request's head written as one string
 // with its body, its answer read by node's own llhttp parser (the `HTTPParser` node:http's client is
 // built on), keep-alive connections reused one request at a time. It keeps undici's observable rules,
@@ -36,8 +36,22 @@ interface ParserClass {
   kOnMessageComplete: number;
 }
 
-// Through require: a bundler's or test runner's list of built-in modules may not name node's internal ones.
-const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser: ParserClass };
+/**
+ * Node's parser, or null on a runtime without it (`_http_common` is node:http's own module, not a
+ * published API: node 20, 22 and 24 have it). Through require: a bundler's or test runner's list of
+ * built-in modules may not name node's internal ones.
+ */
+const HTTP_PARSER: ParserClass | null = (() => {
+  try {
+    const { HTTPParser } = createRequire(import.meta.url)('_http_common') as { HTTPParser?: ParserClass };
+    return typeof HTTPParser === 'function' && typeof HTTPParser.kOnHeadersComplete === 'number' ? HTTPParser : null;
+  } catch {
+    return null;
+  }
+})();
+/** Whether this runtime can run the lean client (else the pools are undici's: ./pools.ts). */
+export const leanClientAvailable = HTTP_PARSER !== null;
+const HTTPParser = HTTP_PARSER as ParserClass;
 
 /** The handler callbacks the forwarder implements: undici's Dispatcher.DispatchHandlers, and onRequestSent, which undici calls but its types omit. */
 type Handler = Dispatcher.DispatchHandlers & { onRequestSent?(): void };

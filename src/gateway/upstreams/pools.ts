@@ -2,11 +2,12 @@
 // with the service's connections (UPSTREAM_MAX_SOCKETS) shared over its targets. A target gone (its
 // address left the DNS answer, a reload) closes its pool gracefully: the requests on it finish, the
 // idle connections close, and no new request goes to it. The pool is ./lean-pool.ts (UPSTREAM_CLIENT=lean,
-// the default) or undici's Pool (UPSTREAM_CLIENT=undici); everything above the pool is the same for both.
+// the default; undici's on a runtime without node's parser) or undici's Pool (UPSTREAM_CLIENT=undici);
+// everything above the pool is the same for both.
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
-import { LeanPool } from './lean-pool.js';
+import { LeanPool, leanClientAvailable } from './lean-pool.js';
 
 /** What a pool is made for: where to connect (`http://10.0.0.5:9000`). */
 export interface PoolTarget {
@@ -58,7 +59,7 @@ export class TargetPools {
     if (pool === undefined) {
       if (this.closed) throw new Error('the service is closed');
       pool =
-        this.options.client !== 'undici'
+        this.options.client !== 'undici' && leanClientAvailable
           ? this.lean(target.origin)
           : new Pool(target.origin, {
               connections: this.connections,
