@@ -11,7 +11,8 @@
 // Run:
 //   AB_TARGETS="bare=bare;a=bench/.build/a/cli.js;b=bench/.build/b/cli.js" npx tsx bench/diagnostics/builds-ab.ts
 // A target is name=entry, entry `bare`, `undici-min`, `floor` (node:http + undici dispatch, no checks:
-// bench/peers/dispatch-floor.mjs) or a keygate cli.js; `@--flag` adds a node flag
+// bench/peers/dispatch-floor.mjs), `parser-floor` (node:http or, with `@%FLOOR=raw`, raw sockets, over raw
+// sockets and node's parser: bench/peers/parser-floors.mjs) or a keygate cli.js; `@--flag` adds a node flag
 // and `@%NAME=value` an environment variable to that target (e.g. `b=...cli.js@%ACCESS_LOG=on`).
 // AB_SAMPLED=on measures what tracing a request costs, inside each keygate process (so no draw of one
 // process against another enters): every keygate target exports to an OTLP sink with the
@@ -41,6 +42,7 @@ const PEER_FILES: Record<string, string> = {
   bare: 'bare-proxy.mjs',
   'undici-min': 'undici-min.mjs',
   floor: 'dispatch-floor.mjs',
+  'parser-floor': 'parser-floors.mjs',
 };
 const PEERS = join(ROOT, 'bench', 'peers');
 const env = process.env;

@@ -164,8 +164,8 @@ export const settingsSchema = z
       .regex(/^(auto|[1-9][0-9]{0,2})$/, 'must be a number of processes from 1 to 999, or auto')
       .default('1'),
     UPSTREAM_MAX_SOCKETS: z.coerce.number().int().positive().default(256),
-    // The HTTP client to the upstreams: the lean one (src/gateway/upstreams/lean-pool.ts: some 7 % less CPU
-    // per request in the comparison kit, bench/RESULTS.md 2026-12-05), or undici's Pool.
+    // The HTTP client to the upstreams: the lean one (src/gateway/upstreams/lean-pool.ts: 5 to 15 % less CPU
+    // per request of the gateway, bench/RESULTS.md 2026-12-05), or undici's Pool.
     UPSTREAM_CLIENT: z.enum(['undici', 'lean']).default('lean'),
     // WebSocket tunnels (src/gateway/websocket.ts): an open tunnel's key is checked again this often (a
     // revoked key's tunnels close within it and a second); how many tunnels may be open at once (unset:
