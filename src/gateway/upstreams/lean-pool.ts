@@ -63,6 +63,8 @@ export interface LeanPoolOptions {
   connectTimeout: number;
   /** An idle connection is closed after this, or sooner when the upstream's Keep-Alive says so. */
   keepAliveTimeout: number;
+  /** The name TLS asks for (SNI, and the certificate checked against it); absent: the origin's host when it is a name. */
+  servername?: string | null;
 }
 
 /** An error with undici's code for the same cause, which the forwarder maps to its answer. */
@@ -412,7 +414,11 @@ export class LeanPool {
 
   private connect(): void {
     const socket = this.secure
-      ? tls.connect({ host: this.host, port: this.port, servername: net.isIP(this.host) ? undefined : this.host })
+      ? tls.connect({
+          host: this.host,
+          port: this.port,
+          servername: this.options.servername ?? (net.isIP(this.host) ? undefined : this.host),
+        })
       : net.connect({ host: this.host, port: this.port });
     const conn = new Conn(this, socket);
     this.conns.add(conn);

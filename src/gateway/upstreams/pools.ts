@@ -7,11 +7,36 @@
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
+import net from 'node:net';
 import { LeanPool, leanClientAvailable } from './lean-pool.js';
 
-/** What a pool is made for: where to connect (`http://10.0.0.5:9000`). */
+/** What a pool is made for: where to connect (`http://10.0.0.5:9000`), and the configured URL's authority. */
 export interface PoolTarget {
   readonly origin: string;
+  /**
+   * The configured URL's `host:port`: an https target named by host and connected at an address asks
+   * TLS for that name (SNI, and the certificate checked against it), not for the address.
+   */
+  readonly authority?: string;
+}
+
+/** A pool's connect settings for a target: its origin, and the name TLS is asked for (null: the origin's own host). */
+interface PoolPlace {
+  key: string;
+  origin: string;
+  servername: string | null;
+}
+
+/** Where a target's pool connects; two targets share a pool only when both match. */
+function placeOf(target: PoolTarget): PoolPlace {
+  const { origin, authority } = target;
+  let servername: string | null = null;
+  if (authority !== undefined && origin.startsWith('https:') && authority[0] !== '[') {
+    const colon = authority.lastIndexOf(':');
+    const host = colon === -1 ? authority : authority.slice(0, colon);
+    if (net.isIP(host) === 0 && host !== new URL(origin).hostname) servername = host;
+  }
+  return { key: servername === null ? origin : `${origin} ${servername}`, origin, servername };
 }
 
 export interface PoolOptions {
@@ -44,6 +69,7 @@ export class TargetPools {
   // Nearly every request goes to the target of the one before it (a service of one target): that pool is kept.
   private lastTarget: PoolTarget | null = null;
   private lastPool: UpstreamPool | null = null;
+  private readonly places = new WeakMap<PoolTarget, PoolPlace>();
 
   constructor(
     private readonly options: PoolOptions,
@@ -52,16 +78,17 @@ export class TargetPools {
     this.connections = connectionsPerPool(options.maxSockets, targets);
   }
 
-  /** The pool of a target's origin, made now if it has none. */
+  /** The pool of a target's place (./placeOf), made now if it has none. */
   get(target: PoolTarget): UpstreamPool {
     if (target === this.lastTarget) return this.lastPool!;
-    let pool = this.open.get(target.origin);
+    const place = this.placeOf(target);
+    let pool = this.open.get(place.key);
     if (pool === undefined) {
       if (this.closed) throw new Error('the service is closed');
       pool =
         this.options.client !== 'undici' && leanClientAvailable
-          ? this.lean(target.origin)
-          : new Pool(target.origin, {
+          ? this.lean(place)
+          : new Pool(place.origin, {
               connections: this.connections,
               pipelining: 1,
               keepAliveTimeout: 30_000,
@@ -71,8 +98,9 @@ export class TargetPools {
               headersTimeout: 0,
               bodyTimeout: 0,
               connectTimeout: this.options.connectTimeoutMs,
+              ...(place.servername === null ? {} : { connect: { servername: place.servername } }),
             });
-      this.open.set(target.origin, pool);
+      this.open.set(place.key, pool);
     }
     this.lastTarget = target;
     this.lastPool = pool;
@@ -86,17 +114,17 @@ export class TargetPools {
    */
   follow(targets: readonly PoolTarget[]): void {
     if (this.closed) return;
-    const origins = new Set<string>();
-    for (const t of targets) origins.add(t.origin);
-    const connections = connectionsPerPool(this.options.maxSockets, origins.size);
+    const places = new Set<string>();
+    for (const t of targets) places.add(this.placeOf(t).key);
+    const connections = connectionsPerPool(this.options.maxSockets, places.size);
     const resized = connections !== this.connections;
     this.connections = connections;
-    for (const [origin, pool] of this.open) {
-      if (resized || !origins.has(origin)) this.retire(origin, pool);
+    for (const [key, pool] of this.open) {
+      if (resized || !places.has(key)) this.retire(key, pool);
     }
   }
 
-  /** Origins with a pool open to new requests. */
+  /** Where each pool open to new requests connects: its origin, followed by its TLS name when it has one. */
   origins(): string[] {
     return [...this.open.keys()];
   }
@@ -116,16 +144,24 @@ export class TargetPools {
     await Promise.all(all.map((p) => p.destroy()));
   }
 
-  private lean(origin: string): UpstreamPool {
-    return new LeanPool(origin, {
+  private lean(place: PoolPlace): UpstreamPool {
+    return new LeanPool(place.origin, {
       connections: this.connections,
       connectTimeout: this.options.connectTimeoutMs,
       keepAliveTimeout: 30_000,
+      servername: place.servername,
     });
   }
 
-  private retire(origin: string, pool: UpstreamPool): void {
-    this.open.delete(origin);
+  /** A target's place, worked out once per target object (a service of several targets looks one up per request). */
+  private placeOf(target: PoolTarget): PoolPlace {
+    let place = this.places.get(target);
+    if (place === undefined) this.places.set(target, (place = placeOf(target)));
+    return place;
+  }
+
+  private retire(key: string, pool: UpstreamPool): void {
+    this.open.delete(key);
     if (pool === this.lastPool) this.lastTarget = this.lastPool = null;
     this.closing.add(pool);
     // close() waits for the requests queued and in flight on it; destroy() at the service's close cuts them.
