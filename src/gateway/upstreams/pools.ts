@@ -1,13 +1,13 @@
-// The connection pools of one service: one undici Pool per target origin, made on its first request,
+// The connection pools of one service: one pool per target origin (and TLS name), made on its first request,
 // with the service's connections (UPSTREAM_MAX_SOCKETS) shared over its targets. A target gone (its
 // address left the DNS answer, a reload) closes its pool gracefully: the requests on it finish, the
 // idle connections close, and no new request goes to it. The pool is ./lean-pool.ts (UPSTREAM_CLIENT=lean,
 // the default; undici's on a runtime without node's parser) or undici's Pool (UPSTREAM_CLIENT=undici);
 // everything above the pool is the same for both.
+import net from 'node:net';
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
-import net from 'node:net';
 import { LeanPool, leanClientAvailable } from './lean-pool.js';
 
 /** What a pool is made for: where to connect (`http://10.0.0.5:9000`), and the configured URL's authority. */
