@@ -30,6 +30,7 @@ import { pipeline, type Duplex } from 'node:stream';
 import type { GatewayDeps, RequestContext } from './context.js';
 import type { FieldList } from './upstream-client.js';
 import type { AttemptResult, ServiceUpstream, Target } from './upstreams/types.js';
+import { tlsNameOf } from './upstreams/dns.js';
 import { stripPrefix } from '../config/services.js';
 import { refuse } from './answers.js';
 import { copyResponseHeaders } from './response-head.js';
@@ -343,8 +344,8 @@ function requestTo(target: Target, path: string, fields: string[], host: string)
     agent: false,
   };
   // The TLS server name is the configured host's, not the address it resolved to (never an IP literal).
-  const name = target.authority.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-  if (tls && net.isIP(name) === 0) options.servername = name;
+  const name = tls ? tlsNameOf(target.authority) : undefined;
+  if (name !== undefined) options.servername = name;
   return tls ? https.request(options) : http.request(options);
 }
 

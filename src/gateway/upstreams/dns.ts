@@ -39,6 +39,15 @@ export function parseTarget(url: string): ParsedTarget {
   };
 }
 
+/**
+ * The name TLS asks for at a target's address (SNI, and the certificate checked against it): the host of
+ * the configured URL's authority (`host:port`), or undefined when that is an IP literal.
+ */
+export function tlsNameOf(authority: string): string | undefined {
+  const host = authority[0] === '[' ? authority.slice(1, authority.indexOf(']')) : authority.replace(/:\d+$/, '');
+  return net.isIP(host) === 0 ? host : undefined;
+}
+
 /** An address as it is written in a URL or a key: IPv6 in brackets. */
 export function bracketed(address: string): string {
   return net.isIPv6(address) ? `[${address}]` : address;

@@ -4,11 +4,11 @@
 // idle connections close, and no new request goes to it. The pool is ./lean-pool.ts (UPSTREAM_CLIENT=lean,
 // the default; undici's on a runtime without node's parser) or undici's Pool (UPSTREAM_CLIENT=undici);
 // everything above the pool is the same for both.
-import net from 'node:net';
 import type { Dispatcher } from 'undici';
 // The Pool's own file, not undici's index: some 10 MB less RSS (src/gateway/undici-pool.d.ts).
 import Pool from 'undici/lib/dispatcher/pool.js';
 import { LeanPool, leanClientAvailable } from './lean-pool.js';
+import { tlsNameOf } from './dns.js';
 
 /** What a pool is made for: where to connect (`http://10.0.0.5:9000`), and the configured URL's authority. */
 export interface PoolTarget {
@@ -30,12 +30,9 @@ interface PoolPlace {
 /** Where a target's pool connects; two targets share a pool only when both match. */
 function placeOf(target: PoolTarget): PoolPlace {
   const { origin, authority } = target;
-  let servername: string | null = null;
-  if (authority !== undefined && origin.startsWith('https:') && authority[0] !== '[') {
-    const colon = authority.lastIndexOf(':');
-    const host = colon === -1 ? authority : authority.slice(0, colon);
-    if (net.isIP(host) === 0 && host !== new URL(origin).hostname) servername = host;
-  }
+  const name = authority !== undefined && origin.startsWith('https:') ? tlsNameOf(authority) : undefined;
+  // A target not yet resolved connects at its name: TLS asks for it without being told.
+  const servername = name === undefined || name === new URL(origin).hostname ? null : name;
   return { key: servername === null ? origin : `${origin} ${servername}`, origin, servername };
 }
 

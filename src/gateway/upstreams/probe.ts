@@ -3,7 +3,7 @@
 // anything else (another status, refused, reset, silence) fails.
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
+import { tlsNameOf } from './dns.js';
 import type { ServiceConfig } from '../../config/services.js';
 import type { Target } from './types.js';
 
@@ -16,7 +16,7 @@ export function httpProbe(signal?: AbortSignal): ProbeFn {
       if (signal?.aborted) return resolve(false);
       const url = new URL(target.origin);
       const tls = url.protocol === 'https:';
-      const serverName = new URL(`${url.protocol}//${target.authority}`).hostname.replace(/^\[(.*)\]$/, '$1');
+      const serverName = tls ? tlsNameOf(target.authority) : undefined;
       const req = (tls ? https : http).request({
         host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
         port: url.port || (tls ? 443 : 80),
@@ -25,7 +25,7 @@ export function httpProbe(signal?: AbortSignal): ProbeFn {
         headers: { host: target.authority, 'user-agent': 'keygate-probe' },
         agent: false,
         // The certificate is checked against the configured name, not the address connected to.
-        ...(tls && net.isIP(serverName) === 0 ? { servername: serverName } : {}),
+        ...(serverName === undefined ? {} : { servername: serverName }),
       });
       let settled = false;
       const finish = (pass: boolean) => {
