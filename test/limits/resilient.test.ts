@@ -253,6 +253,33 @@ describe('an unreachable Redis', () => {
     expect((await primary.limiter.spend([key], 0))[0].used).toBe(2);
   });
 
+  it('a hand-over under steady load ends: the breaker closes while requests keep coming, and every count reaches Redis', async () => {
+    const stores = breaker('open');
+    connection.emit('close');
+    await spendOne(stores.limiter, key); // the fallback's
+    const redis = primary as SharedStores & CountHandover;
+    const add = redis.addCounts.bind(redis);
+    let passes = 0;
+    let admitted = 1;
+    redis.addCounts = async (counts) => {
+      passes++;
+      // A request arrives during every round trip of the hand-over (8 clients in a loop do), answered
+      // by the fallback while the breaker is half-open. Bounded, so that a hand-over waiting for a
+      // quiet moment ends here rather than never.
+      if (passes <= 100) {
+        await spendOne(stores.limiter, key);
+        admitted++;
+      }
+      return add(counts);
+    };
+    connection.emit('ready');
+    for (let n = 0; n < 5; n++) await settle();
+    expect(stores.degraded()).toBe(false);
+    // Closed after a bounded number of round trips, not when the clients pause.
+    expect(passes).toBeLessThanOrEqual(3);
+    expect((await primary.limiter.spend([key], 0))[0].used).toBe(admitted);
+  });
+
   it('calls that keep failing open it after the failure span, not after a few quick errors', async () => {
     primary.limiter.spend = async () => {
       throw new Error('ERR something');
