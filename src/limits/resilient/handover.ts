@@ -16,8 +16,13 @@ export interface Handover {
   readonly owed: Set<Breaker>;
   /** A server owed counts answered a call: its counts are handed over now. */
   settleOwed(breaker: Breaker): void;
-  /** In a probe, before the breaker closes: until nothing is left (the fallback answers meanwhile). */
+  /** In a probe, before the breaker closes: what the fallback counted during the outage. */
   beforeClose(node: string): Promise<void>;
+  /**
+   * As the breaker closes, in the same tick: what the fallback admitted while `beforeClose` was on its
+   * way. Sent before any call that follows on the same connection, so those already count it.
+   */
+  atClose(node: string): void;
   /** Counters whose slots moved to a node that answers: their counts go there. */
   handOverMoved(): Promise<void>;
 }
@@ -78,8 +83,15 @@ export function createHandover(o: {
     owed,
     settleOwed,
     async beforeClose(node) {
-      while (await handOverCounts(node));
+      // One pass, not "until nothing is left": under steady load the fallback admits a request during
+      // every round trip, so that loop ran as long as the clients did (the breaker never closed).
+      await handOverCounts(node);
       owed.delete(nodes.all.get(node)!);
+    },
+    atClose(node) {
+      const breaker = nodes.all.get(node);
+      // Failed: kept by the fallback and owed, handed over at the server's next answer.
+      if (breaker !== undefined) handOverCounts(node).catch(() => owed.add(breaker));
     },
     handOverMoved,
   };

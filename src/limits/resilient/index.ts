@@ -13,7 +13,8 @@
 // budget, so the fleet stays near one budget; ./fleet-watch.ts) or fail fast with StoreUnavailableError
 // (closed: the gateway answers 503). A probe (PING) every `probeIntervalMs`, and at once when the
 // client reconnects, closes the breaker again once the bumps (./bumps.ts) and the counts (./handover.ts)
-// owed to the server reached it; the shared counters then rule again.
+// owed to the server reached it (what the fallback admitted meanwhile is sent as it closes, ahead of
+// the calls that follow); the shared counters then rule again.
 //
 // One breaker for a standalone or Sentinel Redis, one per primary of a Cluster (./nodes.ts), whose
 // calls are split by node (./split.ts). This file composes those parts into the stores' interface.
@@ -59,6 +60,9 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
     topology,
     connection: o.connection,
     probe,
+    onClosing(node) {
+      if (mode === 'open') handover.atClose(node);
+    },
     liveInstances: fleet.live,
     onRefreshed(dropped) {
       for (const breaker of dropped) handover.owed.delete(breaker);
@@ -81,7 +85,7 @@ export function createResilientStores(o: ResilientOptions): ResilientStores {
   async function probe(node: string): Promise<boolean> {
     if (!(await (topology ? topology.ping(node, 250) : primary.ready()))) return false;
     await bumps.beforeClose(node);
-    // Until nothing is left: the fallback still answers (half-open) while a hand-over is on its way.
+    // The fallback still answers (half-open) while this hand-over is on its way.
     if (mode === 'open') await handover.beforeClose(node);
     return true;
   }

@@ -22,6 +22,8 @@ export interface NodeBreakersOptions {
   connection?: ConnectionEvents;
   /** Whether `node` answers again, and whatever must reach it before calls do. */
   probe(node: string): Promise<boolean>;
+  /** As `node`'s breaker closes, before any call goes to it. */
+  onClosing?(node: string): void;
   /** For the outage's log line. */
   liveInstances(): number;
   /** After each read of the slot map: the breakers of the nodes that own no slot any more, dropped. */
@@ -60,6 +62,7 @@ export function createNodeBreakers(o: NodeBreakersOptions): NodeBreakers {
           changed();
         },
         onClose() {
+          o.onClosing?.(node);
           log.info({ mode, ...(topology ? { node } : {}) }, 'redis recovered: shared counters rule again');
           events.onRecovered?.();
           changed();
