@@ -469,7 +469,7 @@ describe('credentials at rest', () => {
       await own.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it('no log line of this file holds a password, a token or a key', () => {
     expect(lines.length).toBeGreaterThan(10);

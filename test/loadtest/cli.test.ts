@@ -196,12 +196,16 @@ describe('the command line', () => {
     [['--url', 'http://127.0.0.1:1']],
     [['--url', 'http://127.0.0.1:1', '--key', KEY, '--bogus']],
     [['--url', 'http://127.0.0.1:1', '--key', KEY, '--rate', 'x']],
-  ])('a bad argument: exit 2 and exactly one line on stderr (%j)', async (args) => {
-    const r = await loadtest(args);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/^loadtest: [^\n]+\n$/);
-  });
+  ])(
+    'a bad argument: exit 2 and exactly one line on stderr (%j)',
+    async (args) => {
+      const r = await loadtest(args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/^loadtest: [^\n]+\n$/);
+    },
+    60_000,
+  );
 
   it('the default report directory is kept out of Git, ESLint and Prettier (npm run lint stays green)', async () => {
     const reset = nowS() + 60;

@@ -229,7 +229,9 @@ function openapi(args: string[]): Promise<{ code: number | null; stdout: string;
   });
 }
 
-describe('npm run openapi -- --profile', () => {
+// Each test runs the command under tsx two or three times: 7 s on a quiet machine, past the default 30 s
+// beside the rest of the suite on two busy cores.
+describe('npm run openapi -- --profile', { timeout: 120_000 }, () => {
   const FIXTURE = 'test/fixtures/profiles/d-shop.yaml';
   const dir = mkdtempSync(join(tmpdir(), 'kg-openapi-'));
 
