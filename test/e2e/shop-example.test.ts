@@ -45,8 +45,10 @@ async function startServices(): Promise<Services> {
   const deadline = Date.now() + 30_000;
   for (const port of [orders, catalog])
     while ((await status(`http://127.0.0.1:${port}/healthz`)) !== 200) {
-      if (Date.now() > deadline || child.exitCode !== null)
+      if (Date.now() > deadline || child.exitCode !== null) {
+        child.kill('SIGKILL'); // nothing else holds it
         throw new Error(`the shop's services did not start: ${out}`);
+      }
       await new Promise((r) => setTimeout(r, 50));
     }
   return { orders, catalog, child };

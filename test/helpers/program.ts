@@ -12,7 +12,11 @@ export async function status(url: string): Promise<number> {
   }
 }
 
-/** Wait until the program's /readyz answers 200; fails with its output if it exits or takes too long. */
+/**
+ * Wait until the program's /readyz answers 200; fails with its output if it exits or takes too long,
+ * and then stops it: the caller has no handle to stop it with, and a child left running keeps its ports
+ * and its CPU from every later test. SIGTERM first, which `npm start` passes on to the program it runs.
+ */
 export async function untilReady(
   readyzUrl: string,
   child: ChildProcess,
@@ -21,9 +25,21 @@ export async function untilReady(
 ): Promise<void> {
   const deadline = Date.now() + ms;
   while ((await status(readyzUrl)) !== 200) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start: ${output()}`);
+    if (Date.now() > deadline || child.exitCode !== null) {
+      stop(child);
+      throw new Error(`did not start: ${output()}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** SIGTERM, then SIGKILL if it is still running 5 seconds later. */
+function stop(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  setTimeout(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }, 5_000).unref();
 }
 
 export interface WholeAnswer {
