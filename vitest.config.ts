@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { SERVICE_FREE_FILES } from './test/service-free-files.js';
 
 // The cluster project starts redis-server processes: it runs where the binary is (every node-svc
 // machine, CI included) and is left out elsewhere, so a bare laptop stays green.
@@ -24,6 +25,8 @@ const PERF_FILES = [
 // shared 72 to 73 s (load 5).
 const MAIN_WORKERS = Number(process.env.KEYGATE_TEST_WORKERS) || 3;
 const MAIN_ISOLATE = process.env.KEYGATE_TEST_ISOLATE === '1';
+// CI's pass with the services leaves to its default pass the files that never use them (see there).
+const SERVICE_PASS_EXCLUDE = process.env.KEYGATE_TEST_SERVICE_PASS === '1' ? SERVICE_FREE_FILES : [];
 
 const common = {
   // Each file gets its own database schema (copied from the template test/helpers/schema-template.ts
@@ -45,7 +48,7 @@ export default defineConfig({
           ...common,
           name: 'main',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...PERF_FILES],
+          exclude: [...configDefaults.exclude, ...PERF_FILES, ...SERVICE_PASS_EXCLUDE],
           maxWorkers: MAIN_WORKERS,
           isolate: MAIN_ISOLATE,
         },
