@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/run-order.js';
 import { SERVICE_FREE_FILES } from './test/service-free-files.js';
 
 // The cluster project starts redis-server processes: it runs where the binary is (every node-svc
@@ -35,6 +36,7 @@ const common = {
   testTimeout: 30_000,
   hookTimeout: 90_000,
   globalSetup: ['test/helpers/schema-template.ts'],
+  sequence: { sequencer: LongestFirstSequencer },
 };
 
 export default defineConfig({
