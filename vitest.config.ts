@@ -36,11 +36,12 @@ const common = {
   testTimeout: 30_000,
   hookTimeout: 90_000,
   globalSetup: ['test/helpers/schema-template.ts'],
-  sequence: { sequencer: LongestFirstSequencer },
 };
 
 export default defineConfig({
   test: {
+    // A run's option, not a project's: set in a project it is ignored.
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       // `npm test`: every behaviour test, against real PostgreSQL and Redis when DATABASE_URL and
       // REDIS_URL are set, else PGlite and the memory stores.
