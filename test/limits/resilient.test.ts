@@ -231,12 +231,17 @@ describe('an unreachable Redis', () => {
     expect((await spendOne(stores.limiter, key)).used).toBe(5);
   });
 
-  it('what the fallback admits while its counts are being handed over reaches Redis too', async () => {
+  /** Open mode, Redis away, one request counted by the fallback; Redis's own hand-over entry point. */
+  async function outageWithOneCount() {
     const stores = breaker('open');
     connection.emit('close');
     await spendOne(stores.limiter, key); // the fallback's
     const redis = primary as SharedStores & CountHandover;
-    const add = redis.addCounts.bind(redis);
+    return { stores, redis, add: redis.addCounts.bind(redis) };
+  }
+
+  it('what the fallback admits while its counts are being handed over reaches Redis too', async () => {
+    const { stores, redis, add } = await outageWithOneCount();
     const landing = pendingReply<void>();
     redis.addCounts = async (counts) => {
       await landing.promise;
@@ -254,11 +259,7 @@ describe('an unreachable Redis', () => {
   });
 
   it('a hand-over under steady load ends: the breaker closes while requests keep coming, and every count reaches Redis', async () => {
-    const stores = breaker('open');
-    connection.emit('close');
-    await spendOne(stores.limiter, key); // the fallback's
-    const redis = primary as SharedStores & CountHandover;
-    const add = redis.addCounts.bind(redis);
+    const { stores, redis, add } = await outageWithOneCount();
     let passes = 0;
     let admitted = 1;
     redis.addCounts = async (counts) => {
