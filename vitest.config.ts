@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { configDefaults, defineConfig } from 'vitest/config';
-import { LongestFirstSequencer } from './test/run-order.js';
 import { SERVICE_FREE_FILES } from './test/service-free-files.js';
 
 // The cluster project starts redis-server processes: it runs where the binary is (every node-svc
@@ -40,8 +39,6 @@ const common = {
 
 export default defineConfig({
   test: {
-    // A run's option, not a project's: set in a project it is ignored.
-    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       // `npm test`: every behaviour test, against real PostgreSQL and Redis when DATABASE_URL and
       // REDIS_URL are set, else PGlite and the memory stores.

@@ -38,18 +38,21 @@ export function createHandover(o: {
 
   function settleOwed(breaker: Breaker): void {
     owed.delete(breaker);
-    for (const [node, b] of nodes.all)
-      if (b === breaker) return void handOverCounts(node).catch(() => owed.add(breaker));
+    for (const [node, b] of nodes.all) if (b === breaker) return handOverNow(node, breaker);
   }
 
-  /** One hand-over of `node`'s counters; false when there was nothing to hand over. */
-  async function handOverCounts(node: string): Promise<boolean> {
-    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return false;
+  /** Sent now, not awaited; what fails is kept by the fallback and owed to the server's next answer. */
+  function handOverNow(node: string, breaker: Breaker): void {
+    handOverCounts(node).catch(() => owed.add(breaker));
+  }
+
+  /** One hand-over of `node`'s counters. */
+  async function handOverCounts(node: string): Promise<void> {
+    if (fallback.takeCounts === undefined || primary.addCounts === undefined) return;
     const counts = fallback.takeCounts(topology ? (id) => topology.counter(id) === node : undefined);
-    if (counts.length === 0) return false;
+    if (counts.length === 0) return;
     try {
       await primary.addCounts(counts);
-      return true;
     } catch (err) {
       await fallback.addCounts?.(counts); // kept for the next probe
       throw err;
@@ -83,15 +86,15 @@ export function createHandover(o: {
     owed,
     settleOwed,
     async beforeClose(node) {
-      // One pass, not "until nothing is left": under steady load the fallback admits a request during
-      // every round trip, so that loop ran as long as the clients did (the breaker never closed).
+      // One pass: under steady load the fallback admits a request during every round trip, so waiting
+      // until it has nothing left would keep the breaker open as long as the load lasts. atClose sends
+      // what it admitted meanwhile.
       await handOverCounts(node);
       owed.delete(nodes.all.get(node)!);
     },
     atClose(node) {
       const breaker = nodes.all.get(node);
-      // Failed: kept by the fallback and owed, handed over at the server's next answer.
-      if (breaker !== undefined) handOverCounts(node).catch(() => owed.add(breaker));
+      if (breaker !== undefined) handOverNow(node, breaker);
     },
     handOverMoved,
   };
