@@ -4,7 +4,9 @@
 // (docs/decisions.md section 8). Without Redis the start is refused in one line naming WORKERS, exit code 2.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestDb } from '../helpers/db.js';
 import { freePort } from '../helpers/redis-server.js';
@@ -185,6 +187,57 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     expect(text).toContain('keygate_worker_restarts_total{worker="1"} 0\n');
     expect((await get(K.wsAdmin, '10.32.0.1')).status).toBe(200);
   }, 60_000);
+
+  it('a worker restarting while another process takes the port it was told to use still starts at once', async () => {
+    const restarts = async () =>
+      Number(
+        /^keygate_worker_restarts_total\{worker="2"\} (\d+)$/m.exec(
+          await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text(),
+        )![1],
+      );
+    const restartsBefore = await restarts();
+    const children = () =>
+      new Set(
+        readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number),
+      );
+    const before = children();
+    const victim = (
+      (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as { workers: { worker: number; pid: number }[] }
+    ).workers.find((w) => w.worker === 2)!.pid;
+    process.kill(victim, 'SIGKILL');
+    // The restarted worker, as soon as it is forked: the port it was told to listen on is taken
+    // before it gets there, as any process on the machine may take a port the primary found free.
+    let restarted = 0;
+    for (
+      const deadline = Date.now() + 30_000;
+      !restarted && Date.now() < deadline;
+      await new Promise((r) => setTimeout(r, 5))
+    )
+      restarted = [...children()].find((pid) => !before.has(pid)) ?? 0;
+    expect(restarted).toBeGreaterThan(0);
+    const told = /(?:^|\0)ADMIN_PORT=(\d+)/.exec(readFileSync(`/proc/${restarted}/environ`, 'latin1'))?.[1];
+    const squatter = net.createServer();
+    if (told !== undefined && told !== '0')
+      await new Promise<void>((resolve, reject) => {
+        squatter.once('error', reject);
+        squatter.listen({ port: Number(told), host: '127.0.0.1', exclusive: true }, resolve);
+      });
+    try {
+      let pid: number | null = null;
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
+        pid = ((await res.json()) as { workers: { worker: number; pid: number | null }[] }).workers.find(
+          (w) => w.worker === 2,
+        )!.pid;
+        if (res.status === 200 && pid !== victim) break;
+      }
+      // The first worker forked after the crash serves: it was not restarted again.
+      expect(pid).toBe(restarted);
+      expect(await restarts()).toBe(restartsBefore + 1);
+    } finally {
+      if (squatter.listening) await new Promise((r) => squatter.close(r));
+    }
+  }, 90_000);
 
   it('SIGTERM: readiness 503 at once, every worker finishes its in-flight requests, exit 0', async () => {
     upstreamDelayMs = 800;
