@@ -16,7 +16,7 @@ export function listenOn(srv: http.Server, port: number, host: string, setting: 
   });
 }
 
-/** A worker's private loopback listener, for the connections its primary hands over. */
+/** A worker's private loopback listener: its gateway's (the connections its primary hands over) and its admin server's. */
 export function listenPrivately(srv: http.Server): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     // exclusive: a handle of this worker's own, not one node:cluster shares through the primary.

@@ -80,7 +80,11 @@ export async function openGatewayListeners(
   const gatewayUrl = app.handedConnections
     ? await listenPrivately(gw.gateway.server)
     : await listenOn(gw.gateway.server, o.port(s.PORT), s.HOST, 'PORT');
-  const adminUrl = await listenOn(admin, o.port(s.ADMIN_PORT), s.ADMIN_HOST, 'ADMIN_PORT');
+  // A worker's admin server is read by its primary only, on a port the worker's own listen chose: a port
+  // the primary found free and passed on could be taken by any process before the worker got there.
+  const adminUrl = app.handedConnections
+    ? await listenPrivately(admin)
+    : await listenOn(admin, o.port(s.ADMIN_PORT), s.ADMIN_HOST, 'ADMIN_PORT');
   const adminDrain = drainable(admin);
   const first: Closer[] = [() => adminDrain.drain(0)];
   let adminApiUrl: string | null = null;

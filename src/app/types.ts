@@ -41,7 +41,8 @@ export interface AppOptions {
   tracing?: Tracing<AccessResolver> | null;
   /**
    * A worker of WORKERS > 1: the primary accepts on PORT and hands each connection over
-   * (`acceptConnection`); the gateway's own listener is private, on a loopback port of its own.
+   * (`acceptConnection`); the gateway's own listener and the admin server's are private, each on a
+   * loopback port of its own, read by the primary only.
    */
   handedConnections?: boolean;
 }

@@ -81,24 +81,11 @@ export interface PrimaryOptions {
 
 interface Slot {
   id: number;
-  adminPort: number;
   worker: Worker | null;
   ready: boolean;
   adminUrl: string | null;
   startedAt: number;
   restarts: number;
-}
-
-/** A port this machine can listen on now, for a worker's private admin listener. */
-async function freePort(host: string): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(0, host, () => resolve());
-  });
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 /** The primary's workers and where their start and stop stand; shared by the functions below. */
@@ -146,17 +133,15 @@ function createGroup(o: PrimaryOptions, log: Logger): Group {
   };
 }
 
-/** Fork the slot's worker (again, after a crash) on a fresh private admin port. */
-async function fork(g: Group, slot: Slot): Promise<void> {
-  // A fresh private port each time: the crashed worker's may have been taken since.
-  // On loopback whatever ADMIN_HOST says: only this primary reads a worker's admin pages.
-  slot.adminPort = await freePort('127.0.0.1');
+/** Fork the slot's worker (again, after a crash). Its admin server listens on a loopback port of its own choosing, told in its ready message. */
+function fork(g: Group, slot: Slot): void {
   if (g.stopping) return;
+  // ADMIN_PORT 0 says what the worker does with the group's setting: nothing.
   const w = cluster.fork({
     ...g.o.workerEnv,
     KEYGATE_WORKER_ID: String(slot.id),
     ADMIN_HOST: '127.0.0.1',
-    ADMIN_PORT: String(slot.adminPort),
+    ADMIN_PORT: '0',
   });
   slot.worker = w;
   slot.ready = false;
@@ -192,7 +177,7 @@ function workerExited(g: Group, slot: Slot, w: Worker, code: number | null, sign
     { worker: slot.id, workerPid: w.process.pid, code, signal, restartInMs: delay },
     'worker exited; restarting it',
   );
-  setTimeout(() => !g.stopping && void fork(g, slot), delay).unref();
+  setTimeout(() => fork(g, slot), delay).unref();
 }
 
 /** The group's listener: connections handed out in turn to the workers that serve, paused until a worker reads them. */
@@ -279,8 +264,8 @@ export async function runPrimary(o: PrimaryOptions): Promise<{ gatewayUrl: strin
   });
 
   for (let id = 1; id <= o.count; id++)
-    g.slots.push({ id, adminPort: 0, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
-  for (const s of g.slots) await fork(g, s);
+    g.slots.push({ id, worker: null, ready: false, adminUrl: null, startedAt: 0, restarts: 0 });
+  for (const s of g.slots) fork(g, s);
   let gatewayUrl: string;
   try {
     await g.started;

@@ -4,7 +4,7 @@
 // (docs/decisions.md section 8). Without Redis the start is refused in one line naming WORKERS, exit code 2.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +23,27 @@ const PG = process.env.DATABASE_URL;
 const REDIS = process.env.REDIS_URL;
 /** org 1's plan, growth: 20 reads a minute (config/plans.json). */
 const READ_BUDGET = 20;
+
+/** The TCP ports `pid` listens on (Linux: its descriptors matched with /proc/net/tcp*). */
+function listeningPorts(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6'])
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // f[1] local address:port in hex, f[3] state (0A: LISTEN), f[9] inode.
+      if (f[3] === '0A' && inodes.has(f[9])) ports.push(parseInt(f[1].split(':')[1], 16));
+    }
+  return ports;
+}
 
 describe('WORKERS settings', () => {
   it('is refused without REDIS_URL or REDIS_CLUSTER_NODES: one line naming WORKERS, exit code 2', async () => {
@@ -234,6 +255,10 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
       // The first worker forked after the crash serves: it was not restarted again.
       expect(pid).toBe(restarted);
       expect(await restarts()).toBe(restartsBefore + 1);
+      // Each worker's listeners are its own (its admin server's among them); the primary listens on
+      // PORT and ADMIN_PORT only, and names no other port for anyone to take.
+      expect(listeningPorts(child.pid!).sort()).toEqual([port, admin].sort());
+      for (const worker of children()) expect(listeningPorts(worker)).toHaveLength(2);
     } finally {
       if (squatter.listening) await new Promise((r) => squatter.close(r));
     }
