@@ -236,7 +236,15 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     )
       restarted = [...children()].find((pid) => !before.has(pid)) ?? 0;
     expect(restarted).toBeGreaterThan(0);
-    const told = /(?:^|\0)ADMIN_PORT=(\d+)/.exec(readFileSync(`/proc/${restarted}/environ`, 'latin1'))?.[1];
+    // Until the fork's exec, the child's environment is still the primary's: the worker's is the one
+    // with its KEYGATE_WORKER_ID.
+    let environ = '';
+    for (const deadline = Date.now() + 30_000; !environ.includes('\0KEYGATE_WORKER_ID=') && Date.now() < deadline;) {
+      environ = `\0${readFileSync(`/proc/${restarted}/environ`, 'latin1')}`;
+      if (!environ.includes('\0KEYGATE_WORKER_ID=')) await new Promise((r) => setTimeout(r, 1));
+    }
+    expect(environ).toContain('\0KEYGATE_WORKER_ID=2\0');
+    const told = /\0ADMIN_PORT=(\d+)/.exec(environ)?.[1];
     const squatter = net.createServer();
     if (told !== undefined && told !== '0')
       await new Promise<void>((resolve, reject) => {
