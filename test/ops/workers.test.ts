@@ -187,22 +187,31 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     expect(pids.has(child.pid!)).toBe(false);
   }, 90_000);
 
-  it('a worker that crashes is restarted under the same worker id, and counted', async () => {
-    const before = (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as {
-      workers: { worker: number; pid: number }[];
-    };
-    const victim = before.workers.find((w) => w.worker === 2)!;
-    process.kill(victim.pid, 'SIGKILL');
-    const deadline = Date.now() + 30_000;
-    let after = before;
-    while (Date.now() < deadline) {
-      const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
-      after = (await res.json()) as typeof before;
-      if (res.status === 200 && after.workers.find((w) => w.worker === 2)!.pid !== victim.pid) break;
-      await new Promise((r) => setTimeout(r, 100));
+  interface Readiness {
+    status: number;
+    workers: { worker: number; pid: number | null }[];
+  }
+  /** The primary's /readyz: its status and each worker's pid. */
+  async function readiness(): Promise<Readiness> {
+    const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
+    return { status: res.status, ...((await res.json()) as Omit<Readiness, 'status'>) };
+  }
+  const pidOf = (r: Readiness, worker: number) => r.workers.find((w) => w.worker === worker)!.pid;
+  /** Readiness once worker 2 serves again under a pid other than `victim`'s (or after 30 s). */
+  async function untilReplaced(victim: number | null): Promise<Readiness> {
+    for (const deadline = Date.now() + 30_000; ; await new Promise((t) => setTimeout(t, 100))) {
+      const r = await readiness();
+      if ((r.status === 200 && pidOf(r, 2) !== victim) || Date.now() > deadline) return r;
     }
-    expect(after.workers.find((w) => w.worker === 2)!.pid).not.toBe(victim.pid);
-    expect(after.workers.find((w) => w.worker === 1)!.pid).toBe(before.workers.find((w) => w.worker === 1)!.pid);
+  }
+
+  it('a worker that crashes is restarted under the same worker id, and counted', async () => {
+    const before = await readiness();
+    const victim = pidOf(before, 2)!;
+    process.kill(victim, 'SIGKILL');
+    const after = await untilReplaced(victim);
+    expect(pidOf(after, 2)).not.toBe(victim);
+    expect(pidOf(after, 1)).toBe(pidOf(before, 1));
     const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
     expect(text).toContain('keygate_worker_restarts_total{worker="2"} 1\n');
     expect(text).toContain('keygate_worker_restarts_total{worker="1"} 0\n');
@@ -222,9 +231,7 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
         readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number),
       );
     const before = children();
-    const victim = (
-      (await (await fetch(`http://127.0.0.1:${admin}/readyz`)).json()) as { workers: { worker: number; pid: number }[] }
-    ).workers.find((w) => w.worker === 2)!.pid;
+    const victim = pidOf(await readiness(), 2)!;
     process.kill(victim, 'SIGKILL');
     // The restarted worker, as soon as it is forked: the port it was told to listen on is taken
     // before it gets there, as any process on the machine may take a port the primary found free.
@@ -239,9 +246,9 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
     // Until the fork's exec, the child's environment is still the primary's: the worker's is the one
     // with its KEYGATE_WORKER_ID.
     let environ = '';
-    for (const deadline = Date.now() + 30_000; !environ.includes('\0KEYGATE_WORKER_ID=') && Date.now() < deadline;) {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 1))) {
       environ = `\0${readFileSync(`/proc/${restarted}/environ`, 'latin1')}`;
-      if (!environ.includes('\0KEYGATE_WORKER_ID=')) await new Promise((r) => setTimeout(r, 1));
+      if (environ.includes('\0KEYGATE_WORKER_ID=')) break;
     }
     expect(environ).toContain('\0KEYGATE_WORKER_ID=2\0');
     const told = /\0ADMIN_PORT=(\d+)/.exec(environ)?.[1];
@@ -252,14 +259,7 @@ describe.runIf(Boolean(PG && REDIS))('WORKERS=2 (the gateway program)', () => {
         squatter.listen({ port: Number(told), host: '127.0.0.1', exclusive: true }, resolve);
       });
     try {
-      let pid: number | null = null;
-      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-        const res = await fetch(`http://127.0.0.1:${admin}/readyz`);
-        pid = ((await res.json()) as { workers: { worker: number; pid: number | null }[] }).workers.find(
-          (w) => w.worker === 2,
-        )!.pid;
-        if (res.status === 200 && pid !== victim) break;
-      }
+      const pid = pidOf(await untilReplaced(victim), 2);
       // The first worker forked after the crash serves: it was not restarted again.
       expect(pid).toBe(restarted);
       expect(await restarts()).toBe(restartsBefore + 1);
